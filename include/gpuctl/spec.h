@@ -1,0 +1,191 @@
+/*
+ * spec.h - the job spec (schema v1): parsing, validation, canonical form.
+ *
+ * The YAML schema is documented field by field in docs/spec.md; this header
+ * is the in-memory form.  Sizes are GiB (2^30 bytes: "80GB", "80GiB" and
+ * "80G" all mean 80 GiB, as GPU catalogs use the word), durations are
+ * seconds, prices are USD.
+ *
+ * Strings are kept exactly as written in the YAML (an env value `no`, `0755`,
+ * `1.10`, `on` stays that text); numbers and units are parsed only where a
+ * field is numeric.
+ *
+ * Ownership: gpc_spec_load_* allocate a gpc_spec that the caller releases
+ * with gpc_spec_free(); every pointer inside is owned by the spec.
+ */
+#ifndef GPUCTL_SPEC_H
+#define GPUCTL_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/error.h"
+
+struct cJSON;
+
+#define GPC_SPEC_VERSION 1
+
+/* The largest spec file accepted, in bytes. */
+#define GPC_SPEC_MAX_BYTES (1u << 20)
+
+/* Interconnect between nodes. */
+typedef enum gpc_interconnect {
+    GPC_IC_ANY = 0,     /* whatever the offer has (default) */
+    GPC_IC_NONE,        /* plain TCP; no fabric needed */
+    GPC_IC_EFA,         /* AWS Elastic Fabric Adapter (libfabric + aws-ofi-nccl) */
+    GPC_IC_INFINIBAND,  /* InfiniBand (Azure ND, ...) */
+    GPC_IC_ERDMA        /* Alibaba Cloud elastic RDMA */
+} gpc_interconnect;
+
+/* Purchase option for a node. */
+typedef enum gpc_spot_policy {
+    GPC_SPOT_ON_DEMAND = 0, /* default */
+    GPC_SPOT_SPOT,          /* spot only */
+    GPC_SPOT_AUTO           /* spot when cheaper and available, else on-demand */
+} gpc_spot_policy;
+
+/* Disk tier. */
+typedef enum gpc_disk_tier {
+    GPC_DISK_ANY = 0, GPC_DISK_STANDARD, GPC_DISK_SSD, GPC_DISK_NVME
+} gpc_disk_tier;
+
+/*
+ * A closed or half-open range of a numeric quantity.  max == 0 means "no
+ * upper bound"; min == 0 means "no lower bound".  `32+` is {32, 0}; `32` is
+ * {32, 32}; `24GB..80GB` is {24, 80}.
+ */
+typedef struct gpc_range {
+    double min;
+    double max;
+} gpc_range;
+
+/*
+ * One acceptable GPU configuration per node, e.g. "A100-80GB:8" is
+ * {model "A100", memory {80,80}, count {8,8}}; "24GB..80GB:2" is
+ * {model "", memory {24,80}, count {2,2}}; "H100:1..2" has count {1,2}.
+ */
+typedef struct gpc_gpu_req {
+    char *model;        /* upper-case model name ("A100", "H100", "T4"), or "" for any */
+    gpc_range mem_gib;  /* per-GPU memory, GiB; {0,0} = any */
+    gpc_range count;    /* GPUs per node; count.min >= 1 unless cpu-only */
+} gpc_gpu_req;
+
+typedef struct gpc_env_var {
+    char *name;   /* matches [A-Za-z_][A-Za-z0-9_]* */
+    char *value;  /* byte-exact as written in the YAML; may be "" */
+} gpc_env_var;
+
+typedef struct gpc_label {
+    char *key;
+    char *value;
+} gpc_label;
+
+typedef struct gpc_spec {
+    char *source;          /* file name it was read from (for messages) */
+    char *base_dir;        /* directory of that file; relative paths resolve here */
+
+    char *name;            /* RFC 1123 label */
+    char **providers;      /* candidates in preference order; default {"local"} */
+    size_t n_providers;
+    uint32_t nodes;        /* >= 1, default 1 */
+
+    struct {
+        gpc_gpu_req *gpus;     /* alternatives; n_gpus == 0 = no GPU asked for */
+        size_t n_gpus;
+        gpc_range cpus;        /* vCPUs per node */
+        gpc_range memory_gib;  /* RAM per node, GiB */
+        double disk_gib;       /* root disk size, GiB; 0 = provider default */
+        gpc_disk_tier disk_tier;
+        uint32_t disk_iops;    /* 0 = tier default */
+        gpc_interconnect interconnect;
+        char **instance_types; /* pinned instance types (any of), may be empty */
+        size_t n_instance_types;
+    } resources;
+
+    char **regions;  size_t n_regions;   /* empty = any */
+    char **zones;    size_t n_zones;     /* empty = any */
+
+    struct {
+        gpc_spot_policy policy;       /* default on-demand */
+        double max_price;             /* USD per node-hour; 0 = no cap */
+        gpc_spot_policy head;         /* policy for node rank 0; default = policy */
+    } spot;
+
+    struct {
+        double max_hourly;  /* USD/hour for the whole cluster; 0 = no cap */
+        double max_total;   /* USD for the cluster's lifetime; 0 = no cap */
+    } budget;
+
+    struct {
+        uint64_t max_duration_s;  /* hard wall clock per node; 0 = none */
+        uint64_t idle_timeout_s;  /* stop after this long with no job; 0 = none */
+    } lifecycle;
+
+    char *image;           /* logical image ("pytorch") or explicit id; default "pytorch" */
+    gpc_env_var *env;      /* in document order */
+    size_t n_env;
+    gpc_label *labels;     /* tags put on every cloud resource */
+    size_t n_labels;
+
+    char *workdir;         /* local directory made available on each node, or NULL */
+    char *checkpoint_dir;  /* directory for checkpoints (shared by nodes), or NULL */
+    char *setup;           /* shell commands run once per node before `run`, or NULL */
+    struct {
+        char *command;          /* the training command (required) */
+        uint32_t nproc_per_node;/* 0 = auto (GPUs on the node, else 1) */
+        uint32_t rdzv_port;     /* c10d rendezvous TCP port; 0 = default 29400 */
+    } run;
+} gpc_spec;
+
+/*
+ * Parse and validate a spec file.  `path` is read whole (at most
+ * GPC_SPEC_MAX_BYTES); "-" reads standard input.  On failure returns
+ * GPC_ERR_SPEC (or GPC_ERR_IO) with a message of the form
+ * "FILE:LINE:COL: what is wrong" (or naming the field, e.g.
+ * "FILE: resources.gpu: ...") and *out untouched.
+ */
+int gpc_spec_load_file(const char *path, gpc_spec **out, gpc_error *err);
+
+/*
+ * Parse and validate a spec from memory.  `source` names it in messages
+ * (e.g. "job.yaml"); `base_dir` resolves relative paths (may be NULL = ".").
+ */
+int gpc_spec_load_string(const char *source, const char *base_dir,
+                         const char *text, size_t len,
+                         gpc_spec **out, gpc_error *err);
+
+/* Release a spec (NULL is fine). */
+void gpc_spec_free(gpc_spec *spec);
+
+/*
+ * Canonical JSON form of the spec ("spec_version": 1, every field, defaults
+ * filled in, keys in a fixed order).  Caller frees with cJSON_Delete.
+ * Returns NULL only when out of memory.
+ */
+struct cJSON *gpc_spec_to_json(const gpc_spec *spec);
+
+/*
+ * SHA-256 (hex, 64 chars + NUL) of the canonical JSON printed unformatted.
+ * Two specs that mean the same thing hash the same, whatever their YAML
+ * layout, comments or key order.  Returns 0 or an error.
+ */
+int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err);
+
+/* Parsers for the numeric forms, exposed for tests and other modules.
+ * Each returns 0 or GPC_ERR_SPEC with a message naming `what`. */
+
+/* "80GB" / "80GiB" / "80G" / "2TB" / "512MB" / "64" (GiB) -> GiB. */
+int gpc_parse_size_gib(const char *what, const char *s, double *gib, gpc_error *err);
+
+/* "30m", "72h", "1d", "90s", "1h30m", "3600" (seconds) -> seconds. */
+int gpc_parse_duration(const char *what, const char *s, uint64_t *secs, gpc_error *err);
+
+/* "A100-80GB:8", "A100:80GB:8", "H100:8", "T4", "24GB..80GB:2", "H100:1..2". */
+int gpc_parse_gpu(const char *what, const char *s, gpc_gpu_req *out, gpc_error *err);
+
+/* Names for enums, as written in the YAML. */
+const char *gpc_interconnect_name(gpc_interconnect ic);
+const char *gpc_spot_policy_name(gpc_spot_policy p);
+const char *gpc_disk_tier_name(gpc_disk_tier t);
+
+#endif /* GPUCTL_SPEC_H */

@@ -1,0 +1,153 @@
+/*
+ * state.h - gpuctl's local state: one SQLite database per state directory.
+ *
+ * Location: --state-dir, else $XDG_STATE_HOME/gpuctl, else
+ * $HOME/.local/state/gpuctl.  The database file is gpuctl.db, mode 0600, in
+ * WAL mode with a busy timeout, so concurrent gpuctl processes never lose or
+ * corrupt a record, and every change is one transaction (a process killed
+ * mid-write leaves the old or the new state, never a mix).
+ *
+ * Tables: clusters, nodes, attempts (provisioning tries and their errors),
+ * events, ledger (node start/stop x price).  Times are Unix seconds (UTC),
+ * prices USD/hour.  Secrets are never stored.
+ *
+ * Ownership: a gpc_state is opened with gpc_state_open and closed with
+ * gpc_state_close.  Record structs filled by the getters own their strings;
+ * release them with the matching *_free / gpc_*_list_free.
+ */
+#ifndef GPUCTL_STATE_H
+#define GPUCTL_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/error.h"
+
+typedef struct gpc_state gpc_state;
+
+/* Phases of a node (and, summarised, of a cluster). */
+typedef enum gpc_phase {
+    GPC_PHASE_PENDING = 0, /* recorded, not yet created at the provider */
+    GPC_PHASE_BOOTING,     /* created; bootstrap not yet running the job */
+    GPC_PHASE_RUNNING,     /* the job is running */
+    GPC_PHASE_SUCCEEDED,   /* the job ended with exit status 0 */
+    GPC_PHASE_FAILED,      /* the job ended non-zero, or the node broke */
+    GPC_PHASE_PREEMPTED,   /* the provider took the node back */
+    GPC_PHASE_TERMINATED,  /* deleted at the provider */
+    GPC_PHASE_COUNT
+} gpc_phase;
+
+const char *gpc_phase_name(gpc_phase p);
+/* Returns 0 and sets *out, or -1 for an unknown name. */
+int gpc_phase_parse(const char *name, gpc_phase *out);
+
+typedef struct gpc_cluster_rec {
+    int64_t id;
+    char *name;          /* unique among clusters not yet destroyed */
+    char *uid;           /* random id of this cluster instance (rdzv id, tags) */
+    char *provider;
+    char *spec_hash;     /* gpc_spec_hash of the spec applied */
+    char *spec_json;     /* canonical spec JSON */
+    char *spec_path;     /* absolute path of the spec file, or "" */
+    uint32_t nodes;      /* desired node count */
+    uint32_t rdzv_port;
+    gpc_phase phase;     /* summary phase */
+    int exit_code;       /* rank 0's exit status, -1 while unknown */
+    int64_t created_at;
+    int64_t updated_at;
+    int64_t destroyed_at;/* 0 while alive */
+} gpc_cluster_rec;
+
+typedef struct gpc_node_rec {
+    int64_t id;
+    int64_t cluster_id;
+    uint32_t rank;
+    char *name;          /* "<cluster>-<rank>" */
+    char *provider;
+    char *provider_id;   /* id at the provider (instance id, local dir); "" until created */
+    char *client_token;  /* idempotency token used for create */
+    char *region;
+    char *zone;
+    char *instance_type;
+    int spot;            /* 1 = spot */
+    char *private_ip;    /* "" until known */
+    double price_hourly; /* USD/hour */
+    gpc_phase phase;
+    int exit_code;       /* -1 while unknown */
+    int64_t created_at;
+    int64_t started_at;  /* 0 until created at the provider */
+    int64_t ended_at;    /* 0 while alive */
+} gpc_node_rec;
+
+typedef struct gpc_event_rec {
+    int64_t id;
+    int64_t cluster_id;
+    int64_t at;
+    int rank;            /* -1 for cluster-wide events */
+    char *kind;          /* "create", "phase", "delete", "error", ... */
+    char *message;
+} gpc_event_rec;
+
+/* Resolve the state directory (see above); caller frees *out. */
+int gpc_state_dir_default(char **out, gpc_error *err);
+
+/*
+ * Open (creating it and the directory, mode 0700 / 0600, when missing) the
+ * database in `dir`.  Applies the schema migrations.  Returns 0 or
+ * GPC_ERR_STATE / GPC_ERR_IO.
+ */
+int gpc_state_open(const char *dir, gpc_state **out, gpc_error *err);
+void gpc_state_close(gpc_state *st);
+
+/* Directory the state lives in (owned by st). */
+const char *gpc_state_path(const gpc_state *st);
+
+/* Wrap several calls in one transaction (BEGIN IMMEDIATE ... COMMIT). */
+int gpc_state_begin(gpc_state *st, gpc_error *err);
+int gpc_state_commit(gpc_state *st, gpc_error *err);
+void gpc_state_rollback(gpc_state *st);
+
+/* Clusters.  "Live" = destroyed_at == 0. */
+int gpc_cluster_insert(gpc_state *st, gpc_cluster_rec *rec, gpc_error *err); /* sets rec->id */
+int gpc_cluster_update(gpc_state *st, const gpc_cluster_rec *rec, gpc_error *err);
+/* Live cluster by name; GPC_ERR_NOT_FOUND when none. */
+int gpc_cluster_get(gpc_state *st, const char *name, gpc_cluster_rec *out, gpc_error *err);
+int gpc_cluster_get_by_id(gpc_state *st, int64_t id, gpc_cluster_rec *out, gpc_error *err);
+/* Live clusters (all = 1: destroyed too), ordered by name then id. */
+int gpc_cluster_list(gpc_state *st, int all, gpc_cluster_rec **out, size_t *n, gpc_error *err);
+void gpc_cluster_rec_free(gpc_cluster_rec *rec);
+void gpc_cluster_list_free(gpc_cluster_rec *recs, size_t n);
+
+/* Nodes.  (cluster_id, rank) is unique among nodes not terminated. */
+int gpc_node_insert(gpc_state *st, gpc_node_rec *rec, gpc_error *err); /* sets rec->id */
+int gpc_node_update(gpc_state *st, const gpc_node_rec *rec, gpc_error *err);
+/* Nodes of a cluster ordered by rank then id (include_terminated = 0 hides those). */
+int gpc_node_list(gpc_state *st, int64_t cluster_id, int include_terminated,
+                  gpc_node_rec **out, size_t *n, gpc_error *err);
+void gpc_node_rec_free(gpc_node_rec *rec);
+void gpc_node_list_free(gpc_node_rec *recs, size_t n);
+
+/* Provisioning attempts: one row per create call, with its outcome. */
+int gpc_attempt_record(gpc_state *st, int64_t cluster_id, uint32_t rank,
+                       const char *provider, const char *region,
+                       const char *instance_type, const char *outcome,
+                       const char *error_code, const char *error_message,
+                       gpc_error *err);
+
+/* Events: an append-only log shown by status -v and logs. */
+int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,
+                  const char *kind, const char *message, gpc_error *err);
+int gpc_event_list(gpc_state *st, int64_t cluster_id,
+                   gpc_event_rec **out, size_t *n, gpc_error *err);
+void gpc_event_list_free(gpc_event_rec *recs, size_t n);
+
+/* Cost ledger: open an entry when a node starts, close it when it stops. */
+int gpc_ledger_open(gpc_state *st, int64_t cluster_id, int64_t node_id,
+                    const char *provider, const char *instance_type,
+                    double price_hourly, int64_t start_at, gpc_error *err);
+int gpc_ledger_close(gpc_state *st, int64_t node_id, int64_t stop_at, gpc_error *err);
+/* Cost so far in USD for a cluster: sum of (stop or now - start)/3600 x price. */
+int gpc_ledger_cost(gpc_state *st, int64_t cluster_id, int64_t now,
+                    double *usd, gpc_error *err);
+
+#endif /* GPUCTL_STATE_H */

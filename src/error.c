@@ -1,0 +1,87 @@
+/* error.c - see include/gpuctl/error.h */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpuctl/error.h"
+
+void gpc_error_clear(gpc_error *err)
+{
+    if (!err)
+        return;
+    err->code = GPC_OK;
+    err->msg[0] = '\0';
+}
+
+static void set_msg(gpc_error *err, gpc_code code, const char *fmt, va_list ap)
+{
+    err->code = code;
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    for (char *p = err->msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+int gpc_fail(gpc_error *err, gpc_code code, const char *fmt, ...)
+{
+    if (err && err->code == GPC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        set_msg(err, code, fmt, ap);
+        va_end(ap);
+    }
+    if (err && err->code != GPC_OK)
+        return (int)err->code;
+    return (int)code;
+}
+
+int gpc_fail_replace(gpc_error *err, gpc_code code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        set_msg(err, code, fmt, ap);
+        va_end(ap);
+    }
+    return (int)code;
+}
+
+static const struct {
+    const char *name;
+    int exit_status;
+} codes[GPC_CODE_COUNT] = {
+    [GPC_OK]              = {"ok", 0},
+    [GPC_ERR_INTERNAL]    = {"internal", 1},
+    [GPC_ERR_NOMEM]       = {"nomem", 1},
+    [GPC_ERR_USAGE]       = {"usage", 3},
+    [GPC_ERR_SPEC]        = {"spec", 4},
+    [GPC_ERR_RENDER]      = {"render", 4},
+    [GPC_ERR_IO]          = {"io", 5},
+    [GPC_ERR_STATE]       = {"state", 5},
+    [GPC_ERR_PROVIDER]    = {"provider", 6},
+    [GPC_ERR_NOT_FOUND]   = {"not_found", 7},
+    [GPC_ERR_PARTIAL]     = {"partial", 8},
+    [GPC_ERR_LOCKED]      = {"locked", 9},
+    [GPC_ERR_JOB_FAILED]  = {"job_failed", 10},
+    [GPC_ERR_NODE_LOST]   = {"node_lost", 11},
+    [GPC_ERR_TIMEOUT]     = {"timeout", 12},
+    [GPC_ERR_AUTH]        = {"auth", 20},
+    [GPC_ERR_QUOTA]       = {"quota", 21},
+    [GPC_ERR_CAPACITY]    = {"capacity", 22},
+    [GPC_ERR_BUDGET]      = {"budget", 23},
+    [GPC_ERR_INTERRUPTED] = {"interrupted", 130},
+};
+
+const char *gpc_code_name(gpc_code code)
+{
+    if ((unsigned)code >= GPC_CODE_COUNT || !codes[code].name)
+        return "internal";
+    return codes[code].name;
+}
+
+int gpc_exit_status(gpc_code code)
+{
+    if ((unsigned)code >= GPC_CODE_COUNT || !codes[code].name)
+        return 1;
+    return codes[code].exit_status;
+}
