@@ -102,6 +102,13 @@ void gpc_state_close(gpc_state *st);
 /* Directory the state lives in (owned by st). */
 const char *gpc_state_path(const gpc_state *st);
 
+/*
+ * Check the database (used by `doctor`): runs PRAGMA integrity_check and
+ * PRAGMA foreign_key_check.  Returns 0 when both are clean, else
+ * GPC_ERR_STATE with the first problem found in err.
+ */
+int gpc_state_check(gpc_state *st, gpc_error *err);
+
 /* Wrap several calls in one transaction (BEGIN IMMEDIATE ... COMMIT). */
 int gpc_state_begin(gpc_state *st, gpc_error *err);
 int gpc_state_commit(gpc_state *st, gpc_error *err);

@@ -1,0 +1,130 @@
+/*
+ * provider.h - the one interface every provider implements.
+ *
+ * A provider is a `const gpc_provider` table of function pointers (the shape
+ * curl uses for its TLS backends): providers/<name>/ fills one in, and
+ * gpc_providers[] lists those compiled in.  The core owns planning, retries,
+ * waiting, state and cleanup; a provider only translates one operation into
+ * its API calls.  Optional operations may be NULL; callers check.
+ *
+ * Every operation is idempotent where the API allows it: create_node takes a
+ * client token (EC2 ClientToken, Azure resource name, Aliyun ClientToken; the
+ * local provider's node directory) so that a create repeated after a crash
+ * finds the node it already made instead of making a second one, and
+ * delete_node of a node already gone succeeds.
+ */
+#ifndef GPUCTL_PROVIDER_H
+#define GPUCTL_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/error.h"
+#include "gpuctl/render.h"
+#include "gpuctl/spec.h"
+#include "gpuctl/state.h"
+
+struct gpc_buf;
+
+/* Capability bits. */
+#define GPC_CAP_SPOT        (1u << 0)  /* spot / preemptible capacity */
+#define GPC_CAP_EFA         (1u << 1)
+#define GPC_CAP_INFINIBAND  (1u << 2)
+#define GPC_CAP_ERDMA       (1u << 3)
+#define GPC_CAP_PLACEMENT   (1u << 4)  /* placement groups */
+#define GPC_CAP_FREE        (1u << 5)  /* costs nothing: no confirmation needed */
+
+/* One way to run one node: an instance type in a region/zone at a price. */
+typedef struct gpc_offer {
+    char provider[16];
+    char instance_type[64];
+    char region[48];
+    char zone[48];
+    char gpu_model[32];     /* "" for CPU-only */
+    uint32_t gpu_count;
+    double gpu_mem_gib;     /* per GPU, GiB */
+    double vcpus;
+    double mem_gib;         /* RAM, GiB */
+    int spot;               /* 1 = spot price */
+    double price_hourly;    /* USD per node-hour */
+} gpc_offer;
+
+/* What to create. All pointers are borrowed for the duration of the call. */
+typedef struct gpc_node_request {
+    const char *cluster;       /* cluster name */
+    const char *cluster_uid;   /* unique id of the cluster instance */
+    uint32_t rank;
+    const char *name;          /* node name, "<cluster>-<rank>" */
+    const char *client_token;  /* idempotency token, <= 64 ASCII chars */
+    const gpc_offer *offer;
+    const char *image;
+    const char *userdata;      /* plain cloud-config text */
+    size_t userdata_len;
+    const gpc_label *labels;
+    size_t n_labels;
+} gpc_node_request;
+
+/* What a provider knows about one node. */
+typedef struct gpc_node_status {
+    char provider_id[256];  /* id at the provider ("" = unknown) */
+    char private_ip[64];    /* IP literal, "" until known */
+    gpc_phase phase;
+    int exit_code;          /* the job's exit status on this node, -1 unknown */
+    int stopped;            /* 1 when the machine no longer runs (no billing) */
+    char detail[256];       /* short human explanation ("process group gone") */
+} gpc_node_status;
+
+/* Settings handed to open(). Strings borrowed. */
+typedef struct gpc_provider_config {
+    const char *state_dir;  /* gpuctl's state directory */
+    const char *endpoint;   /* API endpoint override (tests), or NULL */
+    const char *region;     /* default region, or NULL */
+} gpc_provider_config;
+
+typedef struct gpc_provider {
+    const char *name;         /* "local", "aws", ... */
+    const char *summary;      /* one line for `gpuctl help providers` */
+    unsigned caps;            /* GPC_CAP_* */
+
+    /* Open a session; *ctx (owned by the provider) goes to every call. */
+    int (*open)(const gpc_provider_config *cfg, void **ctx, gpc_error *err);
+    void (*close)(void *ctx);
+
+    /* Offers able to run one node of `spec`, cheapest first.  Caller frees
+     * *out with free().  GPC_ERR_CAPACITY (with the reason) when none fits. */
+    int (*list_offers)(void *ctx, const gpc_spec *spec, gpc_offer **out,
+                       size_t *n, gpc_error *err);
+
+    /* Optional: a free TCP port for the c10d rendezvous when the provider
+     * shares one network namespace between nodes (local). */
+    int (*pick_rdzv_port)(void *ctx, uint32_t *port, gpc_error *err);
+
+    /* Create one node (idempotent on req->client_token).  Fills *out with at
+     * least provider_id; private_ip when already known. */
+    int (*create_node)(void *ctx, const gpc_node_request *req,
+                       gpc_node_status *out, gpc_error *err);
+
+    /* Current state of a node.  A node the provider no longer knows comes
+     * back as phase TERMINATED (or PREEMPTED when the provider says so). */
+    int (*describe_node)(void *ctx, const char *provider_id,
+                         gpc_node_status *out, gpc_error *err);
+
+    /* Delete a node; succeeds when it is already gone. */
+    int (*delete_node)(void *ctx, const char *provider_id, gpc_error *err);
+
+    /* Optional: append the node's bootstrap log from byte `offset` on to
+     * `out`; *next is the offset to continue from.  */
+    int (*read_log)(void *ctx, const char *provider_id, long offset,
+                    struct gpc_buf *out, long *next, gpc_error *err);
+} gpc_provider;
+
+/* The providers compiled in, ended by NULL. */
+extern const gpc_provider *const gpc_providers[];
+
+/* A provider by name, or NULL. */
+const gpc_provider *gpc_provider_find(const char *name);
+
+/* Comma-separated names of the providers compiled in (static storage). */
+const char *gpc_provider_names(void);
+
+#endif /* GPUCTL_PROVIDER_H */

@@ -1,0 +1,726 @@
+/*
+ * local.c - the `local` provider: nodes are process groups on this machine.
+ *
+ * Each node gets a directory, <state-dir>/local/<client-token>/, that plays
+ * the part of the VM's disk.  create_node does what cloud-init would do with
+ * the user-data: it writes the `write_files` entries (paths under
+ * /var/lib/gpuctl/ map into the node directory) and runs the `runcmd` list
+ * with /bin/sh, in a new session with a clean environment, as a VM boots.
+ * The node process group outlives the gpuctl process that started it.
+ *
+ * Files in a node directory:
+ *   user-data               the user-data as received
+ *   runcmd.sh               the runcmd list as a shell script
+ *   pid                     "<pgid> <starttime>" of the node's process group
+ *   cloud-init-output.log   stdout/stderr of runcmd before the bootstrap
+ *                           redirects to node.log
+ *   node.log, phase, exit_status, bootstrap.sh   written by the bootstrap
+ *
+ * This is also how gpuctl runs on your own deep-learning server: install
+ * gpuctl there and apply a spec with `provider: local`.
+ */
+#define _GNU_SOURCE 1 /* pipe2 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/provider.h"
+#include "gpuctl/render.h"
+#include "gpuctl/util.h"
+
+#define NODE_ROOT "/var/lib/gpuctl"
+#define LOG_CHUNK_MAX (1u << 20)
+
+/* out = dir + "/" + name; 0, or -1 when it does not fit. */
+static int join(char *out, size_t len, const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    if (dl + 1 + nl + 1 > len)
+        return -1;
+    memcpy(out, dir, dl);
+    out[dl] = '/';
+    memcpy(out + dl + 1, name, nl + 1);
+    return 0;
+}
+
+typedef struct local_ctx {
+    char root[PATH_MAX];   /* <state-dir>/local */
+} local_ctx;
+
+static int local_open(const gpc_provider_config *cfg, void **out, gpc_error *err)
+{
+    local_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    if (snprintf(c->root, sizeof(c->root), "%s/local", cfg->state_dir) >= (int)sizeof(c->root)) {
+        free(c);
+        return gpc_fail(err, GPC_ERR_IO, "local: state directory path too long");
+    }
+    int rc = gpc_mkdir_p(c->root, 0700, err);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static void local_close(void *ctx)
+{
+    free(ctx);
+}
+
+/* ---- this machine as an offer ---------------------------------------- */
+
+/* GPUs as nvidia-smi reports them; 0 when there is no working nvidia-smi. */
+static uint32_t detect_gpus(char *model, size_t model_len, double *mem_gib)
+{
+    model[0] = '\0';
+    *mem_gib = 0;
+    FILE *p = popen("nvidia-smi --query-gpu=name,memory.total "
+                    "--format=csv,noheader,nounits 2>/dev/null", "r");
+    if (!p)
+        return 0;
+    char line[512];
+    uint32_t n = 0;
+    while (fgets(line, sizeof(line), p)) {
+        char *comma = strchr(line, ',');
+        if (!comma)
+            continue;
+        *comma = '\0';
+        if (n == 0) {
+            size_t l = strlen(line);
+            if (l >= model_len)
+                l = model_len - 1;
+            memcpy(model, line, l);
+            model[l] = '\0';
+            *mem_gib = strtod(comma + 1, NULL) / 1024.0; /* MiB -> GiB */
+        }
+        n++;
+    }
+    if (pclose(p) != 0)
+        return 0;
+    return n;
+}
+
+/* Does GPU model `have` ("NVIDIA H200") satisfy a wanted model ("H200")? */
+static int model_matches(const char *want, const char *have)
+{
+    if (!want[0])
+        return 1;
+    size_t wl = strlen(want);
+    for (const char *h = have; *h; h++)
+        if (strncasecmp(h, want, wl) == 0)
+            return 1;
+    return 0;
+}
+
+static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
+                             size_t *n, gpc_error *err)
+{
+    (void)ctx;
+    gpc_offer o;
+    memset(&o, 0, sizeof(o));
+    snprintf(o.provider, sizeof(o.provider), "local");
+    snprintf(o.instance_type, sizeof(o.instance_type), "local");
+    snprintf(o.region, sizeof(o.region), "local");
+    snprintf(o.zone, sizeof(o.zone), "local");
+    o.gpu_count = detect_gpus(o.gpu_model, sizeof(o.gpu_model), &o.gpu_mem_gib);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    o.vcpus = cpus > 0 ? (double)cpus : 1;
+    o.mem_gib = pages > 0 && psize > 0 ? (double)pages * (double)psize / (1024.0 * 1024 * 1024) : 0;
+
+    if (spec->resources.cpus.min > o.vcpus)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: resources.cpus asks for %g, this machine has %g",
+                        spec->resources.cpus.min, o.vcpus);
+    if (spec->resources.memory_gib.min > o.mem_gib)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: resources.memory asks for %g GiB, this machine has %.1f GiB",
+                        spec->resources.memory_gib.min, o.mem_gib);
+    if (spec->resources.n_gpus > 0) {
+        int fit = 0;
+        for (size_t i = 0; i < spec->resources.n_gpus && !fit; i++) {
+            const gpc_gpu_req *g = &spec->resources.gpus[i];
+            fit = o.gpu_count >= (uint32_t)g->count.min &&
+                  model_matches(g->model, o.gpu_model) &&
+                  (g->mem_gib.min <= 0 || o.gpu_mem_gib + 0.5 >= g->mem_gib.min);
+        }
+        if (!fit)
+            return gpc_fail(err, GPC_ERR_CAPACITY,
+                            "local: resources.gpu does not fit this machine (%u x %s)",
+                            o.gpu_count, o.gpu_count ? o.gpu_model : "no GPU");
+    }
+    *out = malloc(sizeof(o));
+    if (!*out)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    **out = o;
+    *n = 1;
+    return 0;
+}
+
+static int local_pick_rdzv_port(void *ctx, uint32_t *port, gpc_error *err)
+{
+    (void)ctx;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return gpc_fail(err, GPC_ERR_IO, "local: socket: %s", strerror(errno));
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        int e = errno;
+        close(fd);
+        return gpc_fail(err, GPC_ERR_IO, "local: cannot find a free port: %s", strerror(e));
+    }
+    close(fd);
+    *port = ntohs(sa.sin_port);
+    return 0;
+}
+
+/* ---- process groups --------------------------------------------------- */
+
+/* Read pgrp, state and start time of /proc/<pid>; 0 on success. */
+static int proc_stat(long pid, long *pgrp, char *state, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    if (!p)
+        return -1;
+    /* fields after the name: 3 state, 4 ppid, 5 pgrp, ... 22 starttime */
+    char st;
+    long ppid, pg;
+    if (sscanf(p + 2, "%c %ld %ld", &st, &ppid, &pg) != 3)
+        return -1;
+    unsigned long long t = 0;
+    char *q = p + 2;
+    for (int field = 3; field < 22 && q; field++) {
+        q = strchr(q, ' ');
+        if (q)
+            q++;
+    }
+    if (q)
+        t = strtoull(q, NULL, 10);
+    *pgrp = pg;
+    *state = st;
+    if (start)
+        *start = t;
+    return 0;
+}
+
+/*
+ * Is the process group `pgid` (started at `start`) still running?  Zombies
+ * do not count: nobody may reap them when the node outlived gpuctl.  A
+ * leader whose start time differs is another process that reused the pid.
+ */
+static int group_alive(long pgid, unsigned long long start)
+{
+    long pg;
+    char st;
+    unsigned long long t;
+    if (proc_stat(pgid, &pg, &st, &t) == 0 && pg == pgid && t != start)
+        return 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return kill((pid_t)-pgid, 0) == 0;
+    struct dirent *de;
+    int alive = 0;
+    while (!alive && (de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        if (proc_stat(pid, &pg, &st, NULL) == 0 && pg == pgid && st != 'Z' && st != 'X')
+            alive = 1;
+    }
+    closedir(d);
+    return alive;
+}
+
+/* ---- node directories ------------------------------------------------- */
+
+static int node_dir(const local_ctx *c, const char *id, char *out, size_t len,
+                    gpc_error *err)
+{
+    if (!id[0] || strlen(id) > 64)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: invalid node id '%s'", id);
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+            return gpc_fail(err, GPC_ERR_PROVIDER, "local: invalid node id '%s'", id);
+    if (id[0] == '.')
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: invalid node id '%s'", id);
+    if (snprintf(out, len, "%s/%s", c->root, id) >= (int)len)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+    return 0;
+}
+
+/* Read a small file in the node dir into buf (trimmed); "" when missing. */
+static void read_small(const char *dir, const char *name, char *buf, size_t len)
+{
+    char path[PATH_MAX];
+    buf[0] = '\0';
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+}
+
+/* Map a node path (/var/lib/gpuctl/...) into the node directory. */
+static int map_path(const char *dir, const char *path, char *out, size_t len,
+                    gpc_error *err)
+{
+    size_t rl = strlen(NODE_ROOT);
+    if (strncmp(path, NODE_ROOT, rl) != 0 || (path[rl] != '/' && path[rl] != '\0') ||
+        strstr(path, "/../"))
+        return gpc_fail(err, GPC_ERR_PROVIDER,
+                        "local: cannot place '%s': only paths under " NODE_ROOT
+                        " exist on a local node", path);
+    if (snprintf(out, len, "%s%s", dir, path + rl) >= (int)len)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+    return 0;
+}
+
+/* ---- the cloud-init subset ------------------------------------------- */
+
+static const char *scalar(yaml_document_t *doc, yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+    if (!map || map->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
+        if (k && strcmp(k, key) == 0)
+            return yaml_document_get_node(doc, p->value);
+    }
+    return NULL;
+}
+
+static int write_files(yaml_document_t *doc, yaml_node_t *list, const char *dir,
+                       gpc_error *err)
+{
+    if (!list)
+        return 0;
+    if (list->type != YAML_SEQUENCE_NODE)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data write_files is not a list");
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++) {
+        yaml_node_t *f = yaml_document_get_node(doc, *it);
+        const char *path = scalar(doc, map_get(doc, f, "path"));
+        yaml_node_t *cn = map_get(doc, f, "content");
+        const char *content = scalar(doc, cn);
+        const char *perm = scalar(doc, map_get(doc, f, "permissions"));
+        const char *enc = scalar(doc, map_get(doc, f, "encoding"));
+        if (!path)
+            return gpc_fail(err, GPC_ERR_PROVIDER, "local: write_files entry without path");
+        char target[PATH_MAX];
+        int rc = map_path(dir, path, target, sizeof(target), err);
+        if (rc)
+            return rc;
+        unsigned mode = perm ? (unsigned)strtoul(perm, NULL, 8) : 0644;
+        size_t clen = content ? cn->data.scalar.length : 0;
+        unsigned char *bytes = NULL;
+        size_t blen = 0;
+        if (enc && (strcmp(enc, "b64") == 0 || strcmp(enc, "base64") == 0)) {
+            rc = gpc_base64_decode(content ? content : "", clen, &bytes, &blen, err);
+            if (rc)
+                return rc;
+        } else if (enc && strcmp(enc, "text/plain") != 0) {
+            return gpc_fail(err, GPC_ERR_PROVIDER,
+                            "local: write_files encoding '%s' is not supported", enc);
+        }
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof(parent), "%s", target);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+            *slash = '\0';
+        rc = gpc_mkdir_p(parent, 0700, err);
+        if (!rc)
+            rc = bytes ? gpc_write_file_atomic(target, bytes, blen, mode, err)
+                       : gpc_write_file_atomic(target, content ? content : "", clen, mode, err);
+        free(bytes);
+        if (rc)
+            return rc;
+        chmod(target, (mode_t)mode);
+    }
+    return 0;
+}
+
+/* Append `s` single-quoted for sh. */
+static int sh_quote(gpc_buf *b, const char *s, gpc_error *err)
+{
+    int rc = gpc_buf_adds(b, "'", err);
+    for (const char *p = s; !rc && *p; p++)
+        rc = *p == '\'' ? gpc_buf_adds(b, "'\\''", err) : gpc_buf_add(b, p, 1, err);
+    return rc ? rc : gpc_buf_adds(b, "'", err);
+}
+
+/* runcmd as a sh script, like cloud-init's scripts/runcmd. */
+static int runcmd_script(yaml_document_t *doc, yaml_node_t *list, const char *dir,
+                         gpc_buf *out, gpc_error *err)
+{
+    int rc = gpc_buf_adds(out, "#!/bin/sh\n", err);
+    if (!list)
+        return rc;
+    if (list->type != YAML_SEQUENCE_NODE)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data runcmd is not a list");
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         !rc && it < list->data.sequence.items.top; it++) {
+        yaml_node_t *cmd = yaml_document_get_node(doc, *it);
+        if (cmd->type == YAML_SCALAR_NODE) {
+            rc = gpc_buf_addf(out, err, "%s\n", scalar(doc, cmd));
+            continue;
+        }
+        if (cmd->type != YAML_SEQUENCE_NODE)
+            return gpc_fail(err, GPC_ERR_PROVIDER, "local: runcmd entry is neither a string nor a list");
+        for (yaml_node_item_t *a = cmd->data.sequence.items.start;
+             !rc && a < cmd->data.sequence.items.top; a++) {
+            const char *arg = scalar(doc, yaml_document_get_node(doc, *a));
+            if (!arg)
+                return gpc_fail(err, GPC_ERR_PROVIDER, "local: runcmd argument is not a string");
+            char mapped[PATH_MAX];
+            if (strncmp(arg, NODE_ROOT "/", sizeof(NODE_ROOT)) == 0) {
+                rc = map_path(dir, arg, mapped, sizeof(mapped), err);
+                arg = mapped;
+            }
+            if (!rc && a != cmd->data.sequence.items.start)
+                rc = gpc_buf_adds(out, " ", err);
+            if (!rc)
+                rc = sh_quote(out, arg, err);
+        }
+        if (!rc)
+            rc = gpc_buf_adds(out, "\n", err);
+    }
+    return rc;
+}
+
+/* Apply the user-data to the node directory; writes runcmd.sh. */
+static int cloud_init(const char *dir, const char *userdata, size_t len, gpc_error *err)
+{
+    if (strncmp(userdata, "#cloud-config\n", 14) != 0)
+        return gpc_fail(err, GPC_ERR_PROVIDER,
+                        "local: user-data is not a #cloud-config document");
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)userdata, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        int rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data line %zu: %s",
+                          parser.problem_mark.line + 1,
+                          parser.problem ? parser.problem : "YAML error");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    int rc = 0;
+    if (!root || root->type != YAML_MAPPING_NODE)
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data is not a mapping");
+    for (yaml_node_pair_t *p = root ? root->data.mapping.pairs.start : NULL;
+         !rc && p && p < root->data.mapping.pairs.top; p++) {
+        const char *k = scalar(&doc, yaml_document_get_node(&doc, p->key));
+        if (!k || (strcmp(k, "write_files") != 0 && strcmp(k, "runcmd") != 0))
+            rc = gpc_fail(err, GPC_ERR_PROVIDER,
+                          "local: cloud-config key '%s' is not supported on local nodes",
+                          k ? k : "?");
+    }
+    if (!rc)
+        rc = write_files(&doc, map_get(&doc, root, "write_files"), dir, err);
+    gpc_buf script;
+    gpc_buf_init(&script, GPC_BUF_SCRIPT_MAX);
+    if (!rc)
+        rc = runcmd_script(&doc, map_get(&doc, root, "runcmd"), dir, &script, err);
+    if (!rc) {
+        char path[PATH_MAX];
+        join(path, sizeof(path), dir, "runcmd.sh");
+        rc = gpc_write_file_atomic(path, script.data, script.len, 0700, err);
+    }
+    gpc_buf_free(&script);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/*
+ * Start /bin/sh runcmd.sh as a detached session (double fork), with the
+ * environment a freshly booted machine has.  Returns the new pgid.
+ */
+static int spawn_node(const char *dir, long *pgid_out, gpc_error *err)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return gpc_fail(err, GPC_ERR_IO, "local: pipe: %s", strerror(errno));
+    pid_t child = fork();
+    if (child < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return gpc_fail(err, GPC_ERR_IO, "local: fork: %s", strerror(errno));
+    }
+    if (child == 0) {
+        close(pfd[0]);
+        pid_t gc = fork();
+        if (gc != 0)
+            _exit(gc < 0 ? 1 : 0);
+        /* The node: its own session and process group. */
+        setsid();
+        /* Record the group before anything else, so that a gpuctl killed
+         * right now still finds this node on the next apply. */
+        long me = (long)getpid(), pg;
+        unsigned long long start = 0;
+        char st, line[64], pidpath[PATH_MAX];
+        if (proc_stat(me, &pg, &st, &start) != 0)
+            _exit(127);
+        int ln = snprintf(line, sizeof(line), "%ld %llu\n", me, start);
+        join(pidpath, sizeof(pidpath), dir, "pid");
+        if (gpc_write_file_atomic(pidpath, line, (size_t)ln, 0600, NULL) != 0)
+            _exit(127);
+        if (write(pfd[1], &me, sizeof(me)) != (ssize_t)sizeof(me))
+            _exit(127);
+        char script[PATH_MAX], logp[PATH_MAX], home[PATH_MAX];
+        join(script, sizeof(script), dir, "runcmd.sh");
+        join(logp, sizeof(logp), dir, "cloud-init-output.log");
+        join(home, sizeof(home), dir, "home");
+        mkdir(home, 0700);
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (in < 0 || out < 0 || chdir(dir) != 0)
+            _exit(127);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(out, 2);
+        if (in > 2)
+            close(in);
+        if (out > 2)
+            close(out);
+        char env_home[PATH_MAX + 8], env_gh[PATH_MAX + 16];
+        snprintf(env_home, sizeof(env_home), "HOME=%s", home);
+        snprintf(env_gh, sizeof(env_gh), "GPUCTL_HOME=%s", dir);
+        char *envp[] = {
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG=C.UTF-8",
+            "USER=gpuctl",
+            env_home,
+            env_gh,
+            "GPUCTL_LOCAL_IP=127.0.0.1",
+            NULL
+        };
+        char *argv[] = {"/bin/sh", script, NULL};
+        execve("/bin/sh", argv, envp);
+        long fail = -(long)errno;
+        if (write(pfd[1], &fail, sizeof(fail)) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(pfd[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    long pgid = 0, extra = 0;
+    ssize_t n = read(pfd[0], &pgid, sizeof(pgid));
+    ssize_t m = read(pfd[0], &extra, sizeof(extra));
+    close(pfd[0]);
+    if (n != (ssize_t)sizeof(pgid) || pgid <= 0)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: could not start the node process");
+    if (m == (ssize_t)sizeof(extra) && extra < 0)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: exec /bin/sh: %s", strerror((int)-extra));
+    *pgid_out = pgid;
+    return 0;
+}
+
+static int read_pid(const char *dir, long *pgid, unsigned long long *start)
+{
+    char buf[128];
+    read_small(dir, "pid", buf, sizeof(buf));
+    return sscanf(buf, "%ld %llu", pgid, start) == 2 ? 0 : -1;
+}
+
+static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_error *err)
+{
+    local_ctx *c = ctx;
+    char dir[PATH_MAX];
+    int rc = node_dir(c, id, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->provider_id, sizeof(out->provider_id), "%s", id);
+    out->exit_code = -1;
+    struct stat sb;
+    long pgid;
+    unsigned long long start;
+    if (stat(dir, &sb) != 0 || read_pid(dir, &pgid, &start) != 0) {
+        out->phase = GPC_PHASE_TERMINATED;
+        out->stopped = 1;
+        snprintf(out->detail, sizeof(out->detail), "node directory is gone");
+        return 0;
+    }
+    snprintf(out->private_ip, sizeof(out->private_ip), "127.0.0.1");
+    char phase[64], status[64];
+    read_small(dir, "exit_status", status, sizeof(status));
+    read_small(dir, "phase", phase, sizeof(phase));
+    int alive = group_alive(pgid, start);
+    out->stopped = !alive;
+    if (status[0]) {
+        out->exit_code = atoi(status);
+        out->phase = out->exit_code == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
+        snprintf(out->detail, sizeof(out->detail), "exit status %d", out->exit_code);
+    } else if (!alive) {
+        out->phase = GPC_PHASE_FAILED;
+        snprintf(out->detail, sizeof(out->detail),
+                 "node process group %ld is gone without an exit status", pgid);
+    } else if (strcmp(phase, "running") == 0) {
+        out->phase = GPC_PHASE_RUNNING;
+    } else {
+        out->phase = GPC_PHASE_BOOTING;
+        snprintf(out->detail, sizeof(out->detail), "%s", phase[0] ? phase : "starting");
+    }
+    return 0;
+}
+
+static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status *out,
+                        gpc_error *err)
+{
+    local_ctx *c = ctx;
+    char dir[PATH_MAX];
+    int rc = node_dir(c, req->client_token, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    long pgid;
+    unsigned long long start;
+    if (read_pid(dir, &pgid, &start) == 0) /* created before: same node */
+        return local_describe(ctx, req->client_token, out, err);
+
+    rc = gpc_mkdir_p(dir, 0700, err);
+    char path[PATH_MAX];
+    if (!rc) {
+        join(path, sizeof(path), dir, "user-data");
+        rc = gpc_write_file_atomic(path, req->userdata, req->userdata_len, 0600, err);
+    }
+    if (!rc)
+        rc = cloud_init(dir, req->userdata, req->userdata_len, err);
+    if (!rc)
+        rc = spawn_node(dir, &pgid, err);
+    if (rc)
+        return rc;
+    return local_describe(ctx, req->client_token, out, err);
+}
+
+static int wait_gone(long pgid, unsigned long long start, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 50) {
+        if (!group_alive(pgid, start))
+            return 1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return !group_alive(pgid, start);
+}
+
+static int local_delete(void *ctx, const char *id, gpc_error *err)
+{
+    local_ctx *c = ctx;
+    char dir[PATH_MAX];
+    int rc = node_dir(c, id, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    long pgid;
+    unsigned long long start;
+    if (read_pid(dir, &pgid, &start) == 0 && group_alive(pgid, start)) {
+        kill((pid_t)-pgid, SIGTERM);
+        if (!wait_gone(pgid, start, 10000)) {
+            kill((pid_t)-pgid, SIGKILL);
+            if (!wait_gone(pgid, start, 5000))
+                return gpc_fail(err, GPC_ERR_PROVIDER,
+                                "local: process group %ld survived SIGKILL", pgid);
+        }
+    }
+    return gpc_rm_rf(dir, err);
+}
+
+static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
+                          long *next, gpc_error *err)
+{
+    local_ctx *c = ctx;
+    char dir[PATH_MAX], path[PATH_MAX];
+    int rc = node_dir(c, id, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    *next = offset;
+    join(path, sizeof(path), dir, "node.log");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        /* Before the bootstrap redirects, its output is here. */
+        join(path, sizeof(path), dir, "cloud-init-output.log");
+        f = fopen(path, "rb");
+    }
+    if (!f)
+        return errno == ENOENT ? 0 : gpc_fail(err, GPC_ERR_IO, "%s: %s", path, strerror(errno));
+    if (fseek(f, offset, SEEK_SET) != 0) {
+        fclose(f);
+        return 0;
+    }
+    char chunk[8192];
+    size_t n, total = 0;
+    while (total < LOG_CHUNK_MAX && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        rc = gpc_buf_add(out, chunk, n, err);
+        if (rc)
+            break;
+        total += n;
+    }
+    fclose(f);
+    *next = offset + (long)total;
+    return rc;
+}
+
+const gpc_provider gpc_provider_local = {
+    .name = "local",
+    .summary = "nodes are process groups on this machine (the default; also your own GPU server)",
+    .caps = GPC_CAP_FREE,
+    .open = local_open,
+    .close = local_close,
+    .list_offers = local_list_offers,
+    .pick_rdzv_port = local_pick_rdzv_port,
+    .create_node = local_create,
+    .describe_node = local_describe,
+    .delete_node = local_delete,
+    .read_log = local_read_log,
+};

@@ -1,0 +1,9 @@
+#!/bin/bash
+# Build gpuctl with AddressSanitizer + UndefinedBehaviorSanitizer and run
+# the whole test suite (unit tests and end-to-end tests) with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-asan}
+cmake -S . -B "$BUILD" -DGPUCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+ctest --test-dir "$BUILD" --output-on-failure -j2 "$@"

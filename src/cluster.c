@@ -1,0 +1,886 @@
+/* cluster.c - see cluster.h */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/render.h"
+#include "gpuctl/util.h"
+
+volatile int gpc_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    gpc_interrupted = 1;
+}
+
+void gpc_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- session ---------------------------------------------------------- */
+
+int gpc_session_open(gpc_session *s, const gpc_out *o, gpc_error *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->out = o;
+    int rc = o->state_dir ? ((s->state_dir = gpc_strdup(o->state_dir, err)) ? 0 : GPC_ERR_NOMEM)
+                          : gpc_state_dir_default(&s->state_dir, err);
+    if (!rc)
+        rc = gpc_state_open(s->state_dir, &s->st, err);
+    return rc;
+}
+
+int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)
+{
+    if (s->prov && strcmp(s->prov->name, name) == 0)
+        return 0;
+    if (s->prov) {
+        s->prov->close(s->pctx);
+        s->prov = NULL;
+        s->pctx = NULL;
+    }
+    const gpc_provider *p = gpc_provider_find(name);
+    if (!p)
+        return gpc_fail(err, GPC_ERR_PROVIDER,
+                        "provider '%s' is not built into this gpuctl (available: %s)",
+                        name, gpc_provider_names());
+    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = NULL, .region = NULL};
+    int rc = p->open(&cfg, &s->pctx, err);
+    if (!rc)
+        s->prov = p;
+    return rc;
+}
+
+void gpc_session_close(gpc_session *s)
+{
+    if (s->prov)
+        s->prov->close(s->pctx);
+    gpc_state_close(s->st);
+    free(s->state_dir);
+    memset(s, 0, sizeof(*s));
+}
+
+int gpc_cluster_lock(gpc_session *s, const char *name, int wait, int *fd, gpc_error *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/locks", s->state_dir);
+    int rc = gpc_mkdir_p(dir, 0700, err);
+    if (rc)
+        return rc;
+    if (snprintf(path, sizeof(path), "%s/%s.lock", dir, name) >= (int)sizeof(path))
+        return gpc_fail(err, GPC_ERR_IO, "lock path too long");
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (f < 0)
+        return gpc_fail(err, GPC_ERR_IO, "%s: %s", path, strerror(errno));
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        if (!wait) {
+            close(f);
+            return gpc_fail(err, GPC_ERR_LOCKED,
+                            "cluster '%s' is being changed by another gpuctl (lock %s)",
+                            name, path);
+        }
+        gpc_info(s->out, "waiting for another gpuctl working on cluster '%s'...", name);
+        while (flock(f, LOCK_EX) != 0) {
+            if (errno != EINTR || gpc_interrupted) {
+                close(f);
+                return gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted while waiting for the lock");
+            }
+        }
+    }
+    *fd = f;
+    return 0;
+}
+
+void gpc_cluster_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void sleep_s(double s)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !gpc_interrupted)
+        ;
+}
+
+static int is_terminal(gpc_phase p)
+{
+    return p == GPC_PHASE_SUCCEEDED || p == GPC_PHASE_FAILED ||
+           p == GPC_PHASE_PREEMPTED || p == GPC_PHASE_TERMINATED;
+}
+
+static void set_str(char **dst, const char *src)
+{
+    char *p = strdup(src ? src : "");
+    if (p) {
+        free(*dst);
+        *dst = p;
+    }
+}
+
+/* Derive the cluster's phase from its nodes: rank 0 decides the job. */
+static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, size_t n,
+                           int *exit_code)
+{
+    *exit_code = -1;
+    if (c->destroyed_at)
+        return GPC_PHASE_TERMINATED;
+    const gpc_node_rec *head = NULL;
+    int any_created = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].rank == 0)
+            head = &nodes[i];
+        if (nodes[i].provider_id[0])
+            any_created = 1;
+    }
+    if (!any_created || !head)
+        return GPC_PHASE_PENDING;
+    *exit_code = head->exit_code;
+    switch (head->phase) {
+    case GPC_PHASE_SUCCEEDED:
+    case GPC_PHASE_FAILED:
+    case GPC_PHASE_PREEMPTED:
+    case GPC_PHASE_RUNNING:
+        return head->phase;
+    case GPC_PHASE_TERMINATED:
+        return GPC_PHASE_FAILED;
+    default:
+        return GPC_PHASE_BOOTING;
+    }
+}
+
+static int event(gpc_session *s, int64_t cid, int rank, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int event(gpc_session *s, int64_t cid, int rank, const char *kind, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_event_add(s->st, cid, rank, kind, msg, &e))
+        gpc_debug(s->out, "could not record event: %s", e.msg);
+    gpc_debug(s->out, "event %s rank %d: %s", kind, rank, msg);
+    return 0;
+}
+
+/* Apply one describe result to a node record; returns 1 if it changed. */
+static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, int64_t now)
+{
+    int changed = 0;
+    if (ns->private_ip[0] && strcmp(ns->private_ip, n->private_ip) != 0) {
+        set_str(&n->private_ip, ns->private_ip);
+        changed = 1;
+    }
+    if (ns->phase != n->phase || ns->exit_code != n->exit_code) {
+        if (ns->phase != n->phase)
+            event(s, n->cluster_id, (int)n->rank, "phase", "%s -> %s%s%s",
+                  gpc_phase_name(n->phase), gpc_phase_name(ns->phase),
+                  ns->detail[0] ? ": " : "", ns->detail);
+        n->phase = ns->phase;
+        n->exit_code = ns->exit_code;
+        changed = 1;
+    }
+    if (ns->stopped && n->ended_at == 0) {
+        n->ended_at = now;
+        gpc_error e;
+        gpc_error_clear(&e);
+        gpc_ledger_close(s->st, n->id, now, &e);
+        changed = 1;
+    }
+    return changed;
+}
+
+int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+{
+    if (c->destroyed_at)
+        return 0;
+    int rc = gpc_session_provider(s, c->provider, err);
+    if (rc)
+        return rc;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    if (rc)
+        return rc;
+    int64_t now = gpc_now();
+    for (size_t i = 0; !rc && i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        if (!nd->provider_id[0] || (is_terminal(nd->phase) && nd->ended_at))
+            continue;
+        gpc_node_status ns;
+        rc = s->prov->describe_node(s->pctx, nd->provider_id, &ns, err);
+        if (!rc && absorb(s, nd, &ns, now))
+            rc = gpc_node_update(s->st, nd, err);
+    }
+    if (!rc) {
+        int exit_code;
+        gpc_phase ph = summarise(c, nodes, n, &exit_code);
+        if (ph != c->phase || exit_code != c->exit_code) {
+            if (ph != c->phase)
+                event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
+                      gpc_phase_name(ph));
+            c->phase = ph;
+            c->exit_code = exit_code;
+            c->updated_at = now;
+            rc = gpc_cluster_update(s->st, c, err);
+        }
+    }
+    gpc_node_list_free(nodes, n);
+    return rc;
+}
+
+/* ---- apply ------------------------------------------------------------ */
+
+/* Resolve a spec path (relative to the spec's directory) to an absolute one. */
+static int resolve_path(const gpc_spec *spec, const char *p, int create, char **out,
+                        gpc_error *err)
+{
+    char buf[PATH_MAX];
+    if (p[0] == '/')
+        snprintf(buf, sizeof(buf), "%s", p);
+    else if (snprintf(buf, sizeof(buf), "%s/%s", spec->base_dir ? spec->base_dir : ".", p) >=
+             (int)sizeof(buf))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: path too long: %s", spec->source, p);
+    if (create) {
+        int rc = gpc_mkdir_p(buf, 0755, err);
+        if (rc)
+            return rc;
+    }
+    struct stat sb;
+    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: directory '%s' does not exist", spec->source, p);
+    return gpc_realpath(buf, out, err);
+}
+
+/* Node name and client token for a rank. */
+static void node_ids(const gpc_cluster_rec *c, uint32_t rank, char *name, size_t nl,
+                     char *token, size_t tl)
+{
+    snprintf(name, nl, "%s-%u", c->name, rank);
+    snprintf(token, tl, "%.40s-%u-%.8s", c->name, rank, c->uid);
+}
+
+/*
+ * Fault injection for the end-to-end tests (docs/testing.md): with
+ * GPUCTL_TEST_FAULT=<point>:<rank>, gpuctl kills itself (SIGKILL) or fails
+ * at that point for that rank, so that crash recovery is tested for real.
+ * Points: kill-before-record (created at the provider, not yet recorded),
+ * kill-after-record, fail-create.
+ */
+static int fault(const char *point, uint32_t rank)
+{
+    const char *f = getenv("GPUCTL_TEST_FAULT");
+    size_t pl = strlen(point);
+    if (!f || strncmp(f, point, pl) != 0 || f[pl] != ':' ||
+        strtoul(f + pl + 1, NULL, 10) != rank)
+        return 0;
+    if (strncmp(point, "kill", 4) == 0)
+        raise(SIGKILL);
+    return 1;
+}
+
+/* Render and create node `nd`; record it.  head_ip NULL for rank 0. */
+static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                      gpc_node_rec *nd, const gpc_offer *offer, const char *head_ip,
+                      const char *workdir, const char *ckpt, gpc_error *err)
+{
+    const gpc_userdata_rules *rules = gpc_userdata_rules_for(s->prov->name);
+    gpc_node_ctx ctx = {
+        .cluster = c->name, .cluster_id = c->uid, .rank = nd->rank, .nnodes = c->nodes,
+        .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
+        .checkpoint_dir = ckpt,
+    };
+    char *ud = NULL;
+    int rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
+    if (!rc && rules && rules->max_raw) {
+        char *enc = NULL;
+        size_t enc_len;
+        rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, NULL, err);
+        free(enc);
+    }
+    gpc_node_request req = {
+        .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .name = nd->name,
+        .client_token = nd->client_token, .offer = offer, .image = spec->image,
+        .userdata = ud, .userdata_len = ud ? strlen(ud) : 0,
+        .labels = spec->labels, .n_labels = spec->n_labels,
+    };
+    gpc_node_status ns;
+    memset(&ns, 0, sizeof(ns));
+    if (!rc) {
+        gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
+        if (fault("fail-create", nd->rank))
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: injected failure creating %s",
+                          s->prov->name, nd->name);
+        else
+            rc = s->prov->create_node(s->pctx, &req, &ns, err);
+        fault("kill-before-record", nd->rank);
+    }
+    free(ud);
+    gpc_error e2;
+    gpc_error_clear(&e2);
+    gpc_attempt_record(s->st, c->id, nd->rank, s->prov->name, offer->region,
+                       offer->instance_type, rc ? "error" : "created",
+                       rc ? gpc_code_name(err->code) : "", rc ? err->msg : "", &e2);
+    if (rc) {
+        event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
+        return rc;
+    }
+    int64_t now = gpc_now();
+    set_str(&nd->provider_id, ns.provider_id);
+    set_str(&nd->private_ip, ns.private_ip);
+    nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
+    nd->exit_code = ns.exit_code;
+    nd->started_at = now;
+    rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_node_update(s->st, nd, err);
+    if (!rc)
+        rc = gpc_ledger_open(s->st, c->id, nd->id, s->prov->name, offer->instance_type,
+                             offer->price_hourly, now, err);
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    if (!rc)
+        event(s, c->id, (int)nd->rank, "create", "created %s as %s", nd->name, nd->provider_id);
+    if (!rc)
+        fault("kill-after-record", nd->rank);
+    return rc;
+}
+
+/* Undo the nodes this apply created; what cannot be deleted stays recorded. */
+static void rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes,
+                             size_t n, const int *made)
+{
+    int64_t now = gpc_now();
+    int left = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!made[i])
+            continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (s->prov->delete_node(s->pctx, nodes[i].provider_id, &e) == 0) {
+            nodes[i].phase = GPC_PHASE_TERMINATED;
+            nodes[i].ended_at = now;
+            gpc_node_update(s->st, &nodes[i], &e);
+            gpc_ledger_close(s->st, nodes[i].id, now, &e);
+            event(s, c->id, (int)nodes[i].rank, "delete", "removed after a failed apply");
+        } else {
+            left++;
+            event(s, c->id, (int)nodes[i].rank, "error",
+                  "could not remove after a failed apply: %s", e.msg);
+            gpc_info(s->out, "gpuctl: node %s could not be removed (%s); it stays recorded: "
+                     "run 'gpuctl destroy %s'", nodes[i].name, e.msg, c->name);
+        }
+    }
+    /* Nodes never created are dropped; a cluster with nothing left is closed. */
+    int alive = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].phase == GPC_PHASE_TERMINATED)
+            continue;
+        if (!nodes[i].provider_id[0]) {
+            gpc_error e;
+            gpc_error_clear(&e);
+            nodes[i].phase = GPC_PHASE_TERMINATED;
+            nodes[i].ended_at = now;
+            gpc_node_update(s->st, &nodes[i], &e);
+            continue;
+        }
+        alive++;
+    }
+    if (!alive && !left) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        c->destroyed_at = now;
+        c->phase = GPC_PHASE_FAILED;
+        gpc_cluster_update(s->st, c, &e);
+    }
+}
+
+static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                       const char *hash, gpc_cluster_rec *c, gpc_error *err)
+{
+    char uid[33];
+    int rc = gpc_random_hex(uid, err);
+    if (rc)
+        return rc;
+    char *json = NULL;
+    cJSON *j = gpc_spec_to_json(spec);
+    if (j) {
+        json = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+    }
+    if (!json)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    uint32_t port = spec->run.rdzv_port;
+    if (!port && s->prov->pick_rdzv_port)
+        rc = s->prov->pick_rdzv_port(s->pctx, &port, err);
+    if (!port)
+        port = 29400;
+    char *abs_spec = NULL;
+    if (strcmp(spec_path, "-") != 0)
+        gpc_realpath(spec_path, &abs_spec, NULL);
+    int64_t now = gpc_now();
+    memset(c, 0, sizeof(*c));
+    c->name = strdup(spec->name);
+    c->uid = strdup(uid);
+    c->provider = strdup(s->prov->name);
+    c->spec_hash = strdup(hash);
+    c->spec_json = json;
+    c->spec_path = strdup(abs_spec ? abs_spec : "");
+    free(abs_spec);
+    c->nodes = spec->nodes;
+    c->rdzv_port = port;
+    c->phase = GPC_PHASE_PENDING;
+    c->exit_code = -1;
+    c->created_at = now;
+    c->updated_at = now;
+    if (!c->name || !c->uid || !c->provider || !c->spec_hash || !c->spec_path)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    if (rc)
+        return rc;
+    /* The cluster and every node, as pending, in one transaction: a gpuctl
+     * killed after this knows what it meant to create. */
+    rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_cluster_insert(s->st, c, err);
+    for (uint32_t r = 0; !rc && r < spec->nodes; r++) {
+        char name[128], token[72];
+        node_ids(c, r, name, sizeof(name), token, sizeof(token));
+        gpc_node_rec nd;
+        memset(&nd, 0, sizeof(nd));
+        nd.cluster_id = c->id;
+        nd.rank = r;
+        nd.name = name;
+        nd.provider = c->provider;
+        nd.provider_id = "";
+        nd.client_token = token;
+        nd.region = "";
+        nd.zone = "";
+        nd.instance_type = "";
+        nd.private_ip = "";
+        nd.phase = GPC_PHASE_PENDING;
+        nd.exit_code = -1;
+        nd.created_at = now;
+        rc = gpc_node_insert(s->st, &nd, err);
+    }
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    if (!rc)
+        event(s, c->id, -1, "apply", "cluster recorded: %u node(s) on %s, spec %.12s",
+              c->nodes, c->provider, hash);
+    return rc;
+}
+
+int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+              const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->exit_code = -1;
+    const char *pname = spec->n_providers ? spec->providers[0] : "local";
+    int rc = gpc_session_provider(s, pname, err);
+    if (rc)
+        return rc;
+    char hash[65];
+    rc = gpc_spec_hash(spec, hash, err);
+    if (rc)
+        return rc;
+
+    /* Where the job's directories are, as the node sees them. */
+    char *workdir = NULL, *ckpt = NULL;
+    if (spec->workdir)
+        rc = resolve_path(spec, spec->workdir, 0, &workdir, err);
+    if (!rc && spec->checkpoint_dir && !opts->dry_run)
+        rc = resolve_path(spec, spec->checkpoint_dir, 1, &ckpt, err);
+    gpc_offer *offers = NULL;
+    size_t noffers = 0;
+    if (!rc)
+        rc = s->prov->list_offers(s->pctx, spec, &offers, &noffers, err);
+    if (!rc && noffers == 0)
+        rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: no offer fits the spec", pname);
+    int lockfd = -1;
+    if (!rc && !opts->dry_run)
+        rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
+    if (rc)
+        goto out;
+
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    gpc_error nf;
+    gpc_error_clear(&nf);
+    int have = gpc_cluster_get(s->st, spec->name, &c, &nf) == 0;
+    if (!have && nf.code != GPC_ERR_NOT_FOUND) {
+        rc = gpc_fail(err, nf.code, "%s", nf.msg);
+        goto out;
+    }
+    if (have && strcmp(c.spec_hash, hash) != 0) {
+        rc = gpc_fail(err, GPC_ERR_USAGE,
+                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s); "
+                      "destroy it first: gpuctl destroy %s", c.name, c.spec_hash, hash, c.name);
+        goto out_c;
+    }
+    if (opts->dry_run) {
+        if (have) {
+            gpc_node_rec *nodes = NULL;
+            size_t n = 0;
+            rc = gpc_node_list(s->st, c.id, 0, &nodes, &n, err);
+            for (size_t i = 0; !rc && i < n; i++)
+                if (!nodes[i].provider_id[0])
+                    res->created++;
+            gpc_node_list_free(nodes, n);
+            res->unchanged = res->created == 0;
+            res->cluster_id = c.id;
+            res->phase = c.phase;
+            res->exit_code = c.exit_code;
+        } else {
+            res->created = (int)spec->nodes;
+            res->phase = GPC_PHASE_PENDING;
+        }
+        goto out_c;
+    }
+    if (!have) {
+        rc = new_cluster(s, spec, spec_path, hash, &c, err);
+        if (rc)
+            goto out_c;
+    }
+    res->cluster_id = c.id;
+
+    /* Create what is missing, head first: workers need its IP. */
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    rc = gpc_node_list(s->st, c.id, 0, &nodes, &n, err);
+    int *made = rc ? NULL : calloc(n ? n : 1, sizeof(int));
+    if (!rc && !made)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        if (nd->provider_id[0])
+            continue;
+        if (gpc_interrupted) {
+            rc = gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
+            break;
+        }
+        const char *head_ip = NULL;
+        if (nd->rank > 0) {
+            gpc_node_rec *head = &nodes[0];
+            if (head->rank != 0 || !head->provider_id[0]) {
+                rc = gpc_fail(err, GPC_ERR_INTERNAL, "head node is missing");
+                break;
+            }
+            if (!head->private_ip[0]) {
+                gpc_node_status hs;
+                rc = s->prov->describe_node(s->pctx, head->provider_id, &hs, err);
+                if (!rc)
+                    set_str(&head->private_ip, hs.private_ip);
+            }
+            if (!rc && !head->private_ip[0])
+                rc = gpc_fail(err, GPC_ERR_PROVIDER, "head node %s has no private IP yet",
+                              head->name);
+            head_ip = head->private_ip;
+        }
+        if (!rc) {
+            set_str(&nd->region, offers[0].region);
+            set_str(&nd->zone, offers[0].zone);
+            set_str(&nd->instance_type, offers[0].instance_type);
+            nd->spot = offers[0].spot;
+            nd->price_hourly = offers[0].price_hourly;
+            rc = create_one(s, spec, &c, nd, &offers[0], head_ip, workdir, ckpt, err);
+        }
+        if (!rc) {
+            made[i] = 1;
+            res->created++;
+            gpc_info(s->out, "created node %s (%s)", nd->name, nd->provider_id);
+        }
+    }
+    if (rc && made) {
+        gpc_info(s->out, "apply failed; removing the %d node(s) it created", res->created);
+        rollback_created(s, &c, nodes, n, made);
+    }
+    free(made);
+    gpc_node_list_free(nodes, n);
+    res->unchanged = !rc && res->created == 0;
+    if (!rc)
+        rc = gpc_cluster_refresh(s, &c, err);
+    if (!rc && opts->wait) {
+        rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, err);
+        res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;
+    }
+    res->phase = c.phase;
+    res->exit_code = c.exit_code;
+out_c:
+    gpc_cluster_rec_free(&c);
+out:
+    gpc_cluster_unlock(lockfd);
+    free(offers);
+    free(workdir);
+    free(ckpt);
+    return rc;
+}
+
+/* ---- wait ------------------------------------------------------------- */
+
+int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
+                     gpc_error *err)
+{
+    const gpc_out *o = s->out;
+    int64_t start = gpc_now();
+    if (poll_s <= 0)
+        poll_s = 1.0;
+    char last[256] = "";
+    int live = o->err_tty && !o->quiet;
+    int rc = 0;
+    for (;;) {
+        rc = gpc_cluster_refresh(s, c, err);
+        if (rc)
+            break;
+        gpc_node_rec *nodes = NULL;
+        size_t n = 0;
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+        if (rc)
+            break;
+        /* One line: elapsed, then each node's phase. */
+        char line[256];
+        int len = snprintf(line, sizeof(line), "%s:", c->name);
+        for (size_t i = 0; i < n && len < (int)sizeof(line) - 32; i++)
+            len += snprintf(line + len, sizeof(line) - (size_t)len, " node%u=%s",
+                            nodes[i].rank, gpc_phase_name(nodes[i].phase));
+        gpc_node_list_free(nodes, n);
+        long el = (long)(gpc_now() - start);
+        if (live) {
+            fprintf(stderr, "\r\033[K[%4lds] %s", el, line);
+            fflush(stderr);
+        } else if (strcmp(line, last) != 0 && !o->quiet) {
+            fprintf(stderr, "[%4lds] %s\n", el, line);
+        }
+        snprintf(last, sizeof(last), "%s", line);
+        if (is_terminal(c->phase))
+            break;
+        if (gpc_interrupted) {
+            rc = gpc_fail(err, GPC_ERR_INTERRUPTED,
+                          "interrupted; the nodes keep running (gpuctl destroy %s stops them)",
+                          c->name);
+            break;
+        }
+        if (timeout_s > 0 && gpc_now() - start >= timeout_s) {
+            rc = gpc_fail(err, GPC_ERR_TIMEOUT,
+                          "cluster '%s' still %s after %lds; the nodes keep running",
+                          c->name, gpc_phase_name(c->phase), timeout_s);
+            break;
+        }
+        sleep_s(poll_s);
+    }
+    if (live)
+        fputc('\n', stderr);
+    if (rc)
+        return rc;
+    switch (c->phase) {
+    case GPC_PHASE_SUCCEEDED:
+        return 0;
+    case GPC_PHASE_FAILED:
+        if (c->exit_code < 0)
+            return gpc_fail(err, GPC_ERR_NODE_LOST,
+                            "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
+        return gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, rank 0 exit status %d",
+                        c->name, c->exit_code);
+    case GPC_PHASE_PREEMPTED:
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
+    default:
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' ended as %s", c->name,
+                        gpc_phase_name(c->phase));
+    }
+}
+
+/* ---- destroy ---------------------------------------------------------- */
+
+int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err)
+{
+    *deleted = 0;
+    int rc = gpc_session_provider(s, c->provider, err);
+    if (rc)
+        return rc;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    if (rc)
+        return rc;
+    gpc_buf left;
+    gpc_buf_init(&left, GPC_BUF_LINE_MAX);
+    int nleft = 0;
+    int64_t now = gpc_now();
+    for (size_t i = 0; i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        gpc_error e;
+        gpc_error_clear(&e);
+        int drc = nd->provider_id[0] ? s->prov->delete_node(s->pctx, nd->provider_id, &e) : 0;
+        if (drc) {
+            nleft++;
+            gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);
+            event(s, c->id, (int)nd->rank, "error", "delete failed: %s", e.msg);
+            continue;
+        }
+        nd->phase = GPC_PHASE_TERMINATED;
+        if (!nd->ended_at)
+            nd->ended_at = now;
+        rc = gpc_state_begin(s->st, err);
+        if (!rc)
+            rc = gpc_node_update(s->st, nd, err);
+        if (!rc)
+            rc = gpc_ledger_close(s->st, nd->id, now, err);
+        if (!rc)
+            rc = gpc_state_commit(s->st, err);
+        else
+            gpc_state_rollback(s->st);
+        if (rc)
+            break;
+        if (nd->provider_id[0]) {
+            (*deleted)++;
+            event(s, c->id, (int)nd->rank, "delete", "deleted %s", nd->provider_id);
+        }
+    }
+    gpc_node_list_free(nodes, n);
+    if (!rc && nleft == 0) {
+        c->destroyed_at = now;
+        c->updated_at = now;
+        c->phase = GPC_PHASE_TERMINATED;
+        rc = gpc_cluster_update(s->st, c, err);
+        if (!rc)
+            event(s, c->id, -1, "destroy", "cluster destroyed");
+    } else if (!rc) {
+        rc = gpc_fail(err, GPC_ERR_PARTIAL,
+                      "cluster '%s': %d node(s) could not be deleted and stay recorded: %s",
+                      c->name, nleft, gpc_buf_str(&left));
+    }
+    gpc_buf_free(&left);
+    return rc;
+}
+
+/* ---- presentation ----------------------------------------------------- */
+
+static void add_time(cJSON *o, const char *key, int64_t t)
+{
+    if (t > 0)
+        cJSON_AddNumberToObject(o, key, (double)t);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    if (gpc_node_list(s->st, c->id, 1, &nodes, &n, err))
+        return NULL;
+    int64_t now = gpc_now();
+    double cost = 0, hourly = 0;
+    gpc_ledger_cost(s->st, c->id, now, &cost, err);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "uid", c->uid);
+    cJSON_AddStringToObject(o, "provider", c->provider);
+    cJSON_AddStringToObject(o, "phase", gpc_phase_name(c->phase));
+    if (c->exit_code >= 0)
+        cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
+    else
+        cJSON_AddNullToObject(o, "exit_code");
+    cJSON_AddNumberToObject(o, "nodes_desired", c->nodes);
+    cJSON_AddStringToObject(o, "spec_hash", c->spec_hash);
+    cJSON_AddStringToObject(o, "spec_path", c->spec_path);
+    cJSON_AddNumberToObject(o, "rdzv_port", c->rdzv_port);
+    add_time(o, "created_at", c->created_at);
+    add_time(o, "destroyed_at", c->destroyed_at);
+    cJSON_AddNumberToObject(o, "age_s", (double)((c->destroyed_at ? c->destroyed_at : now) - c->created_at));
+    cJSON *arr = cJSON_AddArrayToObject(o, "nodes");
+    for (size_t i = 0; i < n; i++) {
+        const gpc_node_rec *nd = &nodes[i];
+        if (!nd->ended_at && nd->started_at)
+            hourly += nd->price_hourly;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "rank", nd->rank);
+        cJSON_AddStringToObject(j, "name", nd->name);
+        cJSON_AddStringToObject(j, "provider_id", nd->provider_id);
+        cJSON_AddStringToObject(j, "phase", gpc_phase_name(nd->phase));
+        cJSON_AddStringToObject(j, "private_ip", nd->private_ip);
+        cJSON_AddStringToObject(j, "instance_type", nd->instance_type);
+        cJSON_AddStringToObject(j, "region", nd->region);
+        cJSON_AddStringToObject(j, "zone", nd->zone);
+        cJSON_AddBoolToObject(j, "spot", nd->spot);
+        cJSON_AddNumberToObject(j, "price_hourly", nd->price_hourly);
+        if (nd->exit_code >= 0)
+            cJSON_AddNumberToObject(j, "exit_code", nd->exit_code);
+        else
+            cJSON_AddNullToObject(j, "exit_code");
+        add_time(j, "created_at", nd->created_at);
+        add_time(j, "started_at", nd->started_at);
+        add_time(j, "ended_at", nd->ended_at);
+        cJSON_AddItemToArray(arr, j);
+    }
+    cJSON_AddNumberToObject(o, "price_hourly", hourly);
+    cJSON_AddNumberToObject(o, "cost_usd", cost);
+    gpc_node_list_free(nodes, n);
+    return o;
+}
+
+int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    if (rc)
+        return rc;
+    static const char *const hdr[] = {"RANK", "NODE", "PHASE", "IP", "INSTANCE", "EXIT",
+                                      "AGE", "ID"};
+    gpc_table t;
+    gpc_table_init(&t, 8, hdr);
+    int64_t now = gpc_now();
+    for (size_t i = 0; i < n; i++) {
+        const gpc_node_rec *nd = &nodes[i];
+        char rank[16], ex[16], age[32];
+        snprintf(rank, sizeof(rank), "%u", nd->rank);
+        if (nd->exit_code >= 0)
+            snprintf(ex, sizeof(ex), "%d", nd->exit_code);
+        else
+            snprintf(ex, sizeof(ex), "-");
+        if (nd->started_at)
+            gpc_fmt_age((nd->ended_at ? nd->ended_at : now) - nd->started_at, age, sizeof(age));
+        else
+            snprintf(age, sizeof(age), "-");
+        const char *row[] = {rank, nd->name, gpc_phase_name(nd->phase),
+                             nd->private_ip[0] ? nd->private_ip : "-",
+                             nd->instance_type[0] ? nd->instance_type : "-", ex, age,
+                             nd->provider_id[0] ? nd->provider_id : "-"};
+        gpc_table_add(&t, row);
+    }
+    gpc_table_print(s->out, &t, stdout);
+    gpc_table_free(&t);
+    gpc_node_list_free(nodes, n);
+    return 0;
+}

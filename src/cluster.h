@@ -1,0 +1,85 @@
+/*
+ * cluster.h - the core's cluster lifecycle: apply, refresh, wait, destroy.
+ *
+ * The CLI commands (cmd_*.c) are thin: they parse flags, call these, and
+ * print.  Everything that touches providers and state goes through here, so
+ * the rules (record before create, clean up after a failed create, never an
+ * untracked node) live in one place.
+ */
+#ifndef GPUCTL_CLUSTER_H
+#define GPUCTL_CLUSTER_H
+
+#include <stdint.h>
+
+#include "gpuctl/error.h"
+#include "gpuctl/provider.h"
+#include "gpuctl/spec.h"
+#include "gpuctl/state.h"
+#include "output.h"
+
+struct cJSON;
+
+/* An open provider plus the state it reports into. */
+typedef struct gpc_session {
+    const gpc_out *out;
+    gpc_state *st;
+    char *state_dir;            /* owned */
+    const gpc_provider *prov;   /* NULL until gpc_session_provider() */
+    void *pctx;
+} gpc_session;
+
+/* Open the state (--state-dir or the default). */
+int gpc_session_open(gpc_session *s, const gpc_out *o, gpc_error *err);
+/* Open provider `name` (once; later calls with the same name are no-ops). */
+int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err);
+void gpc_session_close(gpc_session *s);
+
+/* Hold an exclusive lock on a cluster name (flock on
+ * <state>/locks/<name>.lock) until gpc_cluster_unlock.  GPC_ERR_LOCKED when
+ * another gpuctl holds it and `wait` is 0. */
+int gpc_cluster_lock(gpc_session *s, const char *name, int wait, int *fd, gpc_error *err);
+void gpc_cluster_unlock(int fd);
+
+typedef struct gpc_apply_opts {
+    int dry_run;
+    int wait;
+    long timeout_s;       /* --timeout for --wait; 0 = none */
+    double poll_s;        /* seconds between polls while waiting */
+} gpc_apply_opts;
+
+typedef struct gpc_apply_result {
+    int64_t cluster_id;
+    int created;          /* nodes created by this apply */
+    int unchanged;        /* the same spec was already applied */
+    int waited;           /* --wait ran to the job's end */
+    gpc_phase phase;      /* cluster phase at the end */
+    int exit_code;        /* rank 0's exit status, -1 when unknown */
+} gpc_apply_result;
+
+/* Apply a parsed spec (see docs/cli.md for the contract). */
+int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+              const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);
+
+/* Ask the provider about every live node of a cluster and record what
+ * changed (phases, exit codes, IPs, ledger).  Reloads *c. */
+int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
+
+/* Block until rank 0 ends (or timeout / interrupt), printing progress. */
+int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
+                     double poll_s, gpc_error *err);
+
+/* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
+ * left (still recorded) when some deletes fail. *deleted counts nodes. */
+int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
+
+/* The JSON object for one cluster and its nodes (docs/schema/). */
+struct cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
+
+/* Print the cluster's node table to stdout. */
+int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
+
+/* Set by the SIGINT/SIGTERM handler while waiting. */
+extern volatile int gpc_interrupted;
+void gpc_install_signal_handlers(void);
+
+#endif

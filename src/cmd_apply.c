@@ -1,0 +1,253 @@
+/* cmd_apply.c - `gpuctl apply` and `gpuctl destroy`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "commands.h"
+#include "gpuctl/spec.h"
+
+typedef struct apply_args {
+    const char *file;
+    gpc_apply_opts opts;
+} apply_args;
+
+static int apply_opt(int opt, const char *arg, void *ud)
+{
+    apply_args *a = ud;
+    char *end;
+    switch (opt) {
+    case 'f': a->file = arg; return 0;
+    case 'w': a->opts.wait = 1; return 0;
+    case 'n': a->opts.dry_run = 1; return 0;
+    case 't':
+        a->opts.timeout_s = strtol(arg, &end, 10);
+        return *end || a->opts.timeout_s <= 0 ? -1 : 0;
+    case 'p':
+        a->opts.poll_s = strtod(arg, &end);
+        return *end || a->opts.poll_s <= 0 ? -1 : 0;
+    }
+    return -1;
+}
+
+static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_opts *opts,
+                             const gpc_apply_result *res, const gpc_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "command", "apply");
+    cJSON_AddStringToObject(doc, "cluster", name);
+    cJSON_AddBoolToObject(doc, "dry_run", opts->dry_run);
+    cJSON_AddNumberToObject(doc, "created", res->created);
+    cJSON_AddBoolToObject(doc, "unchanged", res->unchanged);
+    cJSON_AddBoolToObject(doc, "waited", res->waited);
+    cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
+    if (res->exit_code >= 0)
+        cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);
+    else
+        cJSON_AddNullToObject(doc, "exit_code");
+    if (err->code) {
+        cJSON *e = cJSON_AddObjectToObject(doc, "error");
+        cJSON_AddStringToObject(e, "code", gpc_code_name(err->code));
+        cJSON_AddStringToObject(e, "message", err->msg);
+        cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err->code));
+    } else {
+        cJSON_AddNullToObject(doc, "error");
+    }
+    gpc_cluster_rec c;
+    gpc_error e2;
+    gpc_error_clear(&e2);
+    cJSON *cj = NULL;
+    if (res->cluster_id && gpc_cluster_get_by_id(s->st, res->cluster_id, &c, &e2) == 0) {
+        cj = gpc_cluster_json(s, &c, &e2);
+        gpc_cluster_rec_free(&c);
+    }
+    if (cj)
+        cJSON_AddItemToObject(doc, "cluster_status", cj);
+    else
+        cJSON_AddNullToObject(doc, "cluster_status");
+    gpc_print_json(doc);
+}
+
+int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {"wait", no_argument, NULL, 'w'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"timeout", required_argument, NULL, 't'},
+        {"poll-interval", required_argument, NULL, 'p'},
+        {NULL, 0, NULL, 0}
+    };
+    apply_args a;
+    memset(&a, 0, sizeof(a));
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", apply_opt, &a, &done);
+    if (done)
+        return rc;
+    if (optind < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    if (!a.file)
+        return gpc_usage_error(o, c, "missing -f FILE%s", "");
+
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_spec *spec = NULL;
+    if (gpc_spec_load_file(a.file, &spec, &err))
+        return gpc_report_error(o, &err);
+    const char *pname = spec->n_providers ? spec->providers[0] : "local";
+    const gpc_provider *p = gpc_provider_find(pname);
+    if (p && !(p->caps & GPC_CAP_FREE) && !o->assume_yes && !a.opts.dry_run) {
+        char q[256];
+        snprintf(q, sizeof(q), "Create %u paid node(s) on %s for cluster '%s'?", spec->nodes,
+                 pname, spec->name);
+        int yes = gpc_confirm(o, q);
+        if (yes != 1) {
+            gpc_fail(&err, GPC_ERR_USAGE, yes < 0 ? "refusing to create paid resources "
+                     "without a terminal to confirm on; pass -y" : "aborted");
+            gpc_spec_free(spec);
+            return gpc_report_error(o, &err);
+        }
+    }
+    gpc_session s;
+    rc = gpc_session_open(&s, o, &err);
+    gpc_apply_result res;
+    memset(&res, 0, sizeof(res));
+    res.exit_code = -1;
+    if (!rc) {
+        gpc_install_signal_handlers();
+        rc = gpc_apply(&s, spec, a.file, &a.opts, &res, &err);
+    }
+    if (o->format == GPC_OUT_JSON && s.st) {
+        print_apply_json(&s, spec->name, &a.opts, &res, &err);
+        if (rc)
+            fprintf(stderr, "gpuctl: error: %s\n", err.msg);
+    } else if (s.st && (!rc || res.waited)) {
+        if (a.opts.dry_run)
+            printf("cluster %s: would create %d node(s)%s (dry run, nothing changed)\n",
+                   spec->name, res.created, res.unchanged ? "; unchanged" : "");
+        else if (res.unchanged)
+            printf("cluster %s: unchanged (%s)\n", spec->name, gpc_phase_name(res.phase));
+        else
+            printf("cluster %s: created %d node(s)\n", spec->name, res.created);
+        if (!a.opts.dry_run && !o->quiet) {
+            gpc_cluster_rec cr;
+            gpc_error e2;
+            gpc_error_clear(&e2);
+            if (gpc_cluster_get_by_id(s.st, res.cluster_id, &cr, &e2) == 0) {
+                gpc_cluster_print_nodes(&s, &cr, &e2);
+                gpc_cluster_rec_free(&cr);
+            }
+        }
+        if (res.waited)
+            printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res.phase), res.exit_code);
+        if (rc)
+            gpc_report_error(o, &err);
+    } else if (rc) {
+        gpc_report_error(o, &err);
+    }
+    gpc_session_close(&s);
+    gpc_spec_free(spec);
+    return rc ? gpc_exit_status(err.code) : 0;
+}
+
+typedef struct destroy_args {
+    const char *file;
+} destroy_args;
+
+static int destroy_opt(int opt, const char *arg, void *ud)
+{
+    if (opt != 'f')
+        return -1;
+    ((destroy_args *)ud)->file = arg;
+    return 0;
+}
+
+int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0}
+    };
+    destroy_args a = {NULL};
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", destroy_opt, &a, &done);
+    if (done)
+        return rc;
+    gpc_error err;
+    gpc_error_clear(&err);
+    char *name = NULL;
+    if (a.file) {
+        if (optind < argc)
+            return gpc_usage_error(o, c, "give a NAME or -f FILE, not both ('%s')", argv[optind]);
+        gpc_spec *spec = NULL;
+        if (gpc_spec_load_file(a.file, &spec, &err))
+            return gpc_report_error(o, &err);
+        name = strdup(spec->name);
+        gpc_spec_free(spec);
+    } else {
+        if (optind >= argc)
+            return gpc_usage_error(o, c, "missing cluster NAME%s", "");
+        if (optind + 1 < argc)
+            return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+        name = strdup(argv[optind]);
+    }
+    if (!name) {
+        gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
+        return gpc_report_error(o, &err);
+    }
+    gpc_session s;
+    int lockfd = -1, deleted = 0, found = 0;
+    rc = gpc_session_open(&s, o, &err);
+    if (!rc)
+        rc = gpc_cluster_lock(&s, name, 1, &lockfd, &err);
+    gpc_cluster_rec cr;
+    memset(&cr, 0, sizeof(cr));
+    if (!rc) {
+        rc = gpc_cluster_get(s.st, name, &cr, &err);
+        if (rc == GPC_ERR_NOT_FOUND) {
+            rc = 0;
+            gpc_error_clear(&err);
+        } else if (!rc) {
+            found = 1;
+        }
+    }
+    if (!rc && found && !o->assume_yes) {
+        char q[256];
+        snprintf(q, sizeof(q), "Destroy cluster '%s' and its %u node(s)?", name, cr.nodes);
+        int yes = gpc_confirm(o, q);
+        if (yes == 0)
+            rc = gpc_fail(&err, GPC_ERR_USAGE, "aborted");
+    }
+    if (!rc && found)
+        rc = gpc_cluster_destroy(&s, &cr, &deleted, &err);
+    if (o->format == GPC_OUT_JSON && s.st) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "destroy");
+        cJSON_AddStringToObject(doc, "cluster", name);
+        cJSON_AddBoolToObject(doc, "found", found);
+        cJSON_AddNumberToObject(doc, "deleted", deleted);
+        if (rc) {
+            cJSON *e = cJSON_AddObjectToObject(doc, "error");
+            cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
+            cJSON_AddStringToObject(e, "message", err.msg);
+            cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err.code));
+            fprintf(stderr, "gpuctl: error: %s\n", err.msg);
+        } else {
+            cJSON_AddNullToObject(doc, "error");
+        }
+        gpc_print_json(doc);
+    } else if (rc) {
+        gpc_report_error(o, &err);
+    } else if (!found) {
+        printf("cluster %s: not found, nothing to destroy\n", name);
+    } else {
+        printf("cluster %s: destroyed (%d node(s) deleted)\n", name, deleted);
+    }
+    gpc_cluster_rec_free(&cr);
+    gpc_cluster_unlock(lockfd);
+    if (s.st || s.state_dir)
+        gpc_session_close(&s);
+    free(name);
+    return rc ? gpc_exit_status(err.code) : 0;
+}

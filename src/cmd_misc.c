@@ -1,0 +1,228 @@
+/* cmd_misc.c - `gpuctl validate`, `gpuctl render`, `gpuctl version`. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <sqlite3.h>
+#include <yaml.h>
+
+#include "cluster.h"
+#include "commands.h"
+#include "gpuctl/render.h"
+#include "gpuctl/spec.h"
+#include "gpuctl/util.h"
+
+#ifndef GPUCTL_VERSION
+#define GPUCTL_VERSION "0.0.0"
+#endif
+
+static int file_opt(int opt, const char *arg, void *ud)
+{
+    if (opt != 'f')
+        return -1;
+    *(const char **)ud = arg;
+    return 0;
+}
+
+int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {NULL, 0, NULL, 0}
+    };
+    const char *file = NULL;
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", file_opt, &file, &done);
+    if (done)
+        return rc;
+    if (!file && optind < argc)
+        file = argv[optind++];
+    if (!file)
+        return gpc_usage_error(o, c, "missing -f FILE%s", "");
+    if (optind < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_spec *spec = NULL;
+    char hash[65] = "";
+    rc = gpc_spec_load_file(file, &spec, &err);
+    if (!rc)
+        rc = gpc_spec_hash(spec, hash, &err);
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "validate");
+        cJSON_AddStringToObject(doc, "file", file);
+        cJSON_AddBoolToObject(doc, "valid", rc == 0);
+        if (rc) {
+            cJSON *e = cJSON_AddObjectToObject(doc, "error");
+            cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
+            cJSON_AddStringToObject(e, "message", err.msg);
+            cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err.code));
+            fprintf(stderr, "gpuctl: error: %s\n", err.msg);
+        } else {
+            cJSON_AddStringToObject(doc, "spec_hash", hash);
+            cJSON_AddItemToObject(doc, "spec", gpc_spec_to_json(spec));
+        }
+        gpc_print_json(doc);
+        gpc_spec_free(spec);
+        return rc ? gpc_exit_status(err.code) : 0;
+    }
+    if (rc)
+        return gpc_report_error(o, &err);
+    printf("%s: valid: cluster %s, %u node(s) on %s, spec %.12s\n", file, spec->name,
+           spec->nodes, spec->n_providers ? spec->providers[0] : "local", hash);
+    gpc_spec_free(spec);
+    return 0;
+}
+
+typedef struct render_args {
+    const char *file;
+    const char *provider;
+    const char *head_ip;
+    long node;
+    int encoded;
+} render_args;
+
+static int render_opt(int opt, const char *arg, void *ud)
+{
+    render_args *a = ud;
+    char *end;
+    switch (opt) {
+    case 'f': a->file = arg; return 0;
+    case 'P': a->provider = arg; return 0;
+    case 'H': a->head_ip = arg; return 0;
+    case 'E': a->encoded = 1; return 0;
+    case 'N':
+        a->node = strtol(arg, &end, 10);
+        return *end || a->node < 0 ? -1 : 0;
+    }
+    return -1;
+}
+
+/* Absolute path of a spec-relative directory, or a copy when it is missing. */
+static char *abs_dir(const gpc_spec *spec, const char *p)
+{
+    char buf[PATH_MAX];
+    if (!p)
+        return NULL;
+    if (p[0] == '/')
+        snprintf(buf, sizeof(buf), "%s", p);
+    else
+        snprintf(buf, sizeof(buf), "%s/%s", spec->base_dir ? spec->base_dir : ".", p);
+    char *r = realpath(buf, NULL);
+    return r ? r : strdup(buf);
+}
+
+int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {"node", required_argument, NULL, 'N'},
+        {"provider", required_argument, NULL, 'P'},
+        {"head-ip", required_argument, NULL, 'H'},
+        {"encoded", no_argument, NULL, 'E'},
+        {NULL, 0, NULL, 0}
+    };
+    render_args a = {NULL, NULL, NULL, 0, 0};
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", render_opt, &a, &done);
+    if (done)
+        return rc;
+    if (!a.file)
+        return gpc_usage_error(o, c, "missing -f FILE%s", "");
+    if (optind < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_spec *spec = NULL;
+    if (gpc_spec_load_file(a.file, &spec, &err))
+        return gpc_report_error(o, &err);
+    const char *prov = a.provider ? a.provider
+                                  : (spec->n_providers ? spec->providers[0] : "local");
+    const gpc_userdata_rules *rules = gpc_userdata_rules_for(prov);
+    if (!rules) {
+        gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (aws, azure, aliyun, local)", prov);
+        gpc_spec_free(spec);
+        return gpc_report_error(o, &err);
+    }
+    if ((uint32_t)a.node >= spec->nodes) {
+        gpc_fail(&err, GPC_ERR_USAGE, "--node %ld: the spec has %u node(s) (ranks 0..%u)",
+                 a.node, spec->nodes, spec->nodes - 1);
+        gpc_spec_free(spec);
+        return gpc_report_error(o, &err);
+    }
+    /* What apply would fill in, with documentation values where only a
+     * live cluster knows them (RFC 5737 address for the head). */
+    char rdzv_id[80];
+    char hash[65];
+    gpc_spec_hash(spec, hash, NULL);
+    snprintf(rdzv_id, sizeof(rdzv_id), "render-%.12s", hash);
+    const char *head_ip = NULL;
+    if (a.node > 0) {
+        head_ip = a.head_ip ? a.head_ip : "192.0.2.10";
+        if (!a.head_ip)
+            gpc_info(o, "gpuctl: note: head IP shown as %s (set it with --head-ip)", head_ip);
+    }
+    char *workdir = abs_dir(spec, spec->workdir);
+    char *ckpt = abs_dir(spec, spec->checkpoint_dir);
+    gpc_node_ctx ctx = {
+        .cluster = spec->name, .cluster_id = rdzv_id, .rank = (uint32_t)a.node,
+        .nnodes = spec->nodes, .head_ip = head_ip,
+        .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,
+        .workdir = workdir, .checkpoint_dir = ckpt,
+    };
+    char *ud = NULL, *enc = NULL;
+    size_t enc_len = 0;
+    int gz = 0;
+    rc = gpc_render_userdata(spec, &ctx, rules, &ud, &err);
+    if (!rc)
+        rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, &gz, &err);
+    if (!rc) {
+        if (a.encoded)
+            printf("%s\n", enc);
+        else
+            fputs(ud, stdout);
+        gpc_info(o, "gpuctl: %s user-data for node %ld: %zu bytes%s, %zu bytes as sent",
+                 prov, a.node, strlen(ud), gz ? " (gzipped)" : "", enc_len);
+    }
+    free(ud);
+    free(enc);
+    free(workdir);
+    free(ckpt);
+    gpc_spec_free(spec);
+    return rc ? gpc_report_error(o, &err) : 0;
+}
+
+int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, NULL, NULL, NULL, NULL, &done);
+    if (done)
+        return rc;
+    curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "version");
+        cJSON_AddStringToObject(doc, "version", GPUCTL_VERSION);
+        cJSON_AddNumberToObject(doc, "spec_version", GPC_SPEC_VERSION);
+        cJSON *libs = cJSON_AddObjectToObject(doc, "libraries");
+        cJSON_AddStringToObject(libs, "curl", cv->version);
+        cJSON_AddStringToObject(libs, "ssl", cv->ssl_version ? cv->ssl_version : "");
+        cJSON_AddStringToObject(libs, "sqlite", sqlite3_libversion());
+        cJSON_AddStringToObject(libs, "yaml", yaml_get_version_string());
+        cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
+        cJSON *prov = cJSON_AddArrayToObject(doc, "providers");
+        for (size_t i = 0; gpc_providers[i]; i++)
+            cJSON_AddItemToArray(prov, cJSON_CreateString(gpc_providers[i]->name));
+        gpc_print_json(doc);
+        return 0;
+    }
+    printf("gpuctl %s (spec v%d; providers: %s; curl %s, %s, sqlite %s, libyaml %s)\n",
+           GPUCTL_VERSION, GPC_SPEC_VERSION, gpc_provider_names(), cv->version,
+           cv->ssl_version ? cv->ssl_version : "no TLS", sqlite3_libversion(),
+           yaml_get_version_string());
+    return 0;
+}

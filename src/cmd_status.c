@@ -1,0 +1,250 @@
+/* cmd_status.c - `gpuctl status` (alias get) and `gpuctl logs`. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "commands.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/util.h"
+
+static int status_opt(int opt, const char *arg, void *ud)
+{
+    (void)arg;
+    if (opt != 'a')
+        return -1;
+    *(int *)ud = 1;
+    return 0;
+}
+
+int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"all", no_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0}
+    };
+    int all = 0, done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "a", status_opt, &all, &done);
+    if (done)
+        return rc;
+    const char *name = optind < argc ? argv[optind] : NULL;
+    if (name && optind + 1 < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_session s;
+    gpc_cluster_rec *list = NULL;
+    size_t n = 0;
+    rc = gpc_session_open(&s, o, &err);
+    if (!rc) {
+        if (name) {
+            list = calloc(1, sizeof(*list));
+            if (!list)
+                rc = gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
+            else if (!(rc = gpc_cluster_get(s.st, name, list, &err)))
+                n = 1;
+        } else {
+            rc = gpc_cluster_list(s.st, all, &list, &n, &err);
+        }
+    }
+    /* Ask the providers what changed since we last looked. */
+    for (size_t i = 0; !rc && i < n; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (gpc_cluster_refresh(&s, &list[i], &e))
+            fprintf(stderr, "gpuctl: warning: cluster %s: could not refresh: %s\n",
+                    list[i].name, e.msg);
+    }
+    if (rc) {
+        int st = gpc_report_error(o, &err);
+        gpc_cluster_list_free(list, n);
+        gpc_session_close(&s);
+        return st;
+    }
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "status");
+        cJSON *arr = cJSON_AddArrayToObject(doc, "clusters");
+        for (size_t i = 0; i < n; i++) {
+            cJSON *cj = gpc_cluster_json(&s, &list[i], &err);
+            if (cj)
+                cJSON_AddItemToArray(arr, cj);
+        }
+        gpc_print_json(doc);
+    } else if (n == 0) {
+        printf("no clusters%s\n", all ? "" : " (gpuctl status --all shows destroyed ones)");
+    } else {
+        static const char *const hdr[] = {"NAME", "PROVIDER", "NODES", "PHASE", "EXIT", "AGE",
+                                          "$/HR", "COST"};
+        gpc_table t;
+        gpc_table_init(&t, 8, hdr);
+        for (size_t i = 0; i < n; i++) {
+            cJSON *cj = gpc_cluster_json(&s, &list[i], &err);
+            if (!cj)
+                continue;
+            char nodes[16], ex[16], age[32], hr[32], cost[32];
+            snprintf(nodes, sizeof(nodes), "%u", list[i].nodes);
+            if (list[i].exit_code >= 0)
+                snprintf(ex, sizeof(ex), "%d", list[i].exit_code);
+            else
+                snprintf(ex, sizeof(ex), "-");
+            gpc_fmt_age((long long)cJSON_GetObjectItem(cj, "age_s")->valuedouble, age, sizeof(age));
+            snprintf(hr, sizeof(hr), "%.2f", cJSON_GetObjectItem(cj, "price_hourly")->valuedouble);
+            snprintf(cost, sizeof(cost), "%.2f", cJSON_GetObjectItem(cj, "cost_usd")->valuedouble);
+            const char *row[] = {list[i].name, list[i].provider, nodes,
+                                 gpc_phase_name(list[i].phase), ex, age, hr, cost};
+            gpc_table_add(&t, row);
+            cJSON_Delete(cj);
+        }
+        gpc_table_print(o, &t, stdout);
+        gpc_table_free(&t);
+        if (name) {
+            printf("\n");
+            gpc_cluster_print_nodes(&s, &list[0], &err);
+        }
+    }
+    gpc_cluster_list_free(list, n);
+    gpc_session_close(&s);
+    return 0;
+}
+
+typedef struct logs_args {
+    long node;
+    int follow;
+} logs_args;
+
+static int logs_opt(int opt, const char *arg, void *ud)
+{
+    logs_args *a = ud;
+    char *end;
+    if (opt == 'F' || opt == 'f') {
+        a->follow = 1;
+        return 0;
+    }
+    if (opt == 'N') {
+        a->node = strtol(arg, &end, 10);
+        return *end || a->node < 0 ? -1 : 0;
+    }
+    return -1;
+}
+
+/* Print new log bytes of one node, each line prefixed when several nodes. */
+static int pump(gpc_session *s, const gpc_node_rec *nd, long *off, int prefix,
+                gpc_buf *partial, gpc_error *err)
+{
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 22);
+    long next = *off;
+    int rc = s->prov->read_log(s->pctx, nd->provider_id, *off, &b, &next, err);
+    if (!rc && b.len) {
+        if (!prefix) {
+            fwrite(b.data, 1, b.len, stdout);
+        } else {
+            gpc_buf_add(partial, b.data, b.len, NULL);
+            char *start = partial->data, *nl;
+            while ((nl = memchr(start, '\n', partial->len - (size_t)(start - partial->data)))) {
+                printf("[node %u] %.*s\n", nd->rank, (int)(nl - start), start);
+                start = nl + 1;
+            }
+            size_t rest = partial->len - (size_t)(start - partial->data);
+            memmove(partial->data, start, rest);
+            partial->len = rest;
+            partial->data[rest] = '\0';
+        }
+        fflush(stdout);
+    }
+    *off = next;
+    gpc_buf_free(&b);
+    return rc;
+}
+
+int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"node", required_argument, NULL, 'N'},
+        {"follow", no_argument, NULL, 'F'},
+        {NULL, 0, NULL, 0}
+    };
+    logs_args a = {-1, 0};
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f", logs_opt, &a, &done);
+    if (done)
+        return rc;
+    if (optind >= argc)
+        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
+    if (optind + 1 < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+    const char *name = argv[optind];
+
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_session s;
+    gpc_cluster_rec cr;
+    memset(&cr, 0, sizeof(cr));
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    rc = gpc_session_open(&s, o, &err);
+    if (!rc)
+        rc = gpc_cluster_get(s.st, name, &cr, &err);
+    if (!rc)
+        rc = gpc_session_provider(&s, cr.provider, &err);
+    if (!rc && !s.prov->read_log)
+        rc = gpc_fail(&err, GPC_ERR_PROVIDER, "provider %s cannot read node logs", cr.provider);
+    if (!rc)
+        rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
+    if (!rc && a.node >= 0) {
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].rank == (uint32_t)a.node)
+                j = i + 1;
+        if (!j)
+            rc = gpc_fail(&err, GPC_ERR_NOT_FOUND, "cluster %s has no node %ld", name, a.node);
+    }
+    long *offs = rc ? NULL : calloc(n ? n : 1, sizeof(long));
+    gpc_buf *parts = rc ? NULL : calloc(n ? n : 1, sizeof(gpc_buf));
+    if (!rc && (!offs || !parts))
+        rc = gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++)
+        gpc_buf_init(&parts[i], 1u << 20);
+    int prefix = a.node < 0 && n > 1;
+    if (!rc)
+        gpc_install_signal_handlers();
+    while (!rc) {
+        for (size_t i = 0; !rc && i < n; i++) {
+            if (a.node >= 0 && nodes[i].rank != (uint32_t)a.node)
+                continue;
+            if (!nodes[i].provider_id[0])
+                continue;
+            rc = pump(&s, &nodes[i], &offs[i], prefix, &parts[i], &err);
+        }
+        if (rc || !a.follow || gpc_interrupted)
+            break;
+        /* Follow until the job has ended everywhere we print. */
+        if (gpc_cluster_refresh(&s, &cr, &err) == 0 &&
+            (cr.phase == GPC_PHASE_SUCCEEDED || cr.phase == GPC_PHASE_FAILED ||
+             cr.phase == GPC_PHASE_TERMINATED)) {
+            for (size_t i = 0; !rc && i < n; i++)
+                if (nodes[i].provider_id[0] && (a.node < 0 || nodes[i].rank == (uint32_t)a.node))
+                    rc = pump(&s, &nodes[i], &offs[i], prefix, &parts[i], &err);
+            break;
+        }
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; parts && i < n; i++) {
+        if (parts[i].len)
+            printf("[node %u] %s\n", nodes[i].rank, parts[i].data);
+        gpc_buf_free(&parts[i]);
+    }
+    free(parts);
+    free(offs);
+    int st = rc ? gpc_report_error(o, &err) : 0;
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec_free(&cr);
+    gpc_session_close(&s);
+    return st;
+}

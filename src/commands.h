@@ -1,0 +1,38 @@
+/* commands.h - the subcommands behind the table in cli.c. */
+#ifndef GPUCTL_COMMANDS_H
+#define GPUCTL_COMMANDS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "output.h"
+
+typedef struct gpc_command gpc_command;
+typedef int (*gpc_command_fn)(gpc_out *o, const gpc_command *c, int argc, char **argv);
+
+struct gpc_command {
+    const char *name;
+    const char *alias;
+    const char *summary;
+    const char *usage;
+    gpc_command_fn fn;   /* returns the process exit status */
+};
+
+int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
+                      const struct option *extra, const char *extra_short,
+                      int (*on_opt)(int opt, const char *arg, void *ud), void *ud,
+                      int *done);
+void gpc_command_usage(const gpc_command *c, FILE *f);
+/* Report a usage error ("fmt" with one %s) and return its exit status. */
+int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv);
+
+#endif

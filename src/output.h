@@ -1,0 +1,76 @@
+/*
+ * output.h - how gpuctl talks to people and scripts.
+ *
+ * Human output is a table on a TTY (with colour unless NO_COLOR is set or
+ * TERM=dumb) and the same table without colour when piped.  `-o json` prints
+ * one JSON document per command with "schema_version" (docs/json.md); the
+ * schemas live in docs/schema/.  Diagnostics go to stderr, never into JSON.
+ */
+#ifndef GPUCTL_OUTPUT_H
+#define GPUCTL_OUTPUT_H
+
+#include <stdio.h>
+
+#include "gpuctl/error.h"
+
+struct cJSON;
+
+#define GPC_JSON_SCHEMA_VERSION 1
+
+typedef enum { GPC_OUT_TABLE = 0, GPC_OUT_JSON } gpc_out_format;
+
+typedef struct gpc_out {
+    gpc_out_format format;
+    int quiet;      /* -q: only errors (and JSON, when asked for) */
+    int verbose;    /* -v: 1, --debug: 2 */
+    int tty;        /* stdout is a terminal */
+    int err_tty;    /* stderr is a terminal */
+    int color;      /* colour allowed on stdout */
+    int assume_yes; /* -y */
+    const char *state_dir; /* --state-dir, or NULL for the default */
+} gpc_out;
+
+/* Fill from the environment: isatty, NO_COLOR, TERM. */
+void gpc_out_init(gpc_out *o);
+
+/* An informational line on stderr (suppressed by -q). printf-style. */
+void gpc_info(const gpc_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A debug line on stderr (only with -v). */
+void gpc_debug(const gpc_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print an error as "gpuctl: error: MSG" on stderr, or as the JSON error
+ * document {"schema_version":1,"error":{"code":..,"message":..,"exit_status":..}}
+ * on stdout in JSON mode.  Returns the exit status for err->code. */
+int gpc_report_error(const gpc_out *o, const gpc_error *err);
+
+/* Print a cJSON document (takes ownership, adds schema_version first). */
+void gpc_print_json(struct cJSON *doc);
+
+/* Colour helpers: return the escape or "" when colour is off. */
+const char *gpc_c_bold(const gpc_out *o);
+const char *gpc_c_reset(const gpc_out *o);
+const char *gpc_c_phase(const gpc_out *o, const char *phase);
+
+/* A simple table: add rows of `ncols` strings, then print with aligned
+ * columns (header bold on a TTY). */
+typedef struct gpc_table {
+    size_t ncols;
+    size_t nrows;      /* including the header */
+    char **cells;      /* nrows * ncols, owned */
+    size_t cap;
+} gpc_table;
+
+void gpc_table_init(gpc_table *t, size_t ncols, const char *const *header);
+void gpc_table_add(gpc_table *t, const char *const *row);
+void gpc_table_print(const gpc_out *o, gpc_table *t, FILE *f);
+void gpc_table_free(gpc_table *t);
+
+/* "3m12s", "2h05m", "4d03h" for a number of seconds. */
+void gpc_fmt_age(long long secs, char *out, size_t len);
+
+/* Ask a yes/no question on the terminal; 1 = yes.  Without a TTY on stdin
+ * returns -1 (the caller must then demand -y). */
+int gpc_confirm(const gpc_out *o, const char *question);
+
+#endif

@@ -1,0 +1,1235 @@
+/*
+ * state.c - see include/gpuctl/state.h
+ *
+ * One SQLite database (gpuctl.db) per state directory, in WAL mode.
+ *
+ * Durability: synchronous=FULL.  In WAL mode NORMAL keeps the database
+ * consistent but may lose the last commits on power loss; the rows written
+ * here record resources that cost money at a provider (instance ids, ledger
+ * entries), and losing the record of a created instance would leave it
+ * running and unbilled in our books.  Writes are rare (a few per command), so
+ * an fsync per commit costs nothing noticeable.
+ *
+ * Concurrency: sqlite3_busy_timeout covers lock waits; on top of it every
+ * statement run outside an explicit transaction, and every BEGIN IMMEDIATE,
+ * is retried on SQLITE_BUSY until GPC_STATE_BUSY_MS have passed, because
+ * SQLite returns SQLITE_BUSY without calling the busy handler in some cases
+ * (another connection running WAL recovery, a snapshot that went stale).
+ * Retrying is safe there: a statement that failed with SQLITE_BUSY changed
+ * nothing.
+ *
+ * Transactions: gpc_state_begin nests by counting; only the outermost begin
+ * and commit talk to SQLite.  A rollback at any depth rolls back the whole
+ * transaction; until the outermost commit/rollback the handle refuses writes
+ * and the outermost commit reports the failure.
+ *
+ * Schema: versioned by PRAGMA user_version; pending migrations are applied in
+ * one BEGIN IMMEDIATE transaction, so concurrent first runs are safe.  Phases
+ * are stored as their names (gpc_phase_name) and validated in C on write and
+ * read (no CHECK constraint, so a new phase needs no table rebuild).
+ *
+ * Ledger: at most one open entry (stop_at IS NULL) per node; opening another
+ * while one is open is a no-op (keeps the first start), so a resumed command
+ * cannot bill a node twice.  Closing a node with no open entry is a no-op.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "gpuctl/state.h"
+#include "gpuctl/util.h"
+
+#define GPC_STATE_DB_NAME "gpuctl.db"
+#define GPC_STATE_BUSY_MS 10000
+
+struct gpc_state {
+    sqlite3 *db;
+    char *dir;    /* as given */
+    char *dbpath; /* dir/gpuctl.db */
+    int depth;    /* gpc_state_begin nesting */
+    int doomed;   /* rolled back inside a nested transaction */
+};
+
+/* ------------------------------------------------------------------ */
+/* Phases                                                              */
+
+static const char *const phase_names[GPC_PHASE_COUNT] = {
+    "pending", "booting", "running", "succeeded",
+    "failed", "preempted", "terminated",
+};
+
+const char *gpc_phase_name(gpc_phase p)
+{
+    if ((int)p < 0 || p >= GPC_PHASE_COUNT)
+        return "unknown";
+    return phase_names[p];
+}
+
+int gpc_phase_parse(const char *name, gpc_phase *out)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < GPC_PHASE_COUNT; i++) {
+        if (strcmp(name, phase_names[i]) == 0) {
+            *out = (gpc_phase)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int phase_valid(gpc_phase p)
+{
+    return (int)p >= 0 && p < GPC_PHASE_COUNT;
+}
+
+/* ------------------------------------------------------------------ */
+/* Schema                                                              */
+
+/* migrations[i] takes user_version i to i + 1.  Append only. */
+static const char *const migrations[] = {
+    /* 1: initial schema */
+    "CREATE TABLE clusters ("
+    "  id           INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name         TEXT    NOT NULL CHECK (name <> ''),"
+    "  uid          TEXT    NOT NULL DEFAULT '',"
+    "  provider     TEXT    NOT NULL DEFAULT '',"
+    "  spec_hash    TEXT    NOT NULL DEFAULT '',"
+    "  spec_json    TEXT    NOT NULL DEFAULT '',"
+    "  spec_path    TEXT    NOT NULL DEFAULT '',"
+    "  nodes        INTEGER NOT NULL DEFAULT 0,"
+    "  rdzv_port    INTEGER NOT NULL DEFAULT 0,"
+    "  phase        TEXT    NOT NULL DEFAULT 'pending',"
+    "  exit_code    INTEGER NOT NULL DEFAULT -1,"
+    "  created_at   INTEGER NOT NULL,"
+    "  updated_at   INTEGER NOT NULL,"
+    "  destroyed_at INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "CREATE UNIQUE INDEX clusters_live_name ON clusters(name)"
+    "  WHERE destroyed_at = 0;"
+    "CREATE TABLE nodes ("
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  cluster_id    INTEGER NOT NULL REFERENCES clusters(id),"
+    "  rank          INTEGER NOT NULL,"
+    "  name          TEXT    NOT NULL DEFAULT '',"
+    "  provider      TEXT    NOT NULL DEFAULT '',"
+    "  provider_id   TEXT    NOT NULL DEFAULT '',"
+    "  client_token  TEXT    NOT NULL DEFAULT '',"
+    "  region        TEXT    NOT NULL DEFAULT '',"
+    "  zone          TEXT    NOT NULL DEFAULT '',"
+    "  instance_type TEXT    NOT NULL DEFAULT '',"
+    "  spot          INTEGER NOT NULL DEFAULT 0,"
+    "  private_ip    TEXT    NOT NULL DEFAULT '',"
+    "  price_hourly  REAL    NOT NULL DEFAULT 0,"
+    "  phase         TEXT    NOT NULL DEFAULT 'pending',"
+    "  exit_code     INTEGER NOT NULL DEFAULT -1,"
+    "  created_at    INTEGER NOT NULL,"
+    "  started_at    INTEGER NOT NULL DEFAULT 0,"
+    "  ended_at      INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "CREATE UNIQUE INDEX nodes_live_rank ON nodes(cluster_id, rank)"
+    "  WHERE phase <> 'terminated';"
+    "CREATE INDEX nodes_by_cluster ON nodes(cluster_id, rank, id);"
+    "CREATE TABLE attempts ("
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  cluster_id    INTEGER NOT NULL REFERENCES clusters(id),"
+    "  rank          INTEGER NOT NULL,"
+    "  at            INTEGER NOT NULL,"
+    "  provider      TEXT    NOT NULL DEFAULT '',"
+    "  region        TEXT    NOT NULL DEFAULT '',"
+    "  instance_type TEXT    NOT NULL DEFAULT '',"
+    "  outcome       TEXT    NOT NULL DEFAULT '',"
+    "  error_code    TEXT    NOT NULL DEFAULT '',"
+    "  error_message TEXT    NOT NULL DEFAULT ''"
+    ");"
+    "CREATE INDEX attempts_by_cluster ON attempts(cluster_id, id);"
+    "CREATE TABLE events ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  cluster_id INTEGER NOT NULL REFERENCES clusters(id),"
+    "  at         INTEGER NOT NULL,"
+    "  rank       INTEGER NOT NULL DEFAULT -1,"
+    "  kind       TEXT    NOT NULL DEFAULT '',"
+    "  message    TEXT    NOT NULL DEFAULT ''"
+    ");"
+    "CREATE INDEX events_by_cluster ON events(cluster_id, id);"
+    "CREATE TABLE ledger ("
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  cluster_id    INTEGER NOT NULL REFERENCES clusters(id),"
+    "  node_id       INTEGER NOT NULL REFERENCES nodes(id),"
+    "  provider      TEXT    NOT NULL DEFAULT '',"
+    "  instance_type TEXT    NOT NULL DEFAULT '',"
+    "  price_hourly  REAL    NOT NULL DEFAULT 0,"
+    "  start_at      INTEGER NOT NULL,"
+    "  stop_at       INTEGER"
+    ");"
+    "CREATE INDEX ledger_by_cluster ON ledger(cluster_id);"
+    "CREATE UNIQUE INDEX ledger_open_node ON ledger(node_id)"
+    "  WHERE stop_at IS NULL;",
+};
+
+#define GPC_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* ------------------------------------------------------------------ */
+/* Low-level helpers                                                   */
+
+static int st_fail(gpc_state *st, gpc_error *err, const char *what)
+{
+    return gpc_fail(err, GPC_ERR_STATE, "state %s: %s (%s)", st->dbpath,
+                    sqlite3_errmsg(st->db), what);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Sleep before the next try after SQLITE_BUSY; returns 0 when the deadline
+ * has passed (give up).  The pause grows from 1 ms to 50 ms with some jitter
+ * so that competing processes do not retry in lock step.
+ */
+static int busy_backoff(int64_t deadline, int *tries)
+{
+    int64_t now = mono_ms();
+    if (now >= deadline)
+        return 0;
+    int ms = 1 << (*tries < 5 ? *tries : 5); /* 1..32 */
+    ms += (int)(((unsigned)getpid() * 2654435761u + (unsigned)*tries * 40503u) % 19u);
+    if (now + ms > deadline)
+        ms = (int)(deadline - now);
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    (*tries)++;
+    return 1;
+}
+
+static int is_busy(int rc)
+{
+    return (rc & 0xff) == SQLITE_BUSY;
+}
+
+/* Prepare, retrying SQLITE_BUSY (reading the schema may need a lock). */
+static int prep(gpc_state *st, const char *sql, sqlite3_stmt **out,
+                const char *what, gpc_error *err)
+{
+    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
+    int tries = 0;
+    int rc;
+    for (;;) {
+        *out = NULL;
+        rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
+        if (rc == SQLITE_OK)
+            return 0;
+        if (!is_busy(rc) || !busy_backoff(deadline, &tries))
+            break;
+    }
+    st_fail(st, err, what);
+    sqlite3_finalize(*out);
+    *out = NULL;
+    return GPC_ERR_STATE;
+}
+
+/*
+ * First step of a statement.  Outside an explicit transaction a
+ * SQLITE_BUSY is retried (the statement did nothing); inside one it is an
+ * error.  Returns SQLITE_ROW / SQLITE_DONE, or the error code after filling
+ * err.
+ */
+static int step_first(gpc_state *st, sqlite3_stmt *stmt, const char *what,
+                      gpc_error *err)
+{
+    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
+    int tries = 0;
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(stmt);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+            return rc;
+        if (!is_busy(rc) || st->depth > 0 || !sqlite3_get_autocommit(st->db) ||
+            !busy_backoff(deadline, &tries))
+            break;
+        sqlite3_reset(stmt);
+    }
+    st_fail(st, err, what);
+    sqlite3_reset(stmt);
+    return rc;
+}
+
+/* Later steps (rows of a list): no retry. */
+static int step_next(gpc_state *st, sqlite3_stmt *stmt, const char *what,
+                     gpc_error *err)
+{
+    int rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        st_fail(st, err, what);
+        sqlite3_reset(stmt);
+    }
+    return rc;
+}
+
+/* Run a statement that returns no rows worth reading, with busy retry. */
+static int exec1(gpc_state *st, const char *sql, const char *what, gpc_error *err)
+{
+    sqlite3_stmt *stmt;
+    if (prep(st, sql, &stmt, what, err))
+        return GPC_ERR_STATE;
+    int rc = step_first(st, stmt, what, err);
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+/* BEGIN IMMEDIATE with a retry loop on top of the busy handler. */
+static int begin_immediate(gpc_state *st, gpc_error *err)
+{
+    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
+    int tries = 0;
+    for (;;) {
+        int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return 0;
+        if (!is_busy(rc) || !busy_backoff(deadline, &tries))
+            return st_fail(st, err, "BEGIN IMMEDIATE");
+    }
+}
+
+static int commit_raw(gpc_state *st, gpc_error *err)
+{
+    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
+    int tries = 0;
+    for (;;) {
+        int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return 0;
+        if (!is_busy(rc) || sqlite3_get_autocommit(st->db) ||
+            !busy_backoff(deadline, &tries)) {
+            st_fail(st, err, "COMMIT");
+            if (!sqlite3_get_autocommit(st->db))
+                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return GPC_ERR_STATE;
+        }
+    }
+}
+
+/* Checked before every write. */
+static int write_guard(gpc_state *st, gpc_error *err)
+{
+    if (st->depth > 0 && !st->doomed && sqlite3_get_autocommit(st->db))
+        st->doomed = 1; /* SQLite rolled the transaction back on an error */
+    if (st->doomed)
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: the enclosing transaction was rolled back",
+                        st->dbpath);
+    return 0;
+}
+
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+static void bind_text(sqlite3_stmt *stmt, int i, const char *s)
+{
+    sqlite3_bind_text(stmt, i, nz(s), -1, SQLITE_TRANSIENT);
+}
+
+/* Copy a text column ("" for NULL).  NULL on out-of-memory. */
+static char *col_dup(sqlite3_stmt *stmt, int i, gpc_error *err)
+{
+    const unsigned char *t = sqlite3_column_text(stmt, i);
+    return gpc_strdup(t ? (const char *)t : "", err);
+}
+
+static int col_phase(gpc_state *st, sqlite3_stmt *stmt, int i, const char *table,
+                     gpc_phase *out, gpc_error *err)
+{
+    const unsigned char *t = sqlite3_column_text(stmt, i);
+    if (gpc_phase_parse(t ? (const char *)t : "", out) != 0)
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: unknown phase '%s' in %s row %lld",
+                        st->dbpath, t ? (const char *)t : "", table,
+                        (long long)sqlite3_column_int64(stmt, 0));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Open / close                                                        */
+
+int gpc_state_dir_default(char **out, gpc_error *err)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    const char *base;
+    const char *suffix;
+    /* XDG base-dir spec: a relative XDG_STATE_HOME is invalid and ignored. */
+    if (xdg && xdg[0] == '/') {
+        base = xdg;
+        suffix = "/gpuctl";
+    } else if (home && *home) {
+        base = home;
+        suffix = "/.local/state/gpuctl";
+    } else {
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "cannot locate the state directory: neither XDG_STATE_HOME "
+                        "nor HOME is set (use --state-dir)");
+    }
+    size_t n = strlen(base) + strlen(suffix) + 1;
+    char *p = malloc(n);
+    if (!p)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    snprintf(p, n, "%s%s", base, suffix);
+    *out = p;
+    return 0;
+}
+
+/* Create the database file 0600 if missing (umask cannot loosen or tighten it). */
+static int create_db_file(const char *path, gpc_error *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return 0;
+        return gpc_fail(err, GPC_ERR_IO, "state %s: %s", path, strerror(errno));
+    }
+    int rc = 0;
+    if (fchmod(fd, 0600) != 0)
+        rc = gpc_fail(err, GPC_ERR_IO, "state %s: chmod: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/* SQLite gives -wal/-shm the database file's mode; make sure of it. */
+static void chmod_siblings(const gpc_state *st)
+{
+    static const char *const sfx[] = { "-wal", "-shm" };
+    char p[PATH_MAX];
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+        if (snprintf(p, sizeof(p), "%s%s", st->dbpath, sfx[i]) >= (int)sizeof(p))
+            continue;
+        struct stat sb;
+        if (stat(p, &sb) == 0 && (sb.st_mode & 0777) != 0600 && sb.st_uid == geteuid())
+            (void)chmod(p, 0600);
+    }
+}
+
+static int user_version(gpc_state *st, int *out, gpc_error *err)
+{
+    sqlite3_stmt *stmt;
+    if (prep(st, "PRAGMA user_version", &stmt, "PRAGMA user_version", err))
+        return GPC_ERR_STATE;
+    int rc = step_first(st, stmt, "PRAGMA user_version", err);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_ROW ? 0 : GPC_ERR_STATE;
+}
+
+static int migrate(gpc_state *st, gpc_error *err)
+{
+    int v = 0;
+    if (user_version(st, &v, err))
+        return GPC_ERR_STATE;
+    if (v == GPC_SCHEMA_VERSION)
+        return 0;
+    if (v > GPC_SCHEMA_VERSION || v < 0)
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: schema version %d is newer than this gpuctl "
+                        "supports (%d)", st->dbpath, v, GPC_SCHEMA_VERSION);
+    if (begin_immediate(st, err))
+        return GPC_ERR_STATE;
+    /* Another process may have migrated while we waited for the lock. */
+    if (user_version(st, &v, err))
+        goto fail;
+    for (; v < GPC_SCHEMA_VERSION; v++) {
+        char *msg = NULL;
+        if (sqlite3_exec(st->db, migrations[v], NULL, NULL, &msg) != SQLITE_OK) {
+            gpc_fail(err, GPC_ERR_STATE, "state %s: %s (migration to version %d)",
+                     st->dbpath, msg ? msg : sqlite3_errmsg(st->db), v + 1);
+            sqlite3_free(msg);
+            goto fail;
+        }
+    }
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", GPC_SCHEMA_VERSION);
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        st_fail(st, err, "set schema version");
+        goto fail;
+    }
+    return commit_raw(st, err);
+fail:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return GPC_ERR_STATE;
+}
+
+static int set_wal(gpc_state *st, gpc_error *err)
+{
+    sqlite3_stmt *stmt;
+    const char *what = "PRAGMA journal_mode=WAL";
+    if (prep(st, "PRAGMA journal_mode=WAL", &stmt, what, err))
+        return GPC_ERR_STATE;
+    int rc = step_first(st, stmt, what, err);
+    int ok = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *m = sqlite3_column_text(stmt, 0);
+        ok = m && strcmp((const char *)m, "wal") == 0;
+        if (!ok)
+            gpc_fail(err, GPC_ERR_STATE,
+                     "state %s: cannot use WAL journal mode (got '%s'); is the "
+                     "state directory on a network file system?",
+                     st->dbpath, m ? (const char *)m : "");
+    }
+    sqlite3_finalize(stmt);
+    return ok ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_state_open(const char *dir, gpc_state **out, gpc_error *err)
+{
+    *out = NULL;
+    if (!dir || !*dir)
+        return gpc_fail(err, GPC_ERR_STATE, "state directory is empty");
+    if (gpc_mkdir_p(dir, 0700, err))
+        return GPC_ERR_IO;
+    gpc_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    size_t n = strlen(dir) + sizeof("/" GPC_STATE_DB_NAME);
+    st->dir = gpc_strdup(dir, err);
+    st->dbpath = malloc(n);
+    if (!st->dir || !st->dbpath) {
+        gpc_state_close(st);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    snprintf(st->dbpath, n, "%s/%s", dir, GPC_STATE_DB_NAME);
+
+    int rc = create_db_file(st->dbpath, err);
+    if (rc) {
+        gpc_state_close(st);
+        return rc;
+    }
+    if (sqlite3_open_v2(st->dbpath, &st->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        if (st->db)
+            st_fail(st, err, "open");
+        else
+            gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        gpc_state_close(st);
+        return GPC_ERR_STATE;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, GPC_STATE_BUSY_MS);
+    if (set_wal(st, err) ||
+        exec1(st, "PRAGMA synchronous=FULL", "PRAGMA synchronous", err) ||
+        exec1(st, "PRAGMA foreign_keys=ON", "PRAGMA foreign_keys", err) ||
+        migrate(st, err)) {
+        gpc_state_close(st);
+        return GPC_ERR_STATE;
+    }
+    chmod_siblings(st);
+    *out = st;
+    return 0;
+}
+
+void gpc_state_close(gpc_state *st)
+{
+    if (!st)
+        return;
+    if (st->db) {
+        if (!sqlite3_get_autocommit(st->db))
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2(st->db);
+    }
+    free(st->dir);
+    free(st->dbpath);
+    free(st);
+}
+
+const char *gpc_state_path(const gpc_state *st)
+{
+    return st->dir;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transactions                                                        */
+
+int gpc_state_begin(gpc_state *st, gpc_error *err)
+{
+    if (st->depth > 0) {
+        if (write_guard(st, err))
+            return GPC_ERR_STATE;
+        st->depth++;
+        return 0;
+    }
+    if (begin_immediate(st, err))
+        return GPC_ERR_STATE;
+    st->depth = 1;
+    st->doomed = 0;
+    return 0;
+}
+
+int gpc_state_commit(gpc_state *st, gpc_error *err)
+{
+    if (st->depth <= 0)
+        return gpc_fail(err, GPC_ERR_INTERNAL,
+                        "state %s: commit without a transaction", st->dbpath);
+    if (--st->depth > 0)
+        return 0;
+    if (st->doomed) {
+        st->doomed = 0;
+        if (!sqlite3_get_autocommit(st->db))
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: transaction was rolled back", st->dbpath);
+    }
+    if (sqlite3_get_autocommit(st->db))
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: transaction was rolled back after an error",
+                        st->dbpath);
+    return commit_raw(st, err);
+}
+
+void gpc_state_rollback(gpc_state *st)
+{
+    if (!st || st->depth <= 0)
+        return;
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    if (--st->depth > 0)
+        st->doomed = 1;
+    else
+        st->doomed = 0;
+}
+
+int gpc_state_check(gpc_state *st, gpc_error *err)
+{
+    sqlite3_stmt *stmt;
+    const char *what = "PRAGMA integrity_check";
+    if (prep(st, "PRAGMA integrity_check", &stmt, what, err))
+        return GPC_ERR_STATE;
+    int rc = step_first(st, stmt, what, err);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(stmt);
+        return GPC_ERR_STATE;
+    }
+    const unsigned char *t = sqlite3_column_text(stmt, 0);
+    if (!t || strcmp((const char *)t, "ok") != 0) {
+        gpc_fail(err, GPC_ERR_STATE, "state %s: integrity check failed: %s",
+                 st->dbpath, t ? (const char *)t : "(no result)");
+        sqlite3_finalize(stmt);
+        return GPC_ERR_STATE;
+    }
+    sqlite3_finalize(stmt);
+
+    what = "PRAGMA foreign_key_check";
+    if (prep(st, "PRAGMA foreign_key_check", &stmt, what, err))
+        return GPC_ERR_STATE;
+    rc = step_first(st, stmt, what, err);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *tbl = sqlite3_column_text(stmt, 0);
+        const unsigned char *parent = sqlite3_column_text(stmt, 2);
+        gpc_fail(err, GPC_ERR_STATE,
+                 "state %s: integrity check failed: %s row %lld refers to a "
+                 "missing %s row", st->dbpath, tbl ? (const char *)tbl : "?",
+                 (long long)sqlite3_column_int64(stmt, 1),
+                 parent ? (const char *)parent : "?");
+    }
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Clusters                                                            */
+
+#define CLUSTER_COLS "id, name, uid, provider, spec_hash, spec_json, spec_path, " \
+                     "nodes, rdzv_port, phase, exit_code, created_at, updated_at, " \
+                     "destroyed_at"
+
+void gpc_cluster_rec_free(gpc_cluster_rec *rec)
+{
+    if (!rec)
+        return;
+    free(rec->name);
+    free(rec->uid);
+    free(rec->provider);
+    free(rec->spec_hash);
+    free(rec->spec_json);
+    free(rec->spec_path);
+    memset(rec, 0, sizeof(*rec));
+}
+
+void gpc_cluster_list_free(gpc_cluster_rec *recs, size_t n)
+{
+    if (!recs)
+        return;
+    for (size_t i = 0; i < n; i++)
+        gpc_cluster_rec_free(&recs[i]);
+    free(recs);
+}
+
+static int read_cluster(gpc_state *st, sqlite3_stmt *s, gpc_cluster_rec *r,
+                        gpc_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    r->id = sqlite3_column_int64(s, 0);
+    r->name = col_dup(s, 1, err);
+    r->uid = col_dup(s, 2, err);
+    r->provider = col_dup(s, 3, err);
+    r->spec_hash = col_dup(s, 4, err);
+    r->spec_json = col_dup(s, 5, err);
+    r->spec_path = col_dup(s, 6, err);
+    r->nodes = (uint32_t)sqlite3_column_int64(s, 7);
+    r->rdzv_port = (uint32_t)sqlite3_column_int64(s, 8);
+    int rc = col_phase(st, s, 9, "clusters", &r->phase, err);
+    r->exit_code = sqlite3_column_int(s, 10);
+    r->created_at = sqlite3_column_int64(s, 11);
+    r->updated_at = sqlite3_column_int64(s, 12);
+    r->destroyed_at = sqlite3_column_int64(s, 13);
+    if (!rc && (!r->name || !r->uid || !r->provider || !r->spec_hash ||
+                !r->spec_json || !r->spec_path))
+        rc = GPC_ERR_NOMEM;
+    if (rc)
+        gpc_cluster_rec_free(r);
+    return rc;
+}
+
+/* Bind the fields shared by insert and update as ?1..?13. */
+static void bind_cluster(sqlite3_stmt *s, const gpc_cluster_rec *r)
+{
+    bind_text(s, 1, r->name);
+    bind_text(s, 2, r->uid);
+    bind_text(s, 3, r->provider);
+    bind_text(s, 4, r->spec_hash);
+    bind_text(s, 5, r->spec_json);
+    bind_text(s, 6, r->spec_path);
+    sqlite3_bind_int64(s, 7, r->nodes);
+    sqlite3_bind_int64(s, 8, r->rdzv_port);
+    bind_text(s, 9, gpc_phase_name(r->phase));
+    sqlite3_bind_int(s, 10, r->exit_code);
+    sqlite3_bind_int64(s, 11, r->created_at);
+    sqlite3_bind_int64(s, 12, r->updated_at);
+    sqlite3_bind_int64(s, 13, r->destroyed_at);
+}
+
+/* After a failed step (err already holds the SQLite message). */
+static int cluster_write_fail(int rc, const gpc_cluster_rec *r, gpc_error *err)
+{
+    if (rc == SQLITE_CONSTRAINT_UNIQUE)
+        return gpc_fail_replace(err, GPC_ERR_STATE, "cluster '%s' already exists",
+                                nz(r->name));
+    return GPC_ERR_STATE;
+}
+
+static int cluster_validate(gpc_state *st, const gpc_cluster_rec *r, gpc_error *err)
+{
+    if (!r->name || !*r->name)
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: cluster name is empty", st->dbpath);
+    if (!phase_valid(r->phase))
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: invalid phase %d for cluster '%s'",
+                        st->dbpath, (int)r->phase, r->name);
+    return 0;
+}
+
+int gpc_cluster_insert(gpc_state *st, gpc_cluster_rec *rec, gpc_error *err)
+{
+    if (write_guard(st, err) || cluster_validate(st, rec, err))
+        return GPC_ERR_STATE;
+    if (rec->created_at == 0)
+        rec->created_at = gpc_now();
+    if (rec->updated_at == 0)
+        rec->updated_at = rec->created_at;
+    const char *what = "insert cluster";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO clusters (name, uid, provider, spec_hash, spec_json, "
+                 "spec_path, nodes, rdzv_port, phase, exit_code, created_at, "
+                 "updated_at, destroyed_at) VALUES "
+                 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_cluster(s, rec);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return cluster_write_fail(rc, rec, err);
+    rec->id = sqlite3_last_insert_rowid(st->db);
+    return 0;
+}
+
+int gpc_cluster_update(gpc_state *st, const gpc_cluster_rec *rec, gpc_error *err)
+{
+    if (write_guard(st, err) || cluster_validate(st, rec, err))
+        return GPC_ERR_STATE;
+    const char *what = "update cluster";
+    sqlite3_stmt *s;
+    if (prep(st, "UPDATE clusters SET name = ?1, uid = ?2, provider = ?3, "
+                 "spec_hash = ?4, spec_json = ?5, spec_path = ?6, nodes = ?7, "
+                 "rdzv_port = ?8, phase = ?9, exit_code = ?10, created_at = ?11, "
+                 "updated_at = ?12, destroyed_at = ?13 WHERE id = ?14",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_cluster(s, rec);
+    sqlite3_bind_int64(s, 14, rec->id);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return cluster_write_fail(rc, rec, err);
+    if (sqlite3_changes(st->db) == 0)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "cluster id %lld not found",
+                        (long long)rec->id);
+    return 0;
+}
+
+static int cluster_get1(gpc_state *st, const char *sql, const char *name, int64_t id,
+                        gpc_cluster_rec *out, gpc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *what = "get cluster";
+    sqlite3_stmt *s;
+    if (prep(st, sql, &s, what, err))
+        return GPC_ERR_STATE;
+    if (name)
+        bind_text(s, 1, name);
+    else
+        sqlite3_bind_int64(s, 1, id);
+    int rc = step_first(st, s, what, err);
+    int ret;
+    if (rc == SQLITE_ROW)
+        ret = read_cluster(st, s, out, err);
+    else if (rc == SQLITE_DONE)
+        ret = name ? gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'", name)
+                   : gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster with id %lld",
+                              (long long)id);
+    else
+        ret = GPC_ERR_STATE;
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int gpc_cluster_get(gpc_state *st, const char *name, gpc_cluster_rec *out,
+                    gpc_error *err)
+{
+    return cluster_get1(st, "SELECT " CLUSTER_COLS " FROM clusters "
+                            "WHERE name = ?1 AND destroyed_at = 0",
+                        nz(name), 0, out, err);
+}
+
+int gpc_cluster_get_by_id(gpc_state *st, int64_t id, gpc_cluster_rec *out,
+                          gpc_error *err)
+{
+    return cluster_get1(st, "SELECT " CLUSTER_COLS " FROM clusters WHERE id = ?1",
+                        NULL, id, out, err);
+}
+
+/* Grow an array of `size`-byte records to hold one more. */
+static int grow(void **arr, size_t *cap, size_t n, size_t size, gpc_error *err)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    void *p = realloc(*arr, ncap * size);
+    if (!p)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int gpc_cluster_list(gpc_state *st, int all, gpc_cluster_rec **out, size_t *n,
+                     gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *what = "list clusters";
+    sqlite3_stmt *s;
+    if (prep(st, "SELECT " CLUSTER_COLS " FROM clusters "
+                 "WHERE ?1 OR destroyed_at = 0 ORDER BY name, id",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int(s, 1, all ? 1 : 0);
+    gpc_cluster_rec *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int ret = 0;
+    int rc = step_first(st, s, what, err);
+    while (rc == SQLITE_ROW) {
+        if ((ret = grow((void **)&arr, &cap, cnt, sizeof(*arr), err)) != 0)
+            break;
+        if ((ret = read_cluster(st, s, &arr[cnt], err)) != 0)
+            break;
+        cnt++;
+        rc = step_next(st, s, what, err);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = GPC_ERR_STATE;
+    sqlite3_finalize(s);
+    if (ret) {
+        gpc_cluster_list_free(arr, cnt);
+        return ret;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Nodes                                                               */
+
+#define NODE_COLS "id, cluster_id, rank, name, provider, provider_id, client_token, " \
+                  "region, zone, instance_type, spot, private_ip, price_hourly, "    \
+                  "phase, exit_code, created_at, started_at, ended_at"
+
+void gpc_node_rec_free(gpc_node_rec *rec)
+{
+    if (!rec)
+        return;
+    free(rec->name);
+    free(rec->provider);
+    free(rec->provider_id);
+    free(rec->client_token);
+    free(rec->region);
+    free(rec->zone);
+    free(rec->instance_type);
+    free(rec->private_ip);
+    memset(rec, 0, sizeof(*rec));
+}
+
+void gpc_node_list_free(gpc_node_rec *recs, size_t n)
+{
+    if (!recs)
+        return;
+    for (size_t i = 0; i < n; i++)
+        gpc_node_rec_free(&recs[i]);
+    free(recs);
+}
+
+static int read_node(gpc_state *st, sqlite3_stmt *s, gpc_node_rec *r, gpc_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    r->id = sqlite3_column_int64(s, 0);
+    r->cluster_id = sqlite3_column_int64(s, 1);
+    r->rank = (uint32_t)sqlite3_column_int64(s, 2);
+    r->name = col_dup(s, 3, err);
+    r->provider = col_dup(s, 4, err);
+    r->provider_id = col_dup(s, 5, err);
+    r->client_token = col_dup(s, 6, err);
+    r->region = col_dup(s, 7, err);
+    r->zone = col_dup(s, 8, err);
+    r->instance_type = col_dup(s, 9, err);
+    r->spot = sqlite3_column_int(s, 10);
+    r->private_ip = col_dup(s, 11, err);
+    r->price_hourly = sqlite3_column_double(s, 12);
+    int rc = col_phase(st, s, 13, "nodes", &r->phase, err);
+    r->exit_code = sqlite3_column_int(s, 14);
+    r->created_at = sqlite3_column_int64(s, 15);
+    r->started_at = sqlite3_column_int64(s, 16);
+    r->ended_at = sqlite3_column_int64(s, 17);
+    if (!rc && (!r->name || !r->provider || !r->provider_id || !r->client_token ||
+                !r->region || !r->zone || !r->instance_type || !r->private_ip))
+        rc = GPC_ERR_NOMEM;
+    if (rc)
+        gpc_node_rec_free(r);
+    return rc;
+}
+
+/* Bind the fields shared by insert and update as ?1..?17. */
+static void bind_node(sqlite3_stmt *s, const gpc_node_rec *r)
+{
+    sqlite3_bind_int64(s, 1, r->cluster_id);
+    sqlite3_bind_int64(s, 2, r->rank);
+    bind_text(s, 3, r->name);
+    bind_text(s, 4, r->provider);
+    bind_text(s, 5, r->provider_id);
+    bind_text(s, 6, r->client_token);
+    bind_text(s, 7, r->region);
+    bind_text(s, 8, r->zone);
+    bind_text(s, 9, r->instance_type);
+    sqlite3_bind_int(s, 10, r->spot ? 1 : 0);
+    bind_text(s, 11, r->private_ip);
+    sqlite3_bind_double(s, 12, r->price_hourly);
+    bind_text(s, 13, gpc_phase_name(r->phase));
+    sqlite3_bind_int(s, 14, r->exit_code);
+    sqlite3_bind_int64(s, 15, r->created_at);
+    sqlite3_bind_int64(s, 16, r->started_at);
+    sqlite3_bind_int64(s, 17, r->ended_at);
+}
+
+static int node_write_fail(int rc, const gpc_node_rec *r, gpc_error *err)
+{
+    if (rc == SQLITE_CONSTRAINT_UNIQUE)
+        return gpc_fail_replace(err, GPC_ERR_STATE,
+                                "node rank %u of cluster id %lld already exists",
+                                (unsigned)r->rank, (long long)r->cluster_id);
+    return GPC_ERR_STATE;
+}
+
+static int node_validate(gpc_state *st, const gpc_node_rec *r, gpc_error *err)
+{
+    if (!phase_valid(r->phase))
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: invalid phase %d for node '%s'",
+                        st->dbpath, (int)r->phase, nz(r->name));
+    return 0;
+}
+
+int gpc_node_insert(gpc_state *st, gpc_node_rec *rec, gpc_error *err)
+{
+    if (write_guard(st, err) || node_validate(st, rec, err))
+        return GPC_ERR_STATE;
+    if (rec->created_at == 0)
+        rec->created_at = gpc_now();
+    const char *what = "insert node";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO nodes (cluster_id, rank, name, provider, provider_id, "
+                 "client_token, region, zone, instance_type, spot, private_ip, "
+                 "price_hourly, phase, exit_code, created_at, started_at, ended_at) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                 "?14, ?15, ?16, ?17)",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_node(s, rec);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return node_write_fail(rc, rec, err);
+    rec->id = sqlite3_last_insert_rowid(st->db);
+    return 0;
+}
+
+int gpc_node_update(gpc_state *st, const gpc_node_rec *rec, gpc_error *err)
+{
+    if (write_guard(st, err) || node_validate(st, rec, err))
+        return GPC_ERR_STATE;
+    const char *what = "update node";
+    sqlite3_stmt *s;
+    if (prep(st, "UPDATE nodes SET cluster_id = ?1, rank = ?2, name = ?3, "
+                 "provider = ?4, provider_id = ?5, client_token = ?6, region = ?7, "
+                 "zone = ?8, instance_type = ?9, spot = ?10, private_ip = ?11, "
+                 "price_hourly = ?12, phase = ?13, exit_code = ?14, created_at = ?15, "
+                 "started_at = ?16, ended_at = ?17 WHERE id = ?18",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_node(s, rec);
+    sqlite3_bind_int64(s, 18, rec->id);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return node_write_fail(rc, rec, err);
+    if (sqlite3_changes(st->db) == 0)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "node id %lld not found",
+                        (long long)rec->id);
+    return 0;
+}
+
+int gpc_node_list(gpc_state *st, int64_t cluster_id, int include_terminated,
+                  gpc_node_rec **out, size_t *n, gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *what = "list nodes";
+    sqlite3_stmt *s;
+    if (prep(st, "SELECT " NODE_COLS " FROM nodes WHERE cluster_id = ?1 "
+                 "AND (?2 OR phase <> 'terminated') ORDER BY rank, id",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    sqlite3_bind_int(s, 2, include_terminated ? 1 : 0);
+    gpc_node_rec *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int ret = 0;
+    int rc = step_first(st, s, what, err);
+    while (rc == SQLITE_ROW) {
+        if ((ret = grow((void **)&arr, &cap, cnt, sizeof(*arr), err)) != 0)
+            break;
+        if ((ret = read_node(st, s, &arr[cnt], err)) != 0)
+            break;
+        cnt++;
+        rc = step_next(st, s, what, err);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = GPC_ERR_STATE;
+    sqlite3_finalize(s);
+    if (ret) {
+        gpc_node_list_free(arr, cnt);
+        return ret;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attempts and events                                                 */
+
+int gpc_attempt_record(gpc_state *st, int64_t cluster_id, uint32_t rank,
+                       const char *provider, const char *region,
+                       const char *instance_type, const char *outcome,
+                       const char *error_code, const char *error_message,
+                       gpc_error *err)
+{
+    if (write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "record attempt";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO attempts (cluster_id, rank, at, provider, region, "
+                 "instance_type, outcome, error_code, error_message) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    sqlite3_bind_int64(s, 2, rank);
+    sqlite3_bind_int64(s, 3, gpc_now());
+    bind_text(s, 4, provider);
+    bind_text(s, 5, region);
+    bind_text(s, 6, instance_type);
+    bind_text(s, 7, outcome);
+    bind_text(s, 8, error_code);
+    bind_text(s, 9, error_message);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,
+                  const char *kind, const char *message, gpc_error *err)
+{
+    if (write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "add event";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO events (cluster_id, at, rank, kind, message) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    sqlite3_bind_int64(s, 2, gpc_now());
+    sqlite3_bind_int(s, 3, rank);
+    bind_text(s, 4, kind);
+    bind_text(s, 5, message);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+void gpc_event_list_free(gpc_event_rec *recs, size_t n)
+{
+    if (!recs)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(recs[i].kind);
+        free(recs[i].message);
+    }
+    free(recs);
+}
+
+int gpc_event_list(gpc_state *st, int64_t cluster_id,
+                   gpc_event_rec **out, size_t *n, gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *what = "list events";
+    sqlite3_stmt *s;
+    if (prep(st, "SELECT id, cluster_id, at, rank, kind, message FROM events "
+                 "WHERE cluster_id = ?1 ORDER BY id",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    gpc_event_rec *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int ret = 0;
+    int rc = step_first(st, s, what, err);
+    while (rc == SQLITE_ROW) {
+        if ((ret = grow((void **)&arr, &cap, cnt, sizeof(*arr), err)) != 0)
+            break;
+        gpc_event_rec *e = &arr[cnt];
+        e->id = sqlite3_column_int64(s, 0);
+        e->cluster_id = sqlite3_column_int64(s, 1);
+        e->at = sqlite3_column_int64(s, 2);
+        e->rank = sqlite3_column_int(s, 3);
+        e->kind = col_dup(s, 4, err);
+        e->message = col_dup(s, 5, err);
+        cnt++; /* counted even when a copy failed, so the free below sees it */
+        if (!e->kind || !e->message) {
+            ret = GPC_ERR_NOMEM;
+            break;
+        }
+        rc = step_next(st, s, what, err);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = GPC_ERR_STATE;
+    sqlite3_finalize(s);
+    if (ret) {
+        gpc_event_list_free(arr, cnt);
+        return ret;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ledger                                                              */
+
+int gpc_ledger_open(gpc_state *st, int64_t cluster_id, int64_t node_id,
+                    const char *provider, const char *instance_type,
+                    double price_hourly, int64_t start_at, gpc_error *err)
+{
+    if (write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "open ledger entry";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO ledger (cluster_id, node_id, provider, instance_type, "
+                 "price_hourly, start_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                 "ON CONFLICT (node_id) WHERE stop_at IS NULL DO NOTHING",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    sqlite3_bind_int64(s, 2, node_id);
+    bind_text(s, 3, provider);
+    bind_text(s, 4, instance_type);
+    sqlite3_bind_double(s, 5, price_hourly);
+    sqlite3_bind_int64(s, 6, start_at);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_ledger_close(gpc_state *st, int64_t node_id, int64_t stop_at, gpc_error *err)
+{
+    if (write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "close ledger entry";
+    sqlite3_stmt *s;
+    if (prep(st, "UPDATE ledger SET stop_at = ?2 "
+                 "WHERE node_id = ?1 AND stop_at IS NULL",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, node_id);
+    sqlite3_bind_int64(s, 2, stop_at);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_ledger_cost(gpc_state *st, int64_t cluster_id, int64_t now,
+                    double *usd, gpc_error *err)
+{
+    *usd = 0.0;
+    const char *what = "ledger cost";
+    sqlite3_stmt *s;
+    /* An open entry that started after `now` (clock skew) counts as zero. */
+    if (prep(st, "SELECT TOTAL(MAX(COALESCE(stop_at, ?2) - start_at, 0) / 3600.0 "
+                 "* price_hourly) FROM ledger WHERE cluster_id = ?1",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    sqlite3_bind_int64(s, 2, now);
+    int rc = step_first(st, s, what, err);
+    if (rc == SQLITE_ROW)
+        *usd = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? 0 : GPC_ERR_STATE;
+}

@@ -1,0 +1,84 @@
+# lib.sh - helpers for the end-to-end tests (sourced, bash).
+# Each test gets a fresh state directory and work directory under a temp
+# dir that is removed (after destroying anything left running) on exit.
+set -euo pipefail
+
+: "${GPUCTL_BIN:?GPUCTL_BIN must point at the gpuctl binary}"
+: "${GPUCTL_SOURCE_DIR:?GPUCTL_SOURCE_DIR must point at the source tree}"
+export NO_COLOR=1
+# The sanitizer build: leaks are errors, and no noise on stderr otherwise.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# Debian's python3 (with jsonschema and yaml), not whatever is first on PATH.
+if [ -x /usr/bin/python3 ]; then python3() { /usr/bin/python3 "$@"; }; fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-e2e.XXXXXX")
+STATE="$T/state"
+PASS=0
+FAIL=0
+
+cleanup() {
+    local rc=$?
+    # Never leave nodes behind: destroy whatever this test's state knows.
+    if [ -d "$STATE" ]; then
+        for name in $("$GPUCTL_BIN" --state-dir "$STATE" -o json status 2>/dev/null |
+                      python3 -c 'import json,sys; [print(c["name"]) for c in json.load(sys.stdin)["clusters"]]' 2>/dev/null); do
+            "$GPUCTL_BIN" --state-dir "$STATE" -y destroy "$name" >/dev/null 2>&1 || true
+        done
+    fi
+    rm -rf "$T"
+    exit $rc
+}
+trap cleanup EXIT
+
+g() { "$GPUCTL_BIN" --state-dir "$STATE" "$@"; }
+
+ok()   { PASS=$((PASS + 1)); echo "ok - $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+    if [ "$2" == "$3" ]; then ok "$1"; else fail "$1: expected [$2], got [$3]"; fi
+}
+
+# expect_match WHAT REGEX TEXT
+expect_match() {
+    if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else fail "$1: [$2] not found in: $3"; fi
+}
+
+# run_rc VAR CMD...: run CMD, store its exit status in VAR, never abort.
+run_rc() {
+    local __var=$1; shift
+    set +e
+    "$@"
+    local __rc=$?
+    set -e
+    printf -v "$__var" '%s' "$__rc"
+}
+
+# json_get FILE EXPR: evaluate a Python expression on the JSON document `d`.
+json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# check_schema FILE SCHEMA_NAME: validate against docs/schema/NAME.schema.json
+check_schema() {
+    if python3 - "$1" "$GPUCTL_SOURCE_DIR/docs/schema/$2.schema.json" <<'PY'
+import json, sys, jsonschema
+doc = json.load(open(sys.argv[1]))
+schema = json.load(open(sys.argv[2]))
+jsonschema.Draft7Validator.check_schema(schema)
+jsonschema.validate(doc, schema, cls=jsonschema.Draft7Validator)
+PY
+    then ok "$(basename "$1") matches schema $2"; else fail "$(basename "$1") does not match schema $2"; fi
+}
+
+# copy_examples: the examples in a private directory (checkpoints land there).
+copy_examples() {
+    mkdir -p "$T/work"
+    cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" "$GPUCTL_SOURCE_DIR/examples/quickstart.yaml" "$T/work/"
+}
+
+finish() {
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ]
+}

@@ -1,0 +1,92 @@
+#!/bin/bash
+# The command line contract: exit codes (docs/exit-codes.md), error
+# messages that name file:line:column, JSON documents that match
+# docs/schema/, plain output without a TTY, render output that bash,
+# shellcheck and cloud-init accept.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work" && cd "$T/work"
+
+run_rc rc g version > "$T/v.txt"
+expect_eq "version exits 0" 0 "$rc"
+expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local;" "$(cat "$T/v.txt")"
+g -o json version > "$T/v.json"
+check_schema "$T/v.json" version
+
+run_rc rc g help > "$T/help.txt"
+expect_eq "help exits 0" 0 "$rc"
+for c in validate apply status logs destroy render version; do
+    expect_match "help lists $c" "^  $c " "$(cat "$T/help.txt")"
+done
+run_rc rc g apply -h > "$T/apply-help.txt"
+expect_match "apply -h shows usage" "^usage: gpuctl apply -f FILE" "$(cat "$T/apply-help.txt")"
+
+run_rc rc g frobnicate 2> "$T/e.txt"
+expect_eq "unknown command: exit 3" 3 "$rc"
+expect_eq "unknown command message" "gpuctl: error: unknown command 'frobnicate' (see 'gpuctl help')" "$(cat "$T/e.txt")"
+run_rc rc g apply --bogus 2> "$T/e.txt"
+expect_eq "unknown option: exit 3" 3 "$rc"
+expect_match "unknown option message" "unknown option '--bogus'" "$(cat "$T/e.txt")"
+run_rc rc g apply 2> "$T/e.txt"
+expect_eq "apply without -f: exit 3" 3 "$rc"
+run_rc rc g -o yaml status 2> "$T/e.txt"
+expect_eq "bad -o: exit 3" 3 "$rc"
+
+# A spec error names file:line:column, in text and in JSON.
+printf 'name: demo\nnodes: two\nrun: {command: "true"}\n' > bad.yaml
+run_rc rc g validate -f bad.yaml 2> "$T/e.txt"
+expect_eq "invalid spec: exit 4" 4 "$rc"
+expect_match "message names file:line:col" "^gpuctl: error: bad.yaml:2:8: nodes: " "$(cat "$T/e.txt")"
+run_rc rc g -o json validate -f bad.yaml > "$T/bad.json" 2>/dev/null
+expect_eq "invalid spec in json: exit 4" 4 "$rc"
+check_schema "$T/bad.json" validate
+expect_eq "json error code" "spec 4" "$(json_get "$T/bad.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+run_rc rc g apply -f missing.yaml 2> "$T/e.txt"
+expect_eq "missing file: exit 5" 5 "$rc"
+expect_match "missing file message" "missing.yaml: No such file or directory" "$(cat "$T/e.txt")"
+
+cp "$GPUCTL_SOURCE_DIR/examples/quickstart.yaml" "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" .
+run_rc rc g validate -f quickstart.yaml > "$T/ok.txt"
+expect_eq "quickstart validates" 0 "$rc"
+expect_match "validate summary" "^quickstart.yaml: valid: cluster quickstart, 2 node\(s\) on local, spec [0-9a-f]{12}$" "$(cat "$T/ok.txt")"
+g -o json validate -f quickstart.yaml > "$T/ok.json"
+check_schema "$T/ok.json" validate
+
+# Unknown clusters.
+run_rc rc g status nosuch 2> "$T/e.txt"
+expect_eq "status of an unknown cluster: exit 7" 7 "$rc"
+run_rc rc g logs nosuch 2> "$T/e.txt"
+expect_eq "logs of an unknown cluster: exit 7" 7 "$rc"
+run_rc rc g -o json status nosuch > "$T/nf.json" 2>/dev/null
+check_schema "$T/nf.json" error
+g -o json status > "$T/empty.json"
+check_schema "$T/empty.json" status
+expect_eq "no clusters yet" 0 "$(json_get "$T/empty.json" 'len(d["clusters"])')"
+
+# Rendered user-data: valid cloud-config, valid shell, no colour codes.
+for node in 0 1; do
+    g render -f quickstart.yaml --node "$node" --head-ip 10.1.2.3 > "$T/ud$node.yaml" 2>/dev/null
+    expect_eq "node $node user-data starts with #cloud-config" "#cloud-config" "$(head -1 "$T/ud$node.yaml")"
+    run_rc rc cloud-init schema --config-file "$T/ud$node.yaml" > "$T/schema.txt" 2>&1
+    expect_eq "node $node user-data passes cloud-init schema" 0 "$rc"
+    python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); sys.stdout.write(d["write_files"][0]["content"])' \
+        "$T/ud$node.yaml" > "$T/boot$node.sh"
+    run_rc rc bash -n "$T/boot$node.sh"
+    expect_eq "node $node bootstrap passes bash -n" 0 "$rc"
+    run_rc rc shellcheck -s bash "$T/boot$node.sh"
+    expect_eq "node $node bootstrap passes shellcheck" 0 "$rc"
+done
+expect_match "worker's rendezvous is the head's IP literal" "10\.1\.2\.3" "$(cat "$T/ud1.yaml")"
+expect_eq "no ANSI escapes when piped" 0 "$(cat "$T/v.txt" "$T/help.txt" "$T/ud0.yaml" | tr -cd '\033' | wc -c)"
+run_rc rc g render -f quickstart.yaml --node 2 2> "$T/e.txt"
+expect_eq "render of a node the spec lacks: exit 3" 3 "$rc"
+g render -f quickstart.yaml --provider aws --encoded > "$T/enc.txt" 2>/dev/null
+expect_eq "aws payload is base64 (of gzip when large) of the plain user-data" \
+    "$(g render -f quickstart.yaml --provider aws 2>/dev/null | sha256sum)" \
+    "$(base64 -d "$T/enc.txt" | gzip -cdf | sha256sum)"
+
+# Dry run changes nothing.
+run_rc rc g apply -f quickstart.yaml --dry-run > "$T/dry.txt"
+expect_eq "dry run exits 0" 0 "$rc"
+expect_eq "dry run says what it would do" "cluster quickstart: would create 2 node(s) (dry run, nothing changed)" "$(cat "$T/dry.txt")"
+expect_eq "dry run created nothing" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
+finish

@@ -1,0 +1,82 @@
+#!/bin/bash
+# Crash safety of apply on the local provider:
+#  - apply killed right after recording a node, then applied again: the
+#    missing node is created, none twice;
+#  - apply killed after the provider made a node but before it was recorded:
+#    the client token finds that node again, no duplicate;
+#  - a create that fails removes what the apply made; nothing stays running;
+#  - a job that fails: apply --wait exits 10 and reports rank 0's status.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work" && cd "$T/work"
+cat > job.yaml <<'YAML'
+name: faulty
+nodes: 2
+run:
+  command: python3 -c "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], 'node', os.environ['GPUCTL_NODE_RANK'])"
+  nproc_per_node: 1
+YAML
+
+node_dirs() { find "$STATE/local" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l; }
+
+# 1. killed after recording node 0
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-record:0 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml
+expect_eq "apply killed (SIGKILL)" 137 "$rc"
+g -o json status faulty > "$T/s1.json"
+expect_eq "after the kill: node 0 made, node 1 pending" "pending" \
+    "$(json_get "$T/s1.json" '[n["phase"] for n in d["clusters"][0]["nodes"]][1]')"
+expect_eq "one node directory" 1 "$(node_dirs)"
+run_rc rc g -o json apply -f job.yaml --wait --timeout 300 > "$T/a1.json"
+expect_eq "re-apply completes the job" 0 "$rc"
+expect_eq "re-apply created only the missing node" 1 "$(json_get "$T/a1.json" 'd["created"]')"
+expect_eq "two node directories, not three" 2 "$(node_dirs)"
+expect_match "both nodes ran" "rank 1 of 2" "$(g logs faulty)"
+g -y destroy faulty > /dev/null
+
+# 2. killed between the provider's create and the record
+run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml
+expect_eq "apply killed before recording node 1" 137 "$rc"
+expect_eq "the provider has both nodes" 2 "$(node_dirs)"
+run_rc rc g -o json apply -f job.yaml --wait --timeout 300 > "$T/a2.json"
+expect_eq "re-apply adopts node 1 and completes" 0 "$rc"
+expect_eq "still two node directories" 2 "$(node_dirs)"
+expect_eq "node 1 recorded once" 1 \
+    "$(json_get "$T/a2.json" 'sum(1 for n in d["cluster_status"]["nodes"] if n["rank"] == 1)')"
+g -y destroy faulty > /dev/null
+expect_eq "destroy removed both" 0 "$(node_dirs)"
+
+# 3. a failing create cleans up what the apply made
+run_rc rc env GPUCTL_TEST_FAULT=fail-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml 2> "$T/err3.txt"
+expect_eq "failed apply exits 6 (provider)" 6 "$rc"
+expect_match "error names the node" "injected failure creating faulty-1" "$(cat "$T/err3.txt")"
+expect_eq "node 0 was removed again" 0 "$(node_dirs)"
+g -o json status > "$T/s3.json"
+expect_eq "no live cluster left" 0 "$(json_get "$T/s3.json" 'len(d["clusters"])')"
+g -o json status --all > "$T/s3a.json"
+expect_eq "history shows the failed attempt" "failed" \
+    "$(json_get "$T/s3a.json" '[c["phase"] for c in d["clusters"] if c["name"] == "faulty"][-1]')"
+run_rc rc g apply -f job.yaml --wait --timeout 300 > /dev/null
+expect_eq "apply after a failed apply works" 0 "$rc"
+g -y destroy faulty > /dev/null
+
+# 4. the job fails: exit 10, rank 0's own status in JSON
+cat > fail.yaml <<'YAML'
+name: failing
+run: { command: "exit 3", nproc_per_node: 1 }
+YAML
+run_rc rc g -o json apply -f fail.yaml --wait --timeout 300 > "$T/a4.json"
+expect_eq "failed job: apply exits 10" 10 "$rc"
+expect_eq "json: phase failed, exit_code 3" "failed 3" "$(json_get "$T/a4.json" 'd["phase"], d["exit_code"]' | tr -d "(),'")"
+check_schema "$T/a4.json" apply
+g -y destroy failing > /dev/null
+
+# 5. a spec the machine cannot satisfy: nothing is created
+cat > gpu.yaml <<'YAML'
+name: needs-gpus
+resources: { gpu: "H100:64" }
+run: { command: "true" }
+YAML
+run_rc rc g apply -f gpu.yaml 2> "$T/err5.txt"
+expect_eq "no capacity: exit 22" 22 "$rc"
+expect_match "says why" "resources.gpu does not fit this machine" "$(cat "$T/err5.txt")"
+expect_eq "nothing recorded" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
+finish

@@ -1,0 +1,210 @@
+/*
+ * test_local.c - the local provider on its own: the cloud-init subset it
+ * applies, idempotent create by client token, describe, delete, logs.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/provider.h"
+#include "gpuctl/util.h"
+
+typedef struct fixture {
+    char dir[64];
+    const gpc_provider *p;
+    void *ctx;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gpuctl-local-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    f->p = gpc_provider_find("local");
+    gpc_provider_config cfg = {.state_dir = f->dir};
+    if (!f->p || f->p->open(&cfg, &f->ctx, NULL))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    f->p->close(f->ctx);
+    gpc_rm_rf(f->dir, NULL);
+    free(f);
+    return 0;
+}
+
+/* A node that writes a marker, its env and an exit status, then ends. */
+static const char userdata[] =
+    "#cloud-config\n"
+    "write_files:\n"
+    "- path: /var/lib/gpuctl/job.sh\n"
+    "  permissions: '0700'\n"
+    "  content: |\n"
+    "    #!/bin/sh\n"
+    "    echo \"hello from $GPUCTL_LOCAL_IP\" > \"$GPUCTL_HOME/node.log\"\n"
+    "    env | sort > \"$GPUCTL_HOME/env.txt\"\n"
+    "    echo running > \"$GPUCTL_HOME/phase\"\n"
+    "    echo 7 > \"$GPUCTL_HOME/exit_status\"\n"
+    "- path: /var/lib/gpuctl/data.bin\n"
+    "  encoding: b64\n"
+    "  content: Zm9vYmFy\n"
+    "runcmd:\n"
+    "- [/bin/sh, /var/lib/gpuctl/job.sh]\n";
+
+static void wait_phase(fixture *f, const char *id, gpc_phase want, gpc_node_status *ns)
+{
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(f->p->describe_node(f->ctx, id, ns, NULL), 0);
+        if (ns->phase == want)
+            return;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("node %s never reached phase %d (now %d)", id, want, ns->phase);
+}
+
+static void test_create_describe_delete(void **state)
+{
+    fixture *f = *state;
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_node_request req = {.cluster = "t", .cluster_uid = "u", .rank = 0, .name = "t-0",
+                            .client_token = "t-0-abc", .offer = &offer,
+                            .userdata = userdata, .userdata_len = strlen(userdata)};
+    gpc_node_status ns;
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+    assert_string_equal(ns.provider_id, "t-0-abc");
+    assert_string_equal(ns.private_ip, "127.0.0.1");
+    wait_phase(f, "t-0-abc", GPC_PHASE_FAILED, &ns);
+    assert_int_equal(ns.exit_code, 7);
+
+    char path[256], *data;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/data.bin", f->dir);
+    assert_int_equal(gpc_read_file(path, 100, &data, &len, NULL), 0);
+    assert_string_equal(data, "foobar"); /* b64 decoded, as cloud-init does */
+    free(data);
+    /* the node starts with a clean environment, not the test's */
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/env.txt", f->dir);
+    assert_int_equal(gpc_read_file(path, 1 << 16, &data, &len, NULL), 0);
+    assert_non_null(strstr(data, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"));
+    assert_non_null(strstr(data, "GPUCTL_LOCAL_IP=127.0.0.1\n"));
+    assert_null(strstr(data, "ASAN_OPTIONS"));
+    free(data);
+
+    gpc_buf b;
+    gpc_buf_init(&b, 1 << 20);
+    long next = 0;
+    assert_int_equal(f->p->read_log(f->ctx, "t-0-abc", 0, &b, &next, NULL), 0);
+    assert_string_equal(gpc_buf_str(&b), "hello from 127.0.0.1\n");
+    assert_int_equal(next, 21);
+    gpc_buf_reset(&b);
+    assert_int_equal(f->p->read_log(f->ctx, "t-0-abc", next, &b, &next, NULL), 0);
+    assert_int_equal(b.len, 0);
+    gpc_buf_free(&b);
+
+    /* Same token again: the same node, not a second one. */
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+    assert_string_equal(ns.provider_id, "t-0-abc");
+    assert_int_equal(ns.exit_code, 7);
+
+    assert_int_equal(f->p->delete_node(f->ctx, "t-0-abc", NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, "t-0-abc", &ns, NULL), 0);
+    assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
+    assert_int_equal(f->p->delete_node(f->ctx, "t-0-abc", NULL), 0); /* idempotent */
+}
+
+static void test_delete_running_node(void **state)
+{
+    fixture *f = *state;
+    static const char sleeper[] =
+        "#cloud-config\nruncmd:\n- [sh, -c, 'echo running > \"$GPUCTL_HOME/phase\"; sleep 600']\n";
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_node_request req = {.rank = 0, .name = "s-0", .client_token = "s-0-x", .offer = &offer,
+                            .userdata = sleeper, .userdata_len = strlen(sleeper)};
+    gpc_node_status ns;
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+    wait_phase(f, "s-0-x", GPC_PHASE_RUNNING, &ns);
+    assert_int_equal(ns.stopped, 0);
+    assert_int_equal(f->p->delete_node(f->ctx, "s-0-x", NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, "s-0-x", &ns, NULL), 0);
+    assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
+}
+
+static void test_rejects_what_it_cannot_do(void **state)
+{
+    fixture *f = *state;
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_error err;
+    static const char outside[] =
+        "#cloud-config\nwrite_files:\n- path: /etc/passwd\n  content: x\n";
+    gpc_node_request req = {.client_token = "r-0", .offer = &offer,
+                            .userdata = outside, .userdata_len = strlen(outside)};
+    gpc_node_status ns;
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
+    assert_string_equal(err.msg, "local: cannot place '/etc/passwd': only paths under "
+                                 "/var/lib/gpuctl exist on a local node");
+    static const char pkgs[] = "#cloud-config\npackages: [htop]\n";
+    req.client_token = "r-1";
+    req.userdata = pkgs;
+    req.userdata_len = strlen(pkgs);
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
+    assert_string_equal(err.msg, "local: cloud-config key 'packages' is not supported on local nodes");
+    req.client_token = "../escape";
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
+    assert_string_equal(err.msg, "local: invalid node id '../escape'");
+}
+
+static void test_offer_and_port(void **state)
+{
+    fixture *f = *state;
+    gpc_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    gpc_offer *offers = NULL;
+    size_t n = 0;
+    assert_int_equal(f->p->list_offers(f->ctx, &spec, &offers, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(offers[0].instance_type, "local");
+    assert_true(offers[0].vcpus >= 1);
+    assert_true(offers[0].price_hourly == 0.0);
+    free(offers);
+    spec.resources.cpus.min = 100000;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->list_offers(f->ctx, &spec, &offers, &n, &err), GPC_ERR_CAPACITY);
+    assert_non_null(strstr(err.msg, "local: resources.cpus asks for 100000, this machine has "));
+    uint32_t port = 0;
+    assert_int_equal(f->p->pick_rdzv_port(f->ctx, &port, NULL), 0);
+    assert_true(port >= 1024 && port <= 65535);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_describe_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_running_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
