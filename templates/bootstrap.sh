@@ -1,1 +1,528 @@
-#!/bin/sh
+#!/bin/bash
+# gpuctl node bootstrap: job env, interconnect env, setup, then torchrun.
+# Files in GPUCTL_HOME: node.log, phase, exit_status.
+## Rendered by src/render.c; lines starting with `##` are template comments
+## and do not reach the node.
+##
+## Every node of a cluster (cloud or local) runs this same script: it exports
+## the job env, sets NCCL / libfabric variables for the interconnect, runs the
+## spec's `setup`, then starts torchrun with a c10d rendezvous on the head
+## node's private IP literal.
+##
+## Files under GPUCTL_HOME (default /var/lib/gpuctl):
+##   node.log     everything this script and the job print (appended)
+##   phase        booting | setup | running | succeeded | failed
+##   exit_status  the exit status of setup or torchrun, written once at the end
+##
+## Template rules: placeholders are upper-case names in double braces.  Every
+## value is an integer, a fixed word, or a string already quoted for the
+## shell by gpc_shell_quote(), so a spec value never becomes code.  The job
+## env placeholder stands alone at column 0 because quoted values may span
+## lines.  A placeholder the renderer does not know is an error.
+##
+## Knobs read from the environment the script starts in (the spec reserves
+## GPUCTL_* env names, so these are for the provider and for tests):
+##   GPUCTL_HOME=DIR           where the files above go
+##   GPUCTL_LOCAL_IP=ADDR      the head address on the local provider
+##   GPUCTL_POWEROFF=0         keep a cloud node up after the job ends
+##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
+##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
+set -euo pipefail
+umask 022
+
+GPUCTL_HOME="${GPUCTL_HOME:-/var/lib/gpuctl}"
+export GPUCTL_HOME
+mkdir -p "$GPUCTL_HOME"
+GPUCTL_METADATA={{METADATA}}
+gpuctl_done=0  # exit_status written
+gpuctl_child=0 # pid of the `timeout` running setup / torchrun, 0 = none
+gpuctl_rc=0    # exit status of the last gpuctl_run_limited
+
+gpuctl_say() {
+  printf '%s gpuctl: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"
+}
+
+## Replace FILE with one line of text atomically (temp file, then rename).
+gpuctl_write() {
+  printf '%s\n' "$2" >"$GPUCTL_HOME/.$1.tmp.$$"
+  mv -f "$GPUCTL_HOME/.$1.tmp.$$" "$GPUCTL_HOME/$1"
+}
+
+gpuctl_phase() {
+  gpuctl_write phase "$1"
+  gpuctl_say "phase $1"
+}
+
+## On any exit (normal end, `set -e` failure, signal): record the outcome
+## once, then power a cloud node off so that it stops billing (the instances
+## are launched with instance-initiated shutdown = terminate).
+# shellcheck disable=SC2317 # run by `trap ... EXIT`, which shellcheck 0.9 does not follow
+gpuctl_on_exit() {
+  local rc=$? when=now
+  set +e
+  trap - EXIT
+  if [ "$gpuctl_done" = 0 ]; then
+    gpuctl_done=1
+    if [ "$rc" -eq 0 ]; then
+      gpuctl_phase succeeded
+    else
+      gpuctl_phase failed
+    fi
+    gpuctl_write exit_status "$rc"
+    gpuctl_say "exit status $rc"
+  fi
+  if [ "$GPUCTL_METADATA" != local ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
+    case ${GPUCTL_POWEROFF_DELAY:-0} in
+      '' | *[!0-9]* | 0) ;;
+      *) when="+$GPUCTL_POWEROFF_DELAY" ;;
+    esac
+    gpuctl_say "powering off ($when)"
+    sync
+    shutdown -h "$when" || poweroff || true
+  fi
+  exit "$rc"
+}
+
+## A signal to this script goes on to the `timeout` running setup or
+## torchrun: `timeout` puts its command in a process group of its own (so
+## that max_duration stops the whole tree), which a signal sent to this
+## script's group does not reach.  What still runs after a grace period (8 s
+## on the local provider, whose delete sends SIGKILL after 10 s; 25 s on a
+## cloud) is killed.
+# shellcheck disable=SC2317 # run by `trap ... TERM`, which shellcheck 0.9 does not follow
+gpuctl_on_signal() {
+  local i=0 grace=50
+  trap '' TERM INT HUP
+  gpuctl_say "received SIG$1; stopping"
+  if [ "$gpuctl_child" != 0 ]; then
+    if [ "$GPUCTL_METADATA" = local ]; then
+      grace=16
+    fi
+    kill -TERM "$gpuctl_child" 2>/dev/null || true
+    while kill -0 "$gpuctl_child" 2>/dev/null && [ "$i" -lt "$grace" ]; do
+      sleep 0.5
+      i=$((i + 1))
+    done
+    kill -KILL -- "-$gpuctl_child" 2>/dev/null || true
+    wait "$gpuctl_child" 2>/dev/null || true
+  fi
+  exit "$2"
+}
+
+gpuctl_over_time() {
+  [ "$GPUCTL_MAX_DURATION_S" -gt 0 ] && [ "$SECONDS" -ge "$GPUCTL_MAX_DURATION_S" ]
+}
+
+## Run "$@" (LABEL names it in the log) under coreutils timeout with what is
+## left of lifecycle.max_duration.  A limit of 0 disables the timeout, but the
+## command still gets its own process group (see gpuctl_on_signal).  Leaves
+## the exit status in gpuctl_rc, 124 when the limit was hit.
+gpuctl_run_limited() {
+  local label=$1 limit=0
+  shift
+  if [ "$GPUCTL_MAX_DURATION_S" -gt 0 ]; then
+    limit=$((GPUCTL_MAX_DURATION_S - SECONDS))
+    if [ "$limit" -lt 1 ]; then
+      limit=1
+    fi
+  fi
+  timeout --signal=TERM --kill-after=30 "$limit" "$@" </dev/null &
+  gpuctl_child=$!
+  gpuctl_rc=0
+  wait "$gpuctl_child" || gpuctl_rc=$?
+  gpuctl_child=0
+  if [ "$GPUCTL_MAX_DURATION_S" -gt 0 ] &&
+    { [ "$gpuctl_rc" -eq 124 ] || { [ "$gpuctl_rc" -eq 137 ] && gpuctl_over_time; }; }; then
+    gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit; $label stopped"
+    gpuctl_rc=124
+  fi
+}
+
+rm -f "$GPUCTL_HOME/exit_status"
+gpuctl_write phase booting
+trap gpuctl_on_exit EXIT
+trap 'gpuctl_on_signal TERM 143' TERM
+trap 'gpuctl_on_signal INT 130' INT
+trap 'gpuctl_on_signal HUP 129' HUP
+exec >>"$GPUCTL_HOME/node.log" 2>&1
+gpuctl_say "bootstrap start (pid $$)"
+
+# --- job env (begin) ---
+# Values are single-quoted on purpose: $, backquotes and backslashes in them
+# are text, never expanded.
+# shellcheck disable=SC2016,SC1003
+{
+  :
+{{JOB_ENV}}
+}
+# --- job env (end) ---
+
+## Node identity, after the job env so that it cannot be overridden.
+export GPUCTL_CLUSTER={{CLUSTER}}
+export GPUCTL_CLUSTER_ID={{CLUSTER_ID}}
+export GPUCTL_NODE_RANK={{NODE_RANK}}
+export GPUCTL_NUM_NODES={{NUM_NODES}}
+export GPUCTL_RDZV_PORT={{RDZV_PORT}}
+GPUCTL_HEAD_IP={{HEAD_IP}}
+GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
+GPUCTL_NPROC_PER_NODE={{NPROC_PER_NODE}}
+GPUCTL_INTERCONNECT={{INTERCONNECT}}
+GPUCTL_WORKDIR={{WORKDIR}}
+GPUCTL_CHECKPOINT_DIR={{CHECKPOINT_DIR}}
+GPUCTL_SETUP={{SETUP}}
+GPUCTL_RUN_COMMAND={{RUN_COMMAND}}
+## The names the job env sets; the interconnect defaults leave them alone.
+gpuctl_user_env={{USER_ENV_NAMES}}
+
+# --- interconnect ---
+
+## Export NAME=VALUE unless the job env sets NAME (the user's value wins).
+gpuctl_default() {
+  case " $gpuctl_user_env " in
+    *" $1 "*) return 0 ;;
+  esac
+  export "$1=$2"
+}
+
+## Put an existing library directory in front of LD_LIBRARY_PATH.
+gpuctl_ldpath() {
+  case " $gpuctl_user_env " in
+    *" LD_LIBRARY_PATH "*) return 0 ;;
+  esac
+  if [ -d "$1" ]; then
+    export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+}
+
+## NCCL's TCP bootstrap interface: eth0 where the image has one (Azure and
+## Aliyun primary NIC), else anything but loopback and docker bridges.
+gpuctl_socket_ifname() {
+  if [ -e /sys/class/net/eth0 ]; then
+    gpuctl_default NCCL_SOCKET_IFNAME eth0
+  else
+    gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
+  fi
+}
+
+## AWS EFA: reference aws.md section 5.2 (EFA + NCCL environment).  The EFA
+## libfabric provider is forced so that a broken EFA setup fails instead of
+## falling back to TCP; data moves over EFA through the aws-ofi-nccl plugin,
+## NCCL_SOCKET_IFNAME only picks the bootstrap interface.
+gpuctl_ic_efa() {
+  local d
+  gpuctl_default FI_PROVIDER efa
+  gpuctl_default FI_EFA_USE_DEVICE_RDMA 1
+  gpuctl_default FI_EFA_FORK_SAFE 1
+  gpuctl_default RDMAV_FORK_SAFE 1
+  gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
+  for d in /opt/aws-ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib \
+    /opt/amazon/efa/lib64 /opt/amazon/efa/lib; do
+    gpuctl_ldpath "$d"
+  done
+}
+
+## InfiniBand (Azure ND/NC sizes, Ubuntu-HPC image): reference azure.md
+## section 7.3.  The image's per-size customisation links the right topology
+## file to /opt/microsoft/<size>/topo.xml; use it when there is one.
+gpuctl_ic_infiniband() {
+  local size
+  gpuctl_default NCCL_IB_DISABLE 0
+  gpuctl_default NCCL_IB_PCI_RELAXED_ORDERING 1
+  gpuctl_default CUDA_DEVICE_ORDER PCI_BUS_ID
+  gpuctl_socket_ifname
+  for size in ndv5 ndv4 ncv4 ndv2; do
+    if [ -f "/opt/microsoft/$size/topo.xml" ]; then
+      gpuctl_default NCCL_TOPO_FILE "/opt/microsoft/$size/topo.xml"
+      if [ -f "/opt/microsoft/$size/graph.xml" ]; then
+        gpuctl_default NCCL_GRAPH_FILE "/opt/microsoft/$size/graph.xml"
+      fi
+      break
+    fi
+  done
+  gpuctl_ldpath /usr/local/nccl-rdma-sharp-plugins/lib
+}
+
+## Alibaba Cloud eRDMA: reference aliyun.md section 6.2 (the PAI doc's set,
+## NCCL >= 2.19).  Not to be mixed with the Lingjun RoCE values.
+gpuctl_ic_erdma() {
+  gpuctl_default NCCL_IB_DISABLE 0
+  gpuctl_default NCCL_IB_HCA erdma
+  gpuctl_default NCCL_IB_GID_INDEX 1
+  gpuctl_default NCCL_IB_QPS_PER_CONNECTION 8
+  gpuctl_default NCCL_MIN_NCHANNELS 16
+  gpuctl_default NCCL_NET_PLUGIN none
+  gpuctl_socket_ifname
+}
+
+case $GPUCTL_INTERCONNECT in
+  efa) gpuctl_ic_efa ;;
+  infiniband) gpuctl_ic_infiniband ;;
+  erdma) gpuctl_ic_erdma ;;
+  none) gpuctl_default NCCL_IB_DISABLE 1 ;; # plain TCP sockets
+  *) ;;                                      # any: as NCCL finds it
+esac
+
+# --- head address ---
+
+gpuctl_curl() {
+  curl -fsS --noproxy '*' --connect-timeout 2 --max-time 5 --retry 3 --retry-delay 1 "$@"
+}
+
+## EC2 IMDSv2 (aws.md section 4.4): a token first, then the GET with it.
+gpuctl_ip_aws() {
+  local token
+  token=$(gpuctl_curl -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
+    http://169.254.169.254/latest/api/token) || return 1
+  gpuctl_curl -H "X-aws-ec2-metadata-token: $token" \
+    http://169.254.169.254/latest/meta-data/local-ipv4
+}
+
+## Azure IMDS (azure.md section 7.2): header Metadata: true, format=text.
+gpuctl_ip_azure() {
+  gpuctl_curl -H 'Metadata: true' \
+    'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text'
+}
+
+## Aliyun ECS metadata (aliyun.md section 4): the token is needed only where
+## the instance enforces it, so the GET goes without one when the PUT fails.
+gpuctl_ip_aliyun() {
+  local token url=http://100.100.100.200/latest/meta-data/private-ipv4
+  if token=$(gpuctl_curl -X PUT -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300' \
+    http://100.100.100.200/latest/api/token); then
+    gpuctl_curl -H "X-aliyun-ecs-metadata-token: $token" "$url"
+  else
+    gpuctl_curl "$url"
+  fi
+}
+
+gpuctl_is_ipv4() {
+  local a b c d
+  [[ $1 =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || return 1
+  IFS=. read -r a b c d <<<"$1"
+  [ $((10#$a)) -le 255 ] && [ $((10#$b)) -le 255 ] &&
+    [ $((10#$c)) -le 255 ] && [ $((10#$d)) -le 255 ]
+}
+
+gpuctl_is_ipv6() {
+  [[ $1 =~ ^[0-9A-Fa-f:.]+$ && $1 == *:*:* ]]
+}
+
+## This node's private IP from the provider's metadata service, else the
+## first address `hostname -I` prints.
+gpuctl_own_ip() {
+  local ip='' rest
+  case $GPUCTL_METADATA in
+    local) ip=${GPUCTL_LOCAL_IP:-127.0.0.1} ;;
+    aws) ip=$(gpuctl_ip_aws) || ip='' ;;
+    azure) ip=$(gpuctl_ip_azure) || ip='' ;;
+    aliyun) ip=$(gpuctl_ip_aliyun) || ip='' ;;
+    *) ;;
+  esac
+  if [ "$GPUCTL_METADATA" != local ] && ! gpuctl_is_ipv4 "$ip" && ! gpuctl_is_ipv6 "$ip"; then
+    gpuctl_say "no IP from the $GPUCTL_METADATA metadata service; using hostname -I" >&2
+    read -r ip rest <<<"$(hostname -I 2>/dev/null || true)" || true
+  fi
+  printf '%s\n' "$ip"
+}
+
+if [ -z "$GPUCTL_HEAD_IP" ]; then
+  GPUCTL_HEAD_IP=$(gpuctl_own_ip)
+fi
+GPUCTL_HEAD_IP=${GPUCTL_HEAD_IP#\[}
+GPUCTL_HEAD_IP=${GPUCTL_HEAD_IP%\]}
+if gpuctl_is_ipv4 "$GPUCTL_HEAD_IP"; then
+  gpuctl_endpoint="$GPUCTL_HEAD_IP:$GPUCTL_RDZV_PORT"
+elif gpuctl_is_ipv6 "$GPUCTL_HEAD_IP"; then
+  gpuctl_endpoint="[$GPUCTL_HEAD_IP]:$GPUCTL_RDZV_PORT"
+else
+  gpuctl_say "error: head address '$GPUCTL_HEAD_IP' is not an IP literal"
+  exit 1
+fi
+export GPUCTL_HEAD_IP
+
+# --- GPUs ---
+
+GPUCTL_GPUS_PER_NODE=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+  if gpuctl_smi=$(nvidia-smi -L 2>/dev/null); then
+    GPUCTL_GPUS_PER_NODE=$(printf '%s\n' "$gpuctl_smi" | grep -c '^GPU ' || true)
+  else
+    gpuctl_say "nvidia-smi failed; running on CPU"
+  fi
+fi
+export GPUCTL_GPUS_PER_NODE
+if [ "$GPUCTL_GPUS_PER_NODE" -gt 0 ]; then
+  export GPUCTL_DIST_BACKEND=nccl
+else
+  export GPUCTL_DIST_BACKEND=gloo
+fi
+if [ "$GPUCTL_NPROC_PER_NODE" -eq 0 ]; then
+  GPUCTL_NPROC_PER_NODE=$GPUCTL_GPUS_PER_NODE
+  if [ "$GPUCTL_NPROC_PER_NODE" -eq 0 ]; then
+    GPUCTL_NPROC_PER_NODE=1
+  fi
+fi
+gpuctl_say "node $GPUCTL_NODE_RANK of $GPUCTL_NUM_NODES, head $gpuctl_endpoint," \
+  "$GPUCTL_GPUS_PER_NODE GPUs, $GPUCTL_NPROC_PER_NODE processes, $GPUCTL_DIST_BACKEND"
+
+# --- directories ---
+
+if [ -n "$GPUCTL_CHECKPOINT_DIR" ]; then
+  export GPUCTL_CHECKPOINT_DIR
+  mkdir -p "$GPUCTL_CHECKPOINT_DIR"
+else
+  unset GPUCTL_CHECKPOINT_DIR
+fi
+if [ -n "$GPUCTL_WORKDIR" ]; then
+  export GPUCTL_WORKDIR
+  if ! cd "$GPUCTL_WORKDIR"; then
+    gpuctl_say "error: workdir '$GPUCTL_WORKDIR' is missing"
+    exit 1
+  fi
+else
+  unset GPUCTL_WORKDIR
+  cd "$GPUCTL_HOME"
+fi
+
+## Deep-learning images keep torch in an environment off cloud-init's PATH
+## (AWS DLAMI: /opt/pytorch; older DLAMIs and others: /opt/conda).  Found
+## before setup, so that setup's pip installs into the same environment.
+if ! command -v torchrun >/dev/null 2>&1; then
+  for gpuctl_d in /opt/pytorch/bin /opt/conda/bin; do
+    if [ -x "$gpuctl_d/torchrun" ]; then
+      export PATH="$gpuctl_d:$PATH"
+      break
+    fi
+  done
+fi
+
+# --- setup ---
+
+## `bash -e`: the first failing command fails the setup.
+if [ -n "$GPUCTL_SETUP" ]; then
+  gpuctl_phase setup
+  gpuctl_run_limited setup /bin/bash -e -c "$GPUCTL_SETUP"
+  if [ "$gpuctl_rc" -ne 0 ]; then
+    gpuctl_say "setup failed with status $gpuctl_rc"
+    exit "$gpuctl_rc"
+  fi
+fi
+
+# --- torchrun ---
+
+## Ranks > 0 wait until the head listens: the c10d store client gives up
+## after about a minute, and the head may boot or set up more slowly.  The
+## address and port were checked above, so they are safe in the command.
+if [ "$GPUCTL_NODE_RANK" -gt 0 ]; then
+  gpuctl_wait=${GPUCTL_HEAD_WAIT_S:-1800}
+  case $gpuctl_wait in '' | *[!0-9]*) gpuctl_wait=1800 ;; esac
+  gpuctl_waited=0
+  until timeout 3 bash -c ": >/dev/tcp/$GPUCTL_HEAD_IP/$GPUCTL_RDZV_PORT" 2>/dev/null; do
+    if [ "$gpuctl_waited" -ge "$gpuctl_wait" ] || gpuctl_over_time; then
+      gpuctl_say "head $gpuctl_endpoint not reachable after ${gpuctl_waited}s; starting anyway"
+      break
+    fi
+    if [ $((gpuctl_waited % 60)) -eq 0 ]; then
+      gpuctl_say "waiting for head $gpuctl_endpoint"
+    fi
+    sleep 5
+    gpuctl_waited=$((gpuctl_waited + 5))
+  done
+fi
+if gpuctl_over_time; then
+  gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit before torchrun"
+  exit 124
+fi
+
+## torchrun's own interpreter tells which torch it will run.
+gpuctl_py=python3
+if command -v torchrun >/dev/null 2>&1; then
+  gpuctl_launcher=(torchrun)
+  gpuctl_shebang=''
+  IFS= read -r gpuctl_shebang <"$(command -v torchrun)" || true
+  if [[ $gpuctl_shebang == '#!'* ]]; then
+    read -r gpuctl_interp gpuctl_arg _ <<<"${gpuctl_shebang#??}" || true
+    case ${gpuctl_interp:-} in
+      */env) gpuctl_py=${gpuctl_arg:-python3} ;;
+      */python*) gpuctl_py=$gpuctl_interp ;;
+      *) ;;
+    esac
+  fi
+else
+  gpuctl_launcher=("$gpuctl_py" -m torch.distributed.run)
+fi
+gpuctl_torch=$("$gpuctl_py" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
+gpuctl_say "launcher ${gpuctl_launcher[*]}, torch ${gpuctl_torch:-unknown}"
+
+gpuctl_is_host=0
+if [ "$GPUCTL_NODE_RANK" -eq 0 ]; then
+  gpuctl_is_host=1
+fi
+gpuctl_args=(
+  --nnodes="$GPUCTL_NUM_NODES"
+  --nproc_per_node="$GPUCTL_NPROC_PER_NODE"
+  --rdzv_backend=c10d
+  --rdzv_endpoint="$gpuctl_endpoint"
+  --rdzv_id="$GPUCTL_CLUSTER_ID"
+  --rdzv_conf="is_host=$gpuctl_is_host"
+  --max_restarts=0
+  --log_dir "$GPUCTL_HOME/torchrun"
+)
+## torch 1.x (Debian 12's 1.13 on Python 3.11) fails at start unless
+## --redirects and --tee are non-zero and not 3 (gpu-node.md); 2.x needs neither.
+if [[ $gpuctl_torch == 1.* ]]; then
+  gpuctl_args+=(--redirects 1 --tee 1)
+fi
+
+## Each worker runs the command through this wrapper, which records the
+## command's exit status (torchrun itself exits 1 whatever status a worker
+## had).  torch 2.x starts each worker in a session of its own and signals
+## the whole group, the command included; torch 1.x signals the worker's pid
+## only, so the wrapper passes the signal on when it is not a group leader.
+export GPUCTL_RUN_COMMAND
+mkdir -p "$GPUCTL_HOME/workers"
+rm -f "$GPUCTL_HOME/workers/"*.status
+cat >"$GPUCTL_HOME/worker.sh" <<'EOF'
+#!/bin/bash
+# gpuctl worker: run GPUCTL_RUN_COMMAND, record its exit status.
+c=0 fwd=1
+read -r _ _ _ _ pg _ <"/proc/$$/stat" && [ "$pg" = "$$" ] && fwd=0
+trap 'if [ "$fwd" = 1 ] && [ "$c" != 0 ]; then kill -TERM "$c" 2>/dev/null; fi' TERM INT HUP
+/bin/bash -c "$GPUCTL_RUN_COMMAND" &
+c=$!
+while :; do
+  wait "$c"
+  rc=$?
+  kill -0 "$c" 2>/dev/null || break
+done
+printf '%s\n' "$rc" >"$GPUCTL_HOME/workers/${LOCAL_RANK:-0}.status"
+exit "$rc"
+EOF
+gpuctl_args+=(--no_python /bin/bash "$GPUCTL_HOME/worker.sh")
+
+gpuctl_phase running
+gpuctl_run_limited torchrun "${gpuctl_launcher[@]}" "${gpuctl_args[@]}"
+
+## When torchrun failed because a worker did, the node's status is the first
+## worker's own exit status (by local rank) that is not a signal's.
+if [ "$gpuctl_rc" -ne 0 ] && [ "$gpuctl_rc" -ne 124 ]; then
+  gpuctl_i=0
+  while [ "$gpuctl_i" -lt "$GPUCTL_NPROC_PER_NODE" ]; do
+    gpuctl_st=''
+    if [ -f "$GPUCTL_HOME/workers/$gpuctl_i.status" ]; then
+      read -r gpuctl_st <"$GPUCTL_HOME/workers/$gpuctl_i.status" || true
+    fi
+    case $gpuctl_st in
+      '' | *[!0-9]* | 0) ;;
+      *)
+        if [ "$gpuctl_st" -lt 128 ]; then
+          gpuctl_say "torchrun exited $gpuctl_rc; local rank $gpuctl_i exited $gpuctl_st"
+          gpuctl_rc=$gpuctl_st
+          break
+        fi
+        ;;
+    esac
+    gpuctl_i=$((gpuctl_i + 1))
+  done
+fi
+exit "$gpuctl_rc"

@@ -15,7 +15,21 @@
  *   bootstrap.sh   the script itself
  *   node.log       setup + torchrun output (the "fixed path" `logs` reads)
  *   phase          one word: booting | setup | running | succeeded | failed
- *   exit_status    rank's torchrun exit status, written once at the end
+ *   exit_status    the node's exit status, written once at the end (also
+ *                  when setup or the bootstrap itself fails): setup's status
+ *                  when setup failed; 124 when lifecycle.max_duration was
+ *                  hit; 128+N when the bootstrap got signal N; when torchrun
+ *                  failed because a worker did, that worker's own exit status
+ *                  (the lowest local rank's that is not a signal's); else
+ *                  torchrun's
+ *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
+ *                  worker runs the command under, and what it recorded
+ *   torchrun/      torchrun's --log_dir
+ *
+ * On a cloud (not `local`) the bootstrap powers the node off when it ends,
+ * whatever the outcome (`shutdown -h now`; instances are launched with
+ * instance-initiated shutdown = terminate), unless it was started with
+ * GPUCTL_POWEROFF=0 in its environment.
  */
 #ifndef GPUCTL_RENDER_H
 #define GPUCTL_RENDER_H
@@ -64,7 +78,8 @@ typedef struct gpc_node_ctx {
     uint32_t rank;           /* node rank, 0 = head */
     uint32_t nnodes;         /* world size in nodes */
     const char *head_ip;     /* head's private IP literal; NULL for rank 0
-                                (the head finds its own via metadata) */
+                                (the head finds its own via metadata; a
+                                literal given for rank 0 is used as is) */
     uint32_t rdzv_port;      /* c10d port on the head */
     const char *workdir;     /* path of the job's workdir on the node, or NULL */
     const char *checkpoint_dir; /* path on the node, or NULL */
@@ -101,10 +116,43 @@ int gpc_userdata_encode(const char *userdata, size_t len,
                         gpc_error *err);
 
 /*
- * Quote `value` for a POSIX shell so that it reads back byte for byte:
+ * Quote `value` for the shell so that it reads back byte for byte:
  * 'abc' with each ' written as '\''.  Appends to `out`.
+ *
+ * Bytes that must not appear raw in user-data are written as bash ANSI-C
+ * segments concatenated with the single-quoted ones ('a'$'\r''b'): control
+ * characters other than TAB and LF (CR as \r, the rest as \xHH), DEL, bytes
+ * that are not valid UTF-8, and the characters YAML reads as line breaks or
+ * refuses (U+0080..U+009F, U+2028, U+2029, U+FFFE, U+FFFF).  The result is
+ * then printable UTF-8 with no CR; it is POSIX sh when the value has none of
+ * those bytes, bash otherwise.  An empty value is ''.
  */
 struct gpc_buf;
 int gpc_shell_quote(struct gpc_buf *out, const char *value, gpc_error *err);
+
+/* The same for `len` bytes; a NUL among them is GPC_ERR_RENDER. */
+int gpc_shell_quote_n(struct gpc_buf *out, const char *value, size_t len,
+                      gpc_error *err);
+
+/*
+ * The template engine behind gpc_render_*, exposed for tests and for other
+ * templates.  `text` (len bytes) holds placeholders {{NAME}}, NAME being
+ * [A-Z][A-Z0-9_]*; each is replaced by the value of the var of that name.
+ * Values are inserted verbatim and never scanned again.  A placeholder alone
+ * on its line after spaces or tabs is a block: every further non-empty line
+ * of the value gets the same indentation, and one trailing newline of the
+ * value is dropped (the template line ends the block).  A line whose first
+ * non-blank characters are `##` is a template comment and is left out.
+ * A malformed placeholder, one with no var, or a var whose value is NULL is
+ * GPC_ERR_RENDER naming `tname` and the line.  Appends to `out`.
+ */
+typedef struct gpc_tpl_var {
+    const char *name;
+    const char *value;
+} gpc_tpl_var;
+
+int gpc_template_render(const char *tname, const char *text, size_t len,
+                        const gpc_tpl_var *vars, size_t n_vars,
+                        struct gpc_buf *out, gpc_error *err);
 
 #endif /* GPUCTL_RENDER_H */

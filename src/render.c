@@ -1,0 +1,585 @@
+/* render.c - see include/gpuctl/render.h */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/render.h"
+#include "gpuctl/templates.h"
+#include "gpuctl/util.h"
+
+#define DEFAULT_RDZV_PORT 29400u
+
+/* ------------------------------------------------------------------------ */
+/* Provider rules                                                           */
+
+static const gpc_userdata_rules rules_table[] = {
+    /* EC2 RunInstances UserData: 16 KB raw before base64. */
+    {"aws", 16384, 1, 1, GPC_MD_AWS},
+    /* osProfile.customData: decoded size <= 65535. */
+    {"azure", 65535, 1, 1, GPC_MD_AZURE},
+    /* ECS RunInstances UserData: 32 KB raw before base64. */
+    {"aliyun", 32768, 1, 1, GPC_MD_ALIYUN},
+    /* A file on this machine. */
+    {"local", 0, 0, 0, GPC_MD_LOCAL},
+};
+
+const gpc_userdata_rules *gpc_userdata_rules_for(const char *provider)
+{
+    if (!provider)
+        return NULL;
+    for (size_t i = 0; i < sizeof(rules_table) / sizeof(rules_table[0]); i++)
+        if (strcmp(rules_table[i].provider, provider) == 0)
+            return &rules_table[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shell quoting                                                            */
+
+/*
+ * Length of the well-formed UTF-8 sequence at s (at most n bytes), with its
+ * code point in *cp; 0 when the bytes are not well-formed UTF-8 (overlong
+ * forms, surrogates and values past U+10FFFF included).
+ */
+static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *cp)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, v = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, v = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/*
+ * How many bytes at s belong to the next character, and whether it must be
+ * written with an ANSI-C escape (*special).
+ */
+static size_t next_char(const unsigned char *s, size_t n, int *special)
+{
+    unsigned c = s[0], cp = 0;
+    if (c < 0x80) {
+        *special = (c < 0x20 && c != '\t' && c != '\n') || c == 0x7F;
+        return 1;
+    }
+    size_t len = utf8_seq(s, n, &cp);
+    if (len == 0) {
+        *special = 1;
+        return 1;
+    }
+    /* C1 controls (NEL among them) and U+2028/U+2029 are line breaks or
+     * non-printable to YAML; U+FFFE/U+FFFF are non-printable too. */
+    *special = (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+               cp == 0xFFFE || cp == 0xFFFF;
+    return len;
+}
+
+int gpc_shell_quote_n(gpc_buf *out, const char *value, size_t len, gpc_error *err)
+{
+    enum { NONE, PLAIN, ANSI } state = NONE;
+    const unsigned char *s = (const unsigned char *)value;
+    int rc = 0;
+
+    if (memchr(value, '\0', len))
+        return gpc_fail(err, GPC_ERR_RENDER,
+                        "a value holds a NUL byte, which a shell cannot carry");
+    if (len == 0)
+        return gpc_buf_adds(out, "''", err);
+
+    for (size_t i = 0; i < len && !rc;) {
+        int special = 0;
+        size_t n = next_char(s + i, len - i, &special);
+        if (special) {
+            if (state == PLAIN)
+                rc = gpc_buf_adds(out, "'", err);
+            if (!rc && state != ANSI)
+                rc = gpc_buf_adds(out, "$'", err);
+            state = ANSI;
+            for (size_t k = 0; k < n && !rc; k++) {
+                if (s[i + k] == '\r')
+                    rc = gpc_buf_adds(out, "\\r", err);
+                else
+                    rc = gpc_buf_addf(out, err, "\\x%02x", s[i + k]);
+            }
+        } else {
+            if (state == ANSI)
+                rc = gpc_buf_adds(out, "'", err);
+            if (!rc && state != PLAIN)
+                rc = gpc_buf_adds(out, "'", err);
+            state = PLAIN;
+            if (!rc && s[i] == '\'')
+                rc = gpc_buf_adds(out, "'\\''", err);
+            else if (!rc)
+                rc = gpc_buf_add(out, s + i, n, err);
+        }
+        i += n;
+    }
+    if (!rc && state != NONE)
+        rc = gpc_buf_adds(out, "'", err);
+    return rc;
+}
+
+int gpc_shell_quote(gpc_buf *out, const char *value, gpc_error *err)
+{
+    if (!value)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_shell_quote: NULL value");
+    return gpc_shell_quote_n(out, value, strlen(value), err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Template engine                                                          */
+
+static int is_name_start(char c)
+{
+    return c >= 'A' && c <= 'Z';
+}
+
+static int is_name_char(char c)
+{
+    return is_name_start(c) || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* A template comment line: `##` after optional spaces or tabs. */
+static int is_tpl_comment(const char *line, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    return i + 1 < n && line[i] == '#' && line[i + 1] == '#';
+}
+
+/* Insert a block value: see gpc_template_render. `prefix` was already
+ * written to out just before the placeholder. */
+static int put_block(gpc_buf *out, const char *prefix, size_t plen,
+                     const char *v, gpc_error *err)
+{
+    size_t vlen = strlen(v);
+    int rc = 0;
+    if (vlen > 0 && v[vlen - 1] == '\n')
+        vlen--;
+    for (size_t i = 0, first = 1; !rc; first = 0) {
+        const char *nl = memchr(v + i, '\n', vlen - i);
+        size_t end = nl ? (size_t)(nl - v) : vlen;
+        if (first && end == i && plen > 0) {
+            /* empty first line: no trailing indentation */
+            out->len -= plen;
+            out->data[out->len] = '\0';
+        } else if (!first && end > i) {
+            rc = gpc_buf_add(out, prefix, plen, err);
+        }
+        if (!rc)
+            rc = gpc_buf_add(out, v + i, end - i, err);
+        if (!nl)
+            break;
+        if (!rc)
+            rc = gpc_buf_adds(out, "\n", err);
+        i = end + 1;
+    }
+    return rc;
+}
+
+/* Render one template line (without its newline). */
+static int render_line(const char *tname, size_t lineno, const char *line, size_t n,
+                       const gpc_tpl_var *vars, size_t n_vars, gpc_buf *out,
+                       gpc_error *err)
+{
+    size_t i = 0;
+    int rc = 0;
+    while (i < n && !rc) {
+        size_t at = i;
+        while (at + 1 < n && !(line[at] == '{' && line[at + 1] == '{'))
+            at++;
+        if (at + 1 >= n) {
+            rc = gpc_buf_add(out, line + i, n - i, err);
+            break;
+        }
+        rc = gpc_buf_add(out, line + i, at - i, err);
+        if (rc)
+            break;
+
+        size_t name = at + 2, end = name;
+        while (end < n && is_name_char(line[end]))
+            end++;
+        if (end == name || !is_name_start(line[name]) || end + 1 >= n ||
+            line[end] != '}' || line[end + 1] != '}')
+            return gpc_fail(err, GPC_ERR_RENDER,
+                            "template '%s' line %zu: malformed placeholder", tname, lineno);
+        size_t nlen = end - name;
+        const gpc_tpl_var *var = NULL;
+        for (size_t k = 0; k < n_vars && !var; k++)
+            if (strlen(vars[k].name) == nlen && memcmp(vars[k].name, line + name, nlen) == 0)
+                var = &vars[k];
+        if (!var || !var->value)
+            return gpc_fail(err, GPC_ERR_RENDER, "template '%s' line %zu: %s placeholder {{%.*s}}",
+                            tname, lineno, var ? "no value for" : "unknown",
+                            (int)nlen, line + name);
+
+        int block = end + 2 == n;
+        for (size_t k = 0; k < at && block; k++)
+            block = line[k] == ' ' || line[k] == '\t';
+        if (block)
+            rc = put_block(out, line, at, var->value, err);
+        else
+            rc = gpc_buf_adds(out, var->value, err);
+        i = end + 2;
+    }
+    return rc;
+}
+
+int gpc_template_render(const char *tname, const char *text, size_t len,
+                        const gpc_tpl_var *vars, size_t n_vars,
+                        gpc_buf *out, gpc_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0, lineno = 1; i < len && !rc; lineno++) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        if (!is_tpl_comment(text + i, n)) {
+            rc = render_line(tname, lineno, text + i, n, vars, n_vars, out, err);
+            if (!rc && nl)
+                rc = gpc_buf_adds(out, "\n", err);
+        }
+        i += n + (nl ? 1 : 0);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bootstrap                                                                */
+
+static const char *metadata_word(gpc_metadata_flavour md)
+{
+    switch (md) {
+    case GPC_MD_LOCAL: return "local";
+    case GPC_MD_AWS: return "aws";
+    case GPC_MD_AZURE: return "azure";
+    case GPC_MD_ALIYUN: return "aliyun";
+    }
+    return NULL;
+}
+
+/* As in the YAML (spec.h); kept here so that render.c stands alone. */
+static const char *interconnect_word(gpc_interconnect ic)
+{
+    switch (ic) {
+    case GPC_IC_ANY: return "any";
+    case GPC_IC_NONE: return "none";
+    case GPC_IC_EFA: return "efa";
+    case GPC_IC_INFINIBAND: return "infiniband";
+    case GPC_IC_ERDMA: return "erdma";
+    }
+    return NULL;
+}
+
+static int is_env_name(const char *s)
+{
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/*
+ * Check that s is an IPv4 dotted quad or an IPv6 literal (brackets allowed)
+ * and write its bare form (no brackets) to out.
+ */
+static int ip_literal(const char *s, char *out, size_t outsz)
+{
+    unsigned char bin[16];
+    size_t n = strlen(s);
+    if (n == 0 || n >= outsz)
+        return 0;
+    if (inet_pton(AF_INET, s, bin) == 1) {
+        memcpy(out, s, n + 1);
+        return 1;
+    }
+    if (s[0] == '[') {
+        if (n < 3 || s[n - 1] != ']')
+            return 0;
+        s++;
+        n -= 2;
+    }
+    char tmp[INET6_ADDRSTRLEN + 1];
+    if (n >= sizeof(tmp))
+        return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    if (inet_pton(AF_INET6, tmp, bin) != 1)
+        return 0;
+    memcpy(out, tmp, n + 1);
+    return 1;
+}
+
+enum {
+    V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
+    V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
+    V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
+    V_COUNT
+};
+
+static const char *const var_names[V_COUNT] = {
+    [V_METADATA] = "METADATA",
+    [V_JOB_ENV] = "JOB_ENV",
+    [V_CLUSTER] = "CLUSTER",
+    [V_CLUSTER_ID] = "CLUSTER_ID",
+    [V_NODE_RANK] = "NODE_RANK",
+    [V_NUM_NODES] = "NUM_NODES",
+    [V_RDZV_PORT] = "RDZV_PORT",
+    [V_HEAD_IP] = "HEAD_IP",
+    [V_MAX_DURATION_S] = "MAX_DURATION_S",
+    [V_NPROC_PER_NODE] = "NPROC_PER_NODE",
+    [V_INTERCONNECT] = "INTERCONNECT",
+    [V_WORKDIR] = "WORKDIR",
+    [V_CHECKPOINT_DIR] = "CHECKPOINT_DIR",
+    [V_SETUP] = "SETUP",
+    [V_RUN_COMMAND] = "RUN_COMMAND",
+    [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
+};
+
+/* Quote s into b; NULL quotes as ''. */
+static int quote_opt(gpc_buf *b, const char *s, gpc_error *err)
+{
+    return gpc_shell_quote(b, s ? s : "", err);
+}
+
+/* Fill the values of the bootstrap's placeholders into vals[]. */
+static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
+                            const gpc_userdata_rules *rules, gpc_buf vals[V_COUNT],
+                            gpc_error *err)
+{
+    const char *md = metadata_word(rules->metadata);
+    const char *ic = interconnect_word(spec->resources.interconnect);
+    uint32_t port = node->rdzv_port ? node->rdzv_port
+                  : spec->run.rdzv_port ? spec->run.rdzv_port : DEFAULT_RDZV_PORT;
+    char head[INET6_ADDRSTRLEN + 3] = "";
+    int rc;
+
+    if (!md)
+        return gpc_fail(err, GPC_ERR_RENDER, "unknown metadata flavour %d",
+                        (int)rules->metadata);
+    if (!ic)
+        return gpc_fail(err, GPC_ERR_RENDER, "unknown interconnect %d",
+                        (int)spec->resources.interconnect);
+    if (!node->cluster || !*node->cluster || !node->cluster_id || !*node->cluster_id)
+        return gpc_fail(err, GPC_ERR_RENDER, "node has no cluster name or id");
+    if (node->nnodes == 0 || node->rank >= node->nnodes)
+        return gpc_fail(err, GPC_ERR_RENDER, "node rank %u is not below the node count %u",
+                        (unsigned)node->rank, (unsigned)node->nnodes);
+    if (port > 65535)
+        return gpc_fail(err, GPC_ERR_RENDER, "rendezvous port %u is out of range",
+                        (unsigned)port);
+    if (!spec->run.command || !*spec->run.command)
+        return gpc_fail(err, GPC_ERR_RENDER, "spec has no run command");
+    if (node->head_ip) {
+        if (!ip_literal(node->head_ip, head, sizeof(head)))
+            return gpc_fail(err, GPC_ERR_RENDER,
+                            "head address '%.64s' is not an IP literal", node->head_ip);
+    } else if (node->rank > 0) {
+        return gpc_fail(err, GPC_ERR_RENDER, "node rank %u needs the head's IP",
+                        (unsigned)node->rank);
+    }
+
+    rc = gpc_buf_adds(&vals[V_METADATA], md, err);
+    for (size_t i = 0; !rc && i < spec->n_env; i++) {
+        const gpc_env_var *e = &spec->env[i];
+        if (!is_env_name(e->name))
+            return gpc_fail(err, GPC_ERR_RENDER, "env name '%.64s' is not a shell name",
+                            e->name ? e->name : "");
+        if (!e->value)
+            return gpc_fail(err, GPC_ERR_RENDER, "env %s has no value", e->name);
+        rc = gpc_buf_addf(&vals[V_JOB_ENV], err, "export %s=", e->name);
+        if (!rc)
+            rc = gpc_shell_quote(&vals[V_JOB_ENV], e->value, err);
+        if (!rc)
+            rc = gpc_buf_adds(&vals[V_JOB_ENV], "\n", err);
+        if (!rc)
+            rc = gpc_buf_addf(&vals[V_USER_ENV_NAMES], err, "%s%s", i ? " " : "", e->name);
+    }
+    if (!rc && vals[V_USER_ENV_NAMES].len == 0)
+        rc = gpc_buf_adds(&vals[V_USER_ENV_NAMES], "''", err);
+    else if (!rc) {
+        /* names only: [A-Za-z0-9_ ], still quoted as one word */
+        gpc_buf tmp;
+        gpc_buf_init(&tmp, GPC_BUF_SCRIPT_MAX);
+        rc = gpc_shell_quote(&tmp, gpc_buf_str(&vals[V_USER_ENV_NAMES]), err);
+        gpc_buf_free(&vals[V_USER_ENV_NAMES]);
+        vals[V_USER_ENV_NAMES] = tmp;
+    }
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_CLUSTER], node->cluster, err);
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_CLUSTER_ID], node->cluster_id, err);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_NODE_RANK], err, "%u", (unsigned)node->rank);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_NUM_NODES], err, "%u", (unsigned)node->nnodes);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_RDZV_PORT], err, "%u", (unsigned)port);
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_HEAD_IP], head, err);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_MAX_DURATION_S], err, "%llu",
+                          (unsigned long long)spec->lifecycle.max_duration_s);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_NPROC_PER_NODE], err, "%u",
+                          (unsigned)spec->run.nproc_per_node);
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_INTERCONNECT], ic, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_WORKDIR], node->workdir, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_CHECKPOINT_DIR], node->checkpoint_dir, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_SETUP], spec->setup, err);
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_RUN_COMMAND], spec->run.command, err);
+    return rc;
+}
+
+int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
+                         const gpc_userdata_rules *rules,
+                         char **out, gpc_error *err)
+{
+    if (!spec || !node || !rules || !out)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_render_bootstrap: NULL argument");
+    const gpc_template *t = gpc_template_get("bootstrap.sh");
+    if (!t)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "template 'bootstrap.sh' is not embedded");
+
+    gpc_buf vals[V_COUNT];
+    gpc_tpl_var vars[V_COUNT];
+    gpc_buf res;
+    for (size_t i = 0; i < V_COUNT; i++)
+        gpc_buf_init(&vals[i], GPC_BUF_SCRIPT_MAX);
+    gpc_buf_init(&res, GPC_BUF_SCRIPT_MAX);
+
+    int rc = bootstrap_values(spec, node, rules, vals, err);
+    for (size_t i = 0; i < V_COUNT; i++) {
+        vars[i].name = var_names[i];
+        vars[i].value = gpc_buf_str(&vals[i]);
+    }
+    if (!rc)
+        rc = gpc_template_render(t->name, t->data, t->len, vars, V_COUNT, &res, err);
+    for (size_t i = 0; i < V_COUNT; i++)
+        gpc_buf_free(&vals[i]);
+    if (!rc) {
+        *out = gpc_buf_take(&res);
+        if (!*out)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    gpc_buf_free(&res);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* User-data                                                                */
+
+int gpc_render_userdata(const gpc_spec *spec, const gpc_node_ctx *node,
+                        const gpc_userdata_rules *rules,
+                        char **out, gpc_error *err)
+{
+    if (!out)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_render_userdata: NULL argument");
+    const gpc_template *t = gpc_template_get("cloud-config.yaml");
+    if (!t)
+        return gpc_fail(err, GPC_ERR_INTERNAL,
+                        "template 'cloud-config.yaml' is not embedded");
+    char *script = NULL;
+    int rc = gpc_render_bootstrap(spec, node, rules, &script, err);
+    if (rc)
+        return rc;
+
+    gpc_buf res;
+    gpc_buf_init(&res, GPC_BUF_SCRIPT_MAX);
+    const gpc_tpl_var vars[] = {{"BOOTSTRAP", script}};
+    rc = gpc_template_render(t->name, t->data, t->len, vars, 1, &res, err);
+    free(script);
+    /* The transports and cloud-init want plain text: these would be bugs in
+     * the templates or in the quoting, never something a spec can cause. */
+    if (!rc && (strncmp(gpc_buf_str(&res), "#cloud-config\n", 14) != 0 ||
+                memchr(res.data, '\r', res.len) || memchr(res.data, '\0', res.len)))
+        rc = gpc_fail(err, GPC_ERR_INTERNAL,
+                      "rendered user-data is not a plain #cloud-config document");
+    if (!rc) {
+        *out = gpc_buf_take(&res);
+        if (!*out)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    gpc_buf_free(&res);
+    return rc;
+}
+
+int gpc_userdata_encode(const char *userdata, size_t len,
+                        const gpc_userdata_rules *rules,
+                        char **out, size_t *out_len, int *gzipped,
+                        gpc_error *err)
+{
+    const unsigned char *data = (const unsigned char *)userdata;
+    unsigned char *gz = NULL;
+    size_t n = len;
+    int rc = 0;
+
+    if (!userdata || !rules || !out || !out_len)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_userdata_encode: NULL argument");
+    if (gzipped)
+        *gzipped = 0;
+
+    if (rules->max_raw && len > rules->max_raw) {
+        if (!rules->gzip_ok)
+            return gpc_fail(err, GPC_ERR_RENDER, "user-data is %zu bytes; %s allows %zu",
+                            len, rules->provider, rules->max_raw);
+        rc = gpc_gzip(userdata, len, &gz, &n, err);
+        if (rc)
+            return rc;
+        if (n > rules->max_raw) {
+            free(gz);
+            return gpc_fail(err, GPC_ERR_RENDER,
+                            "user-data is %zu bytes after gzip; %s allows %zu",
+                            n, rules->provider, rules->max_raw);
+        }
+        data = gz;
+        if (gzipped)
+            *gzipped = 1;
+    }
+
+    if (rules->base64) {
+        rc = gpc_base64_encode(data, n, out, out_len, err);
+    } else {
+        char *p = malloc(n + 1);
+        if (!p) {
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        } else {
+            memcpy(p, data, n);
+            p[n] = '\0';
+            *out = p;
+            *out_len = n;
+        }
+    }
+    free(gz);
+    return rc;
+}
