@@ -631,7 +631,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (!rc)
         rc = gpc_cluster_refresh(s, &c, err);
     if (!rc && opts->wait) {
-        rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, err);
+        rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, opts->stream_logs, err);
         res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;
     }
     res->phase = c.phase;
@@ -646,10 +646,56 @@ out:
     return rc;
 }
 
-/* ---- wait ------------------------------------------------------------- */
+/* ---- logs and wait --------------------------------------------------- */
+
+int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
+                 int prefix, gpc_buf *partial, FILE *f, gpc_error *err)
+{
+    if (!s->prov || !s->prov->read_log || !provider_id[0])
+        return 0;
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 22);
+    long next = *off;
+    int rc = s->prov->read_log(s->pctx, provider_id, *off, &b, &next, err);
+    if (!rc && b.len) {
+        if (!prefix) {
+            fwrite(b.data, 1, b.len, f);
+        } else if (gpc_buf_add(partial, b.data, b.len, NULL) == 0) {
+            char *start = partial->data, *nl;
+            size_t left = partial->len;
+            while ((nl = memchr(start, '\n', left))) {
+                fprintf(f, "[node %u] %.*s\n", rank, (int)(nl - start), start);
+                left -= (size_t)(nl + 1 - start);
+                start = nl + 1;
+            }
+            memmove(partial->data, start, left);
+            partial->len = left;
+            partial->data[left] = '\0';
+        } else {
+            /* an endless line: print what we have */
+            fprintf(f, "[node %u] %s", rank, gpc_buf_str(partial));
+            fwrite(b.data, 1, b.len, f);
+            fputc('\n', f);
+            gpc_buf_reset(partial);
+        }
+        fflush(f);
+    }
+    *off = next;
+    gpc_buf_free(&b);
+    return rc;
+}
+
+void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, FILE *f)
+{
+    if (partial->len && prefix)
+        fprintf(f, "[node %u] %s\n", rank, partial->data);
+    else if (partial->len)
+        fprintf(f, "%s\n", partial->data);
+    gpc_buf_reset(partial);
+}
 
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
-                     gpc_error *err)
+                     int stream_logs, gpc_error *err)
 {
     const gpc_out *o = s->out;
     int64_t start = gpc_now();
@@ -658,15 +704,41 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     char last[256] = "";
     int live = o->err_tty && !o->quiet;
     int rc = 0;
-    for (;;) {
+    /* Log tails, indexed by rank. */
+    uint32_t nt = c->nodes;
+    long *offs = calloc(nt ? nt : 1, sizeof(long));
+    gpc_buf *parts = calloc(nt ? nt : 1, sizeof(gpc_buf));
+    if (!offs || !parts) {
+        free(offs);
+        free(parts);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t r = 0; r < nt; r++)
+        gpc_buf_init(&parts[r], 1u << 20);
+    for (int final = 0; !final;) {
         rc = gpc_cluster_refresh(s, c, err);
         if (rc)
             break;
+        final = is_terminal(c->phase);
         gpc_node_rec *nodes = NULL;
         size_t n = 0;
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
         if (rc)
             break;
+        if (stream_logs) {
+            if (live && last[0])
+                fputs("\r\033[K", stderr);
+            for (size_t i = 0; i < n; i++) {
+                if (nodes[i].rank >= nt)
+                    continue;
+                gpc_error e;
+                gpc_error_clear(&e);
+                gpc_log_pump(s, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
+                             nt > 1, &parts[nodes[i].rank], stdout, &e);
+                if (final)
+                    gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], stdout);
+            }
+        }
         /* One line: elapsed, then each node's phase. */
         char line[256];
         int len = snprintf(line, sizeof(line), "%s:", c->name);
@@ -682,7 +754,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
             fprintf(stderr, "[%4lds] %s\n", el, line);
         }
         snprintf(last, sizeof(last), "%s", line);
-        if (is_terminal(c->phase))
+        if (final)
             break;
         if (gpc_interrupted) {
             rc = gpc_fail(err, GPC_ERR_INTERRUPTED,
@@ -700,6 +772,10 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     }
     if (live)
         fputc('\n', stderr);
+    for (uint32_t r = 0; r < nt; r++)
+        gpc_buf_free(&parts[r]);
+    free(parts);
+    free(offs);
     if (rc)
         return rc;
     switch (c->phase) {

@@ -10,6 +10,7 @@
 #define GPUCTL_CLUSTER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpuctl/error.h"
 #include "gpuctl/provider.h"
@@ -45,6 +46,7 @@ typedef struct gpc_apply_opts {
     int wait;
     long timeout_s;       /* --timeout for --wait; 0 = none */
     double poll_s;        /* seconds between polls while waiting */
+    int stream_logs;      /* with wait: print the nodes' logs on stdout */
 } gpc_apply_opts;
 
 typedef struct gpc_apply_result {
@@ -64,9 +66,22 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
  * changed (phases, exit codes, IPs, ledger).  Reloads *c. */
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
 
-/* Block until rank 0 ends (or timeout / interrupt), printing progress. */
+/* Block until rank 0 ends (or timeout / interrupt), printing progress on
+ * stderr and, when stream_logs, every node's log on stdout ("[node N] ..."). */
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
-                     double poll_s, gpc_error *err);
+                     double poll_s, int stream_logs, gpc_error *err);
+
+/*
+ * Print the bytes a node logged since *off to f and advance *off.  With
+ * `prefix`, whole lines are printed as "[node RANK] line" and an unfinished
+ * last line waits in `partial` (a buffer the caller owns) for the next
+ * call; gpc_log_flush prints what is left.  Returns 0 or the provider's
+ * error.
+ */
+struct gpc_buf;
+int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
+                 int prefix, struct gpc_buf *partial, FILE *f, gpc_error *err);
+void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, FILE *f);
 
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
  * left (still recorded) when some deletes fail. *deleted counts nodes. */

@@ -116,6 +116,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     res.exit_code = -1;
     if (!rc) {
         gpc_install_signal_handlers();
+        a.opts.stream_logs = a.opts.wait && !o->quiet && o->format != GPC_OUT_JSON;
         rc = gpc_apply(&s, spec, a.file, &a.opts, &res, &err);
     }
     if (o->format == GPC_OUT_JSON && s.st) {

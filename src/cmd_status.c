@@ -132,36 +132,6 @@ static int logs_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
-/* Print new log bytes of one node, each line prefixed when several nodes. */
-static int pump(gpc_session *s, const gpc_node_rec *nd, long *off, int prefix,
-                gpc_buf *partial, gpc_error *err)
-{
-    gpc_buf b;
-    gpc_buf_init(&b, 1u << 22);
-    long next = *off;
-    int rc = s->prov->read_log(s->pctx, nd->provider_id, *off, &b, &next, err);
-    if (!rc && b.len) {
-        if (!prefix) {
-            fwrite(b.data, 1, b.len, stdout);
-        } else {
-            gpc_buf_add(partial, b.data, b.len, NULL);
-            char *start = partial->data, *nl;
-            while ((nl = memchr(start, '\n', partial->len - (size_t)(start - partial->data)))) {
-                printf("[node %u] %.*s\n", nd->rank, (int)(nl - start), start);
-                start = nl + 1;
-            }
-            size_t rest = partial->len - (size_t)(start - partial->data);
-            memmove(partial->data, start, rest);
-            partial->len = rest;
-            partial->data[rest] = '\0';
-        }
-        fflush(stdout);
-    }
-    *off = next;
-    gpc_buf_free(&b);
-    return rc;
-}
-
 int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -219,7 +189,8 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 continue;
             if (!nodes[i].provider_id[0])
                 continue;
-            rc = pump(&s, &nodes[i], &offs[i], prefix, &parts[i], &err);
+            rc = gpc_log_pump(&s, nodes[i].rank, nodes[i].provider_id, &offs[i], prefix,
+                              &parts[i], stdout, &err);
         }
         if (rc || !a.follow || gpc_interrupted)
             break;
@@ -229,15 +200,15 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
              cr.phase == GPC_PHASE_TERMINATED)) {
             for (size_t i = 0; !rc && i < n; i++)
                 if (nodes[i].provider_id[0] && (a.node < 0 || nodes[i].rank == (uint32_t)a.node))
-                    rc = pump(&s, &nodes[i], &offs[i], prefix, &parts[i], &err);
+                    rc = gpc_log_pump(&s, nodes[i].rank, nodes[i].provider_id, &offs[i], prefix,
+                              &parts[i], stdout, &err);
             break;
         }
         struct timespec ts = {0, 500 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     for (size_t i = 0; parts && i < n; i++) {
-        if (parts[i].len)
-            printf("[node %u] %s\n", nodes[i].rank, parts[i].data);
+        gpc_log_flush(nodes[i].rank, prefix, &parts[i], stdout);
         gpc_buf_free(&parts[i]);
     }
     free(parts);

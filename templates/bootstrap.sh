@@ -500,6 +500,11 @@ exit "$rc"
 EOF
 gpuctl_args+=(--no_python /bin/bash "$GPUCTL_HOME/worker.sh")
 
+## Unbuffered Python, so that node.log (and `gpuctl logs -f`) shows the
+## training output as it happens; the user's env may say otherwise.
+PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"
+export PYTHONUNBUFFERED
+
 gpuctl_phase running
 gpuctl_run_limited torchrun "${gpuctl_launcher[@]}" "${gpuctl_args[@]}"
 
