@@ -17,7 +17,8 @@ static const gpc_command commands[] = {
     {"validate", NULL, "check a job spec and print its canonical form",
      "validate -f FILE", gpc_cmd_validate},
     {"apply", NULL, "create the cluster a spec describes (and wait for its job)",
-     "apply -f FILE [--wait] [--timeout SECONDS] [--dry-run] [-y]", gpc_cmd_apply},
+     "apply -f FILE [--wait [--timeout SECONDS] [--poll-interval SECONDS]] [--dry-run] [-y]",
+     gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",
      "status [NAME] [-a|--all]", gpc_cmd_status},
     {"logs", NULL, "print a cluster's node logs",
@@ -108,7 +109,7 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
      * after it, options and operands may mix. */
     snprintf(shorts, sizeof(shorts), "%s:o:qvyh%s", c ? "" : "+", extra_short ? extra_short : "");
     *done = 0;
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then re-reads the option string ("+" or not) */
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
@@ -153,6 +154,17 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         }
     }
     return 0;
+}
+
+int gpc_valid_cluster_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return 0;
+    return 1;
 }
 
 int gpc_cli_main(int argc, char **argv)

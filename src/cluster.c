@@ -219,9 +219,16 @@ static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, in
 
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
+    /* Another gpuctl may have changed it (destroy during a wait). */
+    gpc_cluster_rec fresh;
+    int rc = gpc_cluster_get_by_id(s->st, c->id, &fresh, err);
+    if (rc)
+        return rc;
+    gpc_cluster_rec_free(c);
+    *c = fresh;
     if (c->destroyed_at)
         return 0;
-    int rc = gpc_session_provider(s, c->provider, err);
+    rc = gpc_session_provider(s, c->provider, err);
     if (rc)
         return rc;
     gpc_node_rec *nodes = NULL;
@@ -259,15 +266,15 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 /* ---- apply ------------------------------------------------------------ */
 
 /* Resolve a spec path (relative to the spec's directory) to an absolute one. */
-static int resolve_path(const gpc_spec *spec, const char *p, int create, char **out,
-                        gpc_error *err)
+static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
+                        char **out, gpc_error *err)
 {
     char buf[PATH_MAX];
     if (p[0] == '/')
         snprintf(buf, sizeof(buf), "%s", p);
     else if (snprintf(buf, sizeof(buf), "%s/%s", spec->base_dir ? spec->base_dir : ".", p) >=
              (int)sizeof(buf))
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: path too long: %s", spec->source, p);
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: path too long: %s", spec->source, field, p);
     if (create) {
         int rc = gpc_mkdir_p(buf, 0755, err);
         if (rc)
@@ -275,7 +282,8 @@ static int resolve_path(const gpc_spec *spec, const char *p, int create, char **
     }
     struct stat sb;
     if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: directory '%s' does not exist", spec->source, p);
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
+                        spec->source, field, p, buf);
     return gpc_realpath(buf, out, err);
 }
 
@@ -501,32 +509,71 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     return rc;
 }
 
+/* Open provider `name` and list its offers for the spec. */
+static int open_offers(gpc_session *s, const char *name, const gpc_spec *spec,
+                       gpc_offer **offers, size_t *n, gpc_error *err)
+{
+    int rc = gpc_session_provider(s, name, err);
+    if (!rc)
+        rc = s->prov->list_offers(s->pctx, spec, offers, n, err);
+    if (!rc && *n == 0)
+        rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: no offer fits the spec", name);
+    return rc;
+}
+
+/*
+ * Try the spec's providers in order; the first with an offer wins.  With
+ * one candidate its own error stands; with several, the message lists why
+ * each was passed over, with the code of the first that really answered.
+ */
+static int choose_provider(gpc_session *s, const gpc_spec *spec, gpc_offer **offers,
+                           size_t *n, gpc_error *err)
+{
+    static const char *const dflt[] = {"local"};
+    const char *const *cand = spec->n_providers ? (const char *const *)spec->providers : dflt;
+    size_t ncand = spec->n_providers ? spec->n_providers : 1;
+    if (ncand == 1)
+        return open_offers(s, cand[0], spec, offers, n, err);
+    gpc_buf why;
+    gpc_buf_init(&why, GPC_BUF_LINE_MAX);
+    gpc_code code = GPC_OK;
+    for (size_t i = 0; i < ncand; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (open_offers(s, cand[i], spec, offers, n, &e) == 0) {
+            if (why.len)
+                gpc_info(s->out, "gpuctl: using provider %s (%s)", cand[i], gpc_buf_str(&why));
+            gpc_buf_free(&why);
+            return 0;
+        }
+        if (code == GPC_OK && gpc_provider_find(cand[i]))
+            code = e.code;
+        gpc_buf_addf(&why, NULL, "%s%s", why.len ? "; " : "", e.msg);
+    }
+    int rc = gpc_fail(err, code == GPC_OK ? GPC_ERR_PROVIDER : code,
+                      "no candidate provider can run '%s': %s", spec->name, gpc_buf_str(&why));
+    gpc_buf_free(&why);
+    return rc;
+}
+
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
 {
     memset(res, 0, sizeof(*res));
     res->exit_code = -1;
-    const char *pname = spec->n_providers ? spec->providers[0] : "local";
-    int rc = gpc_session_provider(s, pname, err);
-    if (rc)
-        return rc;
     char hash[65];
-    rc = gpc_spec_hash(spec, hash, err);
+    int rc = gpc_spec_hash(spec, hash, err);
     if (rc)
         return rc;
 
     /* Where the job's directories are, as the node sees them. */
     char *workdir = NULL, *ckpt = NULL;
     if (spec->workdir)
-        rc = resolve_path(spec, spec->workdir, 0, &workdir, err);
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
     if (!rc && spec->checkpoint_dir && !opts->dry_run)
-        rc = resolve_path(spec, spec->checkpoint_dir, 1, &ckpt, err);
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
     gpc_offer *offers = NULL;
     size_t noffers = 0;
-    if (!rc)
-        rc = s->prov->list_offers(s->pctx, spec, &offers, &noffers, err);
-    if (!rc && noffers == 0)
-        rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: no offer fits the spec", pname);
     int lockfd = -1;
     if (!rc && !opts->dry_run)
         rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
@@ -548,6 +595,12 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                       "destroy it first: gpuctl destroy %s", c.name, c.spec_hash, hash, c.name);
         goto out_c;
     }
+    /* An existing cluster stays where it is; a new one goes to the first
+     * candidate provider that has an offer for it. */
+    rc = have ? open_offers(s, c.provider, spec, &offers, &noffers, err)
+              : choose_provider(s, spec, &offers, &noffers, err);
+    if (rc)
+        goto out_c;
     if (opts->dry_run) {
         if (have) {
             gpc_node_rec *nodes = NULL;
@@ -630,6 +683,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     res->unchanged = !rc && res->created == 0;
     if (!rc)
         rc = gpc_cluster_refresh(s, &c, err);
+    /* Waiting only reads: let destroy (or another apply) in meanwhile. */
+    gpc_cluster_unlock(lockfd);
+    lockfd = -1;
     if (!rc && opts->wait) {
         rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, opts->stream_logs, err);
         res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;
@@ -694,6 +750,39 @@ void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, FILE *f)
     gpc_buf_reset(partial);
 }
 
+/*
+ * Once rank 0 has ended, a node still booting can never join the job (it
+ * would wait for the head, and bill, for nothing): stop it and say so.
+ * Nodes that did join end with torchrun by themselves.
+ */
+static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_node_list(s->st, c->id, 0, &nodes, &n, &e))
+        return;
+    int64_t now = gpc_now();
+    for (size_t i = 0; i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        if (nd->rank == 0 || !nd->provider_id[0] || nd->phase != GPC_PHASE_BOOTING)
+            continue;
+        gpc_error_clear(&e);
+        if (s->prov->delete_node(s->pctx, nd->provider_id, &e) != 0) {
+            gpc_info(s->out, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
+            continue;
+        }
+        nd->phase = GPC_PHASE_TERMINATED;
+        nd->ended_at = now;
+        gpc_node_update(s->st, nd, &e);
+        gpc_ledger_close(s->st, nd->id, now, &e);
+        event(s, c->id, (int)nd->rank, "delete", "stopped: the job ended before this node joined");
+        gpc_info(s->out, "stopped node %s: the job ended before it joined", nd->name);
+    }
+    gpc_node_list_free(nodes, n);
+}
+
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
                      int stream_logs, gpc_error *err)
 {
@@ -754,8 +843,10 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
             fprintf(stderr, "[%4lds] %s\n", el, line);
         }
         snprintf(last, sizeof(last), "%s", line);
-        if (final)
+        if (final) {
+            stop_stragglers(s, c);
             break;
+        }
         if (gpc_interrupted) {
             rc = gpc_fail(err, GPC_ERR_INTERRUPTED,
                           "interrupted; the nodes keep running (gpuctl destroy %s stops them)",
@@ -790,6 +881,9 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     case GPC_PHASE_PREEMPTED:
         return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
     default:
+        if (c->destroyed_at)
+            return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' was destroyed while waiting",
+                            c->name);
         return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' ended as %s", c->name,
                         gpc_phase_name(c->phase));
     }
@@ -929,7 +1023,7 @@ int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error 
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    int rc = gpc_node_list(s->st, c->id, c->destroyed_at != 0, &nodes, &n, err);
     if (rc)
         return rc;
     static const char *const hdr[] = {"RANK", "NODE", "PHASE", "IP", "INSTANCE", "EXIT",

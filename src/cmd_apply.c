@@ -89,6 +89,8 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
     if (!a.file)
         return gpc_usage_error(o, c, "missing -f FILE%s", "");
+    if ((a.opts.timeout_s || a.opts.poll_s) && !a.opts.wait)
+        return gpc_usage_error(o, c, "--timeout and --poll-interval need --wait%s", "");
 
     gpc_error err;
     gpc_error_clear(&err);
@@ -140,8 +142,10 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 gpc_cluster_rec_free(&cr);
             }
         }
-        if (res.waited)
+        if (res.waited && res.exit_code >= 0)
             printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res.phase), res.exit_code);
+        else if (res.waited)
+            printf("job %s: rank 0 has no exit status (node lost)\n", gpc_phase_name(res.phase));
         if (rc)
             gpc_report_error(o, &err);
     } else if (rc) {
@@ -191,6 +195,9 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
             return gpc_usage_error(o, c, "missing cluster NAME%s", "");
         if (optind + 1 < argc)
             return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+        if (!gpc_valid_cluster_name(argv[optind]))
+            return gpc_usage_error(o, c, "invalid cluster name '%s' (RFC 1123 label: "
+                                   "lower-case letters, digits and '-')", argv[optind]);
         name = strdup(argv[optind]);
     }
     if (!name) {

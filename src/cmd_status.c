@@ -33,6 +33,8 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     const char *name = optind < argc ? argv[optind] : NULL;
     if (name && optind + 1 < argc)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+    if (name && !gpc_valid_cluster_name(name))
+        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
 
     gpc_error err;
     gpc_error_clear(&err);
@@ -41,14 +43,20 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     size_t n = 0;
     rc = gpc_session_open(&s, o, &err);
     if (!rc) {
-        if (name) {
-            list = calloc(1, sizeof(*list));
-            if (!list)
-                rc = gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
-            else if (!(rc = gpc_cluster_get(s.st, name, list, &err)))
-                n = 1;
-        } else {
-            rc = gpc_cluster_list(s.st, all, &list, &n, &err);
+        rc = gpc_cluster_list(s.st, all, &list, &n, &err);
+        if (!rc && name) {
+            /* keep that name's records (with --all, its history too) */
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (strcmp(list[i].name, name) == 0)
+                    list[k++] = list[i];
+                else
+                    gpc_cluster_rec_free(&list[i]);
+            }
+            n = k;
+            if (n == 0)
+                rc = gpc_fail(&err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
+                              all ? "" : " (gpuctl status --all shows destroyed ones)");
         }
     }
     /* Ask the providers what changed since we last looked. */
@@ -104,7 +112,7 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_table_free(&t);
         if (name) {
             printf("\n");
-            gpc_cluster_print_nodes(&s, &list[0], &err);
+            gpc_cluster_print_nodes(&s, &list[n - 1], &err);
         }
     }
     gpc_cluster_list_free(list, n);
@@ -149,6 +157,8 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (optind + 1 < argc)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
     const char *name = argv[optind];
+    if (!gpc_valid_cluster_name(name))
+        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
 
     gpc_error err;
     gpc_error_clear(&err);

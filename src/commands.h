@@ -27,6 +27,9 @@ void gpc_command_usage(const gpc_command *c, FILE *f);
 int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Is s a valid cluster name (RFC 1123 label, as the spec's `name`)? */
+int gpc_valid_cluster_name(const char *s);
+
 int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv);

@@ -32,6 +32,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,7 +135,7 @@ static int model_matches(const char *want, const char *have)
 static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
                              size_t *n, gpc_error *err)
 {
-    (void)ctx;
+    const local_ctx *c = ctx;
     gpc_offer o;
     memset(&o, 0, sizeof(o));
     snprintf(o.provider, sizeof(o.provider), "local");
@@ -147,6 +148,41 @@ static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
     o.vcpus = cpus > 0 ? (double)cpus : 1;
     o.mem_gib = pages > 0 && psize > 0 ? (double)pages * (double)psize / (1024.0 * 1024 * 1024) : 0;
 
+    /* Every constraint is a filter: what this machine cannot be is an error,
+     * not something to ignore. */
+    int type_ok = spec->resources.n_instance_types == 0;
+    for (size_t i = 0; i < spec->resources.n_instance_types; i++)
+        type_ok |= strcmp(spec->resources.instance_types[i], "local") == 0;
+    if (!type_ok)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: resources.instance_types: this machine is instance type "
+                        "'local', not '%s'", spec->resources.instance_types[0]);
+    int region_ok = spec->n_regions == 0, zone_ok = spec->n_zones == 0;
+    for (size_t i = 0; i < spec->n_regions; i++)
+        region_ok |= strcmp(spec->regions[i], "local") == 0;
+    for (size_t i = 0; i < spec->n_zones; i++)
+        zone_ok |= strcmp(spec->zones[i], "local") == 0;
+    if (!region_ok || !zone_ok)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: %s: this machine's region and zone are 'local', not '%s'",
+                        region_ok ? "zone" : "region",
+                        region_ok ? spec->zones[0] : spec->regions[0]);
+    if (spec->spot.policy == GPC_SPOT_SPOT || spec->spot.head == GPC_SPOT_SPOT)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: spot: this machine has no spot capacity (use policy auto or on-demand)");
+    gpc_interconnect ic = spec->resources.interconnect;
+    if (ic == GPC_IC_EFA || ic == GPC_IC_INFINIBAND || ic == GPC_IC_ERDMA)
+        return gpc_fail(err, GPC_ERR_CAPACITY,
+                        "local: resources.interconnect: local nodes share loopback, not %s",
+                        gpc_interconnect_name(ic));
+    struct statvfs vfs;
+    if (spec->resources.disk_gib > 0 && statvfs(c->root, &vfs) == 0) {
+        double free_gib = (double)vfs.f_bavail * (double)vfs.f_frsize / (1024.0 * 1024 * 1024);
+        if (spec->resources.disk_gib > free_gib)
+            return gpc_fail(err, GPC_ERR_CAPACITY,
+                            "local: resources.disk asks for %.0f GiB, %.1f GiB are free here",
+                            spec->resources.disk_gib, free_gib);
+    }
     if (spec->resources.cpus.min > o.vcpus)
         return gpc_fail(err, GPC_ERR_CAPACITY,
                         "local: resources.cpus asks for %g, this machine has %g",
@@ -198,10 +234,24 @@ static int local_pick_rdzv_port(void *ctx, uint32_t *port, gpc_error *err)
     return 0;
 }
 
-/* ---- process groups --------------------------------------------------- */
+/* ---- a node's processes ---------------------------------------------- */
 
-/* Read pgrp, state and start time of /proc/<pid>; 0 on success. */
-static int proc_stat(long pid, long *pgrp, char *state, unsigned long long *start)
+/*
+ * A node is every process that is in the session its bootstrap started
+ * (setsid), descends from such a process, or carries GPUCTL_HOME=<node dir>
+ * in its environment.  The three together catch what a plain process-group
+ * kill misses: `timeout` and torch 2.x move their children into groups and
+ * sessions of their own, and a worker can outlive its launcher.
+ */
+
+typedef struct proc_info {
+    long pid, ppid, sid;
+    char state;
+    int mark;
+} proc_info;
+
+/* Fields of /proc/<pid>/stat; 0 on success. */
+static int proc_stat(long pid, long *ppid, long *sid, char *state, unsigned long long *start)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
@@ -214,12 +264,12 @@ static int proc_stat(long pid, long *pgrp, char *state, unsigned long long *star
         return -1;
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    if (!p)
+    if (!p || !p[1])
         return -1;
-    /* fields after the name: 3 state, 4 ppid, 5 pgrp, ... 22 starttime */
+    /* after the name: 3 state, 4 ppid, 5 pgrp, 6 session, ... 22 starttime */
     char st;
-    long ppid, pg;
-    if (sscanf(p + 2, "%c %ld %ld", &st, &ppid, &pg) != 3)
+    long pp, pg, se;
+    if (sscanf(p + 2, "%c %ld %ld %ld", &st, &pp, &pg, &se) != 4)
         return -1;
     unsigned long long t = 0;
     char *q = p + 2;
@@ -230,40 +280,120 @@ static int proc_stat(long pid, long *pgrp, char *state, unsigned long long *star
     }
     if (q)
         t = strtoull(q, NULL, 10);
-    *pgrp = pg;
-    *state = st;
+    if (ppid)
+        *ppid = pp;
+    if (sid)
+        *sid = se;
+    if (state)
+        *state = st;
     if (start)
         *start = t;
     return 0;
 }
 
-/*
- * Is the process group `pgid` (started at `start`) still running?  Zombies
- * do not count: nobody may reap them when the node outlived gpuctl.  A
- * leader whose start time differs is another process that reused the pid.
- */
-static int group_alive(long pgid, unsigned long long start)
+/* Does /proc/<pid>/environ hold exactly the entry `want`? */
+static int environ_has(long pid, const char *want)
 {
-    long pg;
-    char st;
-    unsigned long long t;
-    if (proc_stat(pgid, &pg, &st, &t) == 0 && pg == pgid && t != start)
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
+    static char buf[256 * 1024];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    buf[len] = '\0';
+    size_t wl = strlen(want);
+    for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+        if (strncmp(buf + i, want, wl + 1) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * The live (not zombie) processes of the node whose session leader was
+ * `sid` started at `start`, in node directory `dir`.  Returns how many were
+ * stored in out[] (at most max).
+ */
+static size_t node_procs(long sid, unsigned long long start, const char *dir,
+                         long *out, size_t max)
+{
+    char marker[PATH_MAX + 16];
+    snprintf(marker, sizeof(marker), "GPUCTL_HOME=%s", dir);
+    /* A session id is not reused while its session lives; a leader pid with
+     * another start time leading its own session means this one is over. */
+    long lsid;
+    unsigned long long t;
+    int sid_ok = 1;
+    if (proc_stat(sid, NULL, &lsid, NULL, &t) == 0 && lsid == sid && t != start)
+        sid_ok = 0;
     DIR *d = opendir("/proc");
     if (!d)
-        return kill((pid_t)-pgid, 0) == 0;
+        return 0;
+    proc_info *ps = NULL;
+    size_t np = 0, cap = 0;
     struct dirent *de;
-    int alive = 0;
-    while (!alive && (de = readdir(d)) != NULL) {
+    long self = (long)getpid();
+    while ((de = readdir(d)) != NULL) {
         char *end;
         long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0)
+        if (*end || pid <= 0 || pid == self)
             continue;
-        if (proc_stat(pid, &pg, &st, NULL) == 0 && pg == pgid && st != 'Z' && st != 'X')
-            alive = 1;
+        proc_info pi = {pid, 0, 0, 0, 0};
+        if (proc_stat(pid, &pi.ppid, &pi.sid, &pi.state, NULL) != 0)
+            continue;
+        if (pi.state == 'Z' || pi.state == 'X')
+            continue;
+        pi.mark = (sid_ok && pi.sid == sid) || environ_has(pid, marker);
+        if (np == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            proc_info *g = realloc(ps, nc * sizeof(*ps));
+            if (!g)
+                break;
+            ps = g;
+            cap = nc;
+        }
+        ps[np++] = pi;
     }
     closedir(d);
-    return alive;
+    /* Descendants of marked processes are the node's too. */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < np; i++) {
+            if (ps[i].mark)
+                continue;
+            for (size_t j = 0; j < np; j++)
+                if (ps[j].mark && ps[j].pid == ps[i].ppid) {
+                    ps[i].mark = changed = 1;
+                    break;
+                }
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < np && n < max; i++)
+        if (ps[i].mark)
+            out[n++] = ps[i].pid;
+    free(ps);
+    return n;
+}
+
+static int node_alive(long sid, unsigned long long start, const char *dir)
+{
+    long one;
+    return node_procs(sid, start, dir, &one, 1) > 0;
+}
+
+/* Send `sig` to every process of the node; returns how many there were. */
+static size_t node_signal(long sid, unsigned long long start, const char *dir, int sig)
+{
+    long pids[4096];
+    size_t n = node_procs(sid, start, dir, pids, sizeof(pids) / sizeof(pids[0]));
+    for (size_t i = 0; i < n; i++)
+        kill((pid_t)pids[i], sig);
+    return n;
 }
 
 /* ---- node directories ------------------------------------------------- */
@@ -505,10 +635,10 @@ static int spawn_node(const char *dir, long *pgid_out, gpc_error *err)
         setsid();
         /* Record the group before anything else, so that a gpuctl killed
          * right now still finds this node on the next apply. */
-        long me = (long)getpid(), pg;
+        long me = (long)getpid();
         unsigned long long start = 0;
-        char st, line[64], pidpath[PATH_MAX];
-        if (proc_stat(me, &pg, &st, &start) != 0)
+        char line[64], pidpath[PATH_MAX];
+        if (proc_stat(me, NULL, NULL, NULL, &start) != 0)
             _exit(127);
         int ln = snprintf(line, sizeof(line), "%ld %llu\n", me, start);
         join(pidpath, sizeof(pidpath), dir, "pid");
@@ -594,11 +724,13 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
         return 0;
     }
     snprintf(out->private_ip, sizeof(out->private_ip), "127.0.0.1");
+    /* Liveness first, then the files: a node that writes its exit status
+     * and ends between the two reads must not look lost. */
+    int alive = node_alive(pgid, start, dir);
+    out->stopped = !alive;
     char phase[64], status[64];
     read_small(dir, "exit_status", status, sizeof(status));
     read_small(dir, "phase", phase, sizeof(phase));
-    int alive = group_alive(pgid, start);
-    out->stopped = !alive;
     if (status[0]) {
         out->exit_code = atoi(status);
         out->phase = out->exit_code == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
@@ -644,15 +776,17 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     return local_describe(ctx, req->client_token, out, err);
 }
 
-static int wait_gone(long pgid, unsigned long long start, int ms)
+/* Wait up to `ms` for the node's processes to end, re-sending `sig` (0 =
+ * none) on every look.  1 when they are gone. */
+static int wait_gone(long sid, unsigned long long start, const char *dir, int sig, int ms)
 {
     for (int waited = 0; waited < ms; waited += 50) {
-        if (!group_alive(pgid, start))
+        if (node_signal(sid, start, dir, sig) == 0)
             return 1;
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    return !group_alive(pgid, start);
+    return !node_alive(sid, start, dir);
 }
 
 static int local_delete(void *ctx, const char *id, gpc_error *err)
@@ -662,17 +796,11 @@ static int local_delete(void *ctx, const char *id, gpc_error *err)
     int rc = node_dir(c, id, dir, sizeof(dir), err);
     if (rc)
         return rc;
-    long pgid;
+    long sid;
     unsigned long long start;
-    if (read_pid(dir, &pgid, &start) == 0 && group_alive(pgid, start)) {
-        kill((pid_t)-pgid, SIGTERM);
-        if (!wait_gone(pgid, start, 10000)) {
-            kill((pid_t)-pgid, SIGKILL);
-            if (!wait_gone(pgid, start, 5000))
-                return gpc_fail(err, GPC_ERR_PROVIDER,
-                                "local: process group %ld survived SIGKILL", pgid);
-        }
-    }
+    if (read_pid(dir, &sid, &start) == 0 && node_signal(sid, start, dir, SIGTERM) > 0 &&
+        !wait_gone(sid, start, dir, 0, 10000) && !wait_gone(sid, start, dir, SIGKILL, 5000))
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s survived SIGKILL", id);
     return gpc_rm_rf(dir, err);
 }
 

@@ -89,4 +89,40 @@ run_rc rc g apply -f quickstart.yaml --dry-run > "$T/dry.txt"
 expect_eq "dry run exits 0" 0 "$rc"
 expect_eq "dry run says what it would do" "cluster quickstart: would create 2 node(s) (dry run, nothing changed)" "$(cat "$T/dry.txt")"
 expect_eq "dry run created nothing" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
+
+# Options may follow operands (regression: they were refused after one).
+run_rc rc g logs nosuch --node 1 2> "$T/e.txt"
+expect_eq "logs NAME --node N: parsed, exit 7" 7 "$rc"
+run_rc rc g status nosuch -o json > "$T/nf2.json" 2>/dev/null
+expect_eq "status NAME -o json: exit 7" 7 "$rc"
+check_schema "$T/nf2.json" error
+run_rc rc g validate quickstart.yaml -o json > "$T/ok2.json"
+expect_eq "validate FILE -o json: exit 0" 0 "$rc"
+check_schema "$T/ok2.json" validate
+run_rc rc g destroy 'bad;name' -y 2> "$T/e.txt"
+expect_eq "destroy of an invalid name: exit 3" 3 "$rc"
+run_rc rc g apply -f quickstart.yaml --timeout 5 2> "$T/e.txt"
+expect_eq "--timeout without --wait: exit 3" 3 "$rc"
+
+# Provider candidates: the first one that can serve the spec wins.
+printf 'name: cand\nprovider: [aws, local]\nrun: {command: "true"}\n' > cand.yaml
+run_rc rc g apply -f cand.yaml --dry-run > "$T/cand.txt" 2> "$T/cand.err"
+expect_eq "provider [aws, local] falls back to local" 0 "$rc"
+expect_match "and says why" "using provider local \(provider 'aws' is not built into this gpuctl" "$(cat "$T/cand.err")"
+printf 'name: cand\nprovider: [aws, azure]\nrun: {command: "true"}\n' > cand2.yaml
+run_rc rc g apply -f cand2.yaml --dry-run 2> "$T/cand2.err"
+expect_eq "no candidate available: exit 6" 6 "$rc"
+
+# The local provider refuses what it cannot be (exit 22), it does not ignore it.
+for y in 'resources: {instance_types: p4d.24xlarge}' 'region: us-east-1' \
+         'resources: {interconnect: efa}' 'spot: true'; do
+    printf 'name: cons\n%s\nrun: {command: "true"}\n' "$y" > cons.yaml
+    run_rc rc g apply -f cons.yaml --dry-run 2> "$T/cons.err"
+    expect_eq "local refuses '$y' (exit 22)" 22 "$rc"
+done
+expect_eq "spot message" "gpuctl: error: local: spot: this machine has no spot capacity (use policy auto or on-demand)" "$(cat "$T/cons.err")"
+printf 'name: wd\nworkdir: ./nope\nrun: {command: "true"}\n' > wd.yaml
+run_rc rc g apply -f wd.yaml --dry-run 2> "$T/wd.err"
+expect_eq "missing workdir: exit 4" 4 "$rc"
+expect_match "names the field" "^gpuctl: error: wd.yaml: workdir: directory './nope' does not exist" "$(cat "$T/wd.err")"
 finish

@@ -79,4 +79,54 @@ run_rc rc g apply -f gpu.yaml 2> "$T/err5.txt"
 expect_eq "no capacity: exit 22" 22 "$rc"
 expect_match "says why" "resources.gpu does not fit this machine" "$(cat "$T/err5.txt")"
 expect_eq "nothing recorded" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
+
+# 6. a node whose bootstrap is killed: destroy still takes all of its
+#    processes (torchrun and the workers live in other process groups).
+cat > long.yaml <<'YAML'
+name: longrun
+nodes: 2
+run: { command: "sleep 307", nproc_per_node: 1 }
+YAML
+g apply -f long.yaml > /dev/null
+for _ in $(seq 100); do
+    [ "$(pgrep -fc 'sleep 307' || true)" -ge 2 ] && break
+    sleep 0.2
+done
+expect_eq "both workers started" 2 "$(pgrep -fc 'sleep 307' || true)"
+pg=$(cut -d' ' -f1 "$STATE"/local/longrun-1-*/pid)
+kill -9 -- "-$pg"
+sleep 0.5
+
+# 7. --wait does not hold the lock: destroy goes through meanwhile.
+( set +e; g apply -f long.yaml --wait --timeout 120 > /dev/null 2>&1; echo $? > "$T/wait.rc" ) &
+wpid=$!
+sleep 1
+start=$(date +%s)
+run_rc rc g -y destroy longrun > /dev/null
+expect_eq "destroy during another's --wait: exit 0" 0 "$rc"
+expect_eq "destroy did not wait for the waiter" yes "$([ $(( $(date +%s) - start )) -lt 20 ] && echo yes || echo no)"
+wait $wpid || true
+expect_eq "the waiter sees rank 0 go (exit 11)" 11 "$(cat "$T/wait.rc")"
+expect_eq "no process of the job is left" 0 "$(pgrep -fc 'sleep 307' || true)"
+
+# 8. rank 0 fails before the job starts: a worker still waiting for the
+#    head is stopped, not left to wait (and bill) for nothing.
+cat > headfail.yaml <<'YAML'
+name: headfail
+nodes: 2
+setup: test "$GPUCTL_NODE_RANK" != 0
+run: { command: "true", nproc_per_node: 1 }
+YAML
+run_rc rc g apply -f headfail.yaml --wait --timeout 120 > "$T/hf.txt" 2> "$T/hf.err"
+expect_eq "setup failure on rank 0: exit 10" 10 "$rc"
+expect_match "the waiting worker is stopped" "stopped node headfail-1: the job ended before it joined" "$(cat "$T/hf.err")"
+g -o json status headfail > "$T/hf.json"
+expect_eq "node 1 terminated, node 0 failed with setup's status 1" "failed 1 terminated" \
+    "$(json_get "$T/hf.json" '" ".join(str(x) for x in (d["clusters"][0]["nodes"][0]["phase"], d["clusters"][0]["nodes"][0]["exit_code"], d["clusters"][0]["nodes"][1]["phase"]))')"
+g -y destroy headfail > /dev/null
+
+# 9. a destroyed cluster is still shown by name with --all
+run_rc rc g status --all headfail > "$T/hist.txt"
+expect_eq "status --all NAME after destroy: exit 0" 0 "$rc"
+expect_match "shows it terminated" "^headfail +local +2 +terminated" "$(cat "$T/hist.txt")"
 finish

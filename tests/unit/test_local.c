@@ -198,6 +198,38 @@ static void test_offer_and_port(void **state)
     assert_true(port >= 1024 && port <= 65535);
 }
 
+
+/*
+ * Regression: describe read the files before checking liveness, so a node
+ * that wrote its exit status and ended in between looked lost (exit -1).
+ * Twenty quick nodes, polled as fast as possible, must all report 7.
+ */
+static void test_exit_status_never_lost(void **state)
+{
+    fixture *f = *state;
+    static const char quick[] =
+        "#cloud-config\nruncmd:\n- [sh, -c, 'echo 7 > \"$GPUCTL_HOME/exit_status\"']\n";
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    for (int i = 0; i < 20; i++) {
+        char token[32];
+        snprintf(token, sizeof(token), "q-%d", i);
+        gpc_node_request req = {.rank = 0, .name = token, .client_token = token,
+                                .offer = &offer, .userdata = quick,
+                                .userdata_len = strlen(quick)};
+        gpc_node_status ns;
+        assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+        for (int k = 0; k < 20000; k++) {
+            assert_int_equal(f->p->describe_node(f->ctx, token, &ns, NULL), 0);
+            if (ns.phase == GPC_PHASE_FAILED || ns.phase == GPC_PHASE_SUCCEEDED)
+                break;
+        }
+        assert_int_equal(ns.phase, GPC_PHASE_FAILED);
+        assert_int_equal(ns.exit_code, 7);
+        assert_int_equal(f->p->delete_node(f->ctx, token, NULL), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +237,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_running_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_status_never_lost, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
