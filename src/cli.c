@@ -147,6 +147,13 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
                 int rc = on_opt(opt, optarg, ud);
                 if (rc) {
                     *done = 1;
+                    if (rc == GPC_OPT_TWICE) {
+                        /* "-f FILE" took two words, "--file=FILE" one */
+                        int word = optind - 1;
+                        if (optarg && optarg == argv[word] && word > 1)
+                            word--;
+                        return gpc_usage_error(o, c, "option '%s' given twice", argv[word]);
+                    }
                     return gpc_usage_error(o, c, "invalid value for option: '%s'",
                                            optarg ? optarg : "");
                 }

@@ -18,7 +18,11 @@ static int apply_opt(int opt, const char *arg, void *ud)
     apply_args *a = ud;
     char *end;
     switch (opt) {
-    case 'f': a->file = arg; return 0;
+    case 'f':
+        if (a->file)
+            return GPC_OPT_TWICE;
+        a->file = arg;
+        return 0;
     case 'w': a->opts.wait = 1; return 0;
     case 'n': a->opts.dry_run = 1; return 0;
     case 't':
@@ -164,6 +168,8 @@ static int destroy_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
         return -1;
+    if (((destroy_args *)ud)->file)
+        return GPC_OPT_TWICE;
     ((destroy_args *)ud)->file = arg;
     return 0;
 }

@@ -23,6 +23,8 @@ static int file_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
         return -1;
+    if (*(const char **)ud)
+        return GPC_OPT_TWICE;
     *(const char **)ud = arg;
     return 0;
 }
@@ -91,7 +93,11 @@ static int render_opt(int opt, const char *arg, void *ud)
     render_args *a = ud;
     char *end;
     switch (opt) {
-    case 'f': a->file = arg; return 0;
+    case 'f':
+        if (a->file)
+            return GPC_OPT_TWICE;
+        a->file = arg;
+        return 0;
     case 'P': a->provider = arg; return 0;
     case 'H': a->head_ip = arg; return 0;
     case 'E': a->encoded = 1; return 0;

@@ -18,6 +18,10 @@ struct gpc_command {
     gpc_command_fn fn;   /* returns the process exit status */
 };
 
+/* What an option callback returns for an option that may appear once and
+ * came again (any other non-zero: an invalid value). */
+#define GPC_OPT_TWICE 2
+
 int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
                       const struct option *extra, const char *extra_short,
                       int (*on_opt)(int opt, const char *arg, void *ud), void *ud,

@@ -151,7 +151,10 @@ static const char *closest(const char *word, const char *const *names)
 /* ------------------------------------------------------------------ */
 /* Numeric forms.                                                     */
 
-typedef enum size_rc { SZ_OK, SZ_SYNTAX, SZ_UNIT, SZ_NONPOS } size_rc;
+typedef enum size_rc { SZ_OK, SZ_SYNTAX, SZ_UNIT, SZ_NONPOS, SZ_HUGE } size_rc;
+
+/* No machine or disk is bigger than 1 PB; a larger number is a typo. */
+#define SIZE_MAX_GIB (1024.0 * 1024.0)
 
 static const struct size_unit {
     const char *name;
@@ -205,7 +208,7 @@ static size_rc scan_size(const char *s, size_t len, double *gib, size_t *unit)
     if (s[0] == '-' || v <= 0)
         return SZ_NONPOS;
     *gib = v * u->gib;
-    return SZ_OK;
+    return *gib > SIZE_MAX_GIB ? SZ_HUGE : SZ_OK;
 }
 
 int gpc_parse_size_gib(const char *what, const char *s, double *gib, gpc_error *err)
@@ -222,6 +225,8 @@ int gpc_parse_size_gib(const char *what, const char *s, double *gib, gpc_error *
     case SZ_NONPOS:
         return gpc_fail(err, GPC_ERR_SPEC, "%s: expected a positive size, got %s",
                         what, quote(s, len, q));
+    case SZ_HUGE:
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s is more than 1PB", what, quote(s, len, q));
     default:
         return gpc_fail(err, GPC_ERR_SPEC,
                         "%s: expected a size like 80GB, 512MB or 2TB, got %s",
@@ -293,7 +298,8 @@ typedef bool (*range_end_fn)(const char *s, size_t len, double *out);
 static bool size_end(const char *s, size_t len, double *out)
 {
     size_t unit;
-    return scan_size(s, len, out, &unit) == SZ_OK;
+    size_rc rc = scan_size(s, len, out, &unit);
+    return rc == SZ_OK || rc == SZ_HUGE; /* callers bound the result */
 }
 
 static bool count_end(const char *s, size_t len, double *out)
@@ -1131,11 +1137,13 @@ static int walk_map(walk *w, const ynode *map, const char *path, const field *fi
     return 0;
 }
 
-/* RFC 1123 label: [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
+/* RFC 1123 label: [a-z]([-a-z0-9]{0,61}[a-z0-9])?, at most 58 characters
+ * so that node names ("<name>-<rank>", rank < 1024) are labels too. */
+#define NAME_MAX_LEN 58
 static bool valid_label_name(const char *s)
 {
     size_t len = strlen(s);
-    if (len == 0 || len > 63 || !is_lower((unsigned char)s[0]) || s[len - 1] == '-')
+    if (len == 0 || len > NAME_MAX_LEN || !is_lower((unsigned char)s[0]) || s[len - 1] == '-')
         return false;
     for (size_t i = 0; i < len; i++)
         if (!is_lower((unsigned char)s[i]) && !is_digit((unsigned char)s[i]) && s[i] != '-')
@@ -1152,7 +1160,7 @@ static int f_name(walk *w, const ynode *k, const ynode *v, const char *path)
     if (!valid_label_name(w->s->name))
         return failn(w, v, path,
                      "%s is not a valid name (lower-case letters, digits and '-', "
-                     "starting with a letter, not ending with '-', at most 63 characters)",
+                     "starting with a letter, not ending with '-', at most 58 characters)",
                      show(v, q));
     return 0;
 }
@@ -1225,8 +1233,12 @@ static int f_cpus(walk *w, const ynode *k, const ynode *v, const char *path)
 
 static int f_memory(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    return get_range(w, v, path, size_end, "a size like 256GB, 256GB+ or 128GB..512GB",
-                     &w->s->resources.memory_gib);
+    char q[SHOW_MAX];
+    gpc_range *m = &w->s->resources.memory_gib;
+    int rc = get_range(w, v, path, size_end, "a size like 256GB, 256GB+ or 128GB..512GB", m);
+    if (!rc && (m->min > SIZE_MAX_GIB || m->max > SIZE_MAX_GIB))
+        rc = failn(w, v, path, "%s is more than 1PB", show(v, q));
+    return rc;
 }
 
 static int f_disk_size(walk *w, const ynode *k, const ynode *v, const char *path)

@@ -363,7 +363,7 @@ if [ "$GPUCTL_NPROC_PER_NODE" -eq 0 ]; then
   fi
 fi
 gpuctl_say "node $GPUCTL_NODE_RANK of $GPUCTL_NUM_NODES, head $gpuctl_endpoint," \
-  "$GPUCTL_GPUS_PER_NODE GPUs, $GPUCTL_NPROC_PER_NODE processes, $GPUCTL_DIST_BACKEND"
+  "GPUs $GPUCTL_GPUS_PER_NODE, nproc_per_node $GPUCTL_NPROC_PER_NODE, backend $GPUCTL_DIST_BACKEND"
 
 # --- directories ---
 

@@ -101,6 +101,9 @@ expect_eq "validate FILE -o json: exit 0" 0 "$rc"
 check_schema "$T/ok2.json" validate
 run_rc rc g destroy 'bad;name' -y 2> "$T/e.txt"
 expect_eq "destroy of an invalid name: exit 3" 3 "$rc"
+run_rc rc g apply -f quickstart.yaml -f bad.yaml 2> "$T/e.txt"
+expect_eq "-f given twice: exit 3" 3 "$rc"
+expect_match "says so" "option '-f' given twice" "$(cat "$T/e.txt")"
 run_rc rc g apply -f quickstart.yaml --timeout 5 2> "$T/e.txt"
 expect_eq "--timeout without --wait: exit 3" 3 "$rc"
 

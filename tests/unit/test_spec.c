@@ -728,7 +728,7 @@ static void test_name(void **state)
 {
     (void)state;
 #define NAME_RULE "is not a valid name (lower-case letters, digits and '-', starting with " \
-                  "a letter, not ending with '-', at most 63 characters)"
+                  "a letter, not ending with '-', at most 58 characters)"
     static const err_case cases[] = {
         {"name: Det3D\nrun: a\n", "job.yaml:1:7: name: 'Det3D' " NAME_RULE},
         {"name: 3d\nrun: a\n", "job.yaml:1:7: name: '3d' " NAME_RULE},
@@ -738,15 +738,32 @@ static void test_name(void **state)
         {"name: a234567890123456789012345678901234567890123456789012345678901234\nrun: a\n",
          "job.yaml:1:7: name: 'a234567890123456789012345678901234567890123456789012345678901234' "
          NAME_RULE},
+        /* regression: 59..63 characters made node names ("<name>-1023") over 63 */
+        {"name: a2345678901234567890123456789012345678901234567890123456789\nrun: a\n",
+         "job.yaml:1:7: name: 'a2345678901234567890123456789012345678901234567890123456789' "
+         NAME_RULE},
         {"name: [a]\nrun: a\n", "job.yaml:1:7: name: expected a string, got a sequence"},
     };
     RUN_ERR_CASES(cases);
-    gpc_spec *s = load("name: a23456789012345678901234567890123456789012345678901234567890123\n"
+    gpc_spec *s = load("name: a234567890123456789012345678901234567890123456789012345678\n"
                        "run: a\n");
-    assert_int_equal(strlen(s->name), 63);
+    assert_int_equal(strlen(s->name), 58);
     gpc_spec_free(s);
     s = load("name: a\nrun: a\n");
     assert_string_equal(s->name, "a");
+    gpc_spec_free(s);
+}
+
+/* Regression: absurd sizes (1e23 TB) were accepted and failed only at apply. */
+static void test_size_upper_bound(void **state)
+{
+    (void)state;
+    expect_error(MIN "resources: {memory: 99999999999999999999999TB}\n",
+                 "job.yaml:3:21: resources.memory: '99999999999999999999999TB' is more than 1PB");
+    expect_error(MIN "resources: {disk: 2000TB}\n",
+                 "job.yaml:3:19: resources.disk: '2000TB' is more than 1PB");
+    gpc_spec *s = load(MIN "resources: {disk: 1024TB}\n");
+    assert_true(s->resources.disk_gib == 1048576.0);
     gpc_spec_free(s);
 }
 
@@ -1396,6 +1413,7 @@ int main(void)
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_gpu),
         cmocka_unit_test(test_name),
+        cmocka_unit_test(test_size_upper_bound),
         cmocka_unit_test(test_provider),
         cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_resources_gpu),
