@@ -509,6 +509,33 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     return rc;
 }
 
+int gpc_budget_check(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err)
+{
+    double price = offer->price_hourly;
+    double hourly = price * spec->nodes;
+    if (spec->spot.max_price > 0 && price > spec->spot.max_price)
+        return gpc_fail(err, GPC_ERR_BUDGET,
+                        "%s: spot.max_price is %.4f USD/hour, %s %s costs %.4f",
+                        spec->source ? spec->source : spec->name, spec->spot.max_price,
+                        offer->provider, offer->instance_type, price);
+    if (spec->budget.max_hourly > 0 && hourly > spec->budget.max_hourly)
+        return gpc_fail(err, GPC_ERR_BUDGET,
+                        "%s: budget.max_hourly is %.2f USD/hour, %u x %s at %.4f is %.2f",
+                        spec->source ? spec->source : spec->name, spec->budget.max_hourly,
+                        spec->nodes, offer->instance_type, price, hourly);
+    if (spec->budget.max_total > 0 && spec->lifecycle.max_duration_s > 0) {
+        double most = hourly * (double)spec->lifecycle.max_duration_s / 3600.0;
+        if (most > spec->budget.max_total)
+            return gpc_fail(err, GPC_ERR_BUDGET,
+                            "%s: budget.max_total is %.2f USD, %u x %s for lifecycle.max_duration "
+                            "(%llu s) can cost %.2f",
+                            spec->source ? spec->source : spec->name, spec->budget.max_total,
+                            spec->nodes, offer->instance_type,
+                            (unsigned long long)spec->lifecycle.max_duration_s, most);
+    }
+    return 0;
+}
+
 /* Open provider `name` and list its offers for the spec. */
 static int open_offers(gpc_session *s, const char *name, const gpc_spec *spec,
                        gpc_offer **offers, size_t *n, gpc_error *err)
@@ -518,6 +545,8 @@ static int open_offers(gpc_session *s, const char *name, const gpc_spec *spec,
         rc = s->prov->list_offers(s->pctx, spec, offers, n, err);
     if (!rc && *n == 0)
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: no offer fits the spec", name);
+    if (!rc)
+        rc = gpc_budget_check(spec, &(*offers)[0], err);
     return rc;
 }
 

@@ -58,6 +58,16 @@ typedef struct gpc_apply_result {
     int exit_code;        /* rank 0's exit status, -1 when unknown */
 } gpc_apply_result;
 
+/*
+ * Would running spec->nodes nodes of `offer` break the spec's price caps?
+ * spot.max_price (USD per node-hour) against offer->price_hourly;
+ * budget.max_hourly (USD/hour) against nodes x price; budget.max_total
+ * (USD) against nodes x price x lifecycle.max_duration when that is set
+ * (the most the cluster can cost before every node stops itself).
+ * Returns 0 or GPC_ERR_BUDGET naming the cap and the numbers.
+ */
+int gpc_budget_check(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);
+
 /* Apply a parsed spec (see docs/cli.md for the contract). */
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);
