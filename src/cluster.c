@@ -18,7 +18,7 @@
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
-volatile int gpc_interrupted;
+volatile sig_atomic_t gpc_interrupted;
 
 static void on_signal(int sig)
 {
@@ -217,49 +217,86 @@ static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, in
     return changed;
 }
 
-int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+/* Reload *c from the state (another gpuctl may have changed it). */
+static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
-    /* Another gpuctl may have changed it (destroy during a wait). */
     gpc_cluster_rec fresh;
     int rc = gpc_cluster_get_by_id(s->st, c->id, &fresh, err);
     if (rc)
         return rc;
     gpc_cluster_rec_free(c);
     *c = fresh;
-    if (c->destroyed_at)
-        return 0;
+    return 0;
+}
+
+int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+{
+    int rc = reload(s, c, err);
+    if (rc || c->destroyed_at)
+        return rc;
     rc = gpc_session_provider(s, c->provider, err);
     if (rc)
         return rc;
+    /* Ask the provider first, outside any transaction (it may be slow). */
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
     rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     if (rc)
         return rc;
-    int64_t now = gpc_now();
+    gpc_node_status *ns = calloc(n ? n : 1, sizeof(*ns));
+    int *have = calloc(n ? n : 1, sizeof(int));
+    if (!ns || !have)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
         gpc_node_rec *nd = &nodes[i];
         if (!nd->provider_id[0] || (is_terminal(nd->phase) && nd->ended_at))
             continue;
-        gpc_node_status ns;
-        rc = s->prov->describe_node(s->pctx, nd->provider_id, &ns, err);
-        if (!rc && absorb(s, nd, &ns, now))
-            rc = gpc_node_update(s->st, nd, err);
+        rc = s->prov->describe_node(s->pctx, nd->provider_id, &ns[i], err);
+        have[i] = rc == 0;
     }
+    /* Then record it against the rows as they are now: a destroy that ran
+     * meanwhile must not be undone by what we saw before it. */
+    gpc_node_rec *cur = NULL;
+    size_t ncur = 0;
+    if (!rc)
+        rc = gpc_state_begin(s->st, err);
     if (!rc) {
-        int exit_code;
-        gpc_phase ph = summarise(c, nodes, n, &exit_code);
-        if (ph != c->phase || exit_code != c->exit_code) {
-            if (ph != c->phase)
-                event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
-                      gpc_phase_name(ph));
-            c->phase = ph;
-            c->exit_code = exit_code;
-            c->updated_at = now;
-            rc = gpc_cluster_update(s->st, c, err);
+        rc = reload(s, c, err);
+        if (!rc && !c->destroyed_at)
+            rc = gpc_node_list(s->st, c->id, 0, &cur, &ncur, err);
+        int64_t now = gpc_now();
+        for (size_t j = 0; !rc && !c->destroyed_at && j < ncur; j++) {
+            for (size_t i = 0; i < n; i++) {
+                if (!have[i] || nodes[i].id != cur[j].id)
+                    continue;
+                if (strcmp(nodes[i].provider_id, cur[j].provider_id) == 0 &&
+                    absorb(s, &cur[j], &ns[i], now))
+                    rc = gpc_node_update(s->st, &cur[j], err);
+                break;
+            }
         }
+        if (!rc && !c->destroyed_at) {
+            int exit_code;
+            gpc_phase ph = summarise(c, cur, ncur, &exit_code);
+            if (ph != c->phase || exit_code != c->exit_code) {
+                if (ph != c->phase)
+                    event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
+                          gpc_phase_name(ph));
+                c->phase = ph;
+                c->exit_code = exit_code;
+                c->updated_at = now;
+                rc = gpc_cluster_update(s->st, c, err);
+            }
+        }
+        if (!rc)
+            rc = gpc_state_commit(s->st, err);
+        else
+            gpc_state_rollback(s->st);
     }
+    gpc_node_list_free(cur, ncur);
     gpc_node_list_free(nodes, n);
+    free(ns);
+    free(have);
     return rc;
 }
 
@@ -376,11 +413,45 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
         rc = gpc_state_commit(s->st, err);
     else
         gpc_state_rollback(s->st);
-    if (!rc)
-        event(s, c->id, (int)nd->rank, "create", "created %s as %s", nd->name, nd->provider_id);
+    if (rc) {
+        /* Created but not recorded: take it back now.  If even that fails,
+         * destroy finds it by its client token (find_node). */
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (s->prov->delete_node(s->pctx, ns.provider_id, &e) == 0)
+            set_str(&nd->provider_id, "");
+        return rc;
+    }
+    event(s, c->id, (int)nd->rank, "create", "created %s as %s", nd->name, nd->provider_id);
     if (!rc)
         fault("kill-after-record", nd->rank);
     return rc;
+}
+
+/*
+ * A node recorded without a provider id may still exist: a gpuctl killed
+ * between the provider's create and the record made it.  Ask the provider
+ * by client token and record what it says.  1 when a node was found.
+ */
+static int adopt(gpc_session *s, gpc_node_rec *nd)
+{
+    if (nd->provider_id[0] || !nd->client_token[0] || !s->prov->find_node)
+        return 0;
+    gpc_node_status ns;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (s->prov->find_node(s->pctx, nd->client_token, &ns, &e) != 0)
+        return 0;
+    set_str(&nd->provider_id, ns.provider_id);
+    set_str(&nd->private_ip, ns.private_ip);
+    nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
+    if (!nd->started_at)
+        nd->started_at = gpc_now();
+    gpc_error_clear(&e);
+    gpc_node_update(s->st, nd, &e);
+    event(s, nd->cluster_id, (int)nd->rank, "adopt",
+          "found %s by its client token (created, never recorded)", nd->provider_id);
+    return 1;
 }
 
 /* Undo the nodes this apply created; what cannot be deleted stays recorded. */
@@ -390,46 +461,47 @@ static void rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *n
     int64_t now = gpc_now();
     int left = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!made[i])
+        gpc_node_rec *nd = &nodes[i];
+        if (nd->phase == GPC_PHASE_TERMINATED)
+            continue;
+        if (!made[i] && !adopt(s, nd))
             continue;
         gpc_error e;
         gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nodes[i].provider_id, &e) == 0) {
-            nodes[i].phase = GPC_PHASE_TERMINATED;
-            nodes[i].ended_at = now;
-            gpc_node_update(s->st, &nodes[i], &e);
-            gpc_ledger_close(s->st, nodes[i].id, now, &e);
-            event(s, c->id, (int)nodes[i].rank, "delete", "removed after a failed apply");
+        if (s->prov->delete_node(s->pctx, nd->provider_id, &e) == 0) {
+            nd->phase = GPC_PHASE_TERMINATED;
+            nd->ended_at = now;
+            gpc_node_update(s->st, nd, &e);
+            gpc_ledger_close(s->st, nd->id, now, &e);
+            event(s, c->id, (int)nd->rank, "delete", "removed after a failed apply");
         } else {
             left++;
-            event(s, c->id, (int)nodes[i].rank, "error",
+            event(s, c->id, (int)nd->rank, "error",
                   "could not remove after a failed apply: %s", e.msg);
             gpc_info(s->out, "gpuctl: node %s could not be removed (%s); it stays recorded: "
-                     "run 'gpuctl destroy %s'", nodes[i].name, e.msg, c->name);
+                     "run 'gpuctl destroy %s'", nd->name, e.msg, c->name);
         }
     }
-    /* Nodes never created are dropped; a cluster with nothing left is closed. */
+    /* Nodes from earlier applies keep the cluster alive, and its pending
+     * nodes stay pending for the next apply; with nothing left, it closes. */
     int alive = 0;
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].phase != GPC_PHASE_TERMINATED && nodes[i].provider_id[0])
+            alive++;
+    if (alive || left)
+        return;
+    gpc_error e;
+    gpc_error_clear(&e);
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].phase == GPC_PHASE_TERMINATED)
             continue;
-        if (!nodes[i].provider_id[0]) {
-            gpc_error e;
-            gpc_error_clear(&e);
-            nodes[i].phase = GPC_PHASE_TERMINATED;
-            nodes[i].ended_at = now;
-            gpc_node_update(s->st, &nodes[i], &e);
-            continue;
-        }
-        alive++;
+        nodes[i].phase = GPC_PHASE_TERMINATED;
+        nodes[i].ended_at = now;
+        gpc_node_update(s->st, &nodes[i], &e);
     }
-    if (!alive && !left) {
-        gpc_error e;
-        gpc_error_clear(&e);
-        c->destroyed_at = now;
-        c->phase = GPC_PHASE_FAILED;
-        gpc_cluster_update(s->st, c, &e);
-    }
+    c->destroyed_at = now;
+    c->phase = GPC_PHASE_FAILED;
+    gpc_cluster_update(s->st, c, &e);
 }
 
 static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
@@ -939,6 +1011,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         gpc_node_rec *nd = &nodes[i];
         gpc_error e;
         gpc_error_clear(&e);
+        adopt(s, nd); /* a node created but never recorded is deleted too */
         int drc = nd->provider_id[0] ? s->prov->delete_node(s->pctx, nd->provider_id, &e) : 0;
         if (drc) {
             nleft++;

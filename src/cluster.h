@@ -9,6 +9,7 @@
 #ifndef GPUCTL_CLUSTER_H
 #define GPUCTL_CLUSTER_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -104,7 +105,7 @@ struct cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_err
 int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
 
 /* Set by the SIGINT/SIGTERM handler while waiting. */
-extern volatile int gpc_interrupted;
+extern volatile sig_atomic_t gpc_interrupted;
 void gpc_install_signal_handlers(void);
 
 #endif

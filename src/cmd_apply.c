@@ -101,12 +101,17 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_spec *spec = NULL;
     if (gpc_spec_load_file(a.file, &spec, &err))
         return gpc_report_error(o, &err);
-    const char *pname = spec->n_providers ? spec->providers[0] : "local";
-    const gpc_provider *p = gpc_provider_find(pname);
-    if (p && !(p->caps & GPC_CAP_FREE) && !o->assume_yes && !a.opts.dry_run) {
+    /* Any candidate that costs money may be the one chosen: ask first. */
+    const char *paid = NULL;
+    for (size_t i = 0; i < spec->n_providers && !paid; i++) {
+        const gpc_provider *p = gpc_provider_find(spec->providers[i]);
+        if (p && !(p->caps & GPC_CAP_FREE))
+            paid = p->name;
+    }
+    if (paid && !o->assume_yes && !a.opts.dry_run) {
         char q[256];
-        snprintf(q, sizeof(q), "Create %u paid node(s) on %s for cluster '%s'?", spec->nodes,
-                 pname, spec->name);
+        snprintf(q, sizeof(q), "Create up to %u paid node(s) on %s for cluster '%s'?",
+                 spec->nodes, paid, spec->name);
         int yes = gpc_confirm(o, q);
         if (yes != 1) {
             gpc_fail(&err, GPC_ERR_USAGE, yes < 0 ? "refusing to create paid resources "

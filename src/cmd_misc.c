@@ -103,7 +103,7 @@ static int render_opt(int opt, const char *arg, void *ud)
     case 'E': a->encoded = 1; return 0;
     case 'N':
         a->node = strtol(arg, &end, 10);
-        return *end || a->node < 0 ? -1 : 0;
+        return *end || a->node < 0 || a->node > 1023 ? -1 : 0;
     }
     return -1;
 }

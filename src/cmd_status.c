@@ -135,7 +135,7 @@ static int logs_opt(int opt, const char *arg, void *ud)
     }
     if (opt == 'N') {
         a->node = strtol(arg, &end, 10);
-        return *end || a->node < 0 ? -1 : 0;
+        return *end || a->node < 0 || a->node > 1023 ? -1 : 0; /* spec: nodes <= 1024 */
     }
     return -1;
 }
@@ -184,42 +184,46 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (!j)
             rc = gpc_fail(&err, GPC_ERR_NOT_FOUND, "cluster %s has no node %ld", name, a.node);
     }
-    long *offs = rc ? NULL : calloc(n ? n : 1, sizeof(long));
-    gpc_buf *parts = rc ? NULL : calloc(n ? n : 1, sizeof(gpc_buf));
+    /* Offsets and unfinished lines by rank; the node list is read again
+     * on every round, so nodes created meanwhile show up too. */
+    uint32_t nr = cr.nodes ? cr.nodes : 1;
+    long *offs = rc ? NULL : calloc(nr, sizeof(long));
+    gpc_buf *parts = rc ? NULL : calloc(nr, sizeof(gpc_buf));
     if (!rc && (!offs || !parts))
         rc = gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++)
-        gpc_buf_init(&parts[i], 1u << 20);
-    int prefix = a.node < 0 && n > 1;
+    for (uint32_t r = 0; !rc && r < nr; r++)
+        gpc_buf_init(&parts[r], 1u << 20);
+    int prefix = a.node < 0 && nr > 1;
     if (!rc)
         gpc_install_signal_handlers();
-    while (!rc) {
+    for (int last = !a.follow; !rc;) {
         for (size_t i = 0; !rc && i < n; i++) {
-            if (a.node >= 0 && nodes[i].rank != (uint32_t)a.node)
+            uint32_t r = nodes[i].rank;
+            if (r >= nr || (a.node >= 0 && r != (uint32_t)a.node) || !nodes[i].provider_id[0])
                 continue;
-            if (!nodes[i].provider_id[0])
-                continue;
-            rc = gpc_log_pump(&s, nodes[i].rank, nodes[i].provider_id, &offs[i], prefix,
-                              &parts[i], stdout, &err);
+            rc = gpc_log_pump(&s, r, nodes[i].provider_id, &offs[r], prefix, &parts[r],
+                              stdout, &err);
         }
-        if (rc || !a.follow || gpc_interrupted)
+        if (rc || last || gpc_interrupted)
             break;
-        /* Follow until the job has ended everywhere we print. */
+        /* Follow until the job has ended; then one last round. */
         if (gpc_cluster_refresh(&s, &cr, &err) == 0 &&
             (cr.phase == GPC_PHASE_SUCCEEDED || cr.phase == GPC_PHASE_FAILED ||
-             cr.phase == GPC_PHASE_TERMINATED)) {
-            for (size_t i = 0; !rc && i < n; i++)
-                if (nodes[i].provider_id[0] && (a.node < 0 || nodes[i].rank == (uint32_t)a.node))
-                    rc = gpc_log_pump(&s, nodes[i].rank, nodes[i].provider_id, &offs[i], prefix,
-                              &parts[i], stdout, &err);
-            break;
+             cr.phase == GPC_PHASE_PREEMPTED || cr.phase == GPC_PHASE_TERMINATED))
+            last = 1;
+        gpc_error_clear(&err);
+        gpc_node_list_free(nodes, n);
+        nodes = NULL;
+        n = 0;
+        rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
+        if (!last) {
+            struct timespec ts = {0, 500 * 1000 * 1000};
+            nanosleep(&ts, NULL);
         }
-        struct timespec ts = {0, 500 * 1000 * 1000};
-        nanosleep(&ts, NULL);
     }
-    for (size_t i = 0; parts && i < n; i++) {
-        gpc_log_flush(nodes[i].rank, prefix, &parts[i], stdout);
-        gpc_buf_free(&parts[i]);
+    for (uint32_t r = 0; parts && r < nr; r++) {
+        gpc_log_flush(r, prefix, &parts[r], stdout);
+        gpc_buf_free(&parts[r]);
     }
     free(parts);
     free(offs);

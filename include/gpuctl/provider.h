@@ -104,6 +104,13 @@ typedef struct gpc_provider {
     int (*create_node)(void *ctx, const gpc_node_request *req,
                        gpc_node_status *out, gpc_error *err);
 
+    /* Optional: the node created with this client token, if any (EC2:
+     * DescribeInstances filtered by client-token).  GPC_ERR_NOT_FOUND when
+     * there is none.  Lets the core find a node that a killed gpuctl
+     * created but never recorded. */
+    int (*find_node)(void *ctx, const char *client_token, gpc_node_status *out,
+                     gpc_error *err);
+
     /* Current state of a node.  A node the provider no longer knows comes
      * back as phase TERMINATED (or PREEMPTED when the provider says so). */
     int (*describe_node)(void *ctx, const char *provider_id,

@@ -748,6 +748,21 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
     return 0;
 }
 
+/* The node id is the client token: found when its directory has a pid. */
+static int local_find(void *ctx, const char *token, gpc_node_status *out, gpc_error *err)
+{
+    local_ctx *c = ctx;
+    char dir[PATH_MAX];
+    int rc = node_dir(c, token, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    long sid;
+    unsigned long long start;
+    if (read_pid(dir, &sid, &start) != 0)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "local: no node with token %s", token);
+    return local_describe(ctx, token, out, err);
+}
+
 static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status *out,
                         gpc_error *err)
 {
@@ -804,38 +819,53 @@ static int local_delete(void *ctx, const char *id, gpc_error *err)
     return gpc_rm_rf(dir, err);
 }
 
+/*
+ * The node's log is cloud-init-output.log (what ran before the bootstrap
+ * redirected its output) followed by node.log; `offset` counts bytes of
+ * the two together, so no byte is skipped or shown twice at the switch.
+ */
 static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
                           long *next, gpc_error *err)
 {
     local_ctx *c = ctx;
-    char dir[PATH_MAX], path[PATH_MAX];
+    char dir[PATH_MAX];
     int rc = node_dir(c, id, dir, sizeof(dir), err);
     if (rc)
         return rc;
     *next = offset;
-    join(path, sizeof(path), dir, "node.log");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        /* Before the bootstrap redirects, its output is here. */
-        join(path, sizeof(path), dir, "cloud-init-output.log");
-        f = fopen(path, "rb");
+    static const char *const files[] = {"cloud-init-output.log", "node.log"};
+    long base = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < 2 && !rc && total < LOG_CHUNK_MAX; i++) {
+        char path[PATH_MAX];
+        if (join(path, sizeof(path), dir, files[i]) != 0)
+            return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            continue;
+        long size = (long)sb.st_size;
+        if (offset < base + size) {
+            FILE *f = fopen(path, "rb");
+            if (!f)
+                return gpc_fail(err, GPC_ERR_IO, "%s: %s", path, strerror(errno));
+            if (fseek(f, offset - base, SEEK_SET) == 0) {
+                char chunk[8192];
+                size_t n;
+                long want = base + size - offset;
+                while (!rc && want > 0 && total < LOG_CHUNK_MAX &&
+                       (n = fread(chunk, 1, (size_t)want < sizeof(chunk) ? (size_t)want
+                                                                        : sizeof(chunk), f)) > 0) {
+                    rc = gpc_buf_add(out, chunk, n, err);
+                    total += n;
+                    offset += (long)n;
+                    want -= (long)n;
+                }
+            }
+            fclose(f);
+        }
+        base += size;
     }
-    if (!f)
-        return errno == ENOENT ? 0 : gpc_fail(err, GPC_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fseek(f, offset, SEEK_SET) != 0) {
-        fclose(f);
-        return 0;
-    }
-    char chunk[8192];
-    size_t n, total = 0;
-    while (total < LOG_CHUNK_MAX && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        rc = gpc_buf_add(out, chunk, n, err);
-        if (rc)
-            break;
-        total += n;
-    }
-    fclose(f);
-    *next = offset + (long)total;
+    *next = offset;
     return rc;
 }
 
@@ -848,6 +878,7 @@ const gpc_provider gpc_provider_local = {
     .list_offers = local_list_offers,
     .pick_rdzv_port = local_pick_rdzv_port,
     .create_node = local_create,
+    .find_node = local_find,
     .describe_node = local_describe,
     .delete_node = local_delete,
     .read_log = local_read_log,

@@ -80,6 +80,26 @@ expect_eq "no capacity: exit 22" 22 "$rc"
 expect_match "says why" "resources.gpu does not fit this machine" "$(cat "$T/err5.txt")"
 expect_eq "nothing recorded" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
 
+# 5b. (regression) destroy after a kill between create and record: the
+#     unrecorded node is found by its client token and deleted too.
+run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml
+expect_eq "killed before recording node 1" 137 "$rc"
+expect_eq "the provider has both nodes" 2 "$(node_dirs)"
+run_rc rc g -y destroy faulty > "$T/d5b.txt"
+expect_eq "destroy exits 0" 0 "$rc"
+expect_eq "destroy deleted both, the unrecorded one too" "cluster faulty: destroyed (2 node(s) deleted)" "$(cat "$T/d5b.txt")"
+expect_eq "no node directory left" 0 "$(node_dirs)"
+
+# 5c. (regression) a failed apply after an interrupted one keeps the
+#     missing node pending, so the next apply still creates it.
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-record:0 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml
+expect_eq "first apply killed after node 0" 137 "$rc"
+run_rc rc env GPUCTL_TEST_FAULT=fail-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml 2>/dev/null
+expect_eq "second apply fails creating node 1" 6 "$rc"
+run_rc rc g -o json apply -f job.yaml --wait --timeout 300 > "$T/a5c.json"
+expect_eq "third apply creates node 1 and the job runs" "0 1" "$rc $(json_get "$T/a5c.json" 'd["created"]')"
+g -y destroy faulty > /dev/null
+
 # 6. a node whose bootstrap is killed: destroy still takes all of its
 #    processes (torchrun and the workers live in other process groups).
 cat > long.yaml <<'YAML'
