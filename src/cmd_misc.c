@@ -186,7 +186,18 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     rc = gpc_render_userdata(spec, &ctx, rules, &ud, &err);
     if (!rc)
         rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, &gz, &err);
-    if (!rc) {
+    if (!rc && o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "render");
+        cJSON_AddStringToObject(doc, "provider", prov);
+        cJSON_AddNumberToObject(doc, "node", (double)a.node);
+        cJSON_AddStringToObject(doc, "userdata", ud);
+        cJSON_AddNumberToObject(doc, "userdata_bytes", (double)strlen(ud));
+        cJSON_AddBoolToObject(doc, "gzipped", gz);
+        cJSON_AddStringToObject(doc, "encoded", enc);
+        cJSON_AddNumberToObject(doc, "encoded_bytes", (double)enc_len);
+        gpc_print_json(doc);
+    } else if (!rc) {
         if (a.encoded)
             printf("%s\n", enc);
         else

@@ -140,6 +140,44 @@ static int logs_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
+/* `logs -o json`: every node's whole log as one string. */
+static int logs_json(gpc_session *s, const gpc_cluster_rec *cr, const gpc_node_rec *nodes,
+                     size_t n, long only, gpc_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "command", "logs");
+    cJSON_AddStringToObject(doc, "cluster", cr->name);
+    cJSON *arr = cJSON_AddArrayToObject(doc, "nodes");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (only >= 0 && nodes[i].rank != (uint32_t)only)
+            continue;
+        gpc_buf b;
+        gpc_buf_init(&b, 64u << 20);
+        long off = 0, next = 0;
+        while (!rc && nodes[i].provider_id[0]) {
+            size_t before = b.len;
+            rc = s->prov->read_log(s->pctx, nodes[i].provider_id, off, &b, &next, err);
+            if (b.len == before)
+                break;
+            off = next;
+        }
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "rank", nodes[i].rank);
+        cJSON_AddStringToObject(j, "name", nodes[i].name);
+        cJSON_AddStringToObject(j, "phase", gpc_phase_name(nodes[i].phase));
+        cJSON_AddStringToObject(j, "log", gpc_buf_str(&b));
+        cJSON_AddItemToArray(arr, j);
+        gpc_buf_free(&b);
+    }
+    if (rc) {
+        cJSON_Delete(doc);
+        return rc;
+    }
+    gpc_print_json(doc);
+    return 0;
+}
+
 int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -183,6 +221,17 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 j = i + 1;
         if (!j)
             rc = gpc_fail(&err, GPC_ERR_NOT_FOUND, "cluster %s has no node %ld", name, a.node);
+    }
+    if (!rc && o->format == GPC_OUT_JSON) {
+        if (a.follow)
+            rc = gpc_fail(&err, GPC_ERR_USAGE, "logs: --follow cannot be used with -o json");
+        else
+            rc = logs_json(&s, &cr, nodes, n, a.node, &err);
+        int st = rc ? gpc_report_error(o, &err) : 0;
+        gpc_node_list_free(nodes, n);
+        gpc_cluster_rec_free(&cr);
+        gpc_session_close(&s);
+        return st;
     }
     /* Offsets and unfinished lines by rank; the node list is read again
      * on every round, so nodes created meanwhile show up too. */

@@ -128,4 +128,12 @@ printf 'name: wd\nworkdir: ./nope\nrun: {command: "true"}\n' > wd.yaml
 run_rc rc g apply -f wd.yaml --dry-run 2> "$T/wd.err"
 expect_eq "missing workdir: exit 4" 4 "$rc"
 expect_match "names the field" "^gpuctl: error: wd.yaml: workdir: directory './nope' does not exist" "$(cat "$T/wd.err")"
+
+# render -o json
+g -o json render -f quickstart.yaml --provider aws > "$T/render.json" 2>/dev/null
+check_schema "$T/render.json" render
+expect_eq "render json: encoded is base64 of userdata" yes \
+    "$(json_get "$T/render.json" '"yes" if __import__("base64").b64decode(d["encoded"]).decode() == d["userdata"] else "no"')"
+run_rc rc g -o json logs nosuch -f > /dev/null 2>&1
+expect_eq "logs -o json of an unknown cluster: exit 7" 7 "$rc"
 finish

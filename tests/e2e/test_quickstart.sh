@@ -16,6 +16,12 @@ expect_eq "apply json: nodes" "0 succeeded,1 succeeded" \
     "$(json_get "$T/apply.json" '",".join("%d %s" % (n["rank"], n["phase"]) for n in d["cluster_status"]["nodes"])')"
 
 g logs quickstart > "$T/logs.txt"
+g -o json logs quickstart > "$T/logs.json"
+check_schema "$T/logs.json" logs
+expect_eq "logs json: both nodes, each with its log" "0 1 yes" \
+    "$(json_get "$T/logs.json" '" ".join(str(n["rank"]) for n in d["nodes"]) + " " + ("yes" if all("gpuctl: exit status 0" in n["log"] for n in d["nodes"]) else "no")')"
+run_rc rc g -o json logs quickstart --follow > /dev/null 2> "$T/e.txt"
+expect_eq "logs -f -o json: exit 3" 3 "$rc"
 logs=$(cat "$T/logs.txt")
 for r in 0 1 2 3; do
     expect_match "rank $r seen in the logs" "rank $r/4 ready on node [01] " "$logs"
