@@ -371,7 +371,8 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
         free(enc);
     }
     gpc_node_request req = {
-        .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .name = nd->name,
+        .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
+        .name = nd->name,
         .client_token = nd->client_token, .offer = offer, .image = spec->image,
         .userdata = ud, .userdata_len = ud ? strlen(ud) : 0,
         .labels = spec->labels, .n_labels = spec->n_labels,

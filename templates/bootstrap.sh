@@ -346,6 +346,14 @@ GPUCTL_GPUS_PER_NODE=0
 if command -v nvidia-smi >/dev/null 2>&1; then
   if gpuctl_smi=$(nvidia-smi -L 2>/dev/null); then
     GPUCTL_GPUS_PER_NODE=$(printf '%s\n' "$gpuctl_smi" | grep -c '^GPU ' || true)
+    ## nvidia-smi lists every GPU of the machine; a node given a share of
+    ## them (the local provider on a multi-GPU server) sees only its own.
+    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ "$GPUCTL_GPUS_PER_NODE" -gt 0 ]; then
+      gpuctl_visible=$(printf '%s\n' "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c . || true)
+      if [ "$gpuctl_visible" -lt "$GPUCTL_GPUS_PER_NODE" ]; then
+        GPUCTL_GPUS_PER_NODE=$gpuctl_visible
+      fi
+    fi
   else
     gpuctl_say "nvidia-smi failed; running on CPU"
   fi

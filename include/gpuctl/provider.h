@@ -54,6 +54,7 @@ typedef struct gpc_node_request {
     const char *cluster;       /* cluster name */
     const char *cluster_uid;   /* unique id of the cluster instance */
     uint32_t rank;
+    uint32_t nnodes;           /* nodes in the cluster */
     const char *name;          /* node name, "<cluster>-<rank>" */
     const char *client_token;  /* idempotency token, <= 64 ASCII chars */
     const gpc_offer *offer;

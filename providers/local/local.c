@@ -615,7 +615,8 @@ static int cloud_init(const char *dir, const char *userdata, size_t len, gpc_err
  * Start /bin/sh runcmd.sh as a detached session (double fork), with the
  * environment a freshly booted machine has.  Returns the new pgid.
  */
-static int spawn_node(const char *dir, long *pgid_out, gpc_error *err)
+static int spawn_node(const char *dir, const char *cuda_visible, long *pgid_out,
+                      gpc_error *err)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -672,8 +673,14 @@ static int spawn_node(const char *dir, long *pgid_out, gpc_error *err)
             env_home,
             env_gh,
             "GPUCTL_LOCAL_IP=127.0.0.1",
+            NULL,
             NULL
         };
+        char env_cuda[300];
+        if (cuda_visible && cuda_visible[0]) {
+            snprintf(env_cuda, sizeof(env_cuda), "CUDA_VISIBLE_DEVICES=%s", cuda_visible);
+            envp[6] = env_cuda;
+        }
         char *argv[] = {"/bin/sh", script, NULL};
         execve("/bin/sh", argv, envp);
         long fail = -(long)errno;
@@ -784,8 +791,21 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     }
     if (!rc)
         rc = cloud_init(dir, req->userdata, req->userdata_len, err);
+    /* Several nodes on one multi-GPU machine: each gets its own share of
+     * the GPUs (NCCL refuses two ranks on one GPU). */
+    char cuda[256] = "";
+    if (req->nnodes > 1) {
+        char model[64];
+        double mem;
+        uint32_t g = detect_gpus(model, sizeof(model), &mem);
+        uint32_t per = g / req->nnodes;
+        for (uint32_t i = 0; per && i < per; i++) {
+            size_t l = strlen(cuda);
+            snprintf(cuda + l, sizeof(cuda) - l, "%s%u", i ? "," : "", req->rank * per + i);
+        }
+    }
     if (!rc)
-        rc = spawn_node(dir, &pgid, err);
+        rc = spawn_node(dir, cuda, &pgid, err);
     if (rc)
         return rc;
     return local_describe(ctx, req->client_token, out, err);

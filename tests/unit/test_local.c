@@ -230,6 +230,68 @@ static void test_exit_status_never_lost(void **state)
     }
 }
 
+/*
+ * A multi-GPU machine (a stand-in nvidia-smi on PATH that answers like an
+ * H200 host, gpu-node.md): the offer reports the GPUs, and two nodes of one
+ * cluster each get their own half of them through CUDA_VISIBLE_DEVICES.
+ */
+static void test_gpu_share(void **state)
+{
+    fixture *f = *state;
+    char bin[128], smi[160], path[4096];
+    snprintf(bin, sizeof(bin), "%s/bin", f->dir);
+    assert_int_equal(gpc_mkdir_p(bin, 0700, NULL), 0);
+    snprintf(smi, sizeof(smi), "%s/nvidia-smi", bin);
+    static const char script[] =
+        "#!/bin/sh\nfor i in 0 1 2 3; do echo 'NVIDIA H200, 143771'; done\n";
+    assert_int_equal(gpc_write_file_atomic(smi, script, strlen(script), 0700, NULL), 0);
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "");
+    snprintf(path, sizeof(path), "%s:%s", bin, saved);
+    setenv("PATH", path, 1);
+
+    gpc_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    gpc_gpu_req want = {.model = "H200", .mem_gib = {140, 0}, .count = {4, 4}};
+    spec.resources.gpus = &want;
+    spec.resources.n_gpus = 1;
+    gpc_offer *offers = NULL;
+    size_t n = 0;
+    assert_int_equal(f->p->list_offers(f->ctx, &spec, &offers, &n, NULL), 0);
+    assert_int_equal(offers[0].gpu_count, 4);
+    assert_string_equal(offers[0].gpu_model, "NVIDIA H200");
+    free(offers);
+    gpc_gpu_req h100 = {.model = "H100", .count = {1, 1}};
+    spec.resources.gpus = &h100;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->list_offers(f->ctx, &spec, &offers, &n, &err), GPC_ERR_CAPACITY);
+    assert_string_equal(err.msg, "local: resources.gpu does not fit this machine (4 x NVIDIA H200)");
+
+    static const char dump[] =
+        "#cloud-config\nruncmd:\n- [sh, -c, 'echo \"$CUDA_VISIBLE_DEVICES\" > \"$GPUCTL_HOME/cuda\"; "
+        "echo 0 > \"$GPUCTL_HOME/exit_status\"']\n";
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    static const char *const want_cuda[] = {"0,1\n", "2,3\n"};
+    for (uint32_t r = 0; r < 2; r++) {
+        char token[16], file[256], *data;
+        size_t len;
+        snprintf(token, sizeof(token), "g-%u", r);
+        gpc_node_request req = {.rank = r, .nnodes = 2, .name = token, .client_token = token,
+                                .offer = &offer, .userdata = dump, .userdata_len = strlen(dump)};
+        gpc_node_status ns;
+        assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+        wait_phase(f, token, GPC_PHASE_SUCCEEDED, &ns);
+        snprintf(file, sizeof(file), "%s/local/%s/cuda", f->dir, token);
+        assert_int_equal(gpc_read_file(file, 100, &data, &len, NULL), 0);
+        assert_string_equal(data, want_cuda[r]);
+        free(data);
+    }
+    setenv("PATH", saved, 1);
+    free(saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +300,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_never_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_share, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
