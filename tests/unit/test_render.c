@@ -1124,6 +1124,37 @@ static void test_run_rank1_gpu_torch2(void **state)
     node_run_free(&r);
 }
 
+/* A node given a share of the machine's GPUs (CUDA_VISIBLE_DEVICES, as the
+ * local provider does on a multi-GPU server) counts only those: 4 GPUs on
+ * the machine, 2 visible -> 2 per node and nproc_per_node auto = 2. */
+static void test_run_visible_gpu_share(void **state)
+{
+    (void)state;
+    node_run r;
+    node_prepare(&r, "share", "2.5.1+cu124", 4);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.nproc_per_node = 0;
+    s.run.command = "true";
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "local");
+    node_exec(&r, b, "CUDA_VISIBLE_DEVICES=2,3");
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_env(r.env, r.env_len, "GPUCTL_GPUS_PER_NODE", "2");
+    assert_env(r.env, r.env_len, "GPUCTL_DIST_BACKEND", "nccl");
+    assert_env(r.env, r.env_len, "CUDA_VISIBLE_DEVICES", "2,3");
+    node_run_free(&r);
+    /* without a share, all four */
+    node_prepare(&r, "noshare", "2.5.1+cu124", 4);
+    b = render_boot(&s, &n, "local");
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_env(r.env, r.env_len, "GPUCTL_GPUS_PER_NODE", "4");
+    node_run_free(&r);
+}
+
 /* The interconnect sets of azure.md 7.3 and aliyun.md 6.2, and an explicit
  * nproc_per_node. */
 static void test_run_interconnect_sets(void **state)
@@ -1665,6 +1696,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap_lint),
         cmocka_unit_test(test_run_rank0_cpu_torch1),
         cmocka_unit_test(test_run_rank1_gpu_torch2),
+        cmocka_unit_test(test_run_visible_gpu_share),
         cmocka_unit_test(test_run_interconnect_sets),
         cmocka_unit_test(test_run_job_fails),
         cmocka_unit_test(test_run_setup_fails),
