@@ -20,6 +20,10 @@
 
 volatile sig_atomic_t gpc_interrupted;
 
+/* Seconds --wait gives the other nodes after rank 0 ends, or rank 0 after
+ * a worker failed (docs/cli.md). */
+#define WAIT_GRACE_S 30
+
 static void on_signal(int sig)
 {
     (void)sig;
@@ -853,11 +857,12 @@ void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, FILE *f)
 }
 
 /*
- * Once rank 0 has ended, a node still booting can never join the job (it
- * would wait for the head, and bill, for nothing): stop it and say so.
- * Nodes that did join end with torchrun by themselves.
+ * Stop nodes that can no longer do anything useful, so that they do not
+ * wait, and bill, for nothing.  all = 0: once rank 0 has ended, the nodes
+ * still booting (they can never join; those that joined end with torchrun
+ * by themselves).  all = 1: every node still alive (the job has failed).
  */
-static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c)
+static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const char *why)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
@@ -868,7 +873,8 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c)
     int64_t now = gpc_now();
     for (size_t i = 0; i < n; i++) {
         gpc_node_rec *nd = &nodes[i];
-        if (nd->rank == 0 || !nd->provider_id[0] || nd->phase != GPC_PHASE_BOOTING)
+        if (!nd->provider_id[0] || is_terminal(nd->phase) ||
+            (!all && (nd->rank == 0 || nd->phase != GPC_PHASE_BOOTING)))
             continue;
         gpc_error_clear(&e);
         if (s->prov->delete_node(s->pctx, nd->provider_id, &e) != 0) {
@@ -879,8 +885,8 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c)
         nd->ended_at = now;
         gpc_node_update(s->st, nd, &e);
         gpc_ledger_close(s->st, nd->id, now, &e);
-        event(s, c->id, (int)nd->rank, "delete", "stopped: the job ended before this node joined");
-        gpc_info(s->out, "stopped node %s: the job ended before it joined", nd->name);
+        event(s, c->id, (int)nd->rank, "delete", "stopped: %s", why);
+        gpc_info(s->out, "stopped node %s: %s", nd->name, why);
     }
     gpc_node_list_free(nodes, n);
 }
@@ -906,16 +912,43 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     }
     for (uint32_t r = 0; r < nt; r++)
         gpc_buf_init(&parts[r], 1u << 20);
+    int64_t head_end = 0, bad_since = 0;
+    char bad_name[128] = "";
+    int bad_exit = -1;
     for (int final = 0; !final;) {
         rc = gpc_cluster_refresh(s, c, err);
         if (rc)
             break;
-        final = is_terminal(c->phase);
         gpc_node_rec *nodes = NULL;
         size_t n = 0;
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
         if (rc)
             break;
+        /* Rank 0 decides the job; give the other nodes a grace period to
+         * finish (and their logs to arrive) after it ends.  A worker that
+         * failed while rank 0 lives fails the job after the same grace,
+         * unless rank 0 ends by itself meanwhile. */
+        int64_t now = gpc_now();
+        int all_done = 1; /* nodes still booting never joined: they do not count */
+        const gpc_node_rec *bad = NULL;
+        for (size_t i = 0; i < n; i++) {
+            all_done &= is_terminal(nodes[i].phase) || nodes[i].phase == GPC_PHASE_BOOTING;
+            if (!bad && nodes[i].rank > 0 && nodes[i].phase == GPC_PHASE_FAILED)
+                bad = &nodes[i];
+        }
+        if (is_terminal(c->phase)) {
+            if (!head_end)
+                head_end = now;
+            final = all_done || now - head_end >= WAIT_GRACE_S;
+        } else if (bad) {
+            if (!bad_since)
+                bad_since = now;
+            if (now - bad_since >= WAIT_GRACE_S) {
+                final = 1;
+                snprintf(bad_name, sizeof(bad_name), "%s", bad->name);
+                bad_exit = bad->exit_code;
+            }
+        }
         if (stream_logs) {
             if (live && last[0])
                 fputs("\r\033[K", stderr);
@@ -946,7 +979,10 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         }
         snprintf(last, sizeof(last), "%s", line);
         if (final) {
-            stop_stragglers(s, c);
+            if (bad_name[0])
+                stop_stragglers(s, c, 1, "a worker failed and the job cannot finish");
+            else
+                stop_stragglers(s, c, 0, "the job ended before this node joined");
             break;
         }
         if (gpc_interrupted) {
@@ -971,6 +1007,11 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     free(offs);
     if (rc)
         return rc;
+    if (bad_name[0])
+        return gpc_fail(err, GPC_ERR_JOB_FAILED,
+                        "cluster '%s': node %s failed (exit status %d) and rank 0 did not "
+                        "finish within %d s; the other nodes were stopped",
+                        c->name, bad_name, bad_exit, WAIT_GRACE_S);
     switch (c->phase) {
     case GPC_PHASE_SUCCEEDED:
         return 0;
@@ -1126,11 +1167,11 @@ int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error 
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, c->destroyed_at != 0, &nodes, &n, err);
+    int rc = gpc_node_list(s->st, c->id, 1, &nodes, &n, err);
     if (rc)
         return rc;
     static const char *const hdr[] = {"RANK", "NODE", "PHASE", "IP", "INSTANCE", "EXIT",
-                                      "AGE", "ID"};
+                                      "RUNTIME", "ID"};
     gpc_table t;
     gpc_table_init(&t, 8, hdr);
     int64_t now = gpc_now();

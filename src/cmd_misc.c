@@ -114,10 +114,14 @@ static char *abs_dir(const gpc_spec *spec, const char *p)
     char buf[PATH_MAX];
     if (!p)
         return NULL;
-    if (p[0] == '/')
+    if (p[0] == '/') {
         snprintf(buf, sizeof(buf), "%s", p);
-    else
-        snprintf(buf, sizeof(buf), "%s/%s", spec->base_dir ? spec->base_dir : ".", p);
+    } else {
+        /* the spec's directory exists even when `p` does not yet */
+        char *base = realpath(spec->base_dir ? spec->base_dir : ".", NULL);
+        snprintf(buf, sizeof(buf), "%s/%s", base ? base : ".", p[0] == '.' && p[1] == '/' ? p + 2 : p);
+        free(base);
+    }
     char *r = realpath(buf, NULL);
     return r ? r : strdup(buf);
 }

@@ -248,21 +248,70 @@ static int render_line(const char *tname, size_t lineno, const char *line, size_
     return rc;
 }
 
+/* The value of var `name` (n bytes), or NULL. */
+static const char *tpl_var(const gpc_tpl_var *vars, size_t n_vars, const char *name, size_t n)
+{
+    for (size_t k = 0; k < n_vars; k++)
+        if (strlen(vars[k].name) == n && memcmp(vars[k].name, name, n) == 0)
+            return vars[k].value;
+    return NULL;
+}
+
+/*
+ * A section line: "##if NAME=word1|word2" opens a section kept only when
+ * var NAME is one of the words, "##endif" closes it.  Returns 1 (open),
+ * 2 (close) or 0 (not a section line); *keep says whether to keep it.
+ */
+static int tpl_section(const char *line, size_t n, const gpc_tpl_var *vars, size_t n_vars,
+                       int *keep)
+{
+    if (n == 7 && memcmp(line, "##endif", 7) == 0)
+        return 2;
+    if (n < 6 || memcmp(line, "##if ", 5) != 0)
+        return 0;
+    const char *name = line + 5, *eq = memchr(name, '=', n - 5);
+    if (!eq)
+        return 0;
+    const char *val = tpl_var(vars, n_vars, name, (size_t)(eq - name));
+    *keep = 0;
+    for (const char *w = eq + 1, *end = line + n; val && w < end;) {
+        const char *bar = memchr(w, '|', (size_t)(end - w));
+        size_t wl = (size_t)((bar ? bar : end) - w);
+        if (strlen(val) == wl && memcmp(val, w, wl) == 0)
+            *keep = 1;
+        w += wl + 1;
+    }
+    return 1;
+}
+
 int gpc_template_render(const char *tname, const char *text, size_t len,
                         const gpc_tpl_var *vars, size_t n_vars,
                         gpc_buf *out, gpc_error *err)
 {
-    int rc = 0;
-    for (size_t i = 0, lineno = 1; i < len && !rc; lineno++) {
+    int rc = 0, keep = 1, open = 0;
+    size_t lineno = 1;
+    for (size_t i = 0; i < len && !rc; lineno++) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
-        if (!is_tpl_comment(text + i, n)) {
+        int sec = tpl_section(text + i, n, vars, n_vars, &keep);
+        if (sec == 1 && open)
+            rc = gpc_fail(err, GPC_ERR_RENDER, "template %s:%zu: nested ##if", tname, lineno);
+        else if (sec == 2 && !open)
+            rc = gpc_fail(err, GPC_ERR_RENDER, "template %s:%zu: ##endif without ##if",
+                          tname, lineno);
+        if (sec) {
+            open = sec == 1;
+            if (!open)
+                keep = 1;
+        } else if (keep && !is_tpl_comment(text + i, n)) {
             rc = render_line(tname, lineno, text + i, n, vars, n_vars, out, err);
             if (!rc && nl)
                 rc = gpc_buf_adds(out, "\n", err);
         }
         i += n + (nl ? 1 : 0);
     }
+    if (!rc && open)
+        rc = gpc_fail(err, GPC_ERR_RENDER, "template %s: ##if without ##endif", tname);
     return rc;
 }
 

@@ -53,6 +53,29 @@ gpuctl_phase() {
   gpuctl_say "phase $1"
 }
 
+## Whatever the job left behind (processes that moved to sessions of their
+## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this
+## node's GPUCTL_HOME in its environment: kill it, so that a finished node
+## holds no GPU (local nodes and clouds with GPUCTL_POWEROFF=0 stay up).
+## Builtins only, so that the sweep never meets a child of its own.
+# shellcheck disable=SC2317 # called from gpuctl_on_exit, run by `trap ... EXIT`
+gpuctl_sweep() {
+  local p pid e
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    if [ "$pid" = "$$" ] || [ "$pid" = "$PPID" ]; then
+      continue
+    fi
+    while IFS= read -r -d '' e; do
+      if [ "$e" = "GPUCTL_HOME=$GPUCTL_HOME" ]; then
+        gpuctl_say "killing process $pid left behind by the job"
+        kill -KILL "$pid" 2>/dev/null || true
+        break
+      fi
+    done 2>/dev/null <"$p/environ" || true
+  done
+}
+
 ## On any exit (normal end, `set -e` failure, signal): record the outcome
 ## once, then power a cloud node off so that it stops billing (the instances
 ## are launched with instance-initiated shutdown = terminate).
@@ -63,6 +86,7 @@ gpuctl_on_exit() {
   trap - EXIT
   if [ "$gpuctl_done" = 0 ]; then
     gpuctl_done=1
+    gpuctl_sweep
     if [ "$rc" -eq 0 ]; then
       gpuctl_phase succeeded
     else
@@ -169,12 +193,19 @@ GPUCTL_NPROC_PER_NODE={{NPROC_PER_NODE}}
 GPUCTL_INTERCONNECT={{INTERCONNECT}}
 GPUCTL_WORKDIR={{WORKDIR}}
 GPUCTL_CHECKPOINT_DIR={{CHECKPOINT_DIR}}
+## Shell text kept as data: shellcheck's "quotes will be literal" warnings
+## (SC2089/SC2090) are what is wanted here.
+# shellcheck disable=SC2089
 GPUCTL_SETUP={{SETUP}}
+# shellcheck disable=SC2089
 GPUCTL_RUN_COMMAND={{RUN_COMMAND}}
 ## The names the job env sets; the interconnect defaults leave them alone.
 gpuctl_user_env={{USER_ENV_NAMES}}
 
 # --- interconnect ---
+
+## Sections between `##if VAR=word|word` and `##endif` reach the node only
+## for those values, so each node gets the functions it runs and no more.
 
 ## Export NAME=VALUE unless the job env sets NAME (the user's value wins).
 gpuctl_default() {
@@ -184,6 +215,7 @@ gpuctl_default() {
   export "$1=$2"
 }
 
+##if INTERCONNECT=efa|infiniband
 ## Put an existing library directory in front of LD_LIBRARY_PATH.
 gpuctl_ldpath() {
   case " $gpuctl_user_env " in
@@ -193,7 +225,9 @@ gpuctl_ldpath() {
     export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 }
+##endif
 
+##if INTERCONNECT=infiniband|erdma
 ## NCCL's TCP bootstrap interface: eth0 where the image has one (Azure and
 ## Aliyun primary NIC), else anything but loopback and docker bridges.
 gpuctl_socket_ifname() {
@@ -203,7 +237,9 @@ gpuctl_socket_ifname() {
     gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
   fi
 }
+##endif
 
+##if INTERCONNECT=efa
 ## AWS EFA: reference aws.md section 5.2 (EFA + NCCL environment).  The EFA
 ## libfabric provider is forced so that a broken EFA setup fails instead of
 ## falling back to TCP; data moves over EFA through the aws-ofi-nccl plugin,
@@ -220,7 +256,9 @@ gpuctl_ic_efa() {
     gpuctl_ldpath "$d"
   done
 }
+##endif
 
+##if INTERCONNECT=infiniband
 ## InfiniBand (Azure ND/NC sizes, Ubuntu-HPC image): reference azure.md
 ## section 7.3.  The image's per-size customisation links the right topology
 ## file to /opt/microsoft/<size>/topo.xml; use it when there is one.
@@ -241,7 +279,9 @@ gpuctl_ic_infiniband() {
   done
   gpuctl_ldpath /usr/local/nccl-rdma-sharp-plugins/lib
 }
+##endif
 
+##if INTERCONNECT=erdma
 ## Alibaba Cloud eRDMA: reference aliyun.md section 6.2 (the PAI doc's set,
 ## NCCL >= 2.19).  Not to be mixed with the Lingjun RoCE values.
 gpuctl_ic_erdma() {
@@ -253,6 +293,7 @@ gpuctl_ic_erdma() {
   gpuctl_default NCCL_NET_PLUGIN none
   gpuctl_socket_ifname
 }
+##endif
 
 case $GPUCTL_INTERCONNECT in
   efa) gpuctl_ic_efa ;;
@@ -264,10 +305,13 @@ esac
 
 # --- head address ---
 
+##if METADATA=aws|azure|aliyun
 gpuctl_curl() {
   curl -fsS --noproxy '*' --connect-timeout 2 --max-time 5 --retry 3 --retry-delay 1 "$@"
 }
+##endif
 
+##if METADATA=aws
 ## EC2 IMDSv2 (aws.md section 4.4): a token first, then the GET with it.
 gpuctl_ip_aws() {
   local token
@@ -276,13 +320,17 @@ gpuctl_ip_aws() {
   gpuctl_curl -H "X-aws-ec2-metadata-token: $token" \
     http://169.254.169.254/latest/meta-data/local-ipv4
 }
+##endif
 
+##if METADATA=azure
 ## Azure IMDS (azure.md section 7.2): header Metadata: true, format=text.
 gpuctl_ip_azure() {
   gpuctl_curl -H 'Metadata: true' \
     'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text'
 }
+##endif
 
+##if METADATA=aliyun
 ## Aliyun ECS metadata (aliyun.md section 4): the token is needed only where
 ## the instance enforces it, so the GET goes without one when the PUT fails.
 gpuctl_ip_aliyun() {
@@ -294,6 +342,7 @@ gpuctl_ip_aliyun() {
     gpuctl_curl "$url"
   fi
 }
+##endif
 
 gpuctl_is_ipv4() {
   local a b c d
@@ -487,6 +536,7 @@ fi
 ## had).  torch 2.x starts each worker in a session of its own and signals
 ## the whole group, the command included; torch 1.x signals the worker's pid
 ## only, so the wrapper passes the signal on when it is not a group leader.
+# shellcheck disable=SC2090
 export GPUCTL_RUN_COMMAND
 mkdir -p "$GPUCTL_HOME/workers"
 rm -f "$GPUCTL_HOME/workers/"*.status

@@ -27,9 +27,15 @@
  *   torchrun/      torchrun's --log_dir
  *
  * On a cloud (not `local`) the bootstrap powers the node off when it ends,
- * whatever the outcome (`shutdown -h now`; instances are launched with
- * instance-initiated shutdown = terminate), unless it was started with
- * GPUCTL_POWEROFF=0 in its environment.
+ * whatever the outcome (`shutdown -h now`), unless it was started with
+ * GPUCTL_POWEROFF=0 in its environment.  That stops billing only where the
+ * instance is launched to terminate on a guest shutdown (EC2
+ * InstanceInitiatedShutdownBehavior=terminate).  An Azure VM shut down from
+ * inside stays allocated and billed, and so does a pay-as-you-go ECS
+ * instance unless it stops in no-charge mode: those providers must delete
+ * the VM from the control plane or set a release time (ECS AutoReleaseTime).
+ * Before it exits, the bootstrap kills what the job left behind (any
+ * process carrying this node's GPUCTL_HOME).
  */
 #ifndef GPUCTL_RENDER_H
 #define GPUCTL_RENDER_H
@@ -141,7 +147,9 @@ int gpc_shell_quote_n(struct gpc_buf *out, const char *value, size_t len,
  * Values are inserted verbatim and never scanned again.  A placeholder alone
  * on its line after spaces or tabs is a block: every further non-empty line
  * of the value gets the same indentation, and one trailing newline of the
- * value is dropped (the template line ends the block).  A line whose first
+ * value is dropped (the template line ends the block).  Lines between
+ * "##if NAME=word1|word2" and "##endif" (not nested) are kept only when var
+ * NAME is one of the words.  A line whose first
  * non-blank characters are `##` is a template comment and is left out.
  * A malformed placeholder, one with no var, or a var whose value is NULL is
  * GPC_ERR_RENDER naming `tname` and the line.  Appends to `out`.

@@ -725,9 +725,14 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
     long pgid;
     unsigned long long start;
     if (stat(dir, &sb) != 0 || read_pid(dir, &pgid, &start) != 0) {
-        out->phase = GPC_PHASE_TERMINATED;
-        out->stopped = 1;
-        snprintf(out->detail, sizeof(out->detail), "node directory is gone");
+        /* Without its pid file a node can still have processes (found by
+         * their GPUCTL_HOME): then it is broken, not gone. */
+        int orphans = node_alive(-1, 0, dir);
+        out->phase = orphans ? GPC_PHASE_FAILED : GPC_PHASE_TERMINATED;
+        out->stopped = !orphans;
+        snprintf(out->detail, sizeof(out->detail), "%s%s",
+                 stat(dir, &sb) != 0 ? "node directory is gone" : "pid file is unreadable",
+                 orphans ? "; its processes still run (gpuctl destroy stops them)" : "");
         return 0;
     }
     snprintf(out->private_ip, sizeof(out->private_ip), "127.0.0.1");
@@ -831,10 +836,14 @@ static int local_delete(void *ctx, const char *id, gpc_error *err)
     int rc = node_dir(c, id, dir, sizeof(dir), err);
     if (rc)
         return rc;
-    long sid;
-    unsigned long long start;
-    if (read_pid(dir, &sid, &start) == 0 && node_signal(sid, start, dir, SIGTERM) > 0 &&
-        !wait_gone(sid, start, dir, 0, 10000) && !wait_gone(sid, start, dir, SIGKILL, 5000))
+    long sid = -1; /* no pid file: find the processes by GPUCTL_HOME alone */
+    unsigned long long start = 0;
+    if (read_pid(dir, &sid, &start) != 0) {
+        sid = -1;
+        start = 0;
+    }
+    if (node_signal(sid, start, dir, SIGTERM) > 0 && !wait_gone(sid, start, dir, 0, 10000) &&
+        !wait_gone(sid, start, dir, SIGKILL, 5000))
         return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s survived SIGKILL", id);
     return gpc_rm_rf(dir, err);
 }

@@ -139,7 +139,7 @@ run: { command: "true", nproc_per_node: 1 }
 YAML
 run_rc rc g apply -f headfail.yaml --wait --timeout 120 > "$T/hf.txt" 2> "$T/hf.err"
 expect_eq "setup failure on rank 0: exit 10" 10 "$rc"
-expect_match "the waiting worker is stopped" "stopped node headfail-1: the job ended before it joined" "$(cat "$T/hf.err")"
+expect_match "the waiting worker is stopped" "stopped node headfail-1: the job ended before this node joined" "$(cat "$T/hf.err")"
 g -o json status headfail > "$T/hf.json"
 expect_eq "node 1 terminated, node 0 failed with setup's status 1" "failed 1 terminated" \
     "$(json_get "$T/hf.json" '" ".join(str(x) for x in (d["clusters"][0]["nodes"][0]["phase"], d["clusters"][0]["nodes"][0]["exit_code"], d["clusters"][0]["nodes"][1]["phase"]))')"
@@ -149,4 +149,33 @@ g -y destroy headfail > /dev/null
 run_rc rc g status --all headfail > "$T/hist.txt"
 expect_eq "status --all NAME after destroy: exit 0" 0 "$rc"
 expect_match "shows it terminated" "^headfail +local +2 +terminated" "$(cat "$T/hist.txt")"
+
+# 10. a worker fails while rank 0 waits for it: after the grace period the
+#     job fails (exit 10, naming the worker) and rank 0 is stopped too.
+cat > workerfail.yaml <<'YAML'
+name: workerfail
+nodes: 2
+setup: if [ "$GPUCTL_NODE_RANK" = 1 ]; then exit 3; fi
+run: { command: "true", nproc_per_node: 1 }
+YAML
+run_rc rc g apply -f workerfail.yaml --wait --timeout 200 > /dev/null 2> "$T/wf.err"
+expect_eq "worker failure: exit 10" 10 "$rc"
+expect_match "names the worker" "node workerfail-1 failed \(exit status 3\) and rank 0 did not finish within 30 s" "$(cat "$T/wf.err")"
+expect_match "rank 0 is stopped" "stopped node workerfail-0: a worker failed and the job cannot finish" "$(cat "$T/wf.err")"
+g -y destroy workerfail > /dev/null
+
+# 11. a node whose pid file is lost is not taken for gone: destroy still
+#     finds its processes (by GPUCTL_HOME) and stops them.
+g apply -f long.yaml > /dev/null
+for _ in $(seq 100); do
+    [ "$(pgrep -fc 'sleep 307' || true)" -ge 2 ] && break
+    sleep 0.2
+done
+: > "$(echo "$STATE"/local/longrun-1-*/pid)"
+g -o json status longrun > "$T/pl.json"
+expect_eq "node with a lost pid file: failed, not terminated" failed \
+    "$(json_get "$T/pl.json" 'd["clusters"][0]["nodes"][1]["phase"]')"
+run_rc rc g -y destroy longrun > "$T/pl.txt"
+expect_eq "destroy: exit 0, both deleted" "0 cluster longrun: destroyed (2 node(s) deleted)" "$rc $(cat "$T/pl.txt")"
+expect_eq "no process of the job is left" 0 "$(pgrep -fc 'sleep 307' || true)"
 finish

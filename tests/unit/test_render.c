@@ -500,6 +500,38 @@ static void test_template_unknown_placeholder(void **state)
     gpc_buf_free(&b);
 }
 
+/* ##if sections: kept only for the listed values; misuse is an error. */
+static void test_template_sections(void **state)
+{
+    (void)state;
+    static const char t[] = "a\n##if MD=aws|azure\ncloud\n##endif\n##if MD=local\nlocal\n##endif\nz\n";
+    const gpc_tpl_var aws[] = {{"MD", "aws"}};
+    const gpc_tpl_var loc[] = {{"MD", "local"}};
+    const gpc_tpl_var ali[] = {{"MD", "aliyun"}};
+    gpc_buf b;
+    gpc_buf_init(&b, 1024);
+    assert_int_equal(gpc_template_render("t", t, strlen(t), aws, 1, &b, NULL), 0);
+    assert_string_equal(gpc_buf_str(&b), "a\ncloud\nz\n");
+    gpc_buf_reset(&b);
+    assert_int_equal(gpc_template_render("t", t, strlen(t), loc, 1, &b, NULL), 0);
+    assert_string_equal(gpc_buf_str(&b), "a\nlocal\nz\n");
+    gpc_buf_reset(&b);
+    assert_int_equal(gpc_template_render("t", t, strlen(t), ali, 1, &b, NULL), 0);
+    assert_string_equal(gpc_buf_str(&b), "a\nz\n");
+    gpc_error err;
+    static const char open_[] = "##if MD=aws\nx\n";
+    gpc_buf_reset(&b);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_template_render("t", open_, strlen(open_), aws, 1, &b, &err), GPC_ERR_RENDER);
+    assert_string_equal(err.msg, "template t: ##if without ##endif");
+    static const char nested[] = "##if MD=aws\n##if MD=aws\n##endif\n";
+    gpc_buf_reset(&b);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_template_render("t", nested, strlen(nested), aws, 1, &b, &err), GPC_ERR_RENDER);
+    assert_string_equal(err.msg, "template t:2: nested ##if");
+    gpc_buf_free(&b);
+}
+
 static void test_template_substitution(void **state)
 {
     (void)state;
@@ -1689,6 +1721,7 @@ int main(void)
         cmocka_unit_test(test_shell_quote_bash_roundtrip),
         cmocka_unit_test(test_template_unknown_placeholder),
         cmocka_unit_test(test_template_substitution),
+        cmocka_unit_test(test_template_sections),
         cmocka_unit_test(test_bootstrap_basics),
         cmocka_unit_test(test_bootstrap_head_ip),
         cmocka_unit_test(test_bootstrap_rejects),
