@@ -202,6 +202,13 @@ GPUCTL_RUN_COMMAND={{RUN_COMMAND}}
 ## The names the job env sets; the interconnect defaults leave them alone.
 gpuctl_user_env={{USER_ENV_NAMES}}
 
+## max_duration's second line of defence on a cloud: the OS powers the node
+## off two minutes after the limit even if this script dies before it can.
+if [ "$GPUCTL_METADATA" != local ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ] &&
+  [ "$GPUCTL_MAX_DURATION_S" -gt 0 ]; then
+  shutdown -h "+$(((GPUCTL_MAX_DURATION_S + 59) / 60 + 2))" >/dev/null 2>&1 || true
+fi
+
 # --- interconnect ---
 
 ## Sections between `##if VAR=word|word` and `##endif` reach the node only
@@ -244,10 +251,12 @@ gpuctl_socket_ifname() {
 ## libfabric provider is forced so that a broken EFA setup fails instead of
 ## falling back to TCP; data moves over EFA through the aws-ofi-nccl plugin,
 ## NCCL_SOCKET_IFNAME only picks the bootstrap interface.
+## FI_EFA_USE_DEVICE_RDMA is left to libfabric: current versions turn RDMA
+## read on where the device has it (p4d, p5) and forcing it breaks EFA
+## types without it (g5); set it in env for an old libfabric on p4d.
 gpuctl_ic_efa() {
   local d
   gpuctl_default FI_PROVIDER efa
-  gpuctl_default FI_EFA_USE_DEVICE_RDMA 1
   gpuctl_default FI_EFA_FORK_SAFE 1
   gpuctl_default RDMAV_FORK_SAFE 1
   gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
@@ -445,7 +454,7 @@ fi
 ## (AWS DLAMI: /opt/pytorch; older DLAMIs and others: /opt/conda).  Found
 ## before setup, so that setup's pip installs into the same environment.
 if ! command -v torchrun >/dev/null 2>&1; then
-  for gpuctl_d in /opt/pytorch/bin /opt/conda/bin; do
+  for gpuctl_d in /opt/pytorch/bin /opt/conda/bin /opt/conda/envs/pytorch/bin; do
     if [ -x "$gpuctl_d/torchrun" ]; then
       export PATH="$gpuctl_d:$PATH"
       break

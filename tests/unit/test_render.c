@@ -1143,7 +1143,7 @@ static void test_run_rank1_gpu_torch2(void **state)
     assert_env(r.env, r.env_len, "GPUCTL_WORKDIR", work);
     assert_env(r.env, r.env_len, "GPUCTL_CHECKPOINT_DIR", ckpt);
     assert_env(r.env, r.env_len, "FI_PROVIDER", "efa");
-    assert_env(r.env, r.env_len, "FI_EFA_USE_DEVICE_RDMA", "1");
+    assert_env(r.env, r.env_len, "FI_EFA_USE_DEVICE_RDMA", NULL); /* libfabric decides */
     assert_env(r.env, r.env_len, "RDMAV_FORK_SAFE", "1");
     assert_env(r.env, r.env_len, "FI_EFA_FORK_SAFE", "0");
     assert_env(r.env, r.env_len, "NCCL_SOCKET_IFNAME", "ens5");
@@ -1412,6 +1412,27 @@ static void test_run_bad_local_ip(void **state)
     free(b);
     assert_outcome(&r, 0, "succeeded\n");
     assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", "10.9.8.7");
+    node_run_free(&r);
+}
+
+/* max_duration on a cloud also schedules an OS power-off two minutes after
+ * the limit (in case the bootstrap dies), then powers off at the end. */
+static void test_run_cloud_poweroff_fallback(void **state)
+{
+    (void)state;
+    node_run r;
+    node_prepare(&r, "fallback", "2.4.0", 0);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.command = "true";
+    s.lifecycle.max_duration_s = 3600;
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_non_null(r.shutdown);
+    assert_string_equal(r.shutdown, "-h +62\n-h now\n");
     node_run_free(&r);
 }
 
@@ -1737,6 +1758,7 @@ int main(void)
         cmocka_unit_test(test_run_sigterm),
         cmocka_unit_test(test_run_bad_local_ip),
         cmocka_unit_test(test_run_cloud_metadata),
+        cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
         cmocka_unit_test(test_encode_small),
