@@ -32,6 +32,8 @@ umask 022
 
 GPUCTL_HOME="${GPUCTL_HOME:-/var/lib/gpuctl}"
 export GPUCTL_HOME
+## cloud-init's runcmd may run without HOME; tools (pip, torch hub) need one.
+export HOME="${HOME:-/root}"
 mkdir -p "$GPUCTL_HOME"
 GPUCTL_METADATA={{METADATA}}
 gpuctl_done=0  # exit_status written
@@ -464,7 +466,9 @@ fi
 
 # --- setup ---
 
-## `bash -e`: the first failing command fails the setup.
+## `bash -e`: the first failing command fails the setup.  Nobody answers
+## prompts on a node: apt-get in setup must not ask.
+gpuctl_default DEBIAN_FRONTEND noninteractive
 if [ -n "$GPUCTL_SETUP" ]; then
   gpuctl_phase setup
   gpuctl_run_limited setup /bin/bash -e -c "$GPUCTL_SETUP"
