@@ -6,12 +6,13 @@
  * the user-data: it writes the `write_files` entries (paths under
  * /var/lib/gpuctl/ map into the node directory) and runs the `runcmd` list
  * with /bin/sh, in a new session with a clean environment, as a VM boots.
- * The node process group outlives the gpuctl process that started it.
+ * The node (its session, see node_procs) outlives the gpuctl process that
+ * started it.
  *
  * Files in a node directory:
  *   user-data               the user-data as received
  *   runcmd.sh               the runcmd list as a shell script
- *   pid                     "<pgid> <starttime>" of the node's process group
+ *   pid                     "<sid> <starttime>" of the node's session leader
  *   cloud-init-output.log   stdout/stderr of runcmd before the bootstrap
  *                           redirects to node.log
  *   node.log, phase, exit_status, bootstrap.sh   written by the bootstrap
@@ -750,7 +751,7 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
     } else if (!alive) {
         out->phase = GPC_PHASE_FAILED;
         snprintf(out->detail, sizeof(out->detail),
-                 "node process group %ld is gone without an exit status", pgid);
+                 "node processes (session %ld) are gone without an exit status", pgid);
     } else if (strcmp(phase, "running") == 0) {
         out->phase = GPC_PHASE_RUNNING;
     } else {
