@@ -306,26 +306,41 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 
 /* ---- apply ------------------------------------------------------------ */
 
-/* Resolve a spec path (relative to the spec's directory) to an absolute one. */
+int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err)
+{
+    char buf[PATH_MAX];
+    int n;
+    if (p[0] == '/') {
+        n = snprintf(buf, sizeof(buf), "%s", p);
+    } else {
+        /* the spec's directory exists even when `p` does not yet */
+        char *base = realpath(spec->base_dir ? spec->base_dir : ".", NULL);
+        n = snprintf(buf, sizeof(buf), "%s/%s", base ? base : ".",
+                     p[0] == '.' && p[1] == '/' ? p + 2 : p);
+        free(base);
+    }
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: path too long: %s", spec->source, p);
+    char *r = realpath(buf, NULL);
+    *out = r ? r : strdup(buf);
+    return *out ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+}
+
+/* The absolute path of directory `field` (created when `create`); it must
+ * exist. */
 static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
                         char **out, gpc_error *err)
 {
-    char buf[PATH_MAX];
-    if (p[0] == '/')
-        snprintf(buf, sizeof(buf), "%s", p);
-    else if (snprintf(buf, sizeof(buf), "%s/%s", spec->base_dir ? spec->base_dir : ".", p) >=
-             (int)sizeof(buf))
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: path too long: %s", spec->source, field, p);
-    if (create) {
-        int rc = gpc_mkdir_p(buf, 0755, err);
-        if (rc)
-            return rc;
-    }
+    char *path = NULL;
+    int rc = gpc_spec_path(spec, p, &path, err);
+    if (!rc && create)
+        rc = gpc_mkdir_p(path, 0755, err);
     struct stat sb;
-    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
-                        spec->source, field, p, buf);
-    return gpc_realpath(buf, out, err);
+    if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
+                      spec->source, field, p, path);
+    free(path);
+    return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
 
 /* Node name and client token for a rank. */

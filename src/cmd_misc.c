@@ -1,8 +1,6 @@
 /* cmd_misc.c - `gpuctl validate`, `gpuctl render`, `gpuctl version`. */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -108,24 +106,6 @@ static int render_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
-/* Absolute path of a spec-relative directory, or a copy when it is missing. */
-static char *abs_dir(const gpc_spec *spec, const char *p)
-{
-    char buf[PATH_MAX];
-    if (!p)
-        return NULL;
-    if (p[0] == '/') {
-        snprintf(buf, sizeof(buf), "%s", p);
-    } else {
-        /* the spec's directory exists even when `p` does not yet */
-        char *base = realpath(spec->base_dir ? spec->base_dir : ".", NULL);
-        snprintf(buf, sizeof(buf), "%s/%s", base ? base : ".", p[0] == '.' && p[1] == '/' ? p + 2 : p);
-        free(base);
-    }
-    char *r = realpath(buf, NULL);
-    return r ? r : strdup(buf);
-}
-
 int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -176,8 +156,11 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (!a.head_ip)
             gpc_info(o, "gpuctl: note: head IP shown as %s (set it with --head-ip)", head_ip);
     }
-    char *workdir = abs_dir(spec, spec->workdir);
-    char *ckpt = abs_dir(spec, spec->checkpoint_dir);
+    char *workdir = NULL, *ckpt = NULL;
+    if (spec->workdir)
+        gpc_spec_path(spec, spec->workdir, &workdir, NULL);
+    if (spec->checkpoint_dir)
+        gpc_spec_path(spec, spec->checkpoint_dir, &ckpt, NULL);
     gpc_node_ctx ctx = {
         .cluster = spec->name, .cluster_id = rdzv_id, .rank = (uint32_t)a.node,
         .nnodes = spec->nodes, .head_ip = head_ip,

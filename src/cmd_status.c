@@ -1,5 +1,4 @@
 /* cmd_status.c - `gpuctl status` (alias get) and `gpuctl logs`. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
