@@ -338,6 +338,7 @@ static const char *interconnect_word(gpc_interconnect ic)
     case GPC_IC_EFA: return "efa";
     case GPC_IC_INFINIBAND: return "infiniband";
     case GPC_IC_ERDMA: return "erdma";
+    case GPC_IC_RDMA: return "rdma";
     }
     return NULL;
 }
@@ -422,7 +423,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                             gpc_error *err)
 {
     const char *md = metadata_word(rules->metadata);
-    const char *ic = interconnect_word(spec->resources.interconnect);
+    const char *ic = node->fabric && *node->fabric ? node->fabric
+                   : interconnect_word(spec->resources.interconnect);
     uint32_t port = node->rdzv_port ? node->rdzv_port
                   : spec->run.rdzv_port ? spec->run.rdzv_port : DEFAULT_RDZV_PORT;
     char head[INET6_ADDRSTRLEN + 3] = "";

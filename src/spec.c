@@ -463,14 +463,14 @@ bad:
 /* Enum names.                                                        */
 
 static const char *const interconnect_names[] = {
-    "any", "none", "efa", "infiniband", "erdma", NULL};
+    "any", "none", "efa", "infiniband", "erdma", "rdma", NULL};
 static const char *const spot_names[] = {"on-demand", "spot", "auto", NULL};
 static const char *const tier_names[] = {"any", "standard", "ssd", "nvme", NULL};
 static const char *const provider_names[] = {"local", "aws", "azure", "aliyun", NULL};
 
 const char *gpc_interconnect_name(gpc_interconnect ic)
 {
-    return (unsigned)ic <= GPC_IC_ERDMA ? interconnect_names[ic] : "?";
+    return (unsigned)ic <= GPC_IC_RDMA ? interconnect_names[ic] : "?";
 }
 
 const char *gpc_spot_policy_name(gpc_spot_policy p)

@@ -89,6 +89,10 @@ typedef struct gpc_node_ctx {
     uint32_t rdzv_port;      /* c10d port on the head */
     const char *workdir;     /* path of the job's workdir on the node, or NULL */
     const char *checkpoint_dir; /* path on the node, or NULL */
+    const char *fabric;      /* the chosen offer's fabric ("efa", "infiniband",
+                                "erdma", "none"), or NULL: the spec's
+                                resources.interconnect decides (a spec that
+                                says `rdma` needs this to get fabric env) */
 } gpc_node_ctx;
 
 /*

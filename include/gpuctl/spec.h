@@ -34,7 +34,8 @@ typedef enum gpc_interconnect {
     GPC_IC_NONE,        /* plain TCP; no fabric needed */
     GPC_IC_EFA,         /* AWS Elastic Fabric Adapter (libfabric + aws-ofi-nccl) */
     GPC_IC_INFINIBAND,  /* InfiniBand (Azure ND, ...) */
-    GPC_IC_ERDMA        /* Alibaba Cloud elastic RDMA */
+    GPC_IC_ERDMA,       /* Alibaba Cloud elastic RDMA */
+    GPC_IC_RDMA         /* any of efa, infiniband, erdma: whichever the offer has */
 } gpc_interconnect;
 
 /* Purchase option for a node. */

@@ -172,7 +172,7 @@ static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
         return gpc_fail(err, GPC_ERR_CAPACITY,
                         "local: spot: this machine has no spot capacity (use policy auto or on-demand)");
     gpc_interconnect ic = spec->resources.interconnect;
-    if (ic == GPC_IC_EFA || ic == GPC_IC_INFINIBAND || ic == GPC_IC_ERDMA)
+    if (ic == GPC_IC_EFA || ic == GPC_IC_INFINIBAND || ic == GPC_IC_ERDMA || ic == GPC_IC_RDMA)
         return gpc_fail(err, GPC_ERR_CAPACITY,
                         "local: resources.interconnect: local nodes share loopback, not %s",
                         gpc_interconnect_name(ic));

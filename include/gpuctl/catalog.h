@@ -1,0 +1,166 @@
+/*
+ * catalog.h - the GPU instance catalog: instance types, their hardware and
+ * their prices per provider and region.
+ *
+ * The built-in catalog is catalog/gpu_instances.csv (with catalog/gpus.csv
+ * and catalog/sources.csv) embedded into the binary at build time; see
+ * catalog/README.md for every source, version and data date.  A user-level
+ * override (written by `gpuctl catalog update`) or an explicit file
+ * (`--catalog FILE`, env GPUCTL_CATALOG) replaces the instance table; the
+ * GPU figures and the sources table always come from the built-in files.
+ *
+ * CSV is RFC 4180, parsed with libcsv.  Columns are found by their header
+ * name, in any order.  Units: prices USD per instance-hour (CNY per hour
+ * in the *_cny_* columns), memory GiB, bandwidth Gbit/s.
+ *
+ * Ownership: a gpc_catalog owns every string and array it points to; the
+ * caller releases it with gpc_catalog_free().
+ */
+#ifndef GPUCTL_CATALOG_H
+#define GPUCTL_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/error.h"
+
+struct gpc_buf;
+
+/* Node-to-node fabric of an instance type, as the catalog states it. */
+typedef enum gpc_fabric {
+    GPC_FABRIC_UNKNOWN = 0, /* empty cell: not verified by any source */
+    GPC_FABRIC_NONE,        /* plain Ethernet/TCP only */
+    GPC_FABRIC_EFA,         /* AWS Elastic Fabric Adapter */
+    GPC_FABRIC_INFINIBAND,  /* InfiniBand (Azure ND series) */
+    GPC_FABRIC_ERDMA        /* Alibaba Cloud elastic RDMA */
+} gpc_fabric;
+
+/* "unknown" (for ""), "none", "efa", "infiniband", "erdma". */
+const char *gpc_fabric_name(gpc_fabric f);
+
+/* One GPU model (a row of catalog/gpus.csv). Figures are per GPU. */
+typedef struct gpc_gpu_info {
+    const char *model;         /* key, e.g. "A100-80GB", "H100-80GB-SXM", "T4" */
+    double memory_gib;         /* vendor "GB" figure */
+    double bf16_tflops_dense;  /* 0 = not given (T4, V100 have no BF16) */
+    double fp16_tflops_dense;  /* FP16 tensor, dense; 0 = not given (A10G) */
+    double fp32_tflops;        /* 0 = not given */
+    const char *source;        /* citation, as in the CSV */
+} gpc_gpu_info;
+
+/*
+ * Dense tensor TFLOPS of one GPU used to rank offers: BF16 when given,
+ * else FP16; 0 when neither is known.
+ */
+double gpc_gpu_tflops(const gpc_gpu_info *g);
+
+/* One source of catalog rows (a row of catalog/sources.csv). */
+typedef struct gpc_catalog_source {
+    const char *key;           /* the value rows carry in their `source` column */
+    const char *citation;      /* repository/path or document */
+    const char *version;       /* commit or document version; "" = n/a */
+    const char *data_date;     /* date of the data as the source states it; "" = not stated */
+    const char *currency;      /* "USD" or "CNY": the currency prices had at source */
+    double usd_per_unit;       /* exchange rate used: 1 for USD; 0.138 for the Aliyun CNY rows */
+    const char *notes;         /* caveats common to every row of this source */
+} gpc_catalog_source;
+
+/* One (provider, instance type, region) row of gpu_instances.csv. */
+typedef struct gpc_catalog_row {
+    const char *provider;      /* "aws", "azure", "aliyun" */
+    const char *instance_type; /* "p4de.24xlarge", "Standard_ND96isr_H100_v5", ... */
+    const char *region;        /* "us-east-1"; "" when the source names none */
+    const char *gpu_model;     /* key into the GPU table; "" for CPU-only */
+    uint32_t gpu_count;        /* GPUs per instance */
+    double gpu_mem_gib;        /* memory of one GPU, GiB */
+    double vcpus;
+    double mem_gib;            /* RAM, GiB */
+    gpc_fabric fabric;
+    double fabric_gbps;        /* total for the instance, Gbit/s; 0 = none or not known */
+    double price_ondemand;     /* USD/hour; < 0 = no price */
+    double price_spot;         /* USD/hour; < 0 = no spot data */
+    double price_ondemand_cny; /* CNY/hour as quoted at source; < 0 = not a CNY source */
+    double price_spot_cny;     /* CNY/hour; < 0 = none */
+    const char *source;        /* key into the sources table */
+    const char *notes;         /* row-specific caveat, "" when none */
+    const gpc_gpu_info *gpu;   /* resolved gpu_model, or NULL (CPU-only / unknown model) */
+    uint32_t line;             /* line of the row in its CSV file (header = 1) */
+} gpc_catalog_row;
+
+typedef struct gpc_catalog {
+    const char *origin;        /* "built-in" or the file path the rows came from */
+    char sha256[65];           /* hex SHA-256 of the instance CSV bytes */
+    gpc_catalog_row *rows;
+    size_t n_rows;
+    gpc_gpu_info *gpus;
+    size_t n_gpus;
+    gpc_catalog_source *sources;
+    size_t n_sources;
+    void *priv;                /* string storage; opaque */
+} gpc_catalog;
+
+/* The largest instance CSV accepted, in bytes. */
+#define GPC_CATALOG_MAX_BYTES (256u << 20)
+
+/*
+ * Load the built-in catalog.  Returns 0, or GPC_ERR_NOMEM / GPC_ERR_INTERNAL
+ * (the embedded files are checked by the tests, so a parse failure is a bug).
+ */
+int gpc_catalog_load_builtin(gpc_catalog **out, gpc_error *err);
+
+/*
+ * Parse an instance table from memory; GPU figures and sources come from
+ * the built-in files.  `name` names the data in messages and becomes
+ * origin.  Errors: GPC_ERR_SPEC with "NAME:LINE: column: what is wrong"
+ * (a missing or unknown column, a bad number, an unknown fabric, a row
+ * with too few or too many cells, an unterminated quote, a duplicate
+ * (provider, instance_type, region)), GPC_ERR_NOMEM.
+ */
+int gpc_catalog_load_string(const char *name, const char *csv, size_t len,
+                            gpc_catalog **out, gpc_error *err);
+
+/* Read `path` (at most GPC_CATALOG_MAX_BYTES) and parse it as above.
+ * GPC_ERR_IO when it cannot be read. */
+int gpc_catalog_load_file(const char *path, gpc_catalog **out, gpc_error *err);
+
+/*
+ * The path of the user-level override: $GPUCTL_CONFIG_DIR/catalog.csv,
+ * else $XDG_CONFIG_HOME/gpuctl/catalog.csv, else
+ * $HOME/.config/gpuctl/catalog.csv.  Returns 0 or GPC_ERR_IO when no
+ * directory can be found or the path does not fit in n bytes.
+ */
+int gpc_catalog_user_path(char *buf, size_t n, gpc_error *err);
+
+/*
+ * The catalog in effect: `explicit_path` when not NULL (`--catalog`), else
+ * $GPUCTL_CATALOG when set and not empty, else the user-level override when
+ * that file exists, else the built-in one.  Errors as for load_file.
+ */
+int gpc_catalog_open(const char *explicit_path, gpc_catalog **out, gpc_error *err);
+
+/* The GPU figures for a model key (exact, case-insensitive), or NULL. */
+const gpc_gpu_info *gpc_catalog_gpu(const gpc_catalog *c, const char *model);
+
+/* The source with this key, or NULL. */
+const gpc_catalog_source *gpc_catalog_source_get(const gpc_catalog *c, const char *key);
+
+/*
+ * Append the instance table as CSV (the header, then every row in order)
+ * to `out`, in the format load_string reads back to the same rows.
+ * Prices print with up to 6 decimals, no trailing zeros; empty cells for
+ * "no price".  Returns 0 or GPC_ERR_NOMEM.
+ */
+int gpc_catalog_write_csv(const gpc_catalog *c, struct gpc_buf *out, gpc_error *err);
+
+/*
+ * Set one row's prices (used by `catalog update`): USD/hour values, < 0 to
+ * leave a price as it is.  `source` (copied) becomes the row's source key
+ * when not NULL.  Returns 0 or GPC_ERR_NOMEM.
+ */
+int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
+                          double spot, const char *source, gpc_error *err);
+
+/* Release a catalog (NULL is fine). */
+void gpc_catalog_free(gpc_catalog *c);
+
+#endif /* GPUCTL_CATALOG_H */
