@@ -1,9 +1,29 @@
-# Turn every file in DIR into a byte array in OUT (one C file), with a lookup
-# table gpc_templates[] / gpc_template_get().  Generated; never edit OUT.
-file(GLOB files RELATIVE ${DIR} ${DIR}/*)
+# Turn the files of DIR matching GLOB (default "*") into byte arrays in OUT
+# (one C file), with a lookup table and a getter:
+#
+#   const TYPE ARRAY[] = {{name, data, len}, ..., {NULL, NULL, 0}};
+#   const TYPE *GETTER(const char *name);
+#
+# HEADER is the include that declares TYPE (a struct of const char *name,
+# const char *data, size_t len), ARRAY and GETTER.  Each file's bytes end
+# with a NUL that len does not count.  Generated; never edit OUT.
+#
+#   cmake -DDIR=templates -DOUT=templates.c -DHEADER=gpuctl/templates.h
+#         -DTYPE=gpc_template -DARRAY=gpc_templates -DGETTER=gpc_template_get
+#         -P embed.cmake
+foreach(var DIR OUT HEADER TYPE ARRAY GETTER)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "embed.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+if(NOT DEFINED GLOB)
+  set(GLOB "*")
+endif()
+get_filename_component(dirname ${DIR} NAME)
+file(GLOB files RELATIVE ${DIR} ${DIR}/${GLOB})
 list(SORT files)
-set(body "/* Generated from templates/ by cmake/embed.cmake. Do not edit. */\n")
-string(APPEND body "#include <stddef.h>\n#include <string.h>\n#include \"gpuctl/templates.h\"\n\n")
+set(body "/* Generated from ${dirname}/ by cmake/embed.cmake. Do not edit. */\n")
+string(APPEND body "#include <stddef.h>\n#include <string.h>\n#include \"${HEADER}\"\n\n")
 set(table "")
 set(i 0)
 foreach(f ${files})
@@ -11,11 +31,11 @@ foreach(f ${files})
   file(SIZE ${DIR}/${f} size)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
   string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" hex "${hex}")
-  string(APPEND body "static const unsigned char tpl_${i}[] = {\n${hex}0x00};\n")
-  string(APPEND table "    {\"${f}\", (const char *)tpl_${i}, ${size}},\n")
+  string(APPEND body "static const unsigned char file_${i}[] = {\n${hex}0x00};\n")
+  string(APPEND table "    {\"${f}\", (const char *)file_${i}, ${size}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-string(APPEND body "\nconst gpc_template gpc_templates[] = {\n${table}    {NULL, NULL, 0}\n};\n\n")
-string(APPEND body "const gpc_template *gpc_template_get(const char *name)\n{\n    for (const gpc_template *t = gpc_templates; t->name; t++)\n        if (strcmp(t->name, name) == 0)\n            return t;\n    return NULL;\n}\n")
+string(APPEND body "\nconst ${TYPE} ${ARRAY}[] = {\n${table}    {NULL, NULL, 0}\n};\n\n")
+string(APPEND body "const ${TYPE} *${GETTER}(const char *name)\n{\n    for (const ${TYPE} *t = ${ARRAY}; t->name; t++)\n        if (strcmp(t->name, name) == 0)\n            return t;\n    return NULL;\n}\n")
 file(WRITE ${OUT}.tmp "${body}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config git
 libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libxml2-dev
-libsqlite3-dev zlib1g-dev libcmocka-dev
+libsqlite3-dev zlib1g-dev libcmocka-dev libcsv-dev
 python3 python3-torch python3-sklearn python3-jsonschema python3-yaml
 shellcheck cloud-init coreutils procps curl"
 missing=""
