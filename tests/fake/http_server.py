@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""A scriptable HTTP server for tests/unit/test_http.c (Python 3 stdlib only).
+
+Listens on 127.0.0.1 at a port the OS chooses and prints "PORT <n>" as the
+first line on stdout.  Every request's behaviour comes from its query string:
+
+  code=C         status to answer while "failing" (default 200)
+  times=N        fail only the first N requests with this exact target
+                 (path + query), then answer 200; without it, always fail
+  retry_after=V  send "Retry-After: V" while failing
+  drop=1         while failing, close the connection without any reply
+  ms=N           while failing, sleep N milliseconds before answering
+  bytes=N        answer with a body of N 'x' bytes
+  hdr=Name:value add a response header (repeatable)
+
+The path /echo answers (always 200) with a JSON document of the request:
+{"method", "path", "headers": {lower-case name: value}, "body"}.  Any other
+path answers {"n": <requests seen with this target>} unless bytes= is given.
+
+Options: --log FILE appends one line per request, "METHOD TARGET STATUS"
+(STATUS "drop" for a dropped connection); --exit-on-stdin-eof makes the
+server exit when its stdin closes, so a crashed test leaves nothing behind.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+LOCK = threading.Lock()
+COUNTS = {}
+LOG = None
+
+
+def log_line(text):
+    if LOG is None:
+        return
+    with LOCK:
+        with open(LOG, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # keep test output clean
+        pass
+
+    def handle_any(self):
+        parts = urlsplit(self.path)
+        q = parse_qs(parts.query, keep_blank_values=True)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        with LOCK:
+            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            count = COUNTS[self.path]
+
+        def one(name, default=None):
+            return q[name][0] if name in q else default
+
+        times = one("times")
+        failing = times is None or count <= int(times)
+        status = int(one("code", "200")) if failing else 200
+        if failing and one("ms"):
+            time.sleep(int(one("ms")) / 1000.0)
+        if failing and one("drop") == "1":
+            log_line("%s %s drop" % (self.command, self.path))
+            self.close_connection = True
+            return
+        if parts.path == "/echo":
+            status = 200
+            out = json.dumps({
+                "method": self.command,
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body.decode("utf-8", "replace"),
+            }).encode()
+        elif one("bytes"):
+            out = b"x" * int(one("bytes"))
+        else:
+            out = json.dumps({"n": count}).encode()
+        log_line("%s %s %d" % (self.command, self.path, status))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        if failing and one("retry_after") is not None:
+            self.send_header("Retry-After", one("retry_after"))
+        for h in q.get("hdr", []):
+            name, _, value = h.partition(":")
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that timed out and left is not an error here
+
+
+def watch_stdin():
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    finally:
+        os._exit(0)
+
+
+def main():
+    global LOG
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log")
+    ap.add_argument("--exit-on-stdin-eof", action="store_true")
+    args = ap.parse_args()
+    LOG = args.log
+    server = Server(("127.0.0.1", 0), Handler)
+    print("PORT %d" % server.server_address[1], flush=True)
+    if args.exit_on_stdin_eof:
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
