@@ -16,8 +16,15 @@
 static const gpc_command commands[] = {
     {"validate", NULL, "check a job spec and print its canonical form",
      "validate -f FILE", gpc_cmd_validate},
-    {"apply", NULL, "create the cluster a spec describes (and wait for its job)",
-     "apply -f FILE [--wait [--timeout SECONDS] [--poll-interval SECONDS]] [--dry-run] [-y]",
+    {"offers", NULL, "list instance types and prices from the catalog, cheapest first",
+     "offers [--gpu GPU[,GPU]] [--spot] [--provider P[,P]] [--region R[,R]] "
+     "[--interconnect any|none|efa|infiniband|erdma|rdma] [--max-price USD] "
+     "[--sort price|price-per-tflops] [--limit N]", gpc_cmd_offers},
+    {"plan", NULL, "show what apply would do: chosen offer, fallbacks, cost, changes",
+     "plan -f FILE [--out PLANFILE] [--detailed-exitcode]", gpc_cmd_plan},
+    {"apply", NULL, "create the cluster a spec or a saved plan describes (and wait for its job)",
+     "apply -f FILE | PLANFILE [--wait [--timeout SECONDS] [--poll-interval SECONDS]] "
+     "[--dry-run] [-y]",
      gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",
      "status [NAME] [-a|--all]", gpc_cmd_status},
@@ -27,6 +34,9 @@ static const gpc_command commands[] = {
      "destroy NAME | -f FILE [-y]", gpc_cmd_destroy},
     {"render", NULL, "print a node's user-data as it would be sent (decoded)",
      "render -f FILE [--node N] [--provider P] [--head-ip IP] [--encoded]", gpc_cmd_render},
+    {"catalog", NULL, "show, export, update or reset the GPU instance catalog",
+     "catalog [show | export | update [--provider P[,P]] [--region R[,R]] [--endpoint URL] "
+     "[--from FILE] [--dry-run] | reset]", gpc_cmd_catalog},
     {"version", NULL, "print the version", "version", gpc_cmd_version},
     {"help", NULL, "show help for gpuctl or a command", "help [COMMAND]", NULL},
     {NULL, NULL, NULL, NULL, NULL}
@@ -38,6 +48,8 @@ static const char global_help[] =
     "  -q, --quiet              print only errors and results\n"
     "  -v, --verbose            more detail on stderr (--debug: even more)\n"
     "      --state-dir DIR      state directory (default $XDG_STATE_HOME/gpuctl)\n"
+    "      --catalog FILE       instance catalog CSV (default: $GPUCTL_CATALOG, else the\n"
+    "                           user override from 'catalog update', else built-in)\n"
     "  -y, --yes                do not ask for confirmation\n"
     "  -h, --help               help for gpuctl or the command\n";
 
@@ -94,6 +106,7 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         {"verbose", no_argument, NULL, 'v'},
         {"debug", no_argument, NULL, 1000},
         {"state-dir", required_argument, NULL, 1001},
+        {"catalog", required_argument, NULL, 1002},
         {"yes", no_argument, NULL, 'y'},
         {"help", no_argument, NULL, 'h'},
     };
@@ -128,6 +141,7 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         case 'v': o->verbose = o->verbose < 1 ? 1 : o->verbose; break;
         case 1000: o->verbose = 2; break;
         case 1001: o->state_dir = optarg; break;
+        case 1002: o->catalog_path = optarg; break;
         case 'y': o->assume_yes = 1; break;
         case 'h':
             *done = 1;

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cluster.h"
+#include "plan.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
@@ -353,18 +354,27 @@ static void node_ids(const gpc_cluster_rec *c, uint32_t rank, char *name, size_t
 
 /*
  * Fault injection for the end-to-end tests (docs/testing.md): with
- * GPUCTL_TEST_FAULT=<point>:<rank>, gpuctl kills itself (SIGKILL) or fails
- * at that point for that rank, so that crash recovery is tested for real.
- * Points: kill-before-record (created at the provider, not yet recorded),
- * kill-after-record, fail-create.
+ * GPUCTL_TEST_FAULT=<point>:<rank>[:<code>], gpuctl kills itself (SIGKILL)
+ * or fails at that point for that rank, so that crash recovery and the exit
+ * code contract are tested for real.  Points: kill-before-record (created at
+ * the provider, not yet recorded), kill-after-record, fail-create,
+ * fail-delete.  <code> (a gpc_code name such as auth or quota; default
+ * provider) is the error a failing point reports, as a provider would.
  */
+static int fault_code = GPC_ERR_PROVIDER;
+
 static int fault(const char *point, uint32_t rank)
 {
     const char *f = getenv("GPUCTL_TEST_FAULT");
     size_t pl = strlen(point);
+    char *end;
     if (!f || strncmp(f, point, pl) != 0 || f[pl] != ':' ||
-        strtoul(f + pl + 1, NULL, 10) != rank)
+        strtoul(f + pl + 1, &end, 10) != rank)
         return 0;
+    fault_code = GPC_ERR_PROVIDER;
+    for (int c = 1; *end == ':' && c < GPC_CODE_COUNT; c++)
+        if (strcmp(end + 1, gpc_code_name((gpc_code)c)) == 0)
+            fault_code = c;
     if (strncmp(point, "kill", 4) == 0)
         raise(SIGKILL);
     return 1;
@@ -379,7 +389,7 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = nd->rank, .nnodes = c->nodes,
         .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
-        .checkpoint_dir = ckpt,
+        .checkpoint_dir = ckpt, .fabric = offer->fabric[0] ? offer->fabric : NULL,
     };
     char *ud = NULL;
     int rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
@@ -401,8 +411,8 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
     if (!rc) {
         gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
         if (fault("fail-create", nd->rank))
-            rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: injected failure creating %s",
-                          s->prov->name, nd->name);
+            rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
+                          s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name);
         else
             rc = s->prov->create_node(s->pctx, &req, &ns, err);
         fault("kill-before-record", nd->rank);
@@ -601,157 +611,18 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     return rc;
 }
 
-int gpc_budget_check(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err)
-{
-    double price = offer->price_hourly;
-    double hourly = price * spec->nodes;
-    if (spec->spot.max_price > 0 && price > spec->spot.max_price)
-        return gpc_fail(err, GPC_ERR_BUDGET,
-                        "%s: spot.max_price is %.4f USD/hour, %s %s costs %.4f",
-                        spec->source ? spec->source : spec->name, spec->spot.max_price,
-                        offer->provider, offer->instance_type, price);
-    if (spec->budget.max_hourly > 0 && hourly > spec->budget.max_hourly)
-        return gpc_fail(err, GPC_ERR_BUDGET,
-                        "%s: budget.max_hourly is %.2f USD/hour, %u x %s at %.4f is %.2f",
-                        spec->source ? spec->source : spec->name, spec->budget.max_hourly,
-                        spec->nodes, offer->instance_type, price, hourly);
-    if (spec->budget.max_total > 0 && spec->lifecycle.max_duration_s > 0) {
-        double most = hourly * (double)spec->lifecycle.max_duration_s / 3600.0;
-        if (most > spec->budget.max_total)
-            return gpc_fail(err, GPC_ERR_BUDGET,
-                            "%s: budget.max_total is %.2f USD, %u x %s for lifecycle.max_duration "
-                            "(%llu s) can cost %.2f",
-                            spec->source ? spec->source : spec->name, spec->budget.max_total,
-                            spec->nodes, offer->instance_type,
-                            (unsigned long long)spec->lifecycle.max_duration_s, most);
-    }
-    return 0;
-}
-
-/* Open provider `name` and list its offers for the spec. */
-static int open_offers(gpc_session *s, const char *name, const gpc_spec *spec,
-                       gpc_offer **offers, size_t *n, gpc_error *err)
-{
-    int rc = gpc_session_provider(s, name, err);
-    if (!rc)
-        rc = s->prov->list_offers(s->pctx, spec, offers, n, err);
-    if (!rc && *n == 0)
-        rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: no offer fits the spec", name);
-    if (!rc)
-        rc = gpc_budget_check(spec, &(*offers)[0], err);
-    return rc;
-}
-
 /*
- * Try the spec's providers in order; the first with an offer wins.  With
- * one candidate its own error stands; with several, the message lists why
- * each was passed over, with the code of the first that really answered.
+ * Create the nodes of `c` that are still missing, head first (workers need
+ * its IP), on `chosen`; on failure remove what this call created.
  */
-static int choose_provider(gpc_session *s, const gpc_spec *spec, gpc_offer **offers,
-                           size_t *n, gpc_error *err)
+static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                          const gpc_plan_offer *chosen, const char *workdir,
+                          const char *ckpt, gpc_apply_result *res, gpc_error *err)
 {
-    static const char *const dflt[] = {"local"};
-    const char *const *cand = spec->n_providers ? (const char *const *)spec->providers : dflt;
-    size_t ncand = spec->n_providers ? spec->n_providers : 1;
-    if (ncand == 1)
-        return open_offers(s, cand[0], spec, offers, n, err);
-    gpc_buf why;
-    gpc_buf_init(&why, GPC_BUF_LINE_MAX);
-    gpc_code code = GPC_OK;
-    for (size_t i = 0; i < ncand; i++) {
-        gpc_error e;
-        gpc_error_clear(&e);
-        if (open_offers(s, cand[i], spec, offers, n, &e) == 0) {
-            if (why.len)
-                gpc_info(s->out, "gpuctl: using provider %s (%s)", cand[i], gpc_buf_str(&why));
-            gpc_buf_free(&why);
-            return 0;
-        }
-        if (code == GPC_OK && gpc_provider_find(cand[i]))
-            code = e.code;
-        gpc_buf_addf(&why, NULL, "%s%s", why.len ? "; " : "", e.msg);
-    }
-    int rc = gpc_fail(err, code == GPC_OK ? GPC_ERR_PROVIDER : code,
-                      "no candidate provider can run '%s': %s", spec->name, gpc_buf_str(&why));
-    gpc_buf_free(&why);
-    return rc;
-}
-
-int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
-              const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
-{
-    memset(res, 0, sizeof(*res));
-    res->exit_code = -1;
-    char hash[65];
-    int rc = gpc_spec_hash(spec, hash, err);
-    if (rc)
-        return rc;
-
-    /* Where the job's directories are, as the node sees them. */
-    char *workdir = NULL, *ckpt = NULL;
-    if (spec->workdir)
-        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
-    if (!rc && spec->checkpoint_dir && !opts->dry_run)
-        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
-    gpc_offer *offers = NULL;
-    size_t noffers = 0;
-    int lockfd = -1;
-    if (!rc && !opts->dry_run)
-        rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
-    if (rc)
-        goto out;
-
-    gpc_cluster_rec c;
-    memset(&c, 0, sizeof(c));
-    gpc_error nf;
-    gpc_error_clear(&nf);
-    int have = gpc_cluster_get(s->st, spec->name, &c, &nf) == 0;
-    if (!have && nf.code != GPC_ERR_NOT_FOUND) {
-        rc = gpc_fail(err, nf.code, "%s", nf.msg);
-        goto out;
-    }
-    if (have && strcmp(c.spec_hash, hash) != 0) {
-        rc = gpc_fail(err, GPC_ERR_USAGE,
-                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s); "
-                      "destroy it first: gpuctl destroy %s", c.name, c.spec_hash, hash, c.name);
-        goto out_c;
-    }
-    /* An existing cluster stays where it is; a new one goes to the first
-     * candidate provider that has an offer for it. */
-    rc = have ? open_offers(s, c.provider, spec, &offers, &noffers, err)
-              : choose_provider(s, spec, &offers, &noffers, err);
-    if (rc)
-        goto out_c;
-    if (opts->dry_run) {
-        if (have) {
-            gpc_node_rec *nodes = NULL;
-            size_t n = 0;
-            rc = gpc_node_list(s->st, c.id, 0, &nodes, &n, err);
-            for (size_t i = 0; !rc && i < n; i++)
-                if (!nodes[i].provider_id[0])
-                    res->created++;
-            gpc_node_list_free(nodes, n);
-            res->unchanged = res->created == 0;
-            res->cluster_id = c.id;
-            res->phase = c.phase;
-            res->exit_code = c.exit_code;
-        } else {
-            res->created = (int)spec->nodes;
-            res->phase = GPC_PHASE_PENDING;
-        }
-        goto out_c;
-    }
-    if (!have) {
-        rc = new_cluster(s, spec, spec_path, hash, &c, err);
-        if (rc)
-            goto out_c;
-    }
-    res->cluster_id = c.id;
-
-    /* Create what is missing, head first: workers need its IP. */
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    rc = gpc_node_list(s->st, c.id, 0, &nodes, &n, err);
+    int created = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     int *made = rc ? NULL : calloc(n ? n : 1, sizeof(int));
     if (!rc && !made)
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
@@ -782,25 +653,145 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             head_ip = head->private_ip;
         }
         if (!rc) {
-            set_str(&nd->region, offers[0].region);
-            set_str(&nd->zone, offers[0].zone);
-            set_str(&nd->instance_type, offers[0].instance_type);
-            nd->spot = offers[0].spot;
-            nd->price_hourly = offers[0].price_hourly;
-            rc = create_one(s, spec, &c, nd, &offers[0], head_ip, workdir, ckpt, err);
+            const gpc_offer *of = nd->rank == 0 ? &chosen->head : &chosen->worker;
+            set_str(&nd->region, of->region);
+            set_str(&nd->zone, of->zone);
+            set_str(&nd->instance_type, of->instance_type);
+            nd->spot = of->spot;
+            nd->price_hourly = of->price_hourly;
+            rc = create_one(s, spec, c, nd, of, head_ip, workdir, ckpt, err);
         }
         if (!rc) {
             made[i] = 1;
             res->created++;
+            created++;
             gpc_info(s->out, "created node %s (%s)", nd->name, nd->provider_id);
         }
     }
     if (rc && made) {
-        gpc_info(s->out, "apply failed; removing the %d node(s) it created", res->created);
-        rollback_created(s, &c, nodes, n, made);
+        gpc_info(s->out, "apply failed; removing the %d node(s) it created", created);
+        rollback_created(s, c, nodes, n, made);
     }
     free(made);
     gpc_node_list_free(nodes, n);
+    return rc;
+}
+
+int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+              const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->exit_code = -1;
+    gpc_plan own;
+    memset(&own, 0, sizeof(own));
+    char hash[65];
+    int rc = gpc_spec_hash(spec, hash, err);
+    if (rc)
+        return rc;
+
+    /* Where the job's directories are, as the node sees them. */
+    char *workdir = NULL, *ckpt = NULL;
+    if (spec->workdir)
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
+    if (!rc && spec->checkpoint_dir && !opts->dry_run)
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
+    int lockfd = -1;
+    if (!rc && !opts->dry_run)
+        rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
+    /* A saved plan holds only while the state is as it was when it was
+     * made (checked under the lock, before anything else). */
+    if (!rc && opts->plan) {
+        char fp[65];
+        rc = gpc_state_fingerprint(s->st, spec->name, fp, err);
+        if (!rc && strcmp(fp, opts->plan->fingerprint) != 0)
+            rc = gpc_fail(err, GPC_ERR_STALE,
+                          "the saved plan is stale: cluster '%s' changed in the state since "
+                          "the plan was made (created, destroyed or nodes added); run gpuctl "
+                          "plan again", spec->name);
+    }
+    if (rc)
+        goto out;
+
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    gpc_error nf;
+    gpc_error_clear(&nf);
+    int have = gpc_cluster_get(s->st, spec->name, &c, &nf) == 0;
+    if (!have && nf.code != GPC_ERR_NOT_FOUND) {
+        rc = gpc_fail(err, nf.code, "%s", nf.msg);
+        goto out;
+    }
+    if (have && strcmp(c.spec_hash, hash) != 0) {
+        rc = gpc_fail(err, GPC_ERR_USAGE,
+                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s); "
+                      "destroy it first: gpuctl destroy %s", c.name, c.spec_hash, hash, c.name);
+        goto out_c;
+    }
+    /* The plan: the one given (a saved plan, which must still match the
+     * state), or one made now under the lock. */
+    const gpc_plan *plan = opts->plan;
+    if (!plan) {
+        gpc_plan_opts po = {.catalog_path = opts->catalog_path, .spec_path = spec_path};
+        rc = gpc_plan_make(s, spec, &po, &own, err);
+        plan = &own;
+    }
+    if (rc)
+        goto out_c;
+    if (plan->action != GPC_PLAN_NONE && plan->n_offers == 0) {
+        rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
+        goto out_c;
+    }
+    if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
+        res->created = opts->dry_run ? (int)plan->n_create : 0;
+        res->unchanged = plan->action == GPC_PLAN_NONE;
+        res->phase = have ? c.phase : GPC_PHASE_PENDING;
+        res->exit_code = have ? c.exit_code : -1;
+        res->cluster_id = have ? c.id : 0;
+        if (opts->dry_run && plan->n_offers && !gpc_provider_find(plan->offers[0].worker.provider))
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
+                          "(available: %s)", plan->offers[0].worker.provider,
+                          gpc_provider_names());
+        if (opts->dry_run)
+            goto out_c;
+    }
+    /* Nodes go to the plan's offers in order: the chosen one, then, when a
+     * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),
+     * each fallback in turn.  An existing cluster's plan only holds offers
+     * of its own provider, and it stays on the first. */
+    size_t attempt = 0;
+    for (;;) {
+        const gpc_plan_offer *chosen = plan->n_offers ? &plan->offers[attempt] : NULL;
+        gpc_error e;
+        gpc_error_clear(&e);
+        rc = gpc_session_provider(s, chosen ? chosen->worker.provider : c.provider, &e);
+        int fresh = !have;
+        if (!rc && fresh)
+            rc = new_cluster(s, spec, spec_path, hash, &c, &e);
+        if (!rc) {
+            res->cluster_id = c.id;
+            rc = create_missing(s, spec, &c, chosen, workdir, ckpt, res, &e);
+        }
+        if (rc == GPC_ERR_CAPACITY && fresh && attempt + 1 < plan->n_offers &&
+            !gpc_interrupted) {
+            const gpc_offer *nx = &plan->offers[attempt + 1].worker;
+            gpc_info(s->out, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,
+                     attempt + 2, plan->n_offers, nx->provider, nx->instance_type, nx->region,
+                     nx->spot ? "spot" : "on-demand");
+            attempt++;
+            gpc_cluster_rec_free(&c);
+            memset(&c, 0, sizeof(c));
+            res->created = 0;
+            continue;
+        }
+        if (rc == GPC_ERR_CAPACITY && attempt > 0)
+            gpc_fail(err, rc, "no capacity after %zu offer(s) in the plan's failover order; "
+                     "last: %s", attempt + 1, e.msg);
+        else if (rc)
+            gpc_fail(err, e.code, "%s", e.msg);
+        break;
+    }
+    if (rc && !res->cluster_id)
+        goto out_c;
     res->unchanged = !rc && res->created == 0;
     if (!rc)
         rc = gpc_cluster_refresh(s, &c, err);
@@ -814,10 +805,10 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     res->phase = c.phase;
     res->exit_code = c.exit_code;
 out_c:
+    gpc_plan_free(&own);
     gpc_cluster_rec_free(&c);
 out:
     gpc_cluster_unlock(lockfd);
-    free(offers);
     free(workdir);
     free(ckpt);
     return rc;
@@ -1069,7 +1060,11 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         gpc_error e;
         gpc_error_clear(&e);
         adopt(s, nd); /* a node created but never recorded is deleted too */
-        int drc = nd->provider_id[0] ? s->prov->delete_node(s->pctx, nd->provider_id, &e) : 0;
+        int drc = !nd->provider_id[0] ? 0
+                : fault("fail-delete", nd->rank)
+                ? gpc_fail(&e, (gpc_code)fault_code, "%s: injected %s failure deleting %s",
+                           s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name)
+                : s->prov->delete_node(s->pctx, nd->provider_id, &e);
         if (drc) {
             nleft++;
             gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);

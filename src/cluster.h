@@ -42,7 +42,12 @@ void gpc_session_close(gpc_session *s);
 int gpc_cluster_lock(gpc_session *s, const char *name, int wait, int *fd, gpc_error *err);
 void gpc_cluster_unlock(int fd);
 
+struct gpc_plan;
+
 typedef struct gpc_apply_opts {
+    const struct gpc_plan *plan; /* a saved plan to carry out exactly, or NULL:
+                                    plan now (see plan.h) */
+    const char *catalog_path;    /* --catalog FILE, or NULL */
     int dry_run;
     int wait;
     long timeout_s;       /* --timeout for --wait; 0 = none */
@@ -58,16 +63,6 @@ typedef struct gpc_apply_result {
     gpc_phase phase;      /* cluster phase at the end */
     int exit_code;        /* rank 0's exit status, -1 when unknown */
 } gpc_apply_result;
-
-/*
- * Would running spec->nodes nodes of `offer` break the spec's price caps?
- * spot.max_price (USD per node-hour) against offer->price_hourly;
- * budget.max_hourly (USD/hour) against nodes x price; budget.max_total
- * (USD) against nodes x price x lifecycle.max_duration when that is set
- * (the most the cluster can cost before every node stops itself).
- * Returns 0 or GPC_ERR_BUDGET naming the cap and the numbers.
- */
-int gpc_budget_check(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);
 
 /*
  * The absolute path of a spec path `p` (workdir, checkpoint_dir): as is

@@ -7,6 +7,7 @@
 #include "cluster.h"
 #include "commands.h"
 #include "gpuctl/spec.h"
+#include "plan.h"
 
 typedef struct apply_args {
     const char *file;
@@ -89,18 +90,33 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", apply_opt, &a, &done);
     if (done)
         return rc;
+    const char *planfile = NULL;
+    if (!a.file && optind < argc)
+        planfile = argv[optind++];
     if (optind < argc)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
-    if (!a.file)
-        return gpc_usage_error(o, c, "missing -f FILE%s", "");
+    if (!a.file && !planfile)
+        return gpc_usage_error(o, c, "missing -f FILE or a PLANFILE%s", "");
     if ((a.opts.timeout_s || a.opts.poll_s) && !a.opts.wait)
         return gpc_usage_error(o, c, "--timeout and --poll-interval need --wait%s", "");
 
     gpc_error err;
     gpc_error_clear(&err);
     gpc_spec *spec = NULL;
-    if (gpc_spec_load_file(a.file, &spec, &err))
+    gpc_plan plan;
+    memset(&plan, 0, sizeof(plan));
+    char *spec_path = NULL;
+    if (planfile) {
+        /* A saved plan: its spec, its offers, exactly; no confirmation (it was
+         * reviewed when it was made, as with terraform apply PLANFILE). */
+        if (gpc_plan_read(planfile, &plan, &spec, &spec_path, &err))
+            return gpc_report_error(o, &err);
+        a.opts.plan = &plan;
+        a.file = spec_path;
+    } else if (gpc_spec_load_file(a.file, &spec, &err)) {
         return gpc_report_error(o, &err);
+    }
+    a.opts.catalog_path = o->catalog_path;
     /* Any candidate that costs money may be the one chosen: ask first. */
     const char *paid = NULL;
     for (size_t i = 0; i < spec->n_providers && !paid; i++) {
@@ -108,7 +124,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (p && !(p->caps & GPC_CAP_FREE))
             paid = p->name;
     }
-    if (paid && !o->assume_yes && !a.opts.dry_run) {
+    if (paid && !o->assume_yes && !a.opts.dry_run && !planfile) {
         char q[256];
         snprintf(q, sizeof(q), "Create up to %u paid node(s) on %s for cluster '%s'?",
                  spec->nodes, paid, spec->name);
@@ -117,6 +133,8 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
             gpc_fail(&err, GPC_ERR_USAGE, yes < 0 ? "refusing to create paid resources "
                      "without a terminal to confirm on; pass -y" : "aborted");
             gpc_spec_free(spec);
+            gpc_plan_free(&plan);
+            free(spec_path);
             return gpc_report_error(o, &err);
         }
     }
@@ -162,6 +180,8 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     }
     gpc_session_close(&s);
     gpc_spec_free(spec);
+    gpc_plan_free(&plan);
+    free(spec_path);
     return rc ? gpc_exit_status(err.code) : 0;
 }
 

@@ -65,6 +65,7 @@ static const struct {
     [GPC_ERR_JOB_FAILED]  = {"job_failed", 10},
     [GPC_ERR_NODE_LOST]   = {"node_lost", 11},
     [GPC_ERR_TIMEOUT]     = {"timeout", 12},
+    [GPC_ERR_STALE]       = {"stale", 13},
     [GPC_ERR_AUTH]        = {"auth", 20},
     [GPC_ERR_QUOTA]       = {"quota", 21},
     [GPC_ERR_CAPACITY]    = {"capacity", 22},

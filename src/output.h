@@ -28,6 +28,7 @@ typedef struct gpc_out {
     int color;      /* colour allowed on stdout */
     int assume_yes; /* -y */
     const char *state_dir; /* --state-dir, or NULL for the default */
+    const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
 } gpc_out;
 
 /* Fill from the environment: isatty, NO_COLOR, TERM. */

@@ -1175,7 +1175,7 @@ static int f_provider(walk *w, const ynode *k, const ynode *v, const char *path)
 
 static int f_nodes(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    uint64_t n;
+    uint64_t n = 0;
     int rc = get_int(w, v, path, 1, NODES_MAX, "an integer >= 1", &n);
     if (!rc)
         w->s->nodes = (uint32_t)n;
@@ -1257,7 +1257,7 @@ static int f_disk_tier(walk *w, const ynode *k, const ynode *v, const char *path
 
 static int f_disk_iops(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    uint64_t n;
+    uint64_t n = 0;
     int rc = get_int(w, v, path, 1, UINT32_MAX, "an integer >= 1", &n);
     if (!rc)
         w->s->resources.disk_iops = (uint32_t)n;

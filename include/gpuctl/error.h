@@ -38,11 +38,12 @@ typedef enum gpc_code {
     GPC_ERR_NODE_LOST,  /* a node vanished / was preempted before the end */
     GPC_ERR_TIMEOUT,    /* max_duration or --timeout elapsed */
     GPC_ERR_INTERRUPTED,/* SIGINT/SIGTERM while waiting */
-    GPC_ERR_AUTH,       /* credentials missing or rejected (reserved) */
-    GPC_ERR_QUOTA,      /* account quota too low (reserved) */
-    GPC_ERR_CAPACITY,   /* no capacity after every fallback (reserved) */
-    GPC_ERR_BUDGET,     /* a budget cap would be crossed (reserved) */
+    GPC_ERR_AUTH,       /* credentials missing or rejected */
+    GPC_ERR_QUOTA,      /* account quota too low */
+    GPC_ERR_CAPACITY,   /* no offer fits, or no capacity after every fallback */
+    GPC_ERR_BUDGET,     /* a budget cap or spot.max_price would be crossed */
     GPC_ERR_LOCKED,     /* another gpuctl holds this cluster's lock */
+    GPC_ERR_STALE,      /* a saved plan no longer matches the state */
     GPC_CODE_COUNT
 } gpc_code;
 
@@ -76,7 +77,7 @@ const char *gpc_code_name(gpc_code code);
  * Process exit status for a code (docs/exit-codes.md):
  *   0 ok, 1 internal/other, 3 usage, 4 spec/render, 5 state/io,
  *   6 provider, 7 not found, 8 partial destroy, 9 locked,
- *   10 job failed, 11 node lost, 12 timeout,
+ *   10 job failed, 11 node lost, 12 timeout, 13 stale plan,
  *   20 auth, 21 quota, 22 capacity, 23 budget, 130 interrupted.
  * (2 is reserved for `plan --detailed-exitcode`: changes pending.)
  */

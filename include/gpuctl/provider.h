@@ -33,6 +33,8 @@ struct gpc_buf;
 #define GPC_CAP_ERDMA       (1u << 3)
 #define GPC_CAP_PLACEMENT   (1u << 4)  /* placement groups */
 #define GPC_CAP_FREE        (1u << 5)  /* costs nothing: no confirmation needed */
+#define GPC_CAP_OWN_OFFERS  (1u << 6)  /* lists its offers itself (list_offers)
+                                          instead of from the built-in catalog */
 
 /* One way to run one node: an instance type in a region/zone at a price. */
 typedef struct gpc_offer {
@@ -47,6 +49,7 @@ typedef struct gpc_offer {
     double mem_gib;         /* RAM, GiB */
     int spot;               /* 1 = spot price */
     double price_hourly;    /* USD per node-hour */
+    char fabric[16];        /* "efa", "infiniband", "erdma", "none"; "" = not known */
 } gpc_offer;
 
 /* What to create. All pointers are borrowed for the duration of the call. */

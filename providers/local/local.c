@@ -143,6 +143,7 @@ static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
     snprintf(o.instance_type, sizeof(o.instance_type), "local");
     snprintf(o.region, sizeof(o.region), "local");
     snprintf(o.zone, sizeof(o.zone), "local");
+    snprintf(o.fabric, sizeof(o.fabric), "none");
     o.gpu_count = detect_gpus(o.gpu_model, sizeof(o.gpu_model), &o.gpu_mem_gib);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
@@ -902,7 +903,7 @@ static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
 const gpc_provider gpc_provider_local = {
     .name = "local",
     .summary = "nodes are process groups on this machine (the default; also your own GPU server)",
-    .caps = GPC_CAP_FREE,
+    .caps = GPC_CAP_FREE | GPC_CAP_OWN_OFFERS,
     .open = local_open,
     .close = local_close,
     .list_offers = local_list_offers,

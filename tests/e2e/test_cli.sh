@@ -107,14 +107,17 @@ expect_match "says so" "option '-f' given twice" "$(cat "$T/e.txt")"
 run_rc rc g apply -f quickstart.yaml --timeout 5 2> "$T/e.txt"
 expect_eq "--timeout without --wait: exit 3" 3 "$rc"
 
-# Provider candidates: the first one that can serve the spec wins.
+# Provider candidates: the cheapest offer among them wins (local costs 0).
 printf 'name: cand\nprovider: [aws, local]\nrun: {command: "true"}\n' > cand.yaml
 run_rc rc g apply -f cand.yaml --dry-run > "$T/cand.txt" 2> "$T/cand.err"
-expect_eq "provider [aws, local] falls back to local" 0 "$rc"
-expect_match "and says why" "using provider local \(provider 'aws' is not built into this gpuctl" "$(cat "$T/cand.err")"
+expect_eq "provider [aws, local]: local is cheapest" 0 "$rc"
+expect_eq "and the dry run says what it would do" "cluster cand: would create 1 node(s) (dry run, nothing changed)" "$(cat "$T/cand.txt")"
+run_rc rc g plan -f cand.yaml > "$T/cand-plan.txt"
+expect_match "plan says aws is planned from the catalog only" "note: provider aws is not built into this gpuctl yet" "$(cat "$T/cand-plan.txt")"
 printf 'name: cand\nprovider: [aws, azure]\nrun: {command: "true"}\n' > cand2.yaml
 run_rc rc g apply -f cand2.yaml --dry-run 2> "$T/cand2.err"
-expect_eq "no candidate available: exit 6" 6 "$rc"
+expect_eq "chosen provider not built in: exit 6" 6 "$rc"
+expect_match "and says so" "provider '(aws|azure)' is not built into this gpuctl \(available: local\)" "$(cat "$T/cand2.err")"
 
 # The local provider refuses what it cannot be (exit 22), it does not ignore it.
 for y in 'resources: {instance_types: p4d.24xlarge}' 'region: us-east-1' \

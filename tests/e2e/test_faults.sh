@@ -47,7 +47,7 @@ expect_eq "destroy removed both" 0 "$(node_dirs)"
 # 3. a failing create cleans up what the apply made
 run_rc rc env GPUCTL_TEST_FAULT=fail-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml 2> "$T/err3.txt"
 expect_eq "failed apply exits 6 (provider)" 6 "$rc"
-expect_match "error names the node" "injected failure creating faulty-1" "$(cat "$T/err3.txt")"
+expect_match "error names the node" "injected provider failure creating faulty-1" "$(cat "$T/err3.txt")"
 expect_eq "node 0 was removed again" 0 "$(node_dirs)"
 g -o json status > "$T/s3.json"
 expect_eq "no live cluster left" 0 "$(json_get "$T/s3.json" 'len(d["clusters"])')"

@@ -53,6 +53,7 @@ static void test_exit_status_contract(void **state)
     assert_int_equal(gpc_exit_status(GPC_ERR_JOB_FAILED), 10);
     assert_int_equal(gpc_exit_status(GPC_ERR_NODE_LOST), 11);
     assert_int_equal(gpc_exit_status(GPC_ERR_TIMEOUT), 12);
+    assert_int_equal(gpc_exit_status(GPC_ERR_STALE), 13);
     assert_int_equal(gpc_exit_status(GPC_ERR_AUTH), 20);
     assert_int_equal(gpc_exit_status(GPC_ERR_QUOTA), 21);
     assert_int_equal(gpc_exit_status(GPC_ERR_CAPACITY), 22);
@@ -61,6 +62,7 @@ static void test_exit_status_contract(void **state)
     assert_int_equal(gpc_exit_status((gpc_code)999), 1);
     assert_string_equal(gpc_code_name(GPC_ERR_JOB_FAILED), "job_failed");
     assert_string_equal(gpc_code_name(GPC_ERR_NOT_FOUND), "not_found");
+    assert_string_equal(gpc_code_name(GPC_ERR_STALE), "stale");
     for (int c = 0; c < GPC_CODE_COUNT; c++)
         assert_non_null(gpc_code_name((gpc_code)c));
 }

@@ -949,7 +949,7 @@ static void test_resources_interconnect_instances(void **state)
         gpc_interconnect ic;
     } ics[] = {
         {"any", GPC_IC_ANY}, {"none", GPC_IC_NONE}, {"efa", GPC_IC_EFA},
-        {"infiniband", GPC_IC_INFINIBAND}, {"erdma", GPC_IC_ERDMA},
+        {"infiniband", GPC_IC_INFINIBAND}, {"erdma", GPC_IC_ERDMA}, {"rdma", GPC_IC_RDMA},
     };
     for (size_t i = 0; i < sizeof(ics) / sizeof(ics[0]); i++) {
         char yaml[128];
@@ -969,11 +969,11 @@ static void test_resources_interconnect_instances(void **state)
 
     static const err_case cases[] = {
         {MIN "resources: {interconnect: ib}\n",
-         "job.yaml:3:27: resources.interconnect: expected any, none, efa, infiniband or erdma, "
-         "got 'ib'"},
+         "job.yaml:3:27: resources.interconnect: expected any, none, efa, infiniband, erdma "
+         "or rdma, got 'ib'"},
         {MIN "resources: {interconnect: infiniban}\n",
-         "job.yaml:3:27: resources.interconnect: expected any, none, efa, infiniband or erdma, "
-         "got 'infiniban' (did you mean 'infiniband'?)"},
+         "job.yaml:3:27: resources.interconnect: expected any, none, efa, infiniband, erdma "
+         "or rdma, got 'infiniban' (did you mean 'infiniband'?)"},
         {MIN "resources: {instance_types: ['p4d 24xlarge']}\n",
          "job.yaml:3:30: resources.instance_types[0]: 'p4d 24xlarge' is not a valid name "
          "(letters, digits, '-', '_' and '.')"},

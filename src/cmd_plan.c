@@ -1,0 +1,485 @@
+/* cmd_plan.c - `gpuctl offers` and `gpuctl plan`. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "commands.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/util.h"
+#include "plan.h"
+
+/* ---- shared option helpers ------------------------------------------- */
+
+/* Split a comma-separated list into *v (strings point into `copy`, which
+ * the caller frees).  Empty items are refused. */
+static int split_list(const char *arg, char **copy, const char ***v, size_t *n)
+{
+    free(*copy);
+    free(*v);
+    *copy = strdup(arg);
+    size_t cap = 1;
+    for (const char *p = arg; *p; p++)
+        cap += *p == ',';
+    *v = calloc(cap, sizeof(**v));
+    *n = 0;
+    if (!*copy || !*v)
+        return -1;
+    char *save = NULL;
+    for (char *tok = strtok_r(*copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        (*v)[(*n)++] = tok;
+    return *n == cap ? 0 : -1;
+}
+
+static int parse_interconnect(const char *s, gpc_interconnect *out)
+{
+    for (int i = GPC_IC_ANY; i <= GPC_IC_RDMA; i++)
+        if (strcmp(s, gpc_interconnect_name((gpc_interconnect)i)) == 0) {
+            *out = (gpc_interconnect)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_usd(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v > 0) || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Report an error; with --detailed-exitcode every error exits 1
+ * (Terraform's contract), and the JSON error says so. */
+static int report(const gpc_out *o, const gpc_error *err, int detailed)
+{
+    if (!detailed)
+        return gpc_report_error(o, err);
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON *e = cJSON_AddObjectToObject(doc, "error");
+        cJSON_AddStringToObject(e, "code", gpc_code_name(err->code));
+        cJSON_AddStringToObject(e, "message", err->msg);
+        cJSON_AddNumberToObject(e, "exit_status", 1);
+        gpc_print_json(doc);
+    }
+    fprintf(stderr, "gpuctl: error: %s\n", err->msg);
+    return 1;
+}
+
+/* ---- offers ----------------------------------------------------------- */
+
+typedef struct offers_args {
+    gpc_gpu_req *gpus;
+    size_t n_gpus;
+    char *prov_copy, *region_copy;
+    const char **providers, **regions;
+    size_t n_providers, n_regions;
+    gpc_interconnect ic;
+    int spot;
+    double max_price;
+    gpc_sort sort;
+    long limit;
+    gpc_error err;     /* why a --gpu value was refused */
+} offers_args;
+
+static int offers_opt(int opt, const char *arg, void *ud)
+{
+    offers_args *a = ud;
+    char *end;
+    switch (opt) {
+    case 'g': {
+        /* repeatable, and comma-separated: alternatives */
+        char *copy = strdup(arg), *save = NULL;
+        if (!copy)
+            return -1;
+        size_t items = 1, got = 0;
+        for (const char *q = arg; *q; q++)
+            items += *q == ',';
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            got++;
+            gpc_gpu_req *g = realloc(a->gpus, (a->n_gpus + 1) * sizeof(*g));
+            if (!g) {
+                free(copy);
+                return -1;
+            }
+            a->gpus = g;
+            memset(&g[a->n_gpus], 0, sizeof(*g));
+            if (gpc_parse_gpu("--gpu", tok, &g[a->n_gpus], &a->err)) {
+                free(copy);
+                return -1;
+            }
+            a->n_gpus++;
+        }
+        free(copy);
+        if (got != items) /* "", "T4," and ",," name no GPU */
+            return gpc_fail(&a->err, GPC_ERR_USAGE, "--gpu: empty GPU in '%s'", arg), -1;
+        return 0;
+    }
+    case 's': a->spot = 1; return 0;
+    case 'P': return split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
+    case 'r': return split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
+    case 'i': return parse_interconnect(arg, &a->ic);
+    case 'm': return parse_usd(arg, &a->max_price);
+    case 'S':
+        if (strcmp(arg, "price") == 0)
+            a->sort = GPC_SORT_PRICE;
+        else if (strcmp(arg, "price-per-tflops") == 0)
+            a->sort = GPC_SORT_PER_TFLOPS;
+        else
+            return -1;
+        return 0;
+    case 'n':
+        a->limit = strtol(arg, &end, 10);
+        return *end || a->limit <= 0 ? -1 : 0;
+    }
+    return -1;
+}
+
+static void offers_args_free(offers_args *a)
+{
+    for (size_t i = 0; i < a->n_gpus; i++)
+        free(a->gpus[i].model);
+    free(a->gpus);
+    free(a->prov_copy);
+    free(a->region_copy);
+    free(a->providers);
+    free(a->regions);
+}
+
+static void cell_price(char *b, size_t n, double v, int dec)
+{
+    if (v < 0)
+        snprintf(b, n, "-");
+    else
+        snprintf(b, n, "%.*f", dec, v);
+}
+
+/* One table row for a candidate of `gpuctl offers`. */
+static void offer_cells(const gpc_candidate *c, char cells[][48], int with_gpu)
+{
+    const gpc_catalog_row *r = c->row;
+    int k = 0;
+    snprintf(cells[k++], 48, "%s", r->provider);
+    snprintf(cells[k++], 48, "%s", r->instance_type);
+    snprintf(cells[k++], 48, "%s", *r->region ? r->region : "-");
+    if (with_gpu)
+        snprintf(cells[k++], 48, "%s", *r->gpu_model ? r->gpu_model : "-");
+    snprintf(cells[k++], 48, "%u", r->gpu_count);
+    snprintf(cells[k++], 48, "%g", r->vcpus);
+    snprintf(cells[k++], 48, "%g", r->mem_gib);
+    if (r->fabric_gbps > 0)
+        snprintf(cells[k++], 48, "%s %g", gpc_fabric_name(r->fabric), r->fabric_gbps);
+    else
+        snprintf(cells[k++], 48, "%s", gpc_fabric_name(r->fabric));
+    cell_price(cells[k++], 48, r->price_ondemand, 4);
+    cell_price(cells[k++], 48, r->price_spot, 4);
+    if (r->price_ondemand > 0 && r->price_spot >= 0)
+        snprintf(cells[k++], 48, "%.0f%%", 100.0 * (1.0 - r->price_spot / r->price_ondemand));
+    else
+        snprintf(cells[k++], 48, "-");
+    if (c->usd_per_tflops > 0)
+        snprintf(cells[k++], 48, "%.4g", c->usd_per_tflops);
+    else
+        snprintf(cells[k++], 48, "-");
+}
+
+static void print_offers_table(const gpc_out *o, const gpc_catalog *cat,
+                               const gpc_selection *sel, size_t shown, int spot, gpc_sort sort)
+{
+    static const char *const flat[] = {"PROVIDER", "INSTANCE TYPE", "REGION", "GPU", "GPUS",
+                                       "VCPU", "RAM GIB", "FABRIC GBIT/S", "ON-DEMAND $/H",
+                                       "SPOT $/H", "SAVING", "$/TFLOPS-H"};
+    char cells[12][48];
+    const char *row[12];
+    for (int i = 0; i < 12; i++)
+        row[i] = cells[i];
+    if (!o->tty) {
+        /* Piped: one flat table, one line per offer, for grep and awk. */
+        gpc_table t;
+        gpc_table_init(&t, 12, flat);
+        for (size_t i = 0; i < shown; i++) {
+            offer_cells(&sel->fit[i], cells, 1);
+            gpc_table_add(&t, row);
+        }
+        gpc_table_print(o, &t, stdout);
+        gpc_table_free(&t);
+    } else {
+        /* On a terminal: one table per GPU model, groups in order of their
+         * best offer. */
+        const char *header[11];
+        header[0] = flat[0];
+        header[1] = flat[1];
+        header[2] = flat[2];
+        for (int i = 3; i < 11; i++)
+            header[i] = flat[i + 1];
+        char *done = calloc(shown ? shown : 1, 1);
+        for (size_t i = 0; done && i < shown; i++) {
+            if (done[i])
+                continue;
+            const gpc_catalog_row *g = sel->fit[i].row;
+            const gpc_gpu_info *gi = g->gpu;
+            printf("%s%s%s", gpc_c_bold(o), *g->gpu_model ? g->gpu_model : "no GPU",
+                   gpc_c_reset(o));
+            if (gi && gpc_gpu_tflops(gi) > 0)
+                printf("  %g GiB, %g dense TFLOPS per GPU\n", gi->memory_gib, gpc_gpu_tflops(gi));
+            else if (gi)
+                printf("  %g GiB per GPU\n", gi->memory_gib);
+            else
+                printf("\n");
+            gpc_table t;
+            gpc_table_init(&t, 11, header);
+            for (size_t j = i; j < shown; j++) {
+                if (done[j] || strcmp(sel->fit[j].row->gpu_model, g->gpu_model) != 0)
+                    continue;
+                done[j] = 1;
+                offer_cells(&sel->fit[j], cells, 0);
+                gpc_table_add(&t, row);
+            }
+            gpc_table_print(o, &t, stdout);
+            gpc_table_free(&t);
+            printf("\n");
+        }
+        free(done);
+    }
+    if (!o->quiet) {
+        int cny = 0;
+        for (size_t i = 0; i < cat->n_sources; i++)
+            cny |= strcmp(cat->sources[i].currency, "CNY") == 0;
+        fprintf(stderr, "%zu of %zu offer(s) shown, by %s price%s; catalog %s (%zu rows)%s\n",
+                shown, sel->n_fit, spot ? "spot" : "on-demand",
+                sort == GPC_SORT_PER_TFLOPS ? " per dense TFLOPS" : "", cat->origin, cat->n_rows,
+                cny ? "; prices USD/hour, Aliyun's converted from CNY (see gpuctl catalog)" : "");
+    }
+}
+
+int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"gpu", required_argument, NULL, 'g'},
+        {"spot", no_argument, NULL, 's'},
+        {"provider", required_argument, NULL, 'P'},
+        {"region", required_argument, NULL, 'r'},
+        {"interconnect", required_argument, NULL, 'i'},
+        {"max-price", required_argument, NULL, 'm'},
+        {"sort", required_argument, NULL, 'S'},
+        {"limit", required_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0}
+    };
+    offers_args a;
+    memset(&a, 0, sizeof(a));
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "g:", offers_opt, &a, &done);
+    if (done) {
+        if (a.err.code) /* say why --gpu was refused, not just "invalid" */
+            fprintf(stderr, "gpuctl: %s\n", a.err.msg);
+        offers_args_free(&a);
+        return rc;
+    }
+    if (optind < argc) {
+        offers_args_free(&a);
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    }
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_catalog *cat = NULL;
+    rc = gpc_catalog_open(o->catalog_path, &cat, &err);
+    /* A provider the catalog has no row for is a typo, not "no offers"
+     * (names compare without case, as offer selection does). */
+    for (size_t i = 0; !rc && i < a.n_providers; i++) {
+        int found = 0;
+        for (size_t r = 0; r < cat->n_rows && !found; r++)
+            found = strcasecmp(cat->rows[r].provider, a.providers[i]) == 0;
+        if (!found) {
+            char have[256] = "";
+            const char *seen[16];
+            size_t n_seen = 0;
+            for (size_t r = 0; r < cat->n_rows && n_seen < 16; r++) {
+                size_t k = 0;
+                while (k < n_seen && strcmp(seen[k], cat->rows[r].provider) != 0)
+                    k++;
+                if (k == n_seen)
+                    seen[n_seen++] = cat->rows[r].provider;
+            }
+            for (size_t k = 0; k < n_seen; k++)
+                snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s",
+                         k ? ", " : "", seen[k]);
+            size_t hl = n_seen;
+            rc = gpc_fail(&err, GPC_ERR_USAGE, "--provider: the catalog (%s) has no rows for "
+                          "provider '%s' (it has: %s)", cat->origin, a.providers[i],
+                          hl ? have : "no rows");
+        }
+    }
+    gpc_offer_query q;
+    memset(&q, 0, sizeof(q));
+    q.gpus = a.gpus;
+    q.n_gpus = a.n_gpus;
+    q.interconnect = a.ic;
+    q.providers = a.providers;
+    q.n_providers = a.n_providers;
+    q.regions = a.regions;
+    q.n_regions = a.n_regions;
+    q.policy = a.spot ? GPC_SPOT_SPOT : GPC_SPOT_ON_DEMAND;
+    q.head = q.policy;
+    q.max_price = a.max_price;
+    q.nodes = 1;
+    q.sort = a.sort;
+    gpc_selection sel;
+    memset(&sel, 0, sizeof(sel));
+    if (!rc)
+        rc = gpc_offers_select(cat, NULL, 0, &q, &sel, &err);
+    if (rc) {
+        rc = gpc_report_error(o, &err);
+        goto out;
+    }
+    size_t shown = a.limit > 0 && (size_t)a.limit < sel.n_fit ? (size_t)a.limit : sel.n_fit;
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "command", "offers");
+        cJSON *cj = cJSON_AddObjectToObject(doc, "catalog");
+        cJSON_AddStringToObject(cj, "origin", cat->origin);
+        cJSON_AddStringToObject(cj, "sha256", cat->sha256);
+        cJSON_AddNumberToObject(cj, "rows", (double)cat->n_rows);
+        cJSON_AddStringToObject(doc, "purchase", a.spot ? "spot" : "on-demand");
+        cJSON_AddStringToObject(doc, "sort", a.sort == GPC_SORT_PRICE ? "price"
+                                                                      : "price-per-tflops");
+        cJSON_AddNumberToObject(doc, "matched", (double)sel.n_fit);
+        cJSON *arr = cJSON_AddArrayToObject(doc, "offers");
+        for (size_t i = 0; i < shown; i++) {
+            cJSON *r = gpc_row_json(cat, sel.fit[i].row);
+            cJSON_AddNumberToObject(r, "price_usd_hr", round(sel.fit[i].price_node * 1e6) / 1e6);
+            if (sel.fit[i].usd_per_tflops > 0)
+                cJSON_AddNumberToObject(r, "usd_per_tflops_hr",
+                                        round(sel.fit[i].usd_per_tflops * 1e9) / 1e9);
+            else
+                cJSON_AddNullToObject(r, "usd_per_tflops_hr");
+            cJSON_AddItemToArray(arr, r);
+        }
+        gpc_print_json(doc);
+    } else if (sel.n_fit == 0) {
+        gpc_info(o, "no offer matches (catalog %s, %zu rows)", cat->origin, cat->n_rows);
+    } else {
+        print_offers_table(o, cat, &sel, shown, a.spot, a.sort);
+    }
+    rc = 0;
+out:
+    gpc_selection_free(&sel);
+    gpc_catalog_free(cat);
+    offers_args_free(&a);
+    return rc;
+}
+
+/* ---- plan ------------------------------------------------------------- */
+
+typedef struct plan_args {
+    const char *file;
+    const char *out;
+    int detailed;
+} plan_args;
+
+static int plan_opt(int opt, const char *arg, void *ud)
+{
+    plan_args *a = ud;
+    switch (opt) {
+    case 'f':
+        if (a->file)
+            return GPC_OPT_TWICE;
+        a->file = arg;
+        return 0;
+    case 'O':
+        if (a->out)
+            return GPC_OPT_TWICE;
+        a->out = arg;
+        return 0;
+    case 'd': a->detailed = 1; return 0;
+    }
+    return -1;
+}
+
+/* Read a spec file and keep its text (a plan embeds it). */
+int gpc_load_spec_text(const char *file, gpc_spec **spec, char **text, gpc_error *err)
+{
+    size_t len = 0;
+    *spec = NULL;
+    int rc = gpc_read_file(file, GPC_SPEC_MAX_BYTES, text, &len, err);
+    if (rc)
+        return rc;
+    char *dir = strdup(file);
+    if (!dir)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (strcmp(file, "-") == 0 || !slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    rc = gpc_spec_load_string(strcmp(file, "-") == 0 ? "<stdin>" : file, dir, *text, len,
+                              spec, err);
+    free(dir);
+    return rc;
+}
+
+int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {"out", required_argument, NULL, 'O'},
+        {"detailed-exitcode", no_argument, NULL, 'd'},
+        {NULL, 0, NULL, 0}
+    };
+    plan_args a;
+    memset(&a, 0, sizeof(a));
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", plan_opt, &a, &done);
+    if (done)
+        return rc;
+    if (!a.file && optind < argc)
+        a.file = argv[optind++];
+    if (optind < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    if (!a.file)
+        return gpc_usage_error(o, c, "missing -f FILE%s", "");
+
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_spec *spec = NULL;
+    char *text = NULL;
+    gpc_session s;
+    memset(&s, 0, sizeof(s));
+    gpc_plan p;
+    memset(&p, 0, sizeof(p));
+    rc = gpc_load_spec_text(a.file, &spec, &text, &err);
+    if (!rc)
+        rc = gpc_session_open(&s, o, &err);
+    if (!rc) {
+        gpc_plan_opts po = {.catalog_path = o->catalog_path, .spec_path = a.file,
+                            .spec_text = text, .spec_len = text ? strlen(text) : 0};
+        rc = gpc_plan_make(&s, spec, &po, &p, &err);
+    }
+    if (!rc && a.out)
+        rc = gpc_plan_write(&p, a.out, &err);
+    if (rc) {
+        rc = report(o, &err, a.detailed);
+        goto out;
+    }
+    if (o->format == GPC_OUT_JSON)
+        gpc_print_json(cJSON_Duplicate(p.doc, 1));
+    else
+        gpc_plan_print(o, &p);
+    if (a.out)
+        gpc_info(o, "plan saved to %s; carry it out with: gpuctl apply %s", a.out, a.out);
+    rc = a.detailed && p.action != GPC_PLAN_NONE ? 2 : 0;
+out:
+    gpc_plan_free(&p);
+    if (s.st)
+        gpc_session_close(&s);
+    gpc_spec_free(spec);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,1019 @@
+/* plan.c - see plan.h */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/util.h"
+#include "plan.h"
+
+#define PLAN_KIND "plan"
+#define PLAN_FORMAT 1          /* bumped when an older gpuctl could misread it */
+#define LOST_LISTED 20         /* losing candidates kept in the document */
+
+/* ---- small JSON helpers ---------------------------------------------- */
+
+/* A number, or null when `v` is negative (our "unknown"). */
+static cJSON *num_or_null(double v)
+{
+    return v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+/* Round to 6 decimals so that documents do not carry float noise
+ * (0.1 + 0.2 style); prices in the catalog have at most 6. */
+static double r6(double v)
+{
+    return v < 0 ? v : round(v * 1e6) / 1e6;
+}
+
+static const char *purchase_name(int spot)
+{
+    return spot ? "spot" : "on-demand";
+}
+
+static double jnum(const cJSON *o, const char *k, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- rows and candidates as JSON --------------------------------------- */
+
+static cJSON *gpu_json(const gpc_catalog_row *r)
+{
+    cJSON *g = cJSON_CreateObject();
+    cJSON_AddStringToObject(g, "model", r->gpu_model);
+    cJSON_AddNumberToObject(g, "count", r->gpu_count);
+    cJSON_AddNumberToObject(g, "memory_gib", r->gpu_mem_gib);
+    double tf = r->gpu ? gpc_gpu_tflops(r->gpu) : 0;
+    cJSON_AddItemToObject(g, "tflops_dense", tf > 0 ? cJSON_CreateNumber(tf) : cJSON_CreateNull());
+    return g;
+}
+
+static void add_hardware(cJSON *o, const gpc_catalog_row *r)
+{
+    cJSON_AddStringToObject(o, "provider", r->provider);
+    cJSON_AddStringToObject(o, "instance_type", r->instance_type);
+    cJSON_AddStringToObject(o, "region", r->region);
+    cJSON_AddItemToObject(o, "gpu", gpu_json(r));
+    cJSON_AddNumberToObject(o, "vcpus", r->vcpus);
+    cJSON_AddNumberToObject(o, "memory_gib", r->mem_gib);
+    cJSON *ic = cJSON_AddObjectToObject(o, "interconnect");
+    cJSON_AddStringToObject(ic, "fabric", gpc_fabric_name(r->fabric));
+    cJSON_AddItemToObject(ic, "gbps", r->fabric_gbps > 0 ? cJSON_CreateNumber(r->fabric_gbps)
+                                                         : cJSON_CreateNull());
+}
+
+/* Currency facts of a row's source: the rate when prices were CNY. */
+static double cny_rate(const gpc_catalog *cat, const gpc_catalog_row *r)
+{
+    const gpc_catalog_source *src = cat ? gpc_catalog_source_get(cat, r->source) : NULL;
+    if (src && strcmp(src->currency, "CNY") == 0 && src->usd_per_unit > 0)
+        return src->usd_per_unit;
+    return 0;
+}
+
+cJSON *gpc_row_json(const gpc_catalog *cat, const gpc_catalog_row *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    add_hardware(o, r);
+    cJSON *p = cJSON_AddObjectToObject(o, "price");
+    cJSON_AddItemToObject(p, "on_demand_usd_hr", num_or_null(r6(r->price_ondemand)));
+    cJSON_AddItemToObject(p, "spot_usd_hr", num_or_null(r6(r->price_spot)));
+    double rate = cny_rate(cat, r);
+    if (rate > 0) {
+        cJSON_AddItemToObject(p, "on_demand_cny_hr", num_or_null(r->price_ondemand_cny));
+        cJSON_AddItemToObject(p, "spot_cny_hr", num_or_null(r->price_spot_cny));
+        cJSON_AddNumberToObject(p, "usd_per_cny", rate);
+    }
+    double saving = r->price_ondemand > 0 && r->price_spot >= 0
+                  ? 100.0 * (1.0 - r->price_spot / r->price_ondemand) : -1;
+    cJSON_AddItemToObject(o, "spot_saving_pct", num_or_null(saving < 0 ? -1 : round(saving * 10) / 10));
+    double tf = r->gpu ? gpc_gpu_tflops(r->gpu) * r->gpu_count : 0;
+    double ppt = tf > 0 && r->price_ondemand >= 0 ? r->price_ondemand / tf : -1;
+    cJSON_AddItemToObject(o, "on_demand_usd_per_tflops_hr", num_or_null(r6(ppt)));
+    cJSON_AddStringToObject(o, "source", r->source);
+    return o;
+}
+
+cJSON *gpc_candidate_json(const gpc_catalog *cat, const gpc_candidate *c)
+{
+    const gpc_catalog_row *r = c->row;
+    cJSON *o = cJSON_CreateObject();
+    add_hardware(o, r);
+    cJSON_AddStringToObject(o, "purchase", purchase_name(c->spot));
+    cJSON_AddStringToObject(o, "head_purchase", purchase_name(c->head_spot));
+    cJSON *p = cJSON_AddObjectToObject(o, "price");
+    cJSON_AddItemToObject(p, "node_usd_hr", num_or_null(r6(c->price_node)));
+    cJSON_AddItemToObject(p, "head_usd_hr", num_or_null(r6(c->price_head)));
+    cJSON_AddItemToObject(p, "cluster_usd_hr", num_or_null(r6(c->price_cluster)));
+    cJSON_AddItemToObject(p, "cluster_on_demand_usd_hr", num_or_null(r6(c->price_cluster_ondemand)));
+    cJSON_AddItemToObject(p, "usd_per_tflops_hr",
+                          c->usd_per_tflops > 0 ? cJSON_CreateNumber(r6(c->usd_per_tflops))
+                                                : cJSON_CreateNull());
+    cJSON_AddItemToObject(p, "projected_total_usd",
+                          c->projected_total >= 0 && c->price_cluster >= 0 &&
+                          (c->projected_total > 0 || c->price_cluster == 0)
+                          ? cJSON_CreateNumber(r6(c->projected_total)) : cJSON_CreateNull());
+    double rate = cny_rate(cat, r);
+    if (rate > 0) {
+        double cny = c->spot ? r->price_spot_cny : r->price_ondemand_cny;
+        cJSON_AddItemToObject(p, "node_cny_hr", num_or_null(cny));
+        cJSON_AddNumberToObject(p, "usd_per_cny", rate);
+    }
+    cJSON_AddStringToObject(o, "source", r->source);
+    cJSON_AddStringToObject(o, "verdict", gpc_verdict_name(c->verdict));
+    cJSON_AddStringToObject(o, "why", c->why);
+    return o;
+}
+
+/* ---- state fingerprint ------------------------------------------------- */
+
+int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err)
+{
+    gpc_cluster_rec c;
+    gpc_error nf;
+    gpc_error_clear(&nf);
+    gpc_buf b;
+    gpc_buf_init(&b, GPC_BUF_FILE_MAX);
+    int rc = 0;
+    if (gpc_cluster_get(st, name, &c, &nf) != 0) {
+        if (nf.code != GPC_ERR_NOT_FOUND)
+            return gpc_fail(err, nf.code, "%s", nf.msg);
+        rc = gpc_buf_addf(&b, err, "absent %s\n", name);
+    } else {
+        gpc_node_rec *nodes = NULL;
+        size_t n = 0;
+        rc = gpc_buf_addf(&b, err, "cluster %s %lld %s %s %s\n", c.name, (long long)c.id,
+                          c.uid, c.spec_hash, c.provider);
+        if (!rc)
+            rc = gpc_node_list(st, c.id, 0, &nodes, &n, err);
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = gpc_buf_addf(&b, err, "node %u %s\n", nodes[i].rank, nodes[i].provider_id);
+        gpc_node_list_free(nodes, n);
+        gpc_cluster_rec_free(&c);
+    }
+    if (!rc)
+        gpc_sha256_hex(b.data, b.len, out);
+    gpc_buf_free(&b);
+    return rc;
+}
+
+/* ---- offers a provider lists itself (local) ---------------------------- */
+
+/* Rows made from a provider's own offers, and the strings they point at. */
+typedef struct own_rows {
+    gpc_catalog_row *rows;
+    size_t n;
+    gpc_offer *offers;   /* the strings of rows[] point into these */
+    size_t n_offers;
+    cJSON *notes;        /* array of strings: why a provider had nothing */
+} own_rows;
+
+/*
+ * "NVIDIA A100-SXM4-80GB" -> "A100-SXM4-80GB", "Tesla T4" -> "T4": the
+ * catalog's family naming, which offer selection matches on.
+ */
+static void model_key(char *m)
+{
+    static const char *const prefixes[] = {"NVIDIA ", "Tesla ", NULL};
+    for (int again = 1; again; ) {
+        again = 0;
+        for (size_t i = 0; prefixes[i]; i++) {
+            size_t l = strlen(prefixes[i]);
+            if (strncmp(m, prefixes[i], l) == 0) {
+                memmove(m, m + l, strlen(m + l) + 1);
+                again = 1;
+            }
+        }
+    }
+    for (char *p = m; *p; p++)
+        if (*p == ' ')
+            *p = '-';
+}
+
+/*
+ * The catalog's entry for a GPU a provider detected: the same family
+ * ("H200" for "H200-141GB-SXM") with the memory within 5 % (nvidia-smi
+ * reports 140.4 GiB for the H200 that datasheets call 141GB).  NULL when
+ * none or several differ.
+ */
+static const gpc_gpu_info *catalog_gpu_for(const gpc_catalog *cat, const char *model,
+                                           double mem_gib)
+{
+    const gpc_gpu_info *hit = NULL;
+    size_t ml = strlen(model);
+    for (size_t i = 0; cat && i < cat->n_gpus; i++) {
+        const gpc_gpu_info *g = &cat->gpus[i];
+        size_t fl = strcspn(g->model, "-");
+        if (fl != ml || strncasecmp(g->model, model, ml) != 0)
+            continue;
+        if (g->memory_gib <= 0 || fabs(mem_gib - g->memory_gib) > 0.05 * g->memory_gib)
+            continue;
+        if (hit && hit->memory_gib != g->memory_gib)
+            return NULL;
+        hit = hit ? hit : g;
+    }
+    return hit;
+}
+
+static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *cat,
+                       const char *const *names, size_t n_names, own_rows *own,
+                       gpc_error *err)
+{
+    memset(own, 0, sizeof(*own));
+    own->notes = cJSON_CreateArray();
+    for (size_t i = 0; i < n_names; i++) {
+        const gpc_provider *p = gpc_provider_find(names[i]);
+        if (!p || !(p->caps & GPC_CAP_OWN_OFFERS))
+            continue;
+        int rc = gpc_session_provider(s, p->name, err);
+        if (rc)
+            return rc;
+        gpc_offer *o = NULL;
+        size_t n = 0;
+        gpc_error e;
+        gpc_error_clear(&e);
+        rc = s->prov->list_offers(s->pctx, spec, &o, &n, &e);
+        if (rc == GPC_ERR_CAPACITY || rc == GPC_ERR_BUDGET || (!rc && n == 0)) {
+            cJSON_AddItemToArray(own->notes, cJSON_CreateString(
+                rc ? e.msg : "no offer from this provider"));
+            free(o);
+            continue;
+        }
+        if (rc) {
+            free(o);
+            return gpc_fail(err, e.code, "%s", e.msg);
+        }
+        gpc_offer *all = realloc(own->offers, (own->n_offers + n) * sizeof(*all));
+        if (!all) {
+            free(o);
+            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        }
+        own->offers = all;
+        memcpy(all + own->n_offers, o, n * sizeof(*o));
+        own->n_offers += n;
+        free(o);
+    }
+    own->rows = calloc(own->n_offers ? own->n_offers : 1, sizeof(*own->rows));
+    if (!own->rows)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < own->n_offers; i++) {
+        gpc_offer *o = &own->offers[i];
+        gpc_catalog_row *r = &own->rows[i];
+        model_key(o->gpu_model);
+        /* Name and size it as the catalog does, so that GPU requests match
+         * it the same way, and it has TFLOPS figures. */
+        const gpc_gpu_info *g = o->gpu_count ? catalog_gpu_for(cat, o->gpu_model, o->gpu_mem_gib)
+                                             : NULL;
+        if (g) {
+            snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", g->model);
+            o->gpu_mem_gib = g->memory_gib;
+        }
+        r->gpu = g;
+        r->provider = o->provider;
+        r->instance_type = o->instance_type;
+        r->region = o->region;
+        r->gpu_model = o->gpu_model;
+        r->gpu_count = o->gpu_count;
+        r->gpu_mem_gib = o->gpu_mem_gib;
+        r->vcpus = o->vcpus;
+        r->mem_gib = o->mem_gib;
+        r->fabric = strcmp(o->fabric, "none") == 0 ? GPC_FABRIC_NONE : GPC_FABRIC_UNKNOWN;
+        r->price_ondemand = o->spot ? -1 : o->price_hourly;
+        r->price_spot = o->spot ? o->price_hourly : -1;
+        r->price_ondemand_cny = -1;
+        r->price_spot_cny = -1;
+        r->source = "live";
+        r->notes = "";
+    }
+    own->n = own->n_offers;
+    return 0;
+}
+
+static void own_free(own_rows *own)
+{
+    free(own->rows);
+    free(own->offers);
+    cJSON_Delete(own->notes);
+    memset(own, 0, sizeof(*own));
+}
+
+/* ---- making a plan ----------------------------------------------------- */
+
+static void fill_offer(gpc_offer *o, const gpc_catalog_row *r, int spot, double price)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->provider, sizeof(o->provider), "%s", r->provider);
+    snprintf(o->instance_type, sizeof(o->instance_type), "%s", r->instance_type);
+    snprintf(o->region, sizeof(o->region), "%s", r->region);
+    snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", r->gpu_model);
+    o->gpu_count = r->gpu_count;
+    o->gpu_mem_gib = r->gpu_mem_gib;
+    o->vcpus = r->vcpus;
+    o->mem_gib = r->mem_gib;
+    o->spot = spot;
+    o->price_hourly = price;
+    snprintf(o->fabric, sizeof(o->fabric), "%s",
+             r->fabric == GPC_FABRIC_UNKNOWN ? "" : gpc_fabric_name(r->fabric));
+}
+
+static void iso_time(int64_t t, char *buf, size_t n)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static cJSON *budget_check(const char *name, double limit, double value, const char *unit)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "check", name);
+    cJSON_AddItemToObject(b, "limit", limit > 0 ? cJSON_CreateNumber(limit) : cJSON_CreateNull());
+    cJSON_AddItemToObject(b, "value", value >= 0 ? cJSON_CreateNumber(r6(value)) : cJSON_CreateNull());
+    cJSON_AddStringToObject(b, "unit", unit);
+    /* ok: null when the cap cannot be checked before running (max_total
+     * without a lifecycle.max_duration to bound the run). */
+    if (limit > 0 && value < 0)
+        cJSON_AddNullToObject(b, "ok");
+    else
+        cJSON_AddBoolToObject(b, "ok", limit <= 0 || value <= limit + 1e-9);
+    return b;
+}
+
+static cJSON *strs_json(const char *const *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+/* The "changes" list: what apply would create. */
+static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_node_rec *nodes,
+                           size_t n_nodes)
+{
+    cJSON *a = cJSON_CreateArray();
+    if (p->action == GPC_PLAN_NONE || !p->n_offers)
+        return a;
+    const gpc_plan_offer *o = &p->offers[0];
+    if (p->action == GPC_PLAN_CREATE) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "action", "create");
+        cJSON_AddStringToObject(c, "resource", "cluster");
+        cJSON_AddStringToObject(c, "name", spec->name);
+        cJSON_AddStringToObject(c, "provider", o->worker.provider);
+        cJSON_AddItemToArray(a, c);
+    }
+    for (uint32_t rank = 0; rank < spec->nodes; rank++) {
+        if (p->action == GPC_PLAN_RESUME) {
+            int missing = 0;
+            for (size_t i = 0; i < n_nodes; i++)
+                if (nodes[i].rank == rank && !nodes[i].provider_id[0])
+                    missing = 1;
+            if (!missing)
+                continue;
+        }
+        const gpc_offer *no = rank == 0 ? &o->head : &o->worker;
+        char name[128];
+        snprintf(name, sizeof(name), "%s-%u", spec->name, rank);
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "action", "create");
+        cJSON_AddStringToObject(c, "resource", "node");
+        cJSON_AddStringToObject(c, "name", name);
+        cJSON_AddNumberToObject(c, "rank", rank);
+        cJSON_AddStringToObject(c, "provider", no->provider);
+        cJSON_AddStringToObject(c, "instance_type", no->instance_type);
+        cJSON_AddStringToObject(c, "region", no->region);
+        cJSON_AddStringToObject(c, "purchase", purchase_name(no->spot));
+        cJSON_AddNumberToObject(c, "price_usd_hr", r6(no->price_hourly));
+        cJSON_AddItemToArray(a, c);
+    }
+    return a;
+}
+
+static const char *action_name(gpc_plan_action a)
+{
+    switch (a) {
+    case GPC_PLAN_NONE: return "none";
+    case GPC_PLAN_CREATE: return "create";
+    case GPC_PLAN_RESUME: return "resume";
+    }
+    return "none";
+}
+
+/* Build the document once selection and state are known. */
+static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_plan *p,
+                       const gpc_catalog *cat, const gpc_selection *sel,
+                       const gpc_offer_query *q, const gpc_node_rec *nodes, size_t n_nodes,
+                       cJSON *notes)
+{
+    cJSON *d = cJSON_CreateObject();
+    char now[32];
+    iso_time(gpc_now(), now, sizeof(now));
+    cJSON_AddStringToObject(d, "kind", PLAN_KIND);
+    cJSON_AddNumberToObject(d, "plan_format", PLAN_FORMAT);
+    cJSON_AddStringToObject(d, "gpuctl_version", GPUCTL_VERSION);
+    cJSON_AddStringToObject(d, "created_at", now);
+    cJSON_AddStringToObject(d, "cluster", spec->name);
+
+    cJSON *sj = cJSON_AddObjectToObject(d, "spec");
+    char *abs = NULL;
+    if (po->spec_path && strcmp(po->spec_path, "-") != 0)
+        gpc_realpath(po->spec_path, &abs, NULL);
+    cJSON_AddStringToObject(sj, "source", spec->source ? spec->source : "");
+    cJSON_AddStringToObject(sj, "path", abs ? abs : "");
+    free(abs);
+    char *base = NULL;
+    gpc_realpath(spec->base_dir ? spec->base_dir : ".", &base, NULL);
+    cJSON_AddStringToObject(sj, "base_dir", base ? base : ".");
+    free(base);
+    cJSON_AddStringToObject(sj, "sha256", p->spec_hash);
+    if (po->spec_text)
+        cJSON_AddStringToObject(sj, "yaml", po->spec_text);
+    else
+        cJSON_AddNullToObject(sj, "yaml");
+
+    cJSON *cj = cJSON_AddObjectToObject(d, "catalog");
+    cJSON_AddStringToObject(cj, "origin", cat->origin);
+    cJSON_AddStringToObject(cj, "sha256", cat->sha256);
+    cJSON_AddNumberToObject(cj, "rows", (double)cat->n_rows);
+
+    cJSON *st = cJSON_AddObjectToObject(d, "state");
+    cJSON_AddBoolToObject(st, "cluster_exists", p->cluster_exists);
+    cJSON_AddStringToObject(st, "fingerprint", p->fingerprint);
+
+    cJSON *rq = cJSON_AddObjectToObject(d, "request");
+    cJSON_AddNumberToObject(rq, "nodes", q->nodes);
+    cJSON_AddItemToObject(rq, "providers", strs_json(q->providers, q->n_providers));
+    cJSON_AddItemToObject(rq, "regions", strs_json(q->regions, q->n_regions));
+    cJSON_AddStringToObject(rq, "interconnect", gpc_interconnect_name(q->interconnect));
+    cJSON_AddStringToObject(rq, "spot_policy", gpc_spot_policy_name(q->policy));
+    cJSON_AddStringToObject(rq, "head_policy", gpc_spot_policy_name(q->head));
+
+    cJSON_AddStringToObject(d, "action", action_name(p->action));
+    cJSON_AddBoolToObject(d, "changes_pending", p->action != GPC_PLAN_NONE);
+    cJSON_AddItemToObject(d, "changes", changes_json(spec, p, nodes, n_nodes));
+
+    const gpc_candidate *best = sel->n_fit ? &sel->fit[0] : NULL;
+    cJSON_AddItemToObject(d, "chosen", best ? gpc_candidate_json(cat, best) : cJSON_CreateNull());
+    cJSON *fb = cJSON_AddArrayToObject(d, "fallbacks");
+    for (size_t i = 1; i < sel->n_fit && i < GPC_PLAN_OFFERS_MAX; i++)
+        cJSON_AddItemToArray(fb, gpc_candidate_json(cat, &sel->fit[i]));
+    cJSON_AddNumberToObject(d, "feasible", (double)sel->n_fit);
+    cJSON *lost = cJSON_AddArrayToObject(d, "lost");
+    for (size_t i = 0; i < sel->n_lost && i < LOST_LISTED; i++)
+        cJSON_AddItemToArray(lost, gpc_candidate_json(cat, &sel->lost[i]));
+    cJSON *by = cJSON_AddObjectToObject(d, "lost_by");
+    for (int v = GPC_FIT + 1; v < GPC_VERDICT_COUNT; v++)
+        if (sel->lost_by[v])
+            cJSON_AddNumberToObject(by, gpc_verdict_name((gpc_verdict)v), (double)sel->lost_by[v]);
+
+    cJSON *cost = cJSON_AddObjectToObject(d, "cost");
+    cJSON_AddStringToObject(cost, "currency", "USD");
+    if (best) {
+        cJSON_AddNumberToObject(cost, "node_usd_hr", r6(best->price_node));
+        cJSON_AddNumberToObject(cost, "head_usd_hr", r6(best->price_head));
+        cJSON_AddNumberToObject(cost, "cluster_usd_hr", r6(best->price_cluster));
+        cJSON_AddItemToObject(cost, "cluster_on_demand_usd_hr",
+                              num_or_null(r6(best->price_cluster_ondemand)));
+        double save = best->price_cluster_ondemand > 0
+                    ? best->price_cluster_ondemand - best->price_cluster : -1;
+        cJSON_AddItemToObject(cost, "spot_saving_usd_hr", num_or_null(r6(save)));
+        cJSON_AddItemToObject(cost, "spot_saving_pct",
+                              num_or_null(save < 0 ? -1 : round(1000.0 * save /
+                                          best->price_cluster_ondemand) / 10));
+    } else {
+        cJSON_AddNullToObject(cost, "node_usd_hr");
+        cJSON_AddNullToObject(cost, "head_usd_hr");
+        cJSON_AddNullToObject(cost, "cluster_usd_hr");
+        cJSON_AddNullToObject(cost, "cluster_on_demand_usd_hr");
+        cJSON_AddNullToObject(cost, "spot_saving_usd_hr");
+        cJSON_AddNullToObject(cost, "spot_saving_pct");
+    }
+    if (spec->lifecycle.max_duration_s)
+        cJSON_AddNumberToObject(cost, "max_duration_s", (double)spec->lifecycle.max_duration_s);
+    else
+        cJSON_AddNullToObject(cost, "max_duration_s");
+    cJSON_AddItemToObject(cost, "projected_total_usd",
+                          best && spec->lifecycle.max_duration_s && best->projected_total >= 0
+                          ? cJSON_CreateNumber(r6(best->projected_total)) : cJSON_CreateNull());
+
+    cJSON *bud = cJSON_AddArrayToObject(d, "budget");
+    if (best) {
+        double top = best->price_node > best->price_head ? best->price_node : best->price_head;
+        cJSON_AddItemToArray(bud, budget_check("spot.max_price", spec->spot.max_price, top,
+                                               "USD/hour per node"));
+        cJSON_AddItemToArray(bud, budget_check("budget.max_hourly", spec->budget.max_hourly,
+                                               best->price_cluster, "USD/hour"));
+        cJSON_AddItemToArray(bud, budget_check("budget.max_total", spec->budget.max_total,
+                                               spec->lifecycle.max_duration_s
+                                               ? best->projected_total : -1, "USD"));
+    }
+    cJSON_AddItemToObject(d, "notes", cJSON_Duplicate(notes, 1));
+    return d;
+}
+
+int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
+                  gpc_plan *out, gpc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gpc_spec_hash(spec, out->spec_hash, err);
+    if (!rc)
+        rc = gpc_state_fingerprint(s->st, spec->name, out->fingerprint, err);
+    if (rc)
+        return rc;
+
+    /* What exists already. */
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    gpc_error nf;
+    gpc_error_clear(&nf);
+    gpc_node_rec *nodes = NULL;
+    size_t n_nodes = 0;
+    out->cluster_exists = gpc_cluster_get(s->st, spec->name, &c, &nf) == 0;
+    if (!out->cluster_exists && nf.code != GPC_ERR_NOT_FOUND)
+        return gpc_fail(err, nf.code, "%s", nf.msg);
+    if (out->cluster_exists) {
+        if (strcmp(c.spec_hash, out->spec_hash) != 0) {
+            rc = gpc_fail(err, GPC_ERR_USAGE,
+                          "cluster '%s' exists with a different spec (applied %.12s, now "
+                          "%.12s); destroy it first: gpuctl destroy %s",
+                          c.name, c.spec_hash, out->spec_hash, c.name);
+            gpc_cluster_rec_free(&c);
+            return rc;
+        }
+        rc = gpc_node_list(s->st, c.id, 0, &nodes, &n_nodes, err);
+        for (size_t i = 0; !rc && i < n_nodes; i++)
+            out->n_create += !nodes[i].provider_id[0];
+        out->action = out->n_create ? GPC_PLAN_RESUME : GPC_PLAN_NONE;
+    } else {
+        out->action = GPC_PLAN_CREATE;
+        out->n_create = spec->nodes;
+    }
+
+    /* Candidates: the catalog, plus offers that providers list themselves.
+     * An existing cluster stays on its provider. */
+    gpc_offer_query q;
+    gpc_offer_query_from_spec(spec, &q);
+    const char *only[1];
+    if (out->cluster_exists) {
+        only[0] = c.provider;
+        q.providers = only;
+        q.n_providers = 1;
+    }
+    gpc_catalog *cat = NULL;
+    own_rows own;
+    memset(&own, 0, sizeof(own));
+    gpc_selection sel;
+    memset(&sel, 0, sizeof(sel));
+    if (!rc)
+        rc = gpc_catalog_open(po->catalog_path, &cat, err);
+    if (!rc)
+        rc = collect_own(s, spec, cat, q.providers, q.n_providers, &own, err);
+    if (!rc)
+        rc = gpc_offers_select(cat, own.rows, own.n, &q, &sel, err);
+    /* Providers planned from the catalog alone: say so once. */
+    char missing[160] = "";
+    size_t n_missing = 0;
+    for (size_t i = 0; !rc && i < q.n_providers; i++)
+        if (!gpc_provider_find(q.providers[i]) && strlen(missing) + strlen(q.providers[i]) + 3 <
+            sizeof(missing)) {
+            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                     n_missing ? ", " : "", q.providers[i]);
+            n_missing++;
+        }
+    if (n_missing) {
+        char note[512];
+        snprintf(note, sizeof(note), "provider%s %s %s not built into this gpuctl yet "
+                 "(available: %s): %s offers are planned from the catalog, but apply cannot "
+                 "create them", n_missing > 1 ? "s" : "", missing, n_missing > 1 ? "are" : "is",
+                 gpc_provider_names(), n_missing > 1 ? "their" : "its");
+        cJSON_AddItemToArray(own.notes, cJSON_CreateString(note));
+    }
+    if (!rc && sel.n_fit == 0 && out->action != GPC_PLAN_NONE) {
+        /* Say why, including what a provider said of its own offers. */
+        gpc_error e;
+        gpc_error_clear(&e);
+        gpc_selection_fail(&sel, &q, spec->name, &e);
+        /* A provider that lists its own offers (local) says best why it has
+         * none; when it is the only candidate its word is the answer. */
+        int only_own = q.n_providers > 0;
+        for (size_t i = 0; i < q.n_providers; i++) {
+            const gpc_provider *p = gpc_provider_find(q.providers[i]);
+            only_own &= p && (p->caps & GPC_CAP_OWN_OFFERS);
+        }
+        gpc_buf why;
+        gpc_buf_init(&why, GPC_ERROR_MSG_MAX);
+        for (const cJSON *it = own.notes->child; it; it = it->next)
+            if (cJSON_IsString(it))
+                gpc_buf_addf(&why, NULL, "%s%s", why.len ? "; " : "", it->valuestring);
+        if (only_own && why.len)
+            rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s", gpc_buf_str(&why));
+        else if (why.len)
+            rc = gpc_fail(err, e.code, "%s; %s", e.msg, gpc_buf_str(&why));
+        else
+            rc = gpc_fail(err, e.code, "%s", e.msg);
+        gpc_buf_free(&why);
+    }
+    if (!rc) {
+        size_t n = sel.n_fit < GPC_PLAN_OFFERS_MAX ? sel.n_fit : GPC_PLAN_OFFERS_MAX;
+        out->offers = calloc(n ? n : 1, sizeof(*out->offers));
+        if (!out->offers)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < n; i++) {
+            const gpc_candidate *cd = &sel.fit[i];
+            fill_offer(&out->offers[i].worker, cd->row, cd->spot, cd->price_node);
+            fill_offer(&out->offers[i].head, cd->row, cd->head_spot, cd->price_head);
+            out->offers[i].price_cluster = cd->price_cluster;
+        }
+        out->n_offers = n;
+    }
+    if (!rc) {
+        out->doc = plan_doc(spec, po, out, cat, &sel, &q, nodes, n_nodes, own.notes);
+        if (!out->doc)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    gpc_selection_free(&sel);
+    own_free(&own);
+    gpc_catalog_free(cat);
+    gpc_node_list_free(nodes, n_nodes);
+    if (out->cluster_exists)
+        gpc_cluster_rec_free(&c);
+    if (rc)
+        gpc_plan_free(out);
+    return rc;
+}
+
+void gpc_plan_free(gpc_plan *p)
+{
+    if (!p)
+        return;
+    free(p->offers);
+    cJSON_Delete(p->doc);
+    memset(p, 0, sizeof(*p));
+}
+
+/* ---- saved plans ------------------------------------------------------- */
+
+int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err)
+{
+    cJSON *copy = cJSON_CreateObject();
+    cJSON_AddNumberToObject(copy, "schema_version", 1);
+    for (const cJSON *it = p->doc->child; it; it = it->next)
+        cJSON_AddItemToObject(copy, it->string, cJSON_Duplicate(it, 1));
+    char *text = cJSON_Print(copy);
+    cJSON_Delete(copy);
+    if (!text)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    size_t len = strlen(text);
+    text[len] = '\0';
+    gpc_buf b;
+    gpc_buf_init(&b, GPC_BUF_FILE_MAX * 4);
+    int rc = gpc_buf_add(&b, text, len, err);
+    if (!rc)
+        rc = gpc_buf_adds(&b, "\n", err);
+    free(text);
+    if (!rc)
+        rc = gpc_write_file_atomic(path, b.data, b.len, 0600, err);
+    gpc_buf_free(&b);
+    return rc;
+}
+
+/* One offer from its JSON (the inverse of gpc_candidate_json's fields). */
+static int offer_from_json(const cJSON *j, int head, gpc_offer *o)
+{
+    memset(o, 0, sizeof(*o));
+    const char *prov = jstr(j, "provider"), *type = jstr(j, "instance_type");
+    const char *region = jstr(j, "region");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
+    const cJSON *ic = cJSON_GetObjectItemCaseSensitive(j, "interconnect");
+    const cJSON *price = cJSON_GetObjectItemCaseSensitive(j, "price");
+    const char *purchase = jstr(j, head ? "head_purchase" : "purchase");
+    if (!prov || !type || !region || !cJSON_IsObject(gpu) || !cJSON_IsObject(price) ||
+        !purchase || !cJSON_IsObject(ic))
+        return -1;
+    snprintf(o->provider, sizeof(o->provider), "%s", prov);
+    snprintf(o->instance_type, sizeof(o->instance_type), "%s", type);
+    snprintf(o->region, sizeof(o->region), "%s", region);
+    const char *model = jstr(gpu, "model");
+    snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", model ? model : "");
+    o->gpu_count = (uint32_t)jnum(gpu, "count", 0);
+    o->gpu_mem_gib = jnum(gpu, "memory_gib", 0);
+    o->vcpus = jnum(j, "vcpus", 0);
+    o->mem_gib = jnum(j, "memory_gib", 0);
+    o->spot = strcmp(purchase, "spot") == 0;
+    o->price_hourly = jnum(price, head ? "head_usd_hr" : "node_usd_hr", -1);
+    const char *fab = jstr(ic, "fabric");
+    snprintf(o->fabric, sizeof(o->fabric), "%s", fab && strcmp(fab, "unknown") ? fab : "");
+    return o->price_hourly < 0 ? -1 : 0;
+}
+
+int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_path,
+                  gpc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    *spec = NULL;
+    *spec_path = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = gpc_read_file(path, GPC_BUF_FILE_MAX * 4, &text, &len, err);
+    if (rc)
+        return rc;
+    cJSON *d = cJSON_ParseWithLength(text, len);
+    free(text);
+    const char *kind = d ? jstr(d, "kind") : NULL;
+    if (!d || !kind || strcmp(kind, PLAN_KIND) != 0) {
+        cJSON_Delete(d);
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: not a gpuctl plan file (a plan comes from "
+                        "gpuctl plan -f SPEC --out PLANFILE; to apply a spec, use apply -f %s)",
+                        path, path);
+    }
+    out->doc = d;
+    if (jnum(d, "plan_format", 0) != PLAN_FORMAT) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: plan format %g is not %d; make the plan again "
+                      "with this gpuctl (%s)", path, jnum(d, "plan_format", 0), PLAN_FORMAT,
+                      GPUCTL_VERSION);
+        goto fail;
+    }
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(d, "spec");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "state");
+    const char *yaml = sj ? jstr(sj, "yaml") : NULL, *hash = sj ? jstr(sj, "sha256") : NULL;
+    const char *src = sj ? jstr(sj, "source") : NULL, *base = sj ? jstr(sj, "base_dir") : NULL;
+    const char *fp = st ? jstr(st, "fingerprint") : NULL, *action = jstr(d, "action");
+    if (!yaml || !hash || !src || !base || !fp || !action || strlen(hash) != 64 ||
+        strlen(fp) != 64) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: plan file is incomplete (spec, state or action "
+                      "missing); make it again", path);
+        goto fail;
+    }
+    rc = gpc_spec_load_string(src, base, yaml, strlen(yaml), spec, err);
+    if (!rc)
+        rc = gpc_spec_hash(*spec, out->spec_hash, err);
+    if (!rc && strcmp(out->spec_hash, hash) != 0) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: the embedded spec does not match its recorded "
+                      "hash (edited by hand?); make the plan again", path);
+        goto fail;
+    }
+    if (rc)
+        goto fail;
+    memcpy(out->fingerprint, fp, 65);
+    out->action = strcmp(action, "create") == 0 ? GPC_PLAN_CREATE
+                : strcmp(action, "resume") == 0 ? GPC_PLAN_RESUME : GPC_PLAN_NONE;
+    out->cluster_exists = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "cluster_exists"));
+    const cJSON *changes = cJSON_GetObjectItemCaseSensitive(d, "changes");
+    for (const cJSON *ch = cJSON_IsArray(changes) ? changes->child : NULL; ch; ch = ch->next) {
+        const char *res = jstr(ch, "resource");
+        out->n_create += res && strcmp(res, "node") == 0;
+    }
+    const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(d, "chosen");
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(d, "fallbacks");
+    size_t n = (cJSON_IsObject(chosen) ? 1 : 0) + (size_t)cJSON_GetArraySize(fb);
+    out->offers = calloc(n ? n : 1, sizeof(*out->offers));
+    if (!out->offers) {
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    const cJSON *it = cJSON_IsObject(chosen) ? chosen : NULL;
+    const cJSON *next = cJSON_IsArray(fb) ? fb->child : NULL;
+    while (it) {
+        gpc_plan_offer *po = &out->offers[out->n_offers];
+        if (offer_from_json(it, 0, &po->worker) || offer_from_json(it, 1, &po->head)) {
+            rc = gpc_fail(err, GPC_ERR_USAGE, "%s: an offer in the plan is incomplete; make "
+                          "the plan again", path);
+            goto fail;
+        }
+        const cJSON *price = cJSON_GetObjectItemCaseSensitive(it, "price");
+        po->price_cluster = jnum(price, "cluster_usd_hr", 0);
+        out->n_offers++;
+        it = next;
+        next = next ? next->next : NULL;
+    }
+    const char *sp = jstr(sj, "path");
+    *spec_path = strdup(sp && *sp ? sp : src);
+    if (!*spec_path) {
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    return 0;
+fail:
+    gpc_spec_free(*spec);
+    *spec = NULL;
+    free(*spec_path);
+    *spec_path = NULL;
+    gpc_plan_free(out);
+    return rc;
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+static void fmt_price(char *b, size_t n, const cJSON *v, int decimals)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(b, n, "%.*f", decimals, v->valuedouble);
+    else
+        snprintf(b, n, "-");
+}
+
+static void offer_line(const cJSON *o, char cells[][64], int rank)
+{
+    const cJSON *price = cJSON_GetObjectItemCaseSensitive(o, "price");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(o, "gpu");
+    const cJSON *ic = cJSON_GetObjectItemCaseSensitive(o, "interconnect");
+    snprintf(cells[0], 64, "%d", rank);
+    snprintf(cells[1], 64, "%s", jstr(o, "provider"));
+    snprintf(cells[2], 64, "%s", jstr(o, "instance_type"));
+    snprintf(cells[3], 64, "%s", jstr(o, "region")[0] ? jstr(o, "region") : "-");
+    const char *model = jstr(gpu, "model");
+    if (model && *model)
+        snprintf(cells[4], 64, "%gx%s", jnum(gpu, "count", 0), model);
+    else
+        snprintf(cells[4], 64, "-");
+    snprintf(cells[5], 64, "%s", jstr(ic, "fabric"));
+    const char *pu = jstr(o, "purchase"), *hp = jstr(o, "head_purchase");
+    if (strcmp(pu, hp) == 0)
+        snprintf(cells[6], 64, "%s", pu);
+    else
+        snprintf(cells[6], 64, "%s (head %s)", pu, hp);
+    fmt_price(cells[7], 64, cJSON_GetObjectItemCaseSensitive(price, "node_usd_hr"), 4);
+    fmt_price(cells[8], 64, cJSON_GetObjectItemCaseSensitive(price, "cluster_usd_hr"), 2);
+    const cJSON *ppt = cJSON_GetObjectItemCaseSensitive(price, "usd_per_tflops_hr");
+    if (cJSON_IsNumber(ppt))
+        snprintf(cells[9], 64, "%.4g", ppt->valuedouble);
+    else
+        snprintf(cells[9], 64, "-");
+}
+
+static void offer_table(const gpc_out *o, const cJSON *first, const cJSON *rest, int with_why,
+                        int max_rows)
+{
+    static const char *const head[] = {"#", "PROVIDER", "INSTANCE TYPE", "REGION", "GPUS",
+                                       "FABRIC", "PURCHASE", "NODE $/H", "CLUSTER $/H",
+                                       "$/TFLOPS-H", "WHY"};
+    gpc_table t;
+    gpc_table_init(&t, with_why ? 11 : 10, head);
+    int rank = 1;
+    char cells[11][64];
+    const char *row[11];
+    for (int i = 0; i < 11; i++)
+        row[i] = cells[i];
+    if (first) {
+        offer_line(first, cells, rank++);
+        gpc_table_add(&t, row);
+    }
+    for (const cJSON *it = rest ? rest->child : NULL; it && rank <= max_rows; it = it->next) {
+        offer_line(it, cells, rank++);
+        if (with_why) {
+            const char *why = jstr(it, "why");
+            snprintf(cells[10], 64, "%.63s", why ? why : "");
+        }
+        gpc_table_add(&t, row);
+    }
+    gpc_table_print(o, &t, stdout);
+    gpc_table_free(&t);
+}
+
+void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
+{
+    const cJSON *d = p->doc;
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(d, "spec");
+    const cJSON *cj = cJSON_GetObjectItemCaseSensitive(d, "catalog");
+    const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(d, "chosen");
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(d, "cost");
+    const char *b = gpc_c_bold(o), *r = gpc_c_reset(o);
+    printf("%sPlan for cluster '%s'%s (%s, spec %.12s; catalog %s, %g rows)\n\n", b,
+           jstr(d, "cluster"), r, jstr(sj, "source"), jstr(sj, "sha256"), jstr(cj, "origin"),
+           jnum(cj, "rows", 0));
+    if (cJSON_IsObject(chosen)) {
+        const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(chosen, "gpu");
+        const cJSON *ic = cJSON_GetObjectItemCaseSensitive(chosen, "interconnect");
+        const cJSON *price = cJSON_GetObjectItemCaseSensitive(chosen, "price");
+        const char *region = jstr(chosen, "region");
+        printf("%sChosen offer:%s %s %s%s%s, %s", b, r, jstr(chosen, "provider"),
+               jstr(chosen, "instance_type"), *region ? " in " : "", region,
+               jstr(chosen, "purchase"));
+        if (strcmp(jstr(chosen, "purchase"), jstr(chosen, "head_purchase")) != 0)
+            printf(" (head %s)", jstr(chosen, "head_purchase"));
+        printf("\n  per node: ");
+        if (jnum(gpu, "count", 0) > 0)
+            printf("%g x %s (%.4g GiB", jnum(gpu, "count", 0), jstr(gpu, "model"),
+                   jnum(gpu, "memory_gib", 0));
+        const cJSON *tf = cJSON_GetObjectItemCaseSensitive(gpu, "tflops_dense");
+        if (jnum(gpu, "count", 0) > 0 && cJSON_IsNumber(tf))
+            printf(", %g dense TFLOPS each), ", tf->valuedouble);
+        else if (jnum(gpu, "count", 0) > 0)
+            printf("), ");
+        printf("%g vCPU, %.4g GiB RAM, interconnect %s", jnum(chosen, "vcpus", 0),
+               jnum(chosen, "memory_gib", 0), jstr(ic, "fabric"));
+        const cJSON *gb = cJSON_GetObjectItemCaseSensitive(ic, "gbps");
+        if (cJSON_IsNumber(gb))
+            printf(" %g Gbit/s", gb->valuedouble);
+        printf("\n");
+        const cJSON *nodecny = cJSON_GetObjectItemCaseSensitive(price, "node_cny_hr");
+        printf("  price: %.4f USD/hour per node", jnum(cost, "node_usd_hr", 0));
+        if (cJSON_IsNumber(nodecny))
+            printf(" (%.4f CNY at %g USD/CNY)", nodecny->valuedouble,
+                   jnum(price, "usd_per_cny", 0));
+        if (jnum(cost, "head_usd_hr", 0) != jnum(cost, "node_usd_hr", 0))
+            printf(", head %.4f", jnum(cost, "head_usd_hr", 0));
+        printf("; cluster %.2f USD/hour\n", jnum(cost, "cluster_usd_hr", 0));
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(cost, "projected_total_usd");
+        if (cJSON_IsNumber(pt))
+            printf("  projected: %.2f USD for lifecycle.max_duration (%gh)\n", pt->valuedouble,
+                   jnum(cost, "max_duration_s", 0) / 3600.0);
+        else
+            printf("  projected: unbounded (no lifecycle.max_duration)\n");
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(cost, "spot_saving_usd_hr");
+        if (cJSON_IsNumber(sv) && sv->valuedouble > 0)
+            printf("  spot saving: %.2f USD/hour (%g%%) against %.2f on-demand\n",
+                   sv->valuedouble, jnum(cost, "spot_saving_pct", 0),
+                   jnum(cost, "cluster_on_demand_usd_hr", 0));
+    } else {
+        printf("%sChosen offer:%s none fits now\n", b, r);
+    }
+    const cJSON *bud = cJSON_GetObjectItemCaseSensitive(d, "budget");
+    int any = 0;
+    for (const cJSON *it = bud ? bud->child : NULL; it; it = it->next) {
+        const cJSON *lim = cJSON_GetObjectItemCaseSensitive(it, "limit");
+        if (!cJSON_IsNumber(lim))
+            continue;
+        if (!any++)
+            printf("\n%sBudget:%s\n", b, r);
+        const cJSON *val = cJSON_GetObjectItemCaseSensitive(it, "value");
+        char v[32];
+        int per_node = strcmp(jstr(it, "check"), "spot.max_price") == 0;
+        fmt_price(v, sizeof(v), val, per_node ? 4 : 2);
+        printf("  %-18s limit %10.*f  value %10s %-18s %s\n", jstr(it, "check"),
+               per_node ? 4 : 2, lim->valuedouble, v, jstr(it, "unit"),
+               cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "ok"))
+               ? "not checked: no lifecycle.max_duration bounds the run"
+               : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")) ? "ok" : "EXCEEDED");
+    }
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(d, "fallbacks");
+    if (cJSON_IsObject(chosen)) {
+        int kept = cJSON_GetArraySize(fb) + 1;
+        printf("\n%sOffers in failover order%s (%g feasible", b, r, jnum(d, "feasible", 0));
+        if (jnum(d, "feasible", 0) > kept)
+            printf("; the plan keeps the first %d", kept);
+        printf("):\n");
+        offer_table(o, chosen, fb, 0, GPC_PLAN_OFFERS_MAX);
+    }
+    const cJSON *lost = cJSON_GetObjectItemCaseSensitive(d, "lost");
+    if (cJSON_GetArraySize(lost) > 0) {
+        const cJSON *by = cJSON_GetObjectItemCaseSensitive(d, "lost_by");
+        printf("\n%sAlternatives that lost%s (", b, r);
+        int first = 1;
+        for (const cJSON *it = by ? by->child : NULL; it; it = it->next) {
+            if (strcmp(it->string, "provider") == 0 || strcmp(it->string, "hardware") == 0 ||
+                strcmp(it->string, "instance_type") == 0)
+                continue;
+            printf("%s%s %g", first ? "" : ", ", it->string, it->valuedouble);
+            first = 0;
+        }
+        printf("):\n");
+        offer_table(o, NULL, lost, 1, 10);
+        double total = 0;
+        for (const cJSON *it = by ? by->child : NULL; it; it = it->next)
+            if (strcmp(it->string, "provider") && strcmp(it->string, "hardware") &&
+                strcmp(it->string, "instance_type"))
+                total += it->valuedouble;
+        if (total > 10)
+            printf("  ... and %g more (-o json lists the first %d)\n", total - 10,
+                   cJSON_GetArraySize(lost));
+    }
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(d, "changes");
+    printf("\n%sChanges:%s\n", b, r);
+    int nodes = 0, clusters = 0;
+    for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
+        const char *res = jstr(it, "resource");
+        if (strcmp(res, "cluster") == 0) {
+            clusters++;
+            printf("  + cluster %s on %s\n", jstr(it, "name"), jstr(it, "provider"));
+        } else {
+            nodes++;
+            printf("  + node %s (rank %g): %s %s %s, %s, %.4f USD/hour\n", jstr(it, "name"),
+                   jnum(it, "rank", 0), jstr(it, "provider"), jstr(it, "instance_type"),
+                   jstr(it, "region"), jstr(it, "purchase"), jnum(it, "price_usd_hr", 0));
+        }
+    }
+    if (p->action == GPC_PLAN_NONE)
+        printf("  none: cluster '%s' exists with this spec and all its nodes\n",
+               jstr(d, "cluster"));
+    const cJSON *notes = cJSON_GetObjectItemCaseSensitive(d, "notes");
+    for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
+        printf("\nnote: %s\n", it->valuestring);
+    printf("\nPlan: %d to create (%d cluster, %d node%s).\n", clusters + nodes, clusters, nodes,
+           nodes == 1 ? "" : "s");
+}

@@ -1,0 +1,101 @@
+/*
+ * plan.h - what `apply` would do, as a value: the chosen offer, the
+ * failover order, the cost and budget checks, and the changes against the
+ * state.  `gpuctl plan` prints it, `plan --out FILE` saves it, `apply FILE`
+ * carries it out exactly (refusing it when the state moved since), and
+ * `apply -f job.yaml` makes one and carries it out at once.
+ *
+ * The saved form is the JSON document of docs/schema/plan.schema.json
+ * ("kind": "plan"); it embeds the spec's YAML text, so a plan file is all
+ * that `apply` needs.  It may hold env values from the spec: it is written
+ * with mode 0600, like the spec it came from should be.
+ */
+#ifndef GPUCTL_PLAN_H
+#define GPUCTL_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "gpuctl/catalog.h"
+#include "gpuctl/offers.h"
+
+struct cJSON;
+
+/* Offers kept in a plan: the chosen one and this many fallbacks at most. */
+#define GPC_PLAN_OFFERS_MAX 20
+
+/* One way to run the whole cluster: how rank 0 and the workers are bought. */
+typedef struct gpc_plan_offer {
+    gpc_offer head;      /* node rank 0 */
+    gpc_offer worker;    /* ranks 1 .. nodes-1 (same type and region) */
+    double price_cluster;/* USD/hour */
+} gpc_plan_offer;
+
+typedef enum gpc_plan_action {
+    GPC_PLAN_NONE = 0,   /* everything the spec asks for exists */
+    GPC_PLAN_CREATE,     /* a new cluster and all its nodes */
+    GPC_PLAN_RESUME      /* the cluster exists; some nodes are still to create */
+} gpc_plan_action;
+
+typedef struct gpc_plan {
+    gpc_plan_action action;
+    uint32_t n_create;        /* nodes apply would create */
+    int cluster_exists;
+    char spec_hash[65];
+    char fingerprint[65];     /* of this cluster name's state when planned */
+    gpc_plan_offer *offers;   /* chosen first, then the failover order */
+    size_t n_offers;
+    struct cJSON *doc;        /* the plan document (owned) */
+} gpc_plan;
+
+typedef struct gpc_plan_opts {
+    const char *catalog_path; /* --catalog FILE, or NULL (gpc_catalog_open's order) */
+    const char *spec_path;    /* the spec file as named on the command line */
+    const char *spec_text;    /* its YAML, embedded in the document; may be NULL */
+    size_t spec_len;
+} gpc_plan_opts;
+
+/*
+ * Plan `spec` against the catalog and the state in `s`.  An existing
+ * cluster stays on its provider.  Errors: GPC_ERR_USAGE (the cluster exists
+ * with another spec), GPC_ERR_CAPACITY / GPC_ERR_BUDGET (nothing fits: the
+ * message says what lost and why), catalog and state errors.  The caller
+ * frees *out with gpc_plan_free().
+ */
+int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
+                  gpc_plan *out, gpc_error *err);
+
+/*
+ * Read a saved plan: checks its kind and version, parses the embedded spec
+ * and checks it against the recorded hash.  *spec (gpc_spec_free) and
+ * *spec_path (free) are the caller's.  Errors: GPC_ERR_IO, GPC_ERR_USAGE
+ * ("not a gpuctl plan"), GPC_ERR_SPEC.
+ */
+int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_path,
+                  gpc_error *err);
+
+/* Write the plan document to `path` (atomically, mode 0600). */
+int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err);
+
+/*
+ * Fingerprint of what the state holds for cluster `name`: SHA-256 (hex)
+ * over its id, spec hash, provider and every live node's rank and provider
+ * id; "absent" hashed when there is no live cluster.  Phases are left out:
+ * a node moving from booting to running does not make a plan stale.
+ */
+int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err);
+
+void gpc_plan_free(gpc_plan *p);
+
+/* Print a plan for people (tables; colour per gpc_out). */
+void gpc_plan_print(const gpc_out *o, const gpc_plan *p);
+
+/*
+ * JSON for one catalog row with both prices (`gpuctl offers`), and for one
+ * candidate (plans).  Caller owns the result (cJSON_Delete).
+ */
+struct cJSON *gpc_row_json(const gpc_catalog *cat, const gpc_catalog_row *r);
+struct cJSON *gpc_candidate_json(const gpc_catalog *cat, const gpc_candidate *c);
+
+#endif /* GPUCTL_PLAN_H */
