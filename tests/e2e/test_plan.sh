@@ -1,0 +1,309 @@
+#!/bin/bash
+# gpuctl plan and apply PLANFILE (docs/offers.md): every example plans
+# offline, the chosen offer, cost and failover order of two examples pinned
+# to hand-checked catalog values, budget and capacity failures, the CI
+# contract of --detailed-exitcode, and a saved plan carried out on the
+# quickstart, refused once stale (13), when edited (3) or not a plan (3).
+source "$(dirname "$0")/lib.sh"
+copy_examples
+cd "$T/work"
+export GPUCTL_CONFIG_DIR="$T/config"   # never the user's catalog override
+unset GPUCTL_CATALOG XDG_CONFIG_HOME
+EX="$GPUCTL_SOURCE_DIR/examples"
+
+n_clusters() { g -o json status --all | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))'; }
+# offer LABEL: "provider type region purchase/head_purchase cluster_usd_hr"
+offers3() {
+    json_get "$1" '"\n".join(" ".join(str(x) for x in (o["provider"], o["instance_type"], o["region"], o["purchase"] + "/" + o["head_purchase"], o["price"]["cluster_usd_hr"])) for o in ([d["chosen"]] + d["fallbacks"])[:3])'
+}
+
+# ---- 1. every example plans (exit 2: changes pending) and matches the schema
+for spec in "$EX/detection-3d-8x8-a100.yaml" "$EX/bert-base-4xt4-spot.yaml" \
+            "$EX/multimodal-h100-ib.yaml" "$EX/train-and-serve/train-a100.yaml" \
+            "$EX/train-and-serve/serve-t4.yaml" quickstart.yaml; do
+    b=$(basename "$spec" .yaml)
+    run_rc rc g plan -f "$spec" --detailed-exitcode > "$T/$b.txt" 2>&1
+    expect_eq "$b: plan --detailed-exitcode on an empty state exits 2" 2 "$rc"
+    run_rc rc g -o json plan -f "$spec" --detailed-exitcode > "$T/$b.json"
+    expect_eq "$b: -o json exits 2 too" 2 "$rc"
+    check_schema "$T/$b.json" plan
+    expect_eq "$b: create, changes pending, nothing in the state" "plan create True False" \
+        "$(json_get "$T/$b.json" '" ".join(str(x) for x in (d["kind"], d["action"], d["changes_pending"], d["state"]["cluster_exists"]))')"
+    run_rc rc g plan -f "$spec" > /dev/null 2>&1
+    expect_eq "$b: without --detailed-exitcode exits 0" 0 "$rc"
+done
+expect_eq "planning created no cluster" 0 "$(n_clusters)"
+
+# ---- 2. detection-3d: 8 x A100-80GB:8 over rdma, spot workers, on-demand head
+# The 9 fitting candidates (9 A100-80GB:8 rows x 2 purchase options = 18;
+# lost: 6 on interconnect (sccgn7ex unknown fabric, ebmgn7e and
+# gn7e-c16g1.32xlarge none, x2 options), 2 on no_price (ebmgn7ex), 1 on
+# budget_hourly (p4de ap-northeast-1 all on-demand: 8 x 37.6223 = 300.9784 >
+# 300)); hardware: (212 - 9) x 2 = 406.
+# Chosen: azure Standard_ND96amsr_A100_v4 eastus, head on-demand 32.77, 7
+# spot workers at 3.6047:
+#   cluster   = 32.77 + 7 x 3.6047 = 32.77 + 25.2329 = 58.0029 USD/hour
+#   on-demand = 8 x 32.77 = 262.16; saving = 262.16 - 58.0029 = 204.1571,
+#               204.1571 / 262.16 = 77.875 % -> 77.9
+#   projected = 58.0029 x 48 h = 2784.1392 USD
+# Next: eastus2 32.77 + 7 x 3.611254 = 32.77 + 25.278778 = 58.048778;
+#       aws p4de.24xlarge us-east-1 27.44705 + 7 x 8.6505 = 27.44705 +
+#       60.5535 = 88.00055.
+D="$T/detection-3d-8x8-a100.json"
+expect_eq "det3d: chosen offer" "azure Standard_ND96amsr_A100_v4 eastus spot on-demand skypilot-v6-azure" \
+    "$(json_get "$D" '" ".join((d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["purchase"], d["chosen"]["head_purchase"], d["chosen"]["source"]))')"
+expect_eq "det3d: cost" "3.6047 32.77 58.0029 262.16 204.1571 77.9 172800 2784.1392" \
+    "$(json_get "$D" '" ".join(str(d["cost"][k]) for k in ("node_usd_hr", "head_usd_hr", "cluster_usd_hr", "cluster_on_demand_usd_hr", "spot_saving_usd_hr", "spot_saving_pct", "max_duration_s", "projected_total_usd"))')"
+expect_eq "det3d: chosen price object agrees with cost" "3.6047 32.77 58.0029 262.16 2784.1392 0.001444" \
+    "$(json_get "$D" '" ".join(str(d["chosen"]["price"][k]) for k in ("node_usd_hr", "head_usd_hr", "cluster_usd_hr", "cluster_on_demand_usd_hr", "projected_total_usd", "usd_per_tflops_hr"))')"
+expect_eq "det3d: failover order, first 3" \
+"azure Standard_ND96amsr_A100_v4 eastus spot/on-demand 58.0029
+azure Standard_ND96amsr_A100_v4 eastus2 spot/on-demand 58.048778
+aws p4de.24xlarge us-east-1 spot/on-demand 88.00055" "$(offers3 "$D")"
+expect_eq "det3d: 9 feasible, 8 fallbacks" "9 8" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
+expect_eq "det3d: lost_by" "{'hardware': 406, 'interconnect': 6, 'no_price': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
+expect_eq "det3d: the budget loser and why" "aws p4de.24xlarge ap-northeast-1 budget_hourly cluster 300.98 USD/hour > budget.max_hourly 300.00" \
+    "$(json_get "$D" '" ".join([(o["provider"], o["instance_type"], o["region"], o["verdict"], o["why"]) for o in d["lost"] if o["verdict"] == "budget_hourly"][0])')"
+expect_eq "det3d: budget checks" "spot.max_price None 32.77 True|budget.max_hourly 300 58.0029 True|budget.max_total 15000 2784.1392 True" \
+    "$(json_get "$D" '"|".join(" ".join(str(b[k]) for k in ("check", "limit", "value", "ok")) for b in d["budget"])')"
+expect_eq "det3d: changes: the cluster, an on-demand head, 7 spot workers" \
+    "cluster:azure node0:on-demand:32.77 node1:spot:3.6047 node2:spot:3.6047 node3:spot:3.6047 node4:spot:3.6047 node5:spot:3.6047 node6:spot:3.6047 node7:spot:3.6047" \
+    "$(json_get "$D" '" ".join("cluster:" + c["provider"] if c["resource"] == "cluster" else "node%d:%s:%s" % (c["rank"], c["purchase"], c["price_usd_hr"]) for c in d["changes"])')"
+expect_match "det3d: notes say the cloud providers are not built in" "providers aws, azure, aliyun are not built into this gpuctl yet" \
+    "$(json_get "$D" '" ".join(d["notes"])')"
+expect_match "det3d table: chosen line" "Chosen offer: azure Standard_ND96amsr_A100_v4 in eastus, spot \(head on-demand\)" "$(cat "$T/detection-3d-8x8-a100.txt")"
+expect_match "det3d table: price line" "price: 3\.6047 USD/hour per node, head 32\.7700; cluster 58\.00 USD/hour" "$(cat "$T/detection-3d-8x8-a100.txt")"
+expect_match "det3d table: projected and saving" "projected: 2784\.14 USD for lifecycle\.max_duration \(48h\)" "$(cat "$T/detection-3d-8x8-a100.txt")"
+expect_match "det3d table: spot saving" "spot saving: 204\.16 USD/hour \(77\.9%\) against 262\.16 on-demand" "$(cat "$T/detection-3d-8x8-a100.txt")"
+expect_match "det3d table: plan summary" "Plan: 9 to create \(1 cluster, 8 nodes\)\." "$(cat "$T/detection-3d-8x8-a100.txt")"
+
+# ---- 3. bert-t4: 4 x T4:1, spot only, 0.25 USD per node-hour cap ------------
+# T4:1 rows with >= 4 vCPU and >= 16 GiB and a spot price <= 0.25, cheapest
+# first: NC4as_T4_v3 westus2 0.061595, eastus 0.062699, NC8as_T4_v3 westus2
+# 0.088059, ... (9 fit; 4 aliyun gn6i-c4g1 rows lose on memory: 15 GiB; 25
+# on max_price; hardware 212 - 38 T4:1 rows = 174).
+#   cluster   = 4 x 0.061595 = 0.24638;  on-demand = 4 x 0.526 = 2.104
+#   saving    = 2.104 - 0.24638 = 1.85762; 1.85762 / 2.104 = 88.29 % -> 88.3
+#   projected = 0.24638 x 6 h = 1.47828
+# Next: 4 x 0.062699 = 0.250796; 4 x 0.088059 = 0.352236.
+D="$T/bert-base-4xt4-spot.json"
+expect_eq "bert: chosen offer" "azure Standard_NC4as_T4_v3 westus2 spot spot" \
+    "$(json_get "$D" '" ".join((d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["purchase"], d["chosen"]["head_purchase"]))')"
+expect_eq "bert: cost" "0.061595 0.061595 0.24638 2.104 1.85762 88.3 21600 1.47828" \
+    "$(json_get "$D" '" ".join(str(d["cost"][k]) for k in ("node_usd_hr", "head_usd_hr", "cluster_usd_hr", "cluster_on_demand_usd_hr", "spot_saving_usd_hr", "spot_saving_pct", "max_duration_s", "projected_total_usd"))')"
+expect_eq "bert: failover order, first 3" \
+"azure Standard_NC4as_T4_v3 westus2 spot/spot 0.24638
+azure Standard_NC4as_T4_v3 eastus spot/spot 0.250796
+azure Standard_NC8as_T4_v3 westus2 spot/spot 0.352236" "$(offers3 "$D")"
+expect_eq "bert: 9 feasible; lost_by" "9 {'hardware': 174, 'memory': 4, 'max_price': 25}" \
+    "$(json_get "$D" 'str(d["feasible"]) + " " + str(d["lost_by"])')"
+expect_eq "bert: budget checks" "spot.max_price 0.25 0.061595 True|budget.max_hourly 1.5 0.24638 True|budget.max_total 10 1.47828 True" \
+    "$(json_get "$D" '"|".join(" ".join(str(b[k]) for k in ("check", "limit", "value", "ok")) for b in d["budget"])')"
+expect_eq "bert: request as planned" "4 aws,azure,aliyun any spot spot" \
+    "$(json_get "$D" '" ".join((str(d["request"]["nodes"]), ",".join(d["request"]["providers"]), d["request"]["interconnect"], d["request"]["spot_policy"], d["request"]["head_policy"]))')"
+expect_match "bert table: the cheapest spot loser says why" "g4dn\.2xlarge +us-west-2 .*spot 0\.2741 USD/hour > spot\.max_price 0\.2500" "$(cat "$T/bert-base-4xt4-spot.txt")"
+
+# ---- 3b. a plan on Aliyun carries the CNY figure beside the USD one ----------
+# T4:1 on aliyun, on-demand, no max_duration: 17 aliyun T4:1 rows, cheapest
+# ecs.gn6i-c4g1.xlarge ap-southeast-1 at 1.236877 USD = 8.9629 CNY (x 0.138
+# = 1.236880, within 0.00005); then gn6i-c8g1.2xlarge ap-southeast-1
+# 1.465129; then gn6i-c4g1.xlarge cn-beijing 1.616532 (cn-hangzhou and
+# cn-shanghai have the same price and follow by name).
+printf 'name: ali\nprovider: aliyun\nresources: {gpu: "T4:1"}\nrun: {command: "true"}\n' > ali.yaml
+g -o json plan -f ali.yaml > "$T/ali.json"
+check_schema "$T/ali.json" plan
+expect_eq "aliyun: chosen, CNY and rate" "ecs.gn6i-c4g1.xlarge ap-southeast-1 1.236877 8.9629 0.138 17" \
+    "$(json_get "$T/ali.json" '" ".join(str(x) for x in (d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["price"]["node_usd_hr"], d["chosen"]["price"]["node_cny_hr"], d["chosen"]["price"]["usd_per_cny"], d["feasible"]))')"
+expect_eq "aliyun: failover order, first 3" \
+"aliyun ecs.gn6i-c4g1.xlarge ap-southeast-1 on-demand/on-demand 1.236877
+aliyun ecs.gn6i-c8g1.2xlarge ap-southeast-1 on-demand/on-demand 1.465129
+aliyun ecs.gn6i-c4g1.xlarge cn-beijing on-demand/on-demand 1.616532" "$(offers3 "$T/ali.json")"
+expect_eq "no max_duration: projected total and max_duration null" "None None" \
+    "$(json_get "$T/ali.json" 'd["cost"]["max_duration_s"], d["cost"]["projected_total_usd"]' | tr -d '(),')"
+g plan -f ali.yaml > "$T/ali.txt" 2>&1
+expect_match "price line shows CNY at the rate" "price: 1\.2369 USD/hour per node \(8\.9629 CNY at 0\.138 USD/CNY\); cluster 1\.24 USD/hour" "$(cat "$T/ali.txt")"
+expect_match "and says the run is unbounded" "projected: unbounded \(no lifecycle\.max_duration\)" "$(cat "$T/ali.txt")"
+
+# ---- 4. nothing fits: budget (23) and capacity (22); --detailed-exitcode: 1
+# max_hourly 0.2: the cheapest fit was 0.24638 > 0.2, so all 9 lose on
+# budget_hourly and the error is "budget".
+sed 's/^  max_hourly: 1.50 .*/  max_hourly: 0.2/' "$EX/bert-base-4xt4-spot.yaml" > poor.yaml
+expect_match "poor.yaml has the low cap" "^  max_hourly: 0\.2$" "$(grep max_hourly poor.yaml)"
+run_rc rc g plan -f poor.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "budget nothing meets: exit 23" 23 "$rc"
+expect_match "says which cap, and the cheapest" "9 on budget_hourly \(cheapest azure Standard_NC4as_T4_v3 westus2 spot: 0\.25 USD/hour > 0\.20\)" "$(cat "$T/e.txt")"
+run_rc rc g -o json plan -f poor.yaml > "$T/poor.json" 2> /dev/null
+expect_eq "budget -o json: exit 23" 23 "$rc"
+check_schema "$T/poor.json" error
+expect_eq "json: budget 23" "budget 23" "$(json_get "$T/poor.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+run_rc rc g -o json plan -f poor.yaml --detailed-exitcode > "$T/poor-d.json" 2> /dev/null
+expect_eq "budget with --detailed-exitcode: exit 1" 1 "$rc"
+check_schema "$T/poor-d.json" error
+expect_eq "json keeps the class, exit_status 1" "budget 1" "$(json_get "$T/poor-d.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+
+printf 'name: huge\nprovider: [aws, azure, aliyun]\nresources: {gpu: "H100:64"}\nrun: {command: "true"}\n' > huge.yaml
+run_rc rc g plan -f huge.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "a GPU count nothing has: exit 22" 22 "$rc"
+expect_match "capacity message" "^gpuctl: error: no offer fits 'huge': no catalog row has H100:64 GPUs \(providers aws, azure, aliyun\)" "$(cat "$T/e.txt")"
+run_rc rc g -o json plan -f huge.yaml --detailed-exitcode > "$T/huge.json" 2> /dev/null
+expect_eq "capacity with --detailed-exitcode: exit 1" 1 "$rc"
+check_schema "$T/huge.json" error
+expect_eq "json: capacity 1" "capacity 1" "$(json_get "$T/huge.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+printf 'name: bad\nnodes: two\nrun: {command: "true"}\n' > bad.yaml
+run_rc rc g -o json plan -f bad.yaml --detailed-exitcode > "$T/bad.json" 2> /dev/null
+expect_eq "invalid spec with --detailed-exitcode: exit 1" 1 "$rc"
+expect_eq "json: spec 1" "spec 1" "$(json_get "$T/bad.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+run_rc rc g plan -f bad.yaml > /dev/null 2>&1
+expect_eq "invalid spec without it: exit 4" 4 "$rc"
+run_rc rc g -o json plan -f missing.yaml --detailed-exitcode > "$T/missing.json" 2> /dev/null
+expect_eq "a missing spec file with --detailed-exitcode: exit 1" 1 "$rc"
+expect_eq "json: io 1" "io 1" "$(json_get "$T/missing.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+run_rc rc g plan -f missing.yaml > /dev/null 2>&1
+expect_eq "a missing spec file without it: exit 5" 5 "$rc"
+run_rc rc g plan -f quickstart.yaml --out "$T/no-such-dir/p.json" > /dev/null 2> "$T/e.txt"
+expect_eq "plan --out into a missing directory: exit 5" 5 "$rc"
+expect_match "names the file" "$T/no-such-dir/p\.json" "$(cat "$T/e.txt")"
+run_rc rc g plan -f quickstart.yaml --out "$T/no-such-dir/p.json" --detailed-exitcode > /dev/null 2>&1
+expect_eq "the same with --detailed-exitcode: exit 1" 1 "$rc"
+run_rc rc g plan --detailed-exitcode > /dev/null 2>&1
+expect_eq "missing -f stays exit 3 with --detailed-exitcode" 3 "$rc"
+run_rc rc g plan -f quickstart.yaml --bogus > /dev/null 2>&1
+expect_eq "unknown option: exit 3" 3 "$rc"
+
+# ---- 5. quickstart: plan --out, apply PLANFILE, stale --------------------------
+Q="$T/quickstart.json"
+expect_eq "quickstart: the local machine, free, from the provider itself" "local local local on-demand live 0" \
+    "$(json_get "$Q" '" ".join(str(x) for x in (d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["purchase"], d["chosen"]["source"], d["cost"]["cluster_usd_hr"]))')"
+expect_eq "quickstart: every catalog row loses on provider; no notes" "{'provider': 212} []" \
+    "$(json_get "$Q" 'str(d["lost_by"]) + " " + str(d["notes"])')"
+expect_eq "quickstart: changes" "cluster:quickstart node:quickstart-0 node:quickstart-1" \
+    "$(json_get "$Q" '" ".join(c["resource"] + ":" + c["name"] for c in d["changes"])')"
+# lifecycle.max_duration is 30m: 0 USD/hour x 0.5 h = 0 USD, a bounded total
+# (null means unbounded, docs/offers.md).
+expect_eq "quickstart: max_duration 1800 s, projected total 0 USD (bounded, not null)" "1800 0" \
+    "$(json_get "$Q" 'd["cost"]["max_duration_s"], d["cost"]["projected_total_usd"]' | tr -d '(),')"
+expect_eq "quickstart table does not call the run unbounded" "" "$(grep 'no lifecycle.max_duration' "$T/quickstart.txt" || true)"
+
+run_rc rc g -o json plan -f quickstart.yaml --out p.json > "$T/printed.json" 2> "$T/out.err"
+expect_eq "plan --out: exit 0" 0 "$rc"
+check_schema p.json plan
+expect_eq "the plan file is mode 0600" 600 "$(stat -c %a p.json)"
+expect_eq "the JSON printed equals the plan file" True \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' "$T/printed.json" p.json)"
+expect_match "says how to carry it out" "plan saved to p\.json; carry it out with: gpuctl apply p\.json" "$(cat "$T/out.err")"
+expect_eq "the plan embeds the spec's YAML" True \
+    "$(json_get p.json 'd["spec"]["yaml"] == open("quickstart.yaml").read()')"
+
+run_rc rc g -o json apply p.json --wait > "$T/apply.json" 2> "$T/apply.err"
+expect_eq "apply p.json --wait: exit 0" 0 "$rc"
+check_schema "$T/apply.json" apply
+expect_eq "created 2, waited, succeeded, rank 0 exit 0" "2 True succeeded 0 succeeded" \
+    "$(json_get "$T/apply.json" '" ".join(str(x) for x in (d["created"], d["waited"], d["phase"], d["exit_code"], d["cluster_status"]["phase"]))')"
+expect_eq "the nodes are on the plan's offer" "local local local" \
+    "$(json_get "$T/apply.json" '" ".join(sorted(set(n["instance_type"] + " " + n["region"] for n in d["cluster_status"]["nodes"])) + [d["cluster_status"]["provider"]])')"
+expect_eq "checkpoints landed in the private work dir" yes "$([ -d "$T/work/checkpoints/quickstart" ] && echo yes || echo no)"
+
+run_rc rc g plan -f quickstart.yaml --detailed-exitcode > "$T/again.txt" 2>&1
+expect_eq "plan after apply: exit 0, no changes" 0 "$rc"
+expect_match "says none" "none: cluster 'quickstart' exists with this spec and all its nodes" "$(cat "$T/again.txt")"
+g -o json plan -f quickstart.yaml > "$T/again.json"
+check_schema "$T/again.json" plan
+expect_eq "json: action none, nothing pending, cluster exists" "none False 0 True" \
+    "$(json_get "$T/again.json" '" ".join(str(x) for x in (d["action"], d["changes_pending"], len(d["changes"]), d["state"]["cluster_exists"]))')"
+expect_eq "the fingerprint moved" True "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"]["fingerprint"] != json.load(open(sys.argv[2]))["state"]["fingerprint"])' p.json "$T/again.json")"
+
+run_rc rc g apply p.json > /dev/null 2> "$T/stale.err"
+expect_eq "apply p.json again: exit 13 (stale)" 13 "$rc"
+expect_eq "stale message" "gpuctl: error: the saved plan is stale: cluster 'quickstart' changed in the state since the plan was made (created, destroyed or nodes added); run gpuctl plan again" "$(cat "$T/stale.err")"
+run_rc rc g -o json apply p.json > "$T/stale.json" 2> /dev/null
+expect_eq "stale -o json: exit 13" 13 "$rc"
+check_schema "$T/stale.json" apply
+expect_eq "json: stale 13, nothing created" "stale 13 0" \
+    "$(json_get "$T/stale.json" '" ".join(str(x) for x in (d["error"]["code"], d["error"]["exit_status"], d["created"]))')"
+g -o json status quickstart > "$T/st.json"
+expect_eq "the stale apply changed nothing: one cluster, 2 nodes, succeeded" "1 2 succeeded" \
+    "$(json_get "$T/st.json" '" ".join(str(x) for x in (len(d["clusters"]), len(d["clusters"][0]["nodes"]), d["clusters"][0]["phase"]))')"
+
+# The cluster exists; a changed spec is refused by plan (3), as by apply.
+sed 's/--epochs 20/--epochs 21/' quickstart.yaml > changed.yaml
+run_rc rc g plan -f changed.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of a changed spec for an existing cluster: exit 3" 3 "$rc"
+expect_match "says destroy first" "cluster 'quickstart' exists with a different spec .*destroy it first" "$(cat "$T/e.txt")"
+run_rc rc g -o json plan -f changed.yaml --detailed-exitcode > "$T/changed.json" 2> /dev/null
+expect_eq "the same with --detailed-exitcode: exit 1" 1 "$rc"
+check_schema "$T/changed.json" error
+expect_eq "json: usage 1" "usage 1" "$(json_get "$T/changed.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+run_rc rc g apply -f changed.yaml > /dev/null 2>&1
+expect_eq "apply -f of the changed spec: exit 3" 3 "$rc"
+
+# A plan made while the cluster was absent matches again once it is destroyed.
+g -y destroy quickstart > /dev/null
+run_rc rc g apply p.json --dry-run > "$T/dry.txt"
+expect_eq "after destroy the absent-state plan applies again (dry run): exit 0" 0 "$rc"
+expect_eq "dry run of the plan" "cluster quickstart: would create 2 node(s) (dry run, nothing changed)" "$(cat "$T/dry.txt")"
+
+# ---- 6. plan files gpuctl refuses: exit 3 ---------------------------------------
+python3 - p.json edited.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["spec"]["yaml"] = d["spec"]["yaml"].replace("--epochs 20", "--epochs 2")
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run_rc rc g apply edited.json > /dev/null 2> "$T/e.txt"
+expect_eq "a plan whose spec was edited by hand: exit 3" 3 "$rc"
+expect_eq "says so" "gpuctl: error: edited.json: the embedded spec does not match its recorded hash (edited by hand?); make the plan again" "$(cat "$T/e.txt")"
+run_rc rc g -o json apply edited.json > "$T/edited.json" 2> /dev/null
+check_schema "$T/edited.json" error
+expect_eq "json: usage 3" "usage 3" "$(json_get "$T/edited.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+g -o json version > version.json
+run_rc rc g apply version.json > /dev/null 2> "$T/e.txt"
+expect_eq "a JSON file that is not a plan: exit 3" 3 "$rc"
+expect_match "says it is not a plan" "version\.json: not a gpuctl plan file" "$(cat "$T/e.txt")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["plan_format"] = 2; json.dump(d, open(sys.argv[2], "w"))' p.json future.json
+run_rc rc g apply future.json > /dev/null 2> "$T/e.txt"
+expect_eq "another plan_format: exit 3" 3 "$rc"
+expect_match "names the format" "plan format 2 is not 1" "$(cat "$T/e.txt")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["state"]; json.dump(d, open(sys.argv[2], "w"))' p.json partial.json
+run_rc rc g apply partial.json > /dev/null 2> "$T/e.txt"
+expect_eq "a plan without its state fingerprint: exit 3" 3 "$rc"
+run_rc rc g apply quickstart.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "a YAML spec given as PLANFILE: exit 3" 3 "$rc"
+run_rc rc g apply missing-plan.json > /dev/null 2>&1
+expect_eq "a missing plan file: exit 5" 5 "$rc"
+expect_eq "none of that created anything" 0 "$(g -o json status | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["clusters"]))')"
+
+# ---- 7. a cloud plan: apply exits 6 and records nothing --------------------------
+run_rc rc g plan -f "$EX/bert-base-4xt4-spot.yaml" --out bert.json > /dev/null 2>&1
+expect_eq "plan --out for bert-t4: exit 0" 0 "$rc"
+before=$(n_clusters)
+run_rc rc g apply bert.json > /dev/null 2> "$T/e.txt"
+expect_eq "apply of a cloud plan: exit 6" 6 "$rc"
+expect_eq "names the provider" "gpuctl: error: provider 'azure' is not built into this gpuctl (available: local)" "$(cat "$T/e.txt")"
+run_rc rc g -o json apply bert.json > "$T/cloud.json" 2> /dev/null
+check_schema "$T/cloud.json" apply
+expect_eq "json: provider 6, no cluster" "provider 6 None" \
+    "$(json_get "$T/cloud.json" '" ".join(str(x) for x in (d["error"]["code"], d["error"]["exit_status"], d["cluster_status"]))')"
+expect_eq "nothing recorded in status, not even history" "$before" "$(n_clusters)"
+g -o json status bert-t4 > /dev/null 2>&1 && rc=0 || rc=$?
+expect_eq "status bert-t4: not found (7)" 7 "$rc"
+
+# ---- 8. resume: a cluster with a node still to create ------------------------------
+printf 'name: resumer\nnodes: 2\nrun: {command: "sleep 30", nproc_per_node: 1}\n' > resumer.yaml
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-record:0 "$GPUCTL_BIN" --state-dir "$STATE" apply -f resumer.yaml > /dev/null 2>&1
+expect_eq "apply killed after recording node 0" 137 "$rc"
+run_rc rc g -o json plan -f resumer.yaml --detailed-exitcode > "$T/resume.json"
+expect_eq "plan of a half-made cluster: exit 2" 2 "$rc"
+check_schema "$T/resume.json" plan
+expect_eq "action resume: only node 1 to create, no cluster entry" "resume True node:resumer-1:1" \
+    "$(json_get "$T/resume.json" '" ".join([d["action"], str(d["state"]["cluster_exists"])] + [c["resource"] + ":" + c["name"] + ":" + str(c.get("rank")) for c in d["changes"]])')"
+run_rc rc g plan -f resumer.yaml --out resume.plan > /dev/null 2>&1
+expect_eq "plan --out of the resume" 0 "$rc"
+run_rc rc g -o json apply resume.plan > "$T/resumed.json" 2> /dev/null
+expect_eq "apply of the resume plan: exit 0" 0 "$rc"
+check_schema "$T/resumed.json" apply
+expect_eq "it created node 1 only; 2 nodes now" "1 2" \
+    "$(json_get "$T/resumed.json" 'd["created"], len(d["cluster_status"]["nodes"])' | tr -d '(),')"
+run_rc rc g plan -f resumer.yaml --detailed-exitcode > /dev/null 2>&1
+expect_eq "then nothing is left to do: exit 0" 0 "$rc"
+g -y destroy resumer > /dev/null
+finish
