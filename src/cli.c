@@ -90,6 +90,18 @@ int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...
     return gpc_report_error(o, &err);
 }
 
+/* Why the last option value was refused, set by gpc_opt_fail(). */
+static char opt_why[512];
+
+int gpc_opt_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(opt_why, sizeof(opt_why), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 /*
  * Parse the options of a command: the global ones plus `extra`.  Calls
  * `on_opt` for each command option; the rest of argv (operands) is left at
@@ -168,6 +180,12 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
                             word--;
                         return gpc_usage_error(o, c, "option '%s' given twice", argv[word]);
                     }
+                    if (opt_why[0]) {
+                        char why[sizeof(opt_why)];
+                        memcpy(why, opt_why, sizeof(why));
+                        opt_why[0] = '\0';
+                        return gpc_usage_error(o, c, "%s", why);
+                    }
                     return gpc_usage_error(o, c, "invalid value for option: '%s'",
                                            optarg ? optarg : "");
                 }
@@ -175,6 +193,24 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         }
     }
     return 0;
+}
+
+int gpc_split_list(const char *arg, char **copy, char ***v, size_t *n)
+{
+    free(*copy);
+    free(*v);
+    *copy = strdup(arg);
+    size_t cap = 1;
+    for (const char *p = arg; *p; p++)
+        cap += *p == ',';
+    *v = calloc(cap, sizeof(**v));
+    *n = 0;
+    if (!*copy || !*v)
+        return -1;
+    char *save = NULL;
+    for (char *t = strtok_r(*copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        (*v)[(*n)++] = t;
+    return *n == cap ? 0 : -1;
 }
 
 int gpc_valid_cluster_name(const char *s)

@@ -721,12 +721,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = gpc_fail(err, nf.code, "%s", nf.msg);
         goto out;
     }
-    if (have && strcmp(c.spec_hash, hash) != 0) {
-        rc = gpc_fail(err, GPC_ERR_USAGE,
-                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s); "
-                      "destroy it first: gpuctl destroy %s", c.name, c.spec_hash, hash, c.name);
-        goto out_c;
-    }
+    /* A cluster with another spec: gpc_plan_make refuses it (and a saved
+     * plan made against it could not pass the fingerprint check above). */
     /* The plan: the one given (a saved plan, which must still match the
      * state), or one made now under the lock. */
     const gpc_plan *plan = opts->plan;

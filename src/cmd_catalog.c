@@ -27,24 +27,6 @@ typedef struct catalog_args {
     int dry_run;
 } catalog_args;
 
-static int split(const char *arg, char **copy, char ***v, size_t *n)
-{
-    free(*copy);
-    free(*v);
-    *copy = strdup(arg);
-    size_t cap = 1;
-    for (const char *p = arg; *p; p++)
-        cap += *p == ',';
-    *v = calloc(cap, sizeof(**v));
-    *n = 0;
-    if (!*copy || !*v)
-        return -1;
-    char *save = NULL;
-    for (char *t = strtok_r(*copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        (*v)[(*n)++] = t;
-    return *n == cap ? 0 : -1;
-}
-
 static int catalog_opt(int opt, const char *arg, void *ud)
 {
     catalog_args *a = ud;
@@ -59,8 +41,8 @@ static int catalog_opt(int opt, const char *arg, void *ud)
             return GPC_OPT_TWICE;
         a->endpoint = arg;
         return 0;
-    case 'P': return split(arg, &a->prov_copy, &a->providers, &a->n_providers);
-    case 'r': return split(arg, &a->region_copy, &a->regions, &a->n_regions);
+    case 'P': return gpc_split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
+    case 'r': return gpc_split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
     case 'n': a->dry_run = 1; return 0;
     }
     return -1;

@@ -14,26 +14,6 @@
 
 /* ---- shared option helpers ------------------------------------------- */
 
-/* Split a comma-separated list into *v (strings point into `copy`, which
- * the caller frees).  Empty items are refused. */
-static int split_list(const char *arg, char **copy, const char ***v, size_t *n)
-{
-    free(*copy);
-    free(*v);
-    *copy = strdup(arg);
-    size_t cap = 1;
-    for (const char *p = arg; *p; p++)
-        cap += *p == ',';
-    *v = calloc(cap, sizeof(**v));
-    *n = 0;
-    if (!*copy || !*v)
-        return -1;
-    char *save = NULL;
-    for (char *tok = strtok_r(*copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        (*v)[(*n)++] = tok;
-    return *n == cap ? 0 : -1;
-}
-
 static int parse_interconnect(const char *s, gpc_interconnect *out)
 {
     for (int i = GPC_IC_ANY; i <= GPC_IC_RDMA; i++)
@@ -78,14 +58,13 @@ typedef struct offers_args {
     gpc_gpu_req *gpus;
     size_t n_gpus;
     char *prov_copy, *region_copy;
-    const char **providers, **regions;
+    char **providers, **regions;
     size_t n_providers, n_regions;
     gpc_interconnect ic;
     int spot;
     double max_price;
     gpc_sort sort;
     long limit;
-    gpc_error err;     /* why a --gpu value was refused */
 } offers_args;
 
 static int offers_opt(int opt, const char *arg, void *ud)
@@ -95,36 +74,36 @@ static int offers_opt(int opt, const char *arg, void *ud)
     switch (opt) {
     case 'g': {
         /* repeatable, and comma-separated: alternatives */
-        char *copy = strdup(arg), *save = NULL;
-        if (!copy)
-            return -1;
-        size_t items = 1, got = 0;
-        for (const char *q = arg; *q; q++)
-            items += *q == ',';
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            got++;
-            gpc_gpu_req *g = realloc(a->gpus, (a->n_gpus + 1) * sizeof(*g));
-            if (!g) {
-                free(copy);
-                return -1;
-            }
+        char *copy = NULL, **items = NULL;
+        size_t n = 0;
+        int rc = gpc_split_list(arg, &copy, &items, &n);
+        if (rc) /* "", "T4," and ",," name no GPU */
+            gpc_opt_fail("--gpu: empty GPU in '%s'", arg);
+        gpc_gpu_req *g = rc ? NULL : realloc(a->gpus, (a->n_gpus + n) * sizeof(*g));
+        if (!rc && !g)
+            rc = -1;
+        for (size_t i = 0; !rc && i < n; i++) {
             a->gpus = g;
             memset(&g[a->n_gpus], 0, sizeof(*g));
-            if (gpc_parse_gpu("--gpu", tok, &g[a->n_gpus], &a->err)) {
-                free(copy);
-                return -1;
-            }
-            a->n_gpus++;
+            gpc_error e;
+            gpc_error_clear(&e);
+            if (gpc_parse_gpu("--gpu", items[i], &g[a->n_gpus], &e))
+                rc = gpc_opt_fail("%s", e.msg);
+            else
+                a->n_gpus++;
         }
         free(copy);
-        if (got != items) /* "", "T4," and ",," name no GPU */
-            return gpc_fail(&a->err, GPC_ERR_USAGE, "--gpu: empty GPU in '%s'", arg), -1;
-        return 0;
+        free(items);
+        return rc;
     }
     case 's': a->spot = 1; return 0;
-    case 'P': return split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
-    case 'r': return split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
-    case 'i': return parse_interconnect(arg, &a->ic);
+    case 'P': return gpc_split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
+    case 'r': return gpc_split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
+    case 'i':
+        if (parse_interconnect(arg, &a->ic))
+            return gpc_opt_fail("--interconnect: expected any, none, efa, infiniband, erdma "
+                                "or rdma, got '%s'", arg);
+        return 0;
     case 'm': return parse_usd(arg, &a->max_price);
     case 'S':
         if (strcmp(arg, "price") == 0)
@@ -276,8 +255,6 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int done;
     int rc = gpc_parse_options(o, c, argc, argv, opts, "g:", offers_opt, &a, &done);
     if (done) {
-        if (a.err.code) /* say why --gpu was refused, not just "invalid" */
-            fprintf(stderr, "gpuctl: %s\n", a.err.msg);
         offers_args_free(&a);
         return rc;
     }
@@ -320,9 +297,9 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
     q.gpus = a.gpus;
     q.n_gpus = a.n_gpus;
     q.interconnect = a.ic;
-    q.providers = a.providers;
+    q.providers = (const char *const *)a.providers;
     q.n_providers = a.n_providers;
-    q.regions = a.regions;
+    q.regions = (const char *const *)a.regions;
     q.n_regions = a.n_regions;
     q.policy = a.spot ? GPC_SPOT_SPOT : GPC_SPOT_ON_DEMAND;
     q.head = q.policy;

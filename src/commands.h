@@ -22,6 +22,10 @@ struct gpc_command {
  * came again (any other non-zero: an invalid value). */
 #define GPC_OPT_TWICE 2
 
+/* For an option callback: refuse the value with this explanation (printf
+ * style) instead of "invalid value for option".  Returns -1. */
+int gpc_opt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
                       const struct option *extra, const char *extra_short,
                       int (*on_opt)(int opt, const char *arg, void *ud), void *ud,
@@ -30,6 +34,14 @@ void gpc_command_usage(const gpc_command *c, FILE *f);
 /* Report a usage error ("fmt" with one %s) and return its exit status. */
 int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * Split a comma-separated option value ("aws,azure") into *v, n items that
+ * point into *copy.  Both are (re)allocated: the caller frees them, also
+ * after a failure.  Returns 0, or -1 for an empty item ("aws,", ",") or no
+ * memory.
+ */
+int gpc_split_list(const char *arg, char **copy, char ***v, size_t *n);
 
 /* Is s a valid cluster name (RFC 1123 label, as the spec's `name`)? */
 int gpc_valid_cluster_name(const char *s);
