@@ -58,6 +58,16 @@ run_rc rc g apply -f job.yaml --wait --timeout 300 > /dev/null
 expect_eq "apply after a failed apply works" 0 "$rc"
 g -y destroy faulty > /dev/null
 
+# 3b. no capacity for node 1 on the only offer the plan has: the failover
+# walk ends at once, node 0 is removed, and the exit status is capacity (22)
+run_rc rc env GPUCTL_TEST_FAULT=fail-create:1:capacity "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml 2> "$T/err3b.txt"
+expect_eq "no capacity on every offer: exit 22" 22 "$rc"
+expect_eq "the error is the provider's own (one offer, no fallback)" \
+    "gpuctl: error: local: injected capacity failure creating faulty-1" "$(tail -1 "$T/err3b.txt")"
+expect_eq "node 0 was removed again" 0 "$(node_dirs)"
+g -o json status > "$T/s3b.json"
+expect_eq "no live cluster left" 0 "$(json_get "$T/s3b.json" 'len(d["clusters"])')"
+
 # 4. the job fails: exit 10, rank 0's own status in JSON
 cat > fail.yaml <<'YAML'
 name: failing
