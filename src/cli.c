@@ -195,22 +195,35 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
     return 0;
 }
 
-int gpc_split_list(const char *arg, char **copy, char ***v, size_t *n)
+int gpc_list_append(const char *arg, char ***v, size_t *n)
 {
-    free(*copy);
-    free(*v);
-    *copy = strdup(arg);
-    size_t cap = 1;
-    for (const char *p = arg; *p; p++)
-        cap += *p == ',';
-    *v = calloc(cap, sizeof(**v));
-    *n = 0;
-    if (!*copy || !*v)
-        return -1;
-    char *save = NULL;
-    for (char *t = strtok_r(*copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        (*v)[(*n)++] = t;
-    return *n == cap ? 0 : -1;
+    for (const char *p = arg;; ) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len == 0)
+            return -1;
+        char **grown = realloc(*v, (*n + 1) * sizeof(**v));
+        if (!grown)
+            return -1;
+        *v = grown;
+        if (!(grown[*n] = strndup(p, len)))
+            return -1;
+        (*n)++;
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+void gpc_list_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 int gpc_valid_cluster_name(const char *s)

@@ -21,7 +21,6 @@
 typedef struct catalog_args {
     const char *from;
     const char *endpoint;
-    char *prov_copy, *region_copy;
     char **providers, **regions;
     size_t n_providers, n_regions;
     int dry_run;
@@ -41,8 +40,8 @@ static int catalog_opt(int opt, const char *arg, void *ud)
             return GPC_OPT_TWICE;
         a->endpoint = arg;
         return 0;
-    case 'P': return gpc_split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
-    case 'r': return gpc_split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
+    case 'P': return gpc_list_append(arg, &a->providers, &a->n_providers);
+    case 'r': return gpc_list_append(arg, &a->regions, &a->n_regions);
     case 'n': a->dry_run = 1; return 0;
     }
     return -1;
@@ -394,8 +393,19 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
         goto out;
     }
     gpc_catalog *cat = NULL;
-    rc = gpc_catalog_open(o->catalog_path, &cat, &err);
+    /* update --from replaces the catalog whole: the one in effect does not
+     * matter, and may be the broken override being replaced. */
+    rc = is_update && a.from ? 0 : gpc_catalog_open(o->catalog_path, &cat, &err);
     if (rc) {
+        const char *env = getenv("GPUCTL_CATALOG");
+        struct stat sb;
+        if (!o->catalog_path && !(env && *env) && have_user && stat(user, &sb) == 0) {
+            gpc_error e2;
+            gpc_error_clear(&e2);
+            gpc_fail(&e2, err.code, "%s (this is the user override; 'gpuctl catalog update "
+                     "--from FILE' replaces it, 'gpuctl catalog reset' removes it)", err.msg);
+            err = e2;
+        }
         rc = gpc_report_error(o, &err);
         goto out;
     }
@@ -414,9 +424,7 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
     }
     gpc_catalog_free(cat);
 out:
-    free(a.prov_copy);
-    free(a.region_copy);
-    free(a.providers);
-    free(a.regions);
+    gpc_list_free(a.providers, a.n_providers);
+    gpc_list_free(a.regions, a.n_regions);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -17,7 +18,7 @@
 static int parse_interconnect(const char *s, gpc_interconnect *out)
 {
     for (int i = GPC_IC_ANY; i <= GPC_IC_RDMA; i++)
-        if (strcmp(s, gpc_interconnect_name((gpc_interconnect)i)) == 0) {
+        if (strcasecmp(s, gpc_interconnect_name((gpc_interconnect)i)) == 0) {
             *out = (gpc_interconnect)i;
             return 0;
         }
@@ -57,7 +58,6 @@ static int report(const gpc_out *o, const gpc_error *err, int detailed)
 typedef struct offers_args {
     gpc_gpu_req *gpus;
     size_t n_gpus;
-    char *prov_copy, *region_copy;
     char **providers, **regions;
     size_t n_providers, n_regions;
     gpc_interconnect ic;
@@ -74,9 +74,9 @@ static int offers_opt(int opt, const char *arg, void *ud)
     switch (opt) {
     case 'g': {
         /* repeatable, and comma-separated: alternatives */
-        char *copy = NULL, **items = NULL;
+        char **items = NULL;
         size_t n = 0;
-        int rc = gpc_split_list(arg, &copy, &items, &n);
+        int rc = gpc_list_append(arg, &items, &n);
         if (rc) /* "", "T4," and ",," name no GPU */
             gpc_opt_fail("--gpu: empty GPU in '%s'", arg);
         gpc_gpu_req *g = rc ? NULL : realloc(a->gpus, (a->n_gpus + n) * sizeof(*g));
@@ -92,13 +92,12 @@ static int offers_opt(int opt, const char *arg, void *ud)
             else
                 a->n_gpus++;
         }
-        free(copy);
-        free(items);
+        gpc_list_free(items, n);
         return rc;
     }
     case 's': a->spot = 1; return 0;
-    case 'P': return gpc_split_list(arg, &a->prov_copy, &a->providers, &a->n_providers);
-    case 'r': return gpc_split_list(arg, &a->region_copy, &a->regions, &a->n_regions);
+    case 'P': return gpc_list_append(arg, &a->providers, &a->n_providers);
+    case 'r': return gpc_list_append(arg, &a->regions, &a->n_regions);
     case 'i':
         if (parse_interconnect(arg, &a->ic))
             return gpc_opt_fail("--interconnect: expected any, none, efa, infiniband, erdma "
@@ -125,10 +124,8 @@ static void offers_args_free(offers_args *a)
     for (size_t i = 0; i < a->n_gpus; i++)
         free(a->gpus[i].model);
     free(a->gpus);
-    free(a->prov_copy);
-    free(a->region_copy);
-    free(a->providers);
-    free(a->regions);
+    gpc_list_free(a->providers, a->n_providers);
+    gpc_list_free(a->regions, a->n_regions);
 }
 
 static void cell_price(char *b, size_t n, double v, int dec)
@@ -292,6 +289,24 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
                           hl ? have : "no rows");
         }
     }
+    /* A GPU model the catalog does not know is a typo, not "no offers". */
+    for (size_t i = 0; !rc && i < a.n_gpus; i++) {
+        const char *m = a.gpus[i].model;
+        int known = !*m;
+        for (size_t k = 0; k < cat->n_gpus && !known; k++) {
+            const char *key = cat->gpus[k].model;
+            known = strcasecmp(key, m) == 0 ||
+                    (strlen(m) == strcspn(key, "-") && strncasecmp(key, m, strlen(m)) == 0);
+        }
+        if (!known) {
+            char list[512] = "";
+            for (size_t k = 0; k < cat->n_gpus; k++)
+                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                         k ? ", " : "", cat->gpus[k].model);
+            rc = gpc_fail(&err, GPC_ERR_USAGE, "--gpu: unknown GPU model '%s' (the catalog "
+                          "knows %s; a family such as A100 matches every A100-*)", m, list);
+        }
+    }
     gpc_offer_query q;
     memset(&q, 0, sizeof(q));
     q.gpus = a.gpus;
@@ -422,6 +437,14 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
     if (!a.file)
         return gpc_usage_error(o, c, "missing -f FILE%s", "");
+    if (a.out && (!*a.out || strcmp(a.out, "-") == 0))
+        return gpc_usage_error(o, c, "--out needs a file name (a plan is not written to "
+                               "stdout; -o json prints the same document)%s", "");
+    struct stat sa, sb;
+    if (a.out && stat(a.out, &sa) == 0 && stat(a.file, &sb) == 0 && sa.st_dev == sb.st_dev &&
+        sa.st_ino == sb.st_ino)
+        return gpc_usage_error(o, c, "--out %s is the spec itself; the plan would replace it",
+                               a.out);
 
     gpc_error err;
     gpc_error_clear(&err);
@@ -450,7 +473,8 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     else
         gpc_plan_print(o, &p);
     if (a.out)
-        gpc_info(o, "plan saved to %s; carry it out with: gpuctl apply %s", a.out, a.out);
+        gpc_info(o, "plan saved to %s; carry it out with: gpuctl%s%s apply %s", a.out,
+                 o->state_dir ? " --state-dir " : "", o->state_dir ? o->state_dir : "", a.out);
     rc = a.detailed && p.action != GPC_PLAN_NONE ? 2 : 0;
 out:
     gpc_plan_free(&p);

@@ -36,12 +36,14 @@ int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 
 /*
- * Split a comma-separated option value ("aws,azure") into *v, n items that
- * point into *copy.  Both are (re)allocated: the caller frees them, also
- * after a failure.  Returns 0, or -1 for an empty item ("aws,", ",") or no
- * memory.
+ * Append the items of a comma-separated option value ("aws, azure") to *v
+ * (n items, each its own string, blanks around it removed), so that an
+ * option given twice adds to the list.  The caller frees the list with
+ * gpc_list_free(), also after a failure.  Returns 0, or -1 for an empty
+ * item ("aws,", ",", "") or no memory.
  */
-int gpc_split_list(const char *arg, char **copy, char ***v, size_t *n);
+int gpc_list_append(const char *arg, char ***v, size_t *n);
+void gpc_list_free(char **v, size_t n);
 
 /* Is s a valid cluster name (RFC 1123 label, as the spec's `name`)? */
 int gpc_valid_cluster_name(const char *s);

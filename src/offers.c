@@ -75,6 +75,23 @@ static bool exceeds(double v, double cap)
     return v > cap + 1e-9 * (1.0 + fabs(cap));
 }
 
+/*
+ * Decimals to print a value that exceeds `cap` with: `d` (the usual 2 or
+ * 4), or more when fewer would print both the same ("0.25 > 0.25" for
+ * 0.250796 against 0.25).
+ */
+static int apart(double v, double cap, int d)
+{
+    for (; d < 8; d++) {
+        char a[64], b[64];
+        snprintf(a, sizeof(a), "%.*f", d, v);
+        snprintf(b, sizeof(b), "%.*f", d, cap);
+        if (strcmp(a, b) != 0)
+            break;
+    }
+    return d;
+}
+
 static const char *opt_name(int spot)
 {
     return spot ? "spot" : "on-demand";
@@ -305,8 +322,9 @@ static gpc_verdict row_verdict(scan *sc, const gpc_catalog_row *row)
         return GPC_LOST_MEMORY;
     if (!fabric_ok(q->interconnect, row->fabric))
         return GPC_LOST_INTERCONNECT;
-    if (q->n_regions && !in_list(row->region ? row->region : "", q->regions, q->n_regions))
-        return GPC_LOST_REGION;
+    if (!row->region || !row->region[0] ||
+        (q->n_regions && !in_list(row->region, q->regions, q->n_regions)))
+        return GPC_LOST_REGION;  /* no region: nowhere to create the node */
     return GPC_FIT;
 }
 
@@ -495,10 +513,11 @@ static void explain(char *why, size_t n, const gpc_catalog_row *row, const gpc_o
                    gpc_interconnect_name(q->interconnect));
         break;
     case GPC_LOST_REGION:
-        if (row->region && row->region[0])
-            sb_add(&b, "region %s not in [", row->region);
-        else
-            sb_add(&b, "region (none stated) not in [");
+        if (!row->region || !row->region[0]) {
+            sb_add(&b, "the catalog states no region for it");
+            break;
+        }
+        sb_add(&b, "region %s not in [", row->region);
         sb_list(&b, q->regions, q->n_regions, ", ", n, 1);
         sb_add(&b, "]");
         break;
@@ -514,22 +533,30 @@ static void explain(char *why, size_t n, const gpc_catalog_row *row, const gpc_o
         break;
     }
     case GPC_LOST_MAX_PRICE:
-        if (q->nodes > 1 && exceeds(p->node, q->max_price))
-            sb_add(&b, "%s %.4f USD/hour > spot.max_price %.4f", opt_name(spot), p->node,
-                   q->max_price);
-        else
-            sb_add(&b, "%s%s %.4f USD/hour > spot.max_price %.4f",
+        if (q->nodes > 1 && exceeds(p->node, q->max_price)) {
+            int d = apart(p->node, q->max_price, 4);
+            sb_add(&b, "%s %.*f USD/hour > spot.max_price %.*f", opt_name(spot), d, p->node,
+                   d, q->max_price);
+        } else {
+            int d = apart(p->head, q->max_price, 4);
+            sb_add(&b, "%s%s %.*f USD/hour > spot.max_price %.*f",
                    q->nodes > 1 && spot != head_spot ? "head " : "", opt_name(head_spot),
-                   p->head, q->max_price);
+                   d, p->head, d, q->max_price);
+        }
         break;
-    case GPC_LOST_BUDGET_HOURLY:
-        sb_add(&b, "cluster %.2f USD/hour > budget.max_hourly %.2f", p->cluster,
+    case GPC_LOST_BUDGET_HOURLY: {
+        int d = apart(p->cluster, q->budget_hourly, 2);
+        sb_add(&b, "cluster %.*f USD/hour > budget.max_hourly %.*f", d, p->cluster, d,
                q->budget_hourly);
         break;
-    case GPC_LOST_BUDGET_TOTAL:
-        sb_add(&b, "cluster %.2f USD/hour x %g h = %.2f USD > budget.max_total %.2f",
-               p->cluster, (double)q->max_duration_s / 3600.0, p->total, q->budget_total);
+    }
+    case GPC_LOST_BUDGET_TOTAL: {
+        int d = apart(p->total, q->budget_total, 2);
+        sb_add(&b, "cluster %.2f USD/hour x %g h = %.*f USD > budget.max_total %.*f",
+               p->cluster, (double)q->max_duration_s / 3600.0, d, p->total, d,
+               q->budget_total);
         break;
+    }
     case GPC_LOST_PROVIDER:
         sb_add(&b, "provider %s not in [", row->provider ? row->provider : "");
         sb_list(&b, q->providers, q->n_providers, ", ", n, 1);

@@ -310,6 +310,30 @@ static void own_free(own_rows *own)
     memset(own, 0, sizeof(*own));
 }
 
+/*
+ * The document's checksum: SHA-256 of its unformatted JSON without
+ * "schema_version" and "checksum".  Not a signature (anyone can recompute
+ * it): it makes `apply` refuse a plan edited by hand or damaged, as a
+ * reviewed plan must be carried out as it was shown.
+ */
+static int doc_checksum(const cJSON *doc, char out[72])
+{
+    cJSON *copy = cJSON_Duplicate(doc, 1);
+    if (!copy)
+        return -1;
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "schema_version");
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "checksum");
+    char *text = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    if (!text)
+        return -1;
+    char hex[65];
+    gpc_sha256_hex(text, strlen(text), hex);
+    free(text);
+    snprintf(out, 72, "sha256:%s", hex);
+    return 0;
+}
+
 /* ---- making a plan ----------------------------------------------------- */
 
 static void fill_offer(gpc_offer *o, const gpc_catalog_row *r, int spot, double price)
@@ -643,7 +667,9 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
     }
     if (!rc) {
         out->doc = plan_doc(spec, po, out, cat, &sel, &q, nodes, n_nodes, own.notes);
-        if (!out->doc)
+        char sum[72];
+        if (!out->doc || doc_checksum(out->doc, sum) != 0 ||
+            !cJSON_AddStringToObject(out->doc, "checksum", sum))
             rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     gpc_selection_free(&sel);
@@ -670,6 +696,7 @@ void gpc_plan_free(gpc_plan *p)
 
 int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err)
 {
+    /* schema_version first, as every -o json document has it */
     cJSON *copy = cJSON_CreateObject();
     cJSON_AddNumberToObject(copy, "schema_version", 1);
     for (const cJSON *it = p->doc->child; it; it = it->next)
@@ -678,11 +705,9 @@ int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err)
     cJSON_Delete(copy);
     if (!text)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    size_t len = strlen(text);
-    text[len] = '\0';
     gpc_buf b;
     gpc_buf_init(&b, GPC_BUF_FILE_MAX * 4);
-    int rc = gpc_buf_add(&b, text, len, err);
+    int rc = gpc_buf_adds(&b, text, err);
     if (!rc)
         rc = gpc_buf_adds(&b, "\n", err);
     free(text);
@@ -748,6 +773,13 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
                       GPUCTL_VERSION);
         goto fail;
     }
+    char sum[72];
+    const char *have = jstr(d, "checksum");
+    if (!have || doc_checksum(d, sum) != 0 || strcmp(have, sum) != 0) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: the plan file was changed after gpuctl wrote "
+                      "it (its checksum does not match); make the plan again", path);
+        goto fail;
+    }
     const cJSON *sj = cJSON_GetObjectItemCaseSensitive(d, "spec");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "state");
     const char *yaml = sj ? jstr(sj, "yaml") : NULL, *hash = sj ? jstr(sj, "sha256") : NULL;
@@ -784,6 +816,11 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     out->offers = calloc(n ? n : 1, sizeof(*out->offers));
     if (!out->offers) {
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (out->action != GPC_PLAN_NONE && !cJSON_IsObject(chosen)) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: the plan has changes but no chosen offer; make "
+                      "the plan again", path);
         goto fail;
     }
     const cJSON *it = cJSON_IsObject(chosen) ? chosen : NULL;

@@ -176,11 +176,22 @@ int gpc_write_file_atomic(const char *path, const void *data, size_t len,
                           unsigned mode, gpc_error *err)
 {
     char tmp[PATH_MAX];
+    if (!*path)
+        return gpc_fail(err, GPC_ERR_IO, "cannot write a file with an empty name");
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
         return gpc_fail(err, GPC_ERR_IO, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    /* rename() would replace whatever is there: a device (/dev/null, for
+     * root), a symlink, ... - only ever replace a regular file. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_IO, "%s: exists and is not a regular file (a %s); "
+                        "refusing to replace it", path,
+                        S_ISDIR(sb.st_mode) ? "directory" : S_ISLNK(sb.st_mode) ? "symbolic link"
+                        : "device or special file");
+    unlink(tmp); /* left by a killed process with our pid */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_EXCL, (mode_t)mode);
     if (fd < 0)
-        return gpc_fail(err, GPC_ERR_IO, "%s: %s", tmp, strerror(errno));
+        return gpc_fail(err, GPC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     const char *p = data;
     size_t left = len;
     while (left > 0) {
@@ -191,14 +202,15 @@ int gpc_write_file_atomic(const char *path, const void *data, size_t len,
             int e = errno;
             close(fd);
             unlink(tmp);
-            return gpc_fail(err, GPC_ERR_IO, "%s: %s", tmp, strerror(e));
+            return gpc_fail(err, GPC_ERR_IO, "%s: cannot write: %s", path, strerror(e));
         }
         p += w;
         left -= (size_t)w;
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
+        int e = errno;
         unlink(tmp);
-        return gpc_fail(err, GPC_ERR_IO, "%s: %s", tmp, strerror(errno));
+        return gpc_fail(err, GPC_ERR_IO, "%s: cannot write: %s", path, strerror(e));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;

@@ -117,12 +117,19 @@ expect_eq "region and GPU model names compare without case" "aws p4de.24xlarge u
 run_rc rc g offers --gpu A100-80GB:8 --provider gcp > /dev/null 2> "$T/e.txt"
 expect_eq "--provider gcp: exit 3" 3 "$rc"
 expect_match "says the catalog has no such provider" "no rows for provider 'gcp'" "$(cat "$T/e.txt")"
+# regression: a repeated --region replaced the first instead of adding to it
+g -o json offers --gpu A100-80GB:8 --spot --region us-west-2 --region ' cn-beijing' --interconnect RDMA > "$T/reg2.json"
+expect_eq "--region given twice adds; blanks trimmed; RDMA without case" "aws p4de.24xlarge us-west-2 10.3338" "$(rows "$T/reg2.json")"
 g -o json offers --gpu A100-80GB:8 --spot --region eastus2 > "$T/reg.json"
 expect_eq "--region eastus2 alone" "azure Standard_ND96amsr_A100_v4 eastus2 3.611254" "$(rows "$T/reg.json")"
-g -o json offers --gpu B200:8 > "$T/none.json"
+g -o json offers --gpu T4:3 > "$T/none.json"
 check_schema "$T/none.json" offers
-expect_eq "a GPU the catalog lacks: no offers, exit 0" "0 0" \
+expect_eq "a GPU count no row has: no offers, exit 0" "0 0" \
     "$(json_get "$T/none.json" 'd["matched"], len(d["offers"])' | tr -d '(),')"
+# regression: an unknown model (a typo) listed nothing and exited 0
+run_rc rc g offers --gpu B200:8 > /dev/null 2> "$T/e.txt"
+expect_eq "a GPU model the catalog does not know: exit 3" 3 "$rc"
+expect_match "names it and the known models" "unknown GPU model 'B200' \(the catalog knows T4, V100-16GB" "$(cat "$T/e.txt")"
 
 # ---- 3. --sort price-per-tflops on a mixed query ---------------------------
 # H100:8 or A100:8 on aws and azure: model H100 matches H100-80GB-SXM (p5,
@@ -219,7 +226,7 @@ expect_eq "no ANSI escapes when piped" 0 "$(cat "$T/table.txt" "$T/table.err" | 
 g offers --gpu A100-80GB:8 --spot --limit 2 > "$T/table2.txt" 2> "$T/table2.err"
 expect_eq "--limit 2 table: header + 2" 3 "$(wc -l < "$T/table2.txt")"
 expect_match "--limit summary" "^2 of 6 offer\(s\) shown" "$(cat "$T/table2.err")"
-g offers --gpu B200:8 > "$T/table3.txt" 2> "$T/table3.err"
+g offers --gpu T4:3 > "$T/table3.txt" 2> "$T/table3.err"
 expect_eq "no match: nothing on stdout" "" "$(cat "$T/table3.txt")"
 expect_eq "no match: says so" "no offer matches (catalog built-in, 212 rows)" "$(cat "$T/table3.err")"
 

@@ -61,7 +61,8 @@ expect_eq "det3d: failover order, first 3" \
 azure Standard_ND96amsr_A100_v4 eastus2 spot/on-demand 58.048778
 aws p4de.24xlarge us-east-1 spot/on-demand 88.00055" "$(offers3 "$D")"
 expect_eq "det3d: 9 feasible, 8 fallbacks" "9 8" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
-expect_eq "det3d: lost_by" "{'hardware': 406, 'interconnect': 6, 'no_price': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
+# ebmgn7ex (2 candidates) has no region in the catalog: nowhere to create a node
+expect_eq "det3d: lost_by" "{'hardware': 406, 'interconnect': 6, 'region': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
 expect_eq "det3d: the budget loser and why" "aws p4de.24xlarge ap-northeast-1 budget_hourly cluster 300.98 USD/hour > budget.max_hourly 300.00" \
     "$(json_get "$D" '" ".join([(o["provider"], o["instance_type"], o["region"], o["verdict"], o["why"]) for o in d["lost"] if o["verdict"] == "budget_hourly"][0])')"
 expect_eq "det3d: budget checks" "spot.max_price None 32.77 True|budget.max_hourly 300 58.0029 True|budget.max_total 15000 2784.1392 True" \
@@ -190,9 +191,28 @@ check_schema p.json plan
 expect_eq "the plan file is mode 0600" 600 "$(stat -c %a p.json)"
 expect_eq "the JSON printed equals the plan file" True \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' "$T/printed.json" p.json)"
-expect_match "says how to carry it out" "plan saved to p\.json; carry it out with: gpuctl apply p\.json" "$(cat "$T/out.err")"
+expect_match "says how to carry it out, with the same state dir" "plan saved to p\.json; carry it out with: gpuctl --state-dir $STATE apply p\.json" "$(cat "$T/out.err")"
 expect_eq "the plan embeds the spec's YAML" True \
     "$(json_get p.json 'd["spec"]["yaml"] == open("quickstart.yaml").read()')"
+
+# --out never replaces what is not a regular file, nor the spec (regressions:
+# as root, --out /dev/null turned the device into a plain file)
+echo keep > target.txt
+ln -s target.txt link.json
+run_rc rc g plan -f quickstart.yaml --out link.json > /dev/null 2> "$T/e.txt"
+expect_eq "--out onto a symlink: exit 5" 5 "$rc"
+expect_eq "says why" "gpuctl: error: link.json: exists and is not a regular file (a symbolic link); refusing to replace it" "$(cat "$T/e.txt")"
+expect_eq "the link and its target are untouched" "link keep" "$([ -L link.json ] && echo link) $(cat target.txt)"
+run_rc rc g plan -f quickstart.yaml --out quickstart.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "--out onto the spec: exit 3" 3 "$rc"
+expect_match "says so" "--out quickstart.yaml is the spec itself" "$(cat "$T/e.txt")"
+for bad in "" "-"; do
+    run_rc rc g plan -f quickstart.yaml --out "$bad" > /dev/null 2> "$T/e.txt"
+    expect_eq "--out '$bad': exit 3" 3 "$rc"
+done
+run_rc rc g plan -f quickstart.yaml --out nodir/p.json > /dev/null 2> "$T/e.txt"
+expect_eq "--out into a missing directory: exit 5" 5 "$rc"
+expect_eq "names the file asked for, not a temp file" "gpuctl: error: nodir/p.json: cannot write: No such file or directory" "$(cat "$T/e.txt")"
 
 run_rc rc g -o json apply p.json --wait > "$T/apply.json" 2> "$T/apply.err"
 expect_eq "apply p.json --wait: exit 0" 0 "$rc"
@@ -251,7 +271,24 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 run_rc rc g apply edited.json > /dev/null 2> "$T/e.txt"
 expect_eq "a plan whose spec was edited by hand: exit 3" 3 "$rc"
-expect_eq "says so" "gpuctl: error: edited.json: the embedded spec does not match its recorded hash (edited by hand?); make the plan again" "$(cat "$T/e.txt")"
+expect_eq "says so" "gpuctl: error: edited.json: the plan file was changed after gpuctl wrote it (its checksum does not match); make the plan again" "$(cat "$T/e.txt")"
+# regression: a changed price or offer was carried out as edited
+python3 - p.json priced.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["chosen"]["price"]["node_usd_hr"] = 99
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+run_rc rc g apply priced.json > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with an edited price: exit 3" 3 "$rc"
+expect_match "refused for its checksum" "priced\.json: the plan file was changed after gpuctl wrote it" "$(cat "$T/e.txt")"
+python3 - p.json reformatted.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+json.dump(d, open(sys.argv[2], "w"), indent=7)
+PY
+run_rc rc g apply reformatted.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "re-indented but unchanged plan still applies (dry run): exit 0" 0 "$rc"
 run_rc rc g -o json apply edited.json > "$T/edited.json" 2> /dev/null
 check_schema "$T/edited.json" error
 expect_eq "json: usage 3" "usage 3" "$(json_get "$T/edited.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"

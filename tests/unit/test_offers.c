@@ -799,6 +799,35 @@ static void test_cpu_memory(void **state)
     gpc_selection_free(&s);
 }
 
+/* Regression: a loser just above a cap printed as "0.25 > 0.25". */
+static void test_why_precision(void **state)
+{
+    (void)state;
+    gpc_catalog_row rows[] = {
+        R("azure", "Standard_NC4as_T4_v3", "eastus", &T4, 1, 4, 28, NONE, 0.526, 0.062699),
+    };
+    gpc_catalog cat = CAT(rows, 1);
+    gpc_gpu_req t4x1 = {"T4", {0, 0}, {1, 1}};
+    gpc_offer_query q = Q(&t4x1, 1, 4);
+    q.policy = GPC_SPOT_SPOT;
+    q.head = GPC_SPOT_SPOT;
+    q.budget_hourly = 0.25;     /* 4 x 0.062699 = 0.250796 */
+    gpc_selection s;
+    select_ok(&cat, &q, &s);
+    assert_int_equal(s.n_fit, 0);
+    assert_string_equal(s.lost[0].why, "cluster 0.251 USD/hour > budget.max_hourly 0.250");
+    gpc_selection_free(&s);
+    q.budget_hourly = 0;
+    q.max_price = 0.0626;       /* 0.062699 > 0.0626, equal at 3 decimals */
+    select_ok(&cat, &q, &s);
+    assert_string_equal(s.lost[0].why, "spot 0.0627 USD/hour > spot.max_price 0.0626");
+    gpc_selection_free(&s);
+    q.max_price = 0.06269;      /* equal at 4 decimals: 5 are printed */
+    select_ok(&cat, &q, &s);
+    assert_string_equal(s.lost[0].why, "spot 0.06270 USD/hour > spot.max_price 0.06269");
+    gpc_selection_free(&s);
+}
+
 static void test_region(void **state)
 {
     (void)state;
@@ -813,12 +842,16 @@ static void test_region(void **state)
     gpc_offer_query q = Q(&A100_80x8, 1, 1);
     gpc_selection s;
 
-    /* no filter: equal p4de prices fall back to region order */
+    /* no filter: equal p4de prices fall back to region order; the row
+     * without a region never fits (a node needs one; regression: it was
+     * chosen when it was the cheapest) */
     select_ok(&cat, &q, &s);
-    assert_int_equal(s.n_fit, 5);
+    assert_int_equal(s.n_fit, 4);
     assert_string_equal(s.fit[1].row->region, "us-east-1");
     assert_string_equal(s.fit[2].row->region, "us-west-2");
-    assert_string_equal(s.fit[3].row->region, "");          /* 45 */
+    assert_string_equal(s.fit[3].row->region, "ap-northeast-1");
+    assert_int_equal(s.lost_by[GPC_LOST_REGION], 1);
+    assert_string_equal(s.lost[0].why, "the catalog states no region for it");
     gpc_selection_free(&s);
 
     const char *regions[] = {"us-east-1", "eastus"};
@@ -830,7 +863,7 @@ static void test_region(void **state)
     assert_int_equal(s.lost_by[GPC_LOST_REGION], 3);
     /* lost, cheapest first: us-west-2 40.96, aliyun 45, ap-northeast-1 51.2 */
     assert_string_equal(s.lost[0].why, "region us-west-2 not in [us-east-1, eastus]");
-    assert_string_equal(s.lost[1].why, "region (none stated) not in [us-east-1, eastus]");
+    assert_string_equal(s.lost[1].why, "the catalog states no region for it");
     assert_string_equal(s.lost[2].why, "region ap-northeast-1 not in [us-east-1, eastus]");
     gpc_selection_free(&s);
 
@@ -931,7 +964,7 @@ static void test_extra_rows(void **state)
         R("azure", "Standard_NV36ads_A10_v5", "eastus", &A10, 1, 36, 440, NONE, 1.0, -1),
     };
     gpc_catalog_row local[] = {
-        R("local", "local", "", &L4, 1, 16, 64, NONE, 0, -1),
+        R("local", "local", "local", &L4, 1, 16, 64, NONE, 0, -1),
     };
     gpc_catalog cat = CAT(rows, 2);
     gpc_gpu_req l4 = {"L4", {0, 0}, {1, 1}};
@@ -1185,6 +1218,7 @@ int main(void)
         cmocka_unit_test(test_family_matching),
         cmocka_unit_test(test_cpu_memory),
         cmocka_unit_test(test_region),
+        cmocka_unit_test(test_why_precision),
         cmocka_unit_test(test_pinned_and_providers),
         cmocka_unit_test(test_extra_rows),
         cmocka_unit_test(test_nodes_zero),
