@@ -124,6 +124,30 @@ int gpc_catalog_load_string(const char *name, const char *csv, size_t len,
 int gpc_catalog_load_file(const char *path, gpc_catalog **out, gpc_error *err);
 
 /*
+ * The parsed-table cache of gpc_catalog_load_file (so of --catalog,
+ * $GPUCTL_CATALOG and the user-level override).  A regular file of at
+ * least GPC_CATALOG_CACHE_MIN_BYTES is parsed once; its rows are kept in
+ * a binary file in the cache directory -- $GPUCTL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/gpuctl (when absolute), else $HOME/.cache/gpuctl; in it
+ * catalog/SHA256-OF-THE-FILE'S-REALPATH (directories made 0700, files
+ * 0644, written to a temporary file and renamed).  A later load whose
+ * file has the same device, inode, size, mtime and ctime (ns) reads the
+ * rows from there, without reading or hashing the CSV; the result is the
+ * same catalog (every row field, sha256 of the CSV bytes, origin = path).
+ * Built-in and smaller files, "-" and pipes are never cached.
+ *
+ * A cache made by another build, or damaged, truncated or otherwise not
+ * consistent (sizes, a 64-bit checksum of the whole file, every offset,
+ * index and value), is ignored silently: the CSV is parsed and the cache
+ * written again.  A cache that cannot be written is no error either.
+ * Accepted edge: a same-size rewrite of the CSV within one tick of the
+ * file system's clock for both mtime and ctime (every write changes the
+ * ctime) is not noticed.  Env GPUCTL_CATALOG_CACHE=0 turns the cache off:
+ * nothing is read from it or written to it.
+ */
+#define GPC_CATALOG_CACHE_MIN_BYTES (256u << 10)
+
+/*
  * The path of the user-level override: $GPUCTL_CONFIG_DIR/catalog.csv,
  * else $XDG_CONFIG_HOME/gpuctl/catalog.csv, else
  * $HOME/.config/gpuctl/catalog.csv.  Returns 0 or GPC_ERR_IO when no

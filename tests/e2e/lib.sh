@@ -15,6 +15,7 @@ if [ -x /usr/bin/python3 ]; then python3() { /usr/bin/python3 "$@"; }; fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-e2e.XXXXXX")
 STATE="$T/state"
+export GPUCTL_CACHE_DIR="$T/cache"   # the catalog cache: never ~/.cache
 PASS=0
 FAIL=0
 

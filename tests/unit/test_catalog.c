@@ -1,5 +1,5 @@
 /* test_catalog.c - src/catalog.c: the built-in catalog, the CSV loader and
- * its messages, writing, overrides. */
+ * its messages, writing, overrides, the cache of parsed tables. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpuctl/buf.h"
@@ -952,6 +954,761 @@ static void test_two_parts_errors(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* the cache of parsed instance tables                                */
+
+static char cache_root[64];
+
+/* A table of n rows with every kind of cell: a byte order mark, CPU-only
+ * rows, GPU models in another case, every fabric, empty and odd prices,
+ * CNY columns, quoted notes with commas, quotes, line ends and UTF-8. */
+static char *gen_rich(size_t n)
+{
+    static const char *const prov[] = {"aws", "azure", "aliyun", "new-cloud9"};
+    static const char *const gpus[] = {"", "A100-80GB", "h100-80gb-sxm", "T4", "H-e"};
+    static const char *const fab[] = {"", "none", "efa", "infiniband", "erdma"};
+    static const char *const src[] = {"skypilot-v8-aws", "", "alibaba-docs", "my-own"};
+    static const char *const notes[] = {"", "plain", "\"quoted, with a comma\"",
+                                        "\"two\nlines \"\"q\"\"\"", "\"\xc3\xbcnicode \xe2\x9c\x93\""};
+    gpc_buf b;
+    gpc_error e;
+    gpc_error_clear(&e);
+    gpc_buf_init(&b, 64u << 20);
+    assert_int_equal(gpc_buf_adds(&b, "\xEF\xBB\xBF" HDR, &e), 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *g = gpus[i % 5];
+        char gbps[16] = "", od[32] = "", spot[32] = "", odc[32] = "", spotc[32] = "";
+        if (i % 3)
+            snprintf(gbps, sizeof(gbps), "%zu", i % 7 * 100);
+        if (i % 11)
+            snprintf(od, sizeof(od), "%zu.%03zu", i % 50, i % 1000);
+        if (i % 4)
+            snprintf(spot, sizeof(spot), "0.%04zu", i % 10000);
+        if (i % 4 == 2) {
+            snprintf(odc, sizeof(odc), "%zu.1", i % 900);
+            snprintf(spotc, sizeof(spotc), "%zu", i % 90);
+        }
+        assert_int_equal(gpc_buf_addf(&b, &e, "%s,t%zu.%zux,r-%zu,%s,%zu,%s,%zu,%zu.5,%s,%s,%s,%s,%s,%s,%s,%s%s",
+                                      prov[i % 4], i % 13, i % 3, i, g, *g ? i % 8 + 1 : 0,
+                                      *g ? "80" : "", i % 192, i % 2048, fab[i / 5 % 5], gbps,
+                                      od, spot, odc, spotc, src[i / 3 % 4], notes[i / 7 % 5],
+                                      i % 9 == 8 ? "\r\n" : "\n"),
+                         0);
+    }
+    return gpc_buf_take(&b);
+}
+
+/* Row fields bit for bit, and the GPU by its index in each catalog's table. */
+static bool rows_same(const gpc_catalog *ca, const gpc_catalog_row *a, const gpc_catalog *cb,
+                      const gpc_catalog_row *b)
+{
+    ptrdiff_t ga = a->gpu ? a->gpu - ca->gpus : -1, gb = b->gpu ? b->gpu - cb->gpus : -1;
+    return strcmp(a->provider, b->provider) == 0 &&
+           strcmp(a->instance_type, b->instance_type) == 0 &&
+           strcmp(a->region, b->region) == 0 && strcmp(a->gpu_model, b->gpu_model) == 0 &&
+           a->gpu_count == b->gpu_count && memcmp(&a->gpu_mem_gib, &b->gpu_mem_gib, 8) == 0 &&
+           memcmp(&a->vcpus, &b->vcpus, 8) == 0 && memcmp(&a->mem_gib, &b->mem_gib, 8) == 0 &&
+           a->fabric == b->fabric && memcmp(&a->fabric_gbps, &b->fabric_gbps, 8) == 0 &&
+           memcmp(&a->price_ondemand, &b->price_ondemand, 8) == 0 &&
+           memcmp(&a->price_spot, &b->price_spot, 8) == 0 &&
+           memcmp(&a->price_ondemand_cny, &b->price_ondemand_cny, 8) == 0 &&
+           memcmp(&a->price_spot_cny, &b->price_spot_cny, 8) == 0 &&
+           strcmp(a->source, b->source) == 0 && strcmp(a->notes, b->notes) == 0 && ga == gb &&
+           gb >= -1 && gb < (ptrdiff_t)cb->n_gpus && a->line == b->line;
+}
+
+/* Every field of every row, the sha256, the origin, GPUs and sources. */
+static void assert_same_catalog(const gpc_catalog *want, const gpc_catalog *got)
+{
+    assert_string_equal(got->origin, want->origin);
+    assert_string_equal(got->sha256, want->sha256);
+    assert_int_equal(got->n_rows, want->n_rows);
+    assert_int_equal(got->n_gpus, want->n_gpus);
+    assert_int_equal(got->n_sources, want->n_sources);
+    for (size_t i = 0; i < want->n_rows; i++)
+        if (!rows_same(want, &want->rows[i], got, &got->rows[i]))
+            fail_msg("row %zu (line %u) differs", i, (unsigned)want->rows[i].line);
+}
+
+static gpc_catalog *load_path(const char *path)
+{
+    gpc_catalog *c = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_catalog_load_file(path, &c, &e);
+    if (rc)
+        fail_msg("gpc_catalog_load_file(%s): %d: %s", path, rc, e.msg);
+    assert_int_equal(e.code, GPC_OK);
+    return c;
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *read_bytes(const char *path, size_t *len)
+{
+    char *data = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_read_file(path, 1u << 30, &data, len, &e))
+        fail_msg("%s", e.msg);
+    return data;
+}
+
+/* The cache file of `csv` under `dir`: DIR/catalog/SHA256(realpath). */
+static void cache_file_of(char *buf, size_t n, const char *dir, const char *csv)
+{
+    char *real = NULL, key[65];
+    assert_int_equal(gpc_realpath(csv, &real, NULL), 0);
+    gpc_sha256_hex(real, strlen(real), key);
+    free(real);
+    int k = snprintf(buf, n, "%s/catalog/%s", dir, key);
+    assert_true(k > 0 && (size_t)k < n);
+}
+
+static ino_t inode_of(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    return st.st_ino;
+}
+
+/* A fixture: a generated catalog in FILE (>= the cache's minimum size),
+ * the cache directory, and the catalog parsed from memory to compare to. */
+typedef struct cache_fx {
+    char dir[128], csv[128], cache[512];
+    char *text;
+    size_t len;
+    gpc_catalog *want;
+} cache_fx;
+
+static void fx_reference(cache_fx *fx)
+{
+    gpc_error e;
+    gpc_error_clear(&e);
+    gpc_catalog_free(fx->want);
+    fx->want = NULL;
+    assert_int_equal(gpc_catalog_load_string(fx->csv, fx->text, fx->len, &fx->want, &e), 0);
+}
+
+static void fx_init(cache_fx *fx, size_t rows)
+{
+    memset(fx, 0, sizeof(*fx));
+    strcpy(cache_root, "/tmp/gpuctl-cache-XXXXXX");
+    assert_non_null(mkdtemp(cache_root));
+    snprintf(fx->dir, sizeof(fx->dir), "%s/cache", cache_root);
+    snprintf(fx->csv, sizeof(fx->csv), "%s/cat.csv", cache_root);
+    setenv("GPUCTL_CACHE_DIR", fx->dir, 1);
+    unsetenv("GPUCTL_CATALOG_CACHE");
+    fx->text = gen_rich(rows);
+    fx->len = strlen(fx->text);
+    assert_true(fx->len >= GPC_CATALOG_CACHE_MIN_BYTES);
+    write_bytes(fx->csv, fx->text, fx->len);
+    cache_file_of(fx->cache, sizeof(fx->cache), fx->dir, fx->csv);
+    fx_reference(fx);
+}
+
+static void fx_free(cache_fx *fx)
+{
+    gpc_error e;
+    gpc_error_clear(&e);
+    gpc_catalog_free(fx->want);
+    free(fx->text);
+    unsetenv("GPUCTL_CACHE_DIR");
+    assert_int_equal(gpc_rm_rf(cache_root, &e), 0);
+    cache_root[0] = '\0';
+}
+
+/* After each cache test, passed or failed: no temp dir left behind. */
+static int cache_teardown(void **state)
+{
+    (void)state;
+    if (cache_root[0])
+        (void)gpc_rm_rf(cache_root, NULL);
+    cache_root[0] = '\0';
+    unsetenv("GPUCTL_CACHE_DIR");
+    unsetenv("GPUCTL_CATALOG_CACHE");
+    return 0;
+}
+
+/* Load fx->csv and compare; `rewritten`: the cache file must be a new one
+ * (a parse writes the cache again; a hit leaves it as it is). */
+static void fx_load(cache_fx *fx, bool rewritten)
+{
+    ino_t before = inode_of(fx->cache);
+    gpc_catalog *c = load_path(fx->csv);
+    assert_same_catalog(fx->want, c);
+    gpc_catalog_free(c);
+    ino_t after = inode_of(fx->cache);
+    assert_true(after != 0);
+    if (rewritten != (after != before))
+        fail_msg("cache file %s: expected it %s", fx->cache, rewritten ? "rewritten" : "kept");
+}
+
+static void test_cache_hit_same_rows(void **state)
+{
+    (void)state;
+    mode_t old_mask = umask(022);
+    cache_fx fx;
+    fx_init(&fx, 4000);
+    struct stat st;
+    assert_int_not_equal(stat(fx.dir, &st), 0); /* nothing yet */
+
+    fx_load(&fx, true); /* a miss: parsed, cache written */
+    assert_int_equal(stat(fx.cache, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    char sub[160];
+    snprintf(sub, sizeof(sub), "%s/catalog", fx.dir);
+    assert_int_equal(stat(sub, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(fx.dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    size_t len1, len2;
+    char *first = read_bytes(fx.cache, &len1);
+
+    fx_load(&fx, false); /* a hit: the same rows, the cache as it was */
+    fx_load(&fx, false);
+    char *second = read_bytes(fx.cache, &len2);
+    assert_int_equal(len1, len2);
+    assert_memory_equal(first, second, len1);
+    free(second);
+
+    /* The same file by another path: the same cache (by realpath), the
+     * path given as origin. */
+    char other[160];
+    snprintf(other, sizeof(other), "%s/../%s/./cat.csv", cache_root, strrchr(cache_root, '/') + 1);
+    ino_t ino = inode_of(fx.cache);
+    gpc_catalog *c = load_path(other);
+    assert_string_equal(c->origin, other);
+    assert_string_equal(c->sha256, fx.want->sha256);
+    assert_int_equal(c->n_rows, 4000);
+    assert_true(inode_of(fx.cache) == ino);
+
+    /* A catalog from the cache is a catalog like any other: it writes the
+     * same CSV, and its prices can be set. */
+    char *w1 = write_csv(fx.want), *w2 = write_csv(c);
+    assert_string_equal(w1, w2);
+    free(w1);
+    free(w2);
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_set_price(c, &c->rows[5], 1.5, 0.5, "mine", &e), 0);
+    assert_string_equal(c->rows[5].source, "mine");
+    assert_true(c->rows[5].price_ondemand == 1.5);
+    gpc_catalog_free(c);
+    /* Exact figures of a few rows, as gen_rich writes them. */
+    c = load_path(fx.csv);
+    assert_true(inode_of(fx.cache) == ino);
+    const gpc_catalog_row *r = &c->rows[2];
+    assert_string_equal(r->provider, "aliyun");
+    assert_string_equal(r->instance_type, "t2.2x");
+    assert_string_equal(r->region, "r-2");
+    assert_string_equal(r->gpu_model, "H100-80GB-SXM"); /* the table's spelling */
+    assert_non_null(r->gpu);
+    assert_string_equal(r->gpu->model, "H100-80GB-SXM");
+    assert_int_equal(r->gpu_count, 3);
+    assert_true(r->gpu_mem_gib == 80 && r->vcpus == 2 && r->mem_gib == 2.5);
+    assert_int_equal(r->fabric, GPC_FABRIC_UNKNOWN);
+    assert_true(r->fabric_gbps == 200 && r->price_ondemand == 2.002 && r->price_spot == 0.0002);
+    assert_true(r->price_ondemand_cny == 2.1 && r->price_spot_cny == 2);
+    assert_string_equal(r->source, "skypilot-v8-aws");
+    assert_string_equal(r->notes, "");
+    assert_int_equal(r->line, 4);
+    r = &c->rows[25]; /* CPU-only, quoted notes over two lines */
+    assert_string_equal(r->provider, "azure");
+    assert_string_equal(r->gpu_model, "");
+    assert_null(r->gpu);
+    assert_int_equal(r->gpu_count, 0);
+    assert_true(r->gpu_mem_gib == 0);
+    assert_int_equal(r->fabric, GPC_FABRIC_UNKNOWN);
+    assert_true(r->fabric_gbps == 400);
+    assert_true(r->price_ondemand == 25.025 && r->price_spot == 0.0025);
+    assert_true(r->price_ondemand_cny == -1 && r->price_spot_cny == -1);
+    assert_string_equal(r->notes, "two\nlines \"q\"");
+    assert_string_equal(c->rows[0].source, "skypilot-v8-aws");
+    assert_true(c->rows[0].price_ondemand == -1 && c->rows[0].price_spot == -1);
+    assert_true(c->rows[0].fabric_gbps == 0);
+    assert_string_equal(c->rows[28].notes, "\xc3\xbcnicode \xe2\x9c\x93");
+    assert_string_equal(c->rows[14].notes, "quoted, with a comma");
+    assert_string_equal(c->rows[3].source, "");
+    assert_int_equal(c->rows[2].fabric, GPC_FABRIC_UNKNOWN);
+    assert_int_equal(c->rows[5].fabric, GPC_FABRIC_NONE);
+    assert_int_equal(c->rows[10].fabric, GPC_FABRIC_EFA);
+    assert_int_equal(c->rows[15].fabric, GPC_FABRIC_INFINIBAND);
+    assert_int_equal(c->rows[20].fabric, GPC_FABRIC_ERDMA);
+    assert_int_equal(c->rows[2999].line, fx.want->rows[2999].line);
+    gpc_catalog_free(c);
+
+    /* Without its cache file, the next load parses and writes it again,
+     * byte for byte the same. */
+    assert_int_equal(unlink(fx.cache), 0);
+    fx_load(&fx, true);
+    second = read_bytes(fx.cache, &len2);
+    assert_int_equal(len1, len2);
+    assert_memory_equal(first, second, len1);
+    free(second);
+    free(first);
+    fx_free(&fx);
+    umask(old_mask);
+}
+
+/* Put `data` (len bytes) as fx's cache file, and load: the rows parsed
+ * from the CSV, the same as ever, and a good cache file again. */
+static void load_over_bad_cache(cache_fx *fx, const char *good, size_t good_len,
+                                const void *data, size_t len, const char *what)
+{
+    write_bytes(fx->cache, data, len);
+    ino_t ino = inode_of(fx->cache);
+    gpc_catalog *c = load_path(fx->csv);
+    if (c->n_rows != fx->want->n_rows)
+        fail_msg("%s: %zu rows", what, c->n_rows);
+    assert_same_catalog(fx->want, c);
+    gpc_catalog_free(c);
+    if (inode_of(fx->cache) == ino)
+        fail_msg("%s: the bad cache file was used or kept", what);
+    size_t n;
+    char *again = read_bytes(fx->cache, &n);
+    if (n != good_len || memcmp(again, good, n) != 0)
+        fail_msg("%s: the cache file written again differs", what);
+    free(again);
+}
+
+static void test_cache_corrupt(void **state)
+{
+    (void)state;
+    cache_fx fx;
+    fx_init(&fx, 4000);
+    fx_load(&fx, true);
+    size_t len;
+    char *good = read_bytes(fx.cache, &len);
+    char *bad = malloc(len + 1);
+    assert_non_null(bad);
+    /* The layout (src/catalog.c): a 240-byte header (magic[8], version
+     * u32, ...), rows of 104 bytes (8 doubles, then 5 string offsets, the
+     * GPU index, count, fabric, line, 0), the string blob. */
+    const size_t hdr = 240, row = 104;
+    assert_int_equal((len - hdr) / row >= 4000, 1);
+
+    /* Truncated, or longer. */
+    const size_t cuts[] = {0, 1, 8, hdr - 1, hdr, hdr + row, len / 2, len - row, len - 1};
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "truncated to %zu bytes", cuts[i]);
+        load_over_bad_cache(&fx, good, len, good, cuts[i], what);
+    }
+    memcpy(bad, good, len);
+    bad[len] = '\0';
+    load_over_bad_cache(&fx, good, len, bad, len + 1, "a byte appended");
+
+    /* Another version. */
+    uint32_t v;
+    memcpy(bad, good, len);
+    memcpy(&v, bad + 8, 4);
+    assert_int_equal(v, 1);
+    v = 2;
+    memcpy(bad + 8, &v, 4);
+    load_over_bad_cache(&fx, good, len, bad, len, "version 2");
+
+    /* Any header byte flipped: the magic, version, sizes, fingerprint,
+     * the CSV's identity, its sha256, the counts or the checksum. */
+    for (size_t at = 0; at < hdr; at++) {
+        char what[64];
+        memcpy(bad, good, len);
+        bad[at] ^= (char)0x10;
+        snprintf(what, sizeof(what), "header byte %zu flipped", at);
+        load_over_bad_cache(&fx, good, len, bad, len, what);
+    }
+
+    /* A row value changed to another valid one: only the checksum sees
+     * it.  Row 10's on-demand price (the 5th double) off by one ulp. */
+    double price;
+    memcpy(bad, good, len);
+    memcpy(&price, bad + hdr + 10 * row + 4 * 8, 8);
+    assert_true(price == fx.want->rows[10].price_ondemand);
+    assert_true(price == 10.01);
+    price = nextafter(price, 100);
+    memcpy(bad + hdr + 10 * row + 4 * 8, &price, 8);
+    load_over_bad_cache(&fx, good, len, bad, len, "a price one ulp off");
+    /* A string offset pointing elsewhere in the blob. */
+    uint32_t off;
+    memcpy(bad, good, len);
+    memcpy(&off, bad + hdr + 7 * row + 64 + 4, 4); /* row 7's instance_type */
+    off += 1;
+    memcpy(bad + hdr + 7 * row + 64 + 4, &off, 4);
+    load_over_bad_cache(&fx, good, len, bad, len, "an offset moved");
+
+    /* Bytes flipped all over the rows and the blob, the last (NUL) too. */
+    for (size_t at = hdr; at < len; at += len / 97 + 1) {
+        char what[64];
+        memcpy(bad, good, len);
+        bad[at] ^= (char)0x01;
+        snprintf(what, sizeof(what), "byte %zu flipped", at);
+        load_over_bad_cache(&fx, good, len, bad, len, what);
+    }
+    memcpy(bad, good, len);
+    bad[len - 1] = 'x';
+    load_over_bad_cache(&fx, good, len, bad, len, "no NUL at the end");
+
+    /* Not a regular file: ignored, and left as it is (rename() cannot
+     * replace a directory with a file). */
+    assert_int_equal(unlink(fx.cache), 0);
+    assert_int_equal(mkdir(fx.cache, 0700), 0);
+    gpc_catalog *c = load_path(fx.csv);
+    assert_same_catalog(fx.want, c);
+    gpc_catalog_free(c);
+
+    free(bad);
+    free(good);
+    fx_free(&fx);
+}
+
+/* A copy of src/catalog.c's cache_checksum, to forge cache files whose
+ * checksum is right: they must pass or fail on their content alone. */
+static uint64_t forge_checksum(uint64_t seed, const unsigned char *p, size_t n)
+{
+    const uint64_t m = 0x9e3779b97f4a7c15u;
+    uint64_t h[8], w;
+    for (int k = 0; k < 8; k++)
+        h[k] = seed ^ (n + (uint64_t)k * 0xff51afd7ed558ccdu);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        for (int k = 0; k < 8; k++) {
+            memcpy(&w, p + i + 8 * k, 8);
+            h[k] = (h[k] ^ w) * m;
+            h[k] ^= h[k] >> 29;
+        }
+    }
+    for (; i < n; i += 8) {
+        w = 0;
+        memcpy(&w, p + i, n - i < 8 ? n - i : 8);
+        h[0] = (h[0] ^ w) * m;
+        h[0] ^= h[0] >> 29;
+    }
+    uint64_t r = h[0];
+    for (int k = 1; k < 8; k++) {
+        r = (r ^ h[k]) * 0xc4ceb9fe1a85ec53u;
+        r ^= r >> 32;
+    }
+    return r;
+}
+
+/* The cache file's layout (src/catalog.c: cache_header, cache_row). */
+enum {
+    H_VERSION = 8, H_ENDIAN = 12, H_HEADER_SIZE = 16, H_ROW_SIZE = 20, H_PROBE = 24,
+    H_FINGERPRINT = 32, H_DEV = 96, H_INO = 104, H_SIZE = 112, H_MTIME_NSEC = 128,
+    H_CTIME_SEC = 136, H_SHA256 = 152, H_N_ROWS = 216, H_BLOB_SIZE = 224, H_CHECKSUM = 232,
+    H_END = 240,
+    R_VCPUS = 8, R_MEM = 16, R_OD = 32, R_SPOT_CNY = 56, R_PROVIDER = 64, R_TYPE = 68,
+    R_NOTES = 80, R_GPU = 84, R_GPU_COUNT = 88, R_FABRIC = 92, R_LINE = 96, R_ZERO = 100,
+    R_SIZE = 104
+};
+
+static void reseal(char *file, size_t len)
+{
+    uint64_t h = forge_checksum(0, (const unsigned char *)file, H_CHECKSUM);
+    h = forge_checksum(h, (const unsigned char *)file + H_END, len - H_END);
+    memcpy(file + H_CHECKSUM, &h, 8);
+}
+
+static void put_u32(char *file, size_t at, uint32_t v) { memcpy(file + at, &v, 4); }
+static void put_u64(char *file, size_t at, uint64_t v) { memcpy(file + at, &v, 8); }
+static void put_f64(char *file, size_t at, double v) { memcpy(file + at, &v, 8); }
+static uint32_t get_u32(const char *file, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, file + at, 4);
+    return v;
+}
+static uint64_t get_u64(const char *file, size_t at)
+{
+    uint64_t v;
+    memcpy(&v, file + at, 8);
+    return v;
+}
+
+/* Where row i's field is. */
+static size_t row_at(size_t i, size_t field) { return H_END + i * R_SIZE + field; }
+
+static void test_cache_forged(void **state)
+{
+    (void)state;
+    cache_fx fx;
+    fx_init(&fx, 4000);
+    fx_load(&fx, true);
+    size_t len;
+    char *good = read_bytes(fx.cache, &len);
+    char *bad = malloc(len);
+    assert_non_null(bad);
+    const uint64_t blob_size = get_u64(good, H_BLOB_SIZE);
+    assert_int_equal(get_u64(good, H_N_ROWS), 4000);
+    assert_int_equal(len, H_END + 4000 * R_SIZE + blob_size);
+    /* Row 10: CPU-only, on-demand 10.01; row 11: 4 x A100-80GB. */
+    assert_int_equal((int32_t)get_u32(good, row_at(10, R_GPU)), -1);
+    assert_int_equal(get_u32(good, row_at(11, R_GPU_COUNT)), 4);
+
+    /* A forged change that is valid is read as it is: the rows come from
+     * the cache, not from the CSV, and the cache file is kept. */
+    memcpy(bad, good, len);
+    put_f64(bad, row_at(10, R_OD), 10.5);
+    reseal(bad, len);
+    write_bytes(fx.cache, bad, len);
+    ino_t ino = inode_of(fx.cache);
+    gpc_catalog *c = load_path(fx.csv);
+    assert_true(c->rows[10].price_ondemand == 10.5);
+    assert_true(c->rows[9].price_ondemand == fx.want->rows[9].price_ondemand);
+    gpc_catalog_free(c);
+    assert_true(inode_of(fx.cache) == ino);
+
+    /* Forged changes that are not: each is refused (the CSV parsed, the
+     * cache written again). */
+    enum { U32, U64, PLUS1, F64, BYTE };
+    const struct {
+        const char *what;
+        int kind;
+        size_t at;
+        double v; /* as the kind says */
+    } bad_cases[] = {
+        {"version 2", U32, H_VERSION, 2},
+        {"byte order", U32, H_ENDIAN, 0x04030201},
+        {"header size", U32, H_HEADER_SIZE, 239},
+        {"row size", U32, H_ROW_SIZE, 112},
+        {"double format", F64, H_PROBE, 1},
+        {"another build", BYTE, H_FINGERPRINT + 10, 'x'},
+        {"another device", PLUS1, H_DEV, 0},
+        {"another inode", PLUS1, H_INO, 0},
+        {"another size", PLUS1, H_SIZE, 0},
+        {"another mtime", PLUS1, H_MTIME_NSEC, 0},
+        {"another ctime", PLUS1, H_CTIME_SEC, 0},
+        {"sha256 not hex", BYTE, H_SHA256, 'G'},
+        {"a row more", U64, H_N_ROWS, 4001},
+        {"a row less", U64, H_N_ROWS, 3999},
+        {"no rows", U64, H_N_ROWS, 0},
+        {"huge row count", U64, H_N_ROWS, 1e19},
+        {"blob shorter", U64, H_BLOB_SIZE, blob_size - 1},
+        {"blob empty", U64, H_BLOB_SIZE, 0},
+        {"blob not NUL-terminated", BYTE, len - 1, 'x'},
+        {"offset 0 not empty", BYTE, H_END + 4000 * R_SIZE, 'x'},
+        {"provider past the blob", U32, row_at(10, R_PROVIDER), blob_size},
+        {"notes far past the blob", U32, row_at(10, R_NOTES), 4294967295.0},
+        {"empty provider", U32, row_at(10, R_PROVIDER), 0},
+        {"empty instance type", U32, row_at(10, R_TYPE), 0},
+        {"GPU index past the table", U32, row_at(11, R_GPU), 20},
+        {"GPU index -2", U32, row_at(11, R_GPU), 4294967294.0},
+        {"a GPU with count 0", U32, row_at(10, R_GPU), 0},
+        {"GPU count 0", U32, row_at(11, R_GPU_COUNT), 0},
+        {"GPU count too big", U32, row_at(11, R_GPU_COUNT), 65536},
+        {"fabric out of range", U32, row_at(10, R_FABRIC), 5},
+        {"line 0", U32, row_at(0, R_LINE), 0},
+        {"line before the row before", U32, row_at(11, R_LINE), 2},
+        {"padding not 0", U32, row_at(10, R_ZERO), 1},
+        {"price NaN", F64, row_at(10, R_OD), NAN},
+        {"price -2", F64, row_at(10, R_OD), -2},
+        {"CNY price -0.5", F64, row_at(10, R_SPOT_CNY), -0.5},
+        {"vcpus -1", F64, row_at(10, R_VCPUS), -1},
+        {"memory infinite", F64, row_at(10, R_MEM), INFINITY},
+    };
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        memcpy(bad, good, len);
+        size_t at = bad_cases[i].at;
+        switch (bad_cases[i].kind) {
+        case U32: put_u32(bad, at, (uint32_t)bad_cases[i].v); break;
+        case U64: put_u64(bad, at, (uint64_t)bad_cases[i].v); break;
+        case PLUS1: put_u64(bad, at, get_u64(good, at) + 1); break;
+        case F64: put_f64(bad, at, bad_cases[i].v); break;
+        default: bad[at] = (char)bad_cases[i].v; break;
+        }
+        assert_true(memcmp(bad, good, len) != 0);
+        reseal(bad, len);
+        load_over_bad_cache(&fx, good, len, bad, len, bad_cases[i].what);
+    }
+    free(bad);
+    free(good);
+    fx_free(&fx);
+}
+
+/* Set the file's mtime; its ctime changes with it, to the kernel's now:
+ * wait until that is not `old_ctime` (the file system's clock ticks). */
+static void set_mtime(const char *path, time_t sec, long nsec, const struct timespec *old_ctime)
+{
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {sec, nsec}};
+    struct stat st;
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+        assert_int_equal(stat(path, &st), 0);
+        if (!old_ctime || st.st_ctim.tv_sec != old_ctime->tv_sec ||
+            st.st_ctim.tv_nsec != old_ctime->tv_nsec)
+            return;
+        usleep(2000);
+    }
+    fail_msg("%s: ctime does not change", path);
+}
+
+static void test_cache_invalidated(void **state)
+{
+    (void)state;
+    cache_fx fx;
+    fx_init(&fx, 4000);
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+
+    /* Touched: a new mtime (and ctime) means a parse. */
+    struct stat st;
+    assert_int_equal(stat(fx.csv, &st), 0);
+    set_mtime(fx.csv, st.st_mtim.tv_sec + 60, 123456789, NULL);
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+
+    /* Rewritten in place with the same size, the mtime put back: the
+     * ctime still tells, and the new rows are read. */
+    assert_int_equal(stat(fx.csv, &st), 0);
+    char *p = strstr(fx.text, ",12.012,"); /* row 12's on-demand price */
+    assert_non_null(p);
+    p[1] = '9'; /* 12.012 -> 92.012 */
+    FILE *f = fopen(fx.csv, "r+b"); /* the same inode */
+    assert_non_null(f);
+    assert_int_equal(fwrite(fx.text, 1, fx.len, f), fx.len);
+    assert_int_equal(fclose(f), 0);
+    set_mtime(fx.csv, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, &st.st_ctim);
+    struct stat now;
+    assert_int_equal(stat(fx.csv, &now), 0);
+    assert_true(now.st_size == st.st_size && now.st_ino == st.st_ino &&
+                now.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+                now.st_mtim.tv_nsec == st.st_mtim.tv_nsec);
+    fx_reference(&fx);
+    assert_true(fx.want->rows[12].price_ondemand == 92.012);
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+
+    /* Replaced by another file (a new inode), the same bytes and times. */
+    char other[160];
+    snprintf(other, sizeof(other), "%s/new.csv", cache_root);
+    write_bytes(other, fx.text, fx.len);
+    assert_int_equal(stat(fx.csv, &st), 0);
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, other, ts, 0), 0);
+    assert_int_equal(rename(other, fx.csv), 0);
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+
+    /* Grown: a row more. */
+    char *longer = malloc(fx.len + 64);
+    assert_non_null(longer);
+    int k = snprintf(longer, fx.len + 64, "%saws,extra,r-x,T4,1,16,4,16,,,1,,,,,\n", fx.text);
+    assert_true(k > 0);
+    free(fx.text);
+    fx.text = longer;
+    fx.len = (size_t)k;
+    write_bytes(fx.csv, fx.text, fx.len);
+    fx_reference(&fx);
+    assert_int_equal(fx.want->n_rows, 4001);
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+    fx_free(&fx);
+}
+
+static void test_cache_off(void **state)
+{
+    (void)state;
+    cache_fx fx;
+    fx_init(&fx, 4000);
+    struct stat st;
+
+    /* GPUCTL_CATALOG_CACHE=0: nothing written (nor read). */
+    setenv("GPUCTL_CATALOG_CACHE", "0", 1);
+    for (int i = 0; i < 2; i++) {
+        gpc_catalog *c = load_path(fx.csv);
+        assert_same_catalog(fx.want, c);
+        gpc_catalog_free(c);
+    }
+    assert_int_not_equal(stat(fx.dir, &st), 0);
+    setenv("GPUCTL_CATALOG_CACHE", "1", 1); /* anything else: on */
+    fx_load(&fx, true);
+    fx_load(&fx, false);
+    unsetenv("GPUCTL_CATALOG_CACHE");
+    fx_load(&fx, false);
+
+    /* A file below the minimum size: no cache. */
+    char small[160], cache[512];
+    snprintf(small, sizeof(small), "%s/small.csv", cache_root);
+    write_file(small, HDR ROW);
+    cache_file_of(cache, sizeof(cache), fx.dir, small);
+    gpc_catalog *c = load_path(small);
+    assert_int_equal(c->n_rows, 1);
+    gpc_catalog_free(c);
+    assert_int_not_equal(stat(cache, &st), 0);
+
+    /* A file that does not parse: its error, every time, and no cache. */
+    char broken[160];
+    snprintf(broken, sizeof(broken), "%s/broken.csv", cache_root);
+    char *text = strdup(fx.text);
+    assert_non_null(text);
+    char *p = strstr(text, ",r-2998,T4,");
+    assert_non_null(p);
+    p[8] = 'X'; /* an unknown GPU */
+    write_bytes(broken, text, strlen(text));
+    free(text);
+    cache_file_of(cache, sizeof(cache), fx.dir, broken);
+    for (int i = 0; i < 2; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        c = (gpc_catalog *)1;
+        assert_int_equal(gpc_catalog_load_file(broken, &c, &e), GPC_ERR_SPEC);
+        assert_null(c);
+        char want[512];
+        snprintf(want, sizeof(want), "%s:%u: gpu_model: unknown GPU model (got 'X4'); known: %s",
+                 broken, (unsigned)fx.want->rows[2998].line, KNOWN_GPUS);
+        assert_string_equal(e.msg, want);
+    }
+    assert_int_not_equal(stat(cache, &st), 0);
+
+    /* A cache directory that cannot be made: no error, no message. */
+    char notdir[160];
+    snprintf(notdir, sizeof(notdir), "%s/plain-file", cache_root);
+    write_file(notdir, "x");
+    setenv("GPUCTL_CACHE_DIR", notdir, 1);
+    for (int i = 0; i < 2; i++) {
+        c = load_path(fx.csv);
+        assert_same_catalog(fx.want, c);
+        gpc_catalog_free(c);
+    }
+
+    /* Where the cache goes without GPUCTL_CACHE_DIR. */
+    char xdg[160], home[160], where[512];
+    snprintf(xdg, sizeof(xdg), "%s/xdg", cache_root);
+    snprintf(home, sizeof(home), "%s/home", cache_root);
+    unsetenv("GPUCTL_CACHE_DIR");
+    const char *old_home = getenv("HOME");
+    char *saved_home = old_home ? strdup(old_home) : NULL;
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    setenv("HOME", home, 1);
+    c = load_path(fx.csv);
+    gpc_catalog_free(c);
+    snprintf(where, sizeof(where), "%s/gpuctl", xdg);
+    cache_file_of(cache, sizeof(cache), where, fx.csv);
+    assert_int_equal(stat(cache, &st), 0);
+    setenv("XDG_CACHE_HOME", "relative", 1); /* not absolute: ignored */
+    c = load_path(fx.csv);
+    gpc_catalog_free(c);
+    snprintf(where, sizeof(where), "%s/.cache/gpuctl", home);
+    cache_file_of(cache, sizeof(cache), where, fx.csv);
+    assert_int_equal(stat(cache, &st), 0);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME"); /* no directory at all: no cache, no error */
+    c = load_path(fx.csv);
+    assert_same_catalog(fx.want, c);
+    gpc_catalog_free(c);
+    if (saved_home)
+        setenv("HOME", saved_home, 1);
+    free(saved_home);
+    fx_free(&fx);
+}
+
+/* ------------------------------------------------------------------ */
 /* where the catalog comes from                                       */
 
 static char tmp_root[64];
@@ -1098,6 +1855,11 @@ int main(void)
         cmocka_unit_test(test_two_parts_errors),
         cmocka_unit_test(test_user_path),
         cmocka_unit_test(test_open_precedence),
+        cmocka_unit_test_teardown(test_cache_hit_same_rows, cache_teardown),
+        cmocka_unit_test_teardown(test_cache_corrupt, cache_teardown),
+        cmocka_unit_test_teardown(test_cache_forged, cache_teardown),
+        cmocka_unit_test_teardown(test_cache_invalidated, cache_teardown),
+        cmocka_unit_test_teardown(test_cache_off, cache_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
