@@ -171,7 +171,13 @@ static void test_builtin_counts(void **state)
     assert_int_equal(azure, 40);
     assert_int_equal(aliyun, 101);
     assert_int_equal(c->n_gpus, 20);
-    assert_int_equal(c->n_sources, 6);
+    /* 6 sources of the built-in rows, and azure-retail-api for rows that
+     * `catalog update` refreshes */
+    assert_int_equal(c->n_sources, 7);
+    const gpc_catalog_source *az = gpc_catalog_source_get(c, "azure-retail-api");
+    assert_non_null(az);
+    assert_string_equal(az->currency, "USD");
+    assert_true(az->usd_per_unit == 1);
 
     const gpc_embedded_file *f = gpc_catalog_file_get("gpu_instances.csv");
     assert_non_null(f);
@@ -1789,7 +1795,7 @@ static void test_open_precedence(void **state)
     assert_int_equal(c->n_rows, 1);
     assert_string_equal(c->rows[0].instance_type, "user.1");
     assert_int_equal(c->n_gpus, 20); /* GPUs and sources stay built in */
-    assert_int_equal(c->n_sources, 6);
+    assert_int_equal(c->n_sources, 7);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CATALOG", "", 1);        /* empty: as if unset */
