@@ -149,7 +149,6 @@ static void advise_huge(void *p, size_t n)
 }
 
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static int to_lower(int c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; }
 
 /* 'text' for messages: at most SHOW_MAX bytes (cut on a UTF-8 boundary),
  * control characters escaped so a message stays one readable line. */
@@ -183,34 +182,6 @@ static const char *show(const char *s, size_t len, char buf[SHOW_MAX * 4 + 8])
     return buf;
 }
 
-/* Optimal-string-alignment distance, case-insensitive; big for long words. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    size_t d[33][33];
-    if (la > 32 || lb > 32)
-        return SIZE_MAX;
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            int ca = to_lower((unsigned char)a[i - 1]);
-            int cb = to_lower((unsigned char)b[j - 1]);
-            size_t best = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && ca == to_lower((unsigned char)b[j - 2]) &&
-                to_lower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[la][lb];
-}
 
 typedef enum num_rc { NUM_OK, NUM_EMPTY, NUM_BAD, NUM_NEGATIVE } num_rc;
 
@@ -449,7 +420,7 @@ static int read_header(reader *r)
             /* The closest known name within 2 edits (1 for short names). */
             size_t limit = strlen(name) <= 4 ? 1 : 2, best_d = SIZE_MAX, best = 0;
             for (size_t j = 0; j < r->n_defs; j++) {
-                size_t d = edit_distance(name, r->defs[j].name);
+                size_t d = gpc_edit_distance(name, r->defs[j].name);
                 if (d < best_d) {
                     best_d = d;
                     best = j;

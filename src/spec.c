@@ -98,34 +98,6 @@ static const char *quote(const char *text, size_t len, char buf[SHOW_MAX])
     return buf;
 }
 
-/* Optimal-string-alignment distance, case-insensitive; big for long words. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    size_t d[33][33];
-    if (la > 32 || lb > 32)
-        return SIZE_MAX;
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            int ca = to_lower((unsigned char)a[i - 1]);
-            int cb = to_lower((unsigned char)b[j - 1]);
-            size_t best = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && ca == to_lower((unsigned char)b[j - 2]) &&
-                to_lower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[la][lb];
-}
 
 /* The closest of `names` (NULL-terminated) to `word`, or NULL when none is
  * close: at most 1 edit for words of up to 4 letters, else 2. */
@@ -137,7 +109,7 @@ static const char *closest(const char *word, const char *const *names)
     size_t best_d = SIZE_MAX;
     for (const char *const *p = names; *p; p++) {
         /* Ties go to a name with the same first letter ("cpu": "cpus", not "gpu"). */
-        size_t dist = edit_distance(word, *p);
+        size_t dist = gpc_edit_distance(word, *p);
         if (dist != SIZE_MAX)
             dist = 2 * dist + (to_lower((unsigned char)word[0]) != to_lower((unsigned char)(*p)[0]));
         if (dist <= 2 * limit + 1 && dist < best_d) {

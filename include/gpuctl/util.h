@@ -68,4 +68,11 @@ char *gpc_strdup(const char *s, gpc_error *err);
  * Caller frees *out. */
 int gpc_realpath(const char *path, char **out, gpc_error *err);
 
+/*
+ * Optimal-string-alignment distance between a and b, ASCII letters
+ * compared without case (for "did you mean" hints); SIZE_MAX when either
+ * is longer than 32 bytes.
+ */
+size_t gpc_edit_distance(const char *a, const char *b);
+
 #endif /* GPUCTL_UTIL_H */
