@@ -137,7 +137,7 @@ int gpc_catalog_load_file(const char *path, gpc_catalog **out, gpc_error *err);
  * Built-in and smaller files, "-" and pipes are never cached.
  *
  * A cache made by another build, or damaged, truncated or otherwise not
- * consistent (sizes, a 64-bit checksum of the whole file, every offset,
+ * consistent (sizes, a CRC-32 (zlib) of the whole file, every offset,
  * index and value), is ignored silently: the CSV is parsed and the cache
  * written again.  A cache that cannot be written is no error either.
  * Accepted edge: a same-size rewrite of the CSV within one tick of the
