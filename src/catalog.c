@@ -1021,9 +1021,13 @@ static int convert_cell(reader *r, loader *L, gpc_catalog_row *row, int k, const
     int rc;
     switch (k) {
     case I_PROVIDER:
-        if (!provider_ok(s, len))
+        /* Lengths: what a node request carries (provider.h gpc_offer). */
+        if (!provider_ok(s, len) || len > 15)
             return bad_cell(r, k, "not a provider name: a lower-case letter, then letters, "
-                            "digits or '-'", s, len, "");
+                            "digits or '-', at most 15", s, len, "");
+        if (len == 5 && memcmp(s, "local", 5) == 0)
+            return bad_cell(r, k, "the local provider's offer is this machine, which it "
+                            "reports itself; the catalog cannot list it", s, len, "");
         row->provider = intern(L, 0, s, len);
         key_part(L, 0, len);
         return 0;
@@ -1031,12 +1035,16 @@ static int convert_cell(reader *r, loader *L, gpc_catalog_row *row, int k, const
         if (len == 0 || !name_ok(s, len))
             return bad_cell(r, k, len ? "white space or a control character" : "empty", s, len,
                             "");
+        if (len > 63)
+            return bad_cell(r, k, "longer than 63 bytes", s, len, "");
         row->instance_type = arena_strndup(L->a, s, len);
         key_part(L, 1, len);
         return 0;
     case I_REGION:
         if (!name_ok(s, len))
             return bad_cell(r, k, "white space or a control character", s, len, "");
+        if (len > 47)
+            return bad_cell(r, k, "longer than 47 bytes", s, len, "");
         row->region = intern(L, 1, s, len);
         key_part(L, 2, len);
         return 0;

@@ -689,12 +689,11 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (rc)
         return rc;
 
-    /* Where the job's directories are, as the node sees them. */
+    /* Where the job's directories are, as the node sees them (the
+     * checkpoint directory is made further down, once the plan holds). */
     char *workdir = NULL, *ckpt = NULL;
     if (spec->workdir)
         rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
-    if (!rc && spec->checkpoint_dir && !opts->dry_run)
-        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
     int lockfd = -1;
     if (!rc && !opts->dry_run)
         rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
@@ -731,12 +730,23 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = gpc_plan_make(s, spec, &po, &own, err);
         plan = &own;
     }
+    /* A saved plan for a cluster that existed (or not) must meet the same
+     * now; the fingerprint says so, this says it for a plan made while
+     * another gpuctl changed the state between its reads. */
+    if (!rc && plan->cluster_exists != have)
+        rc = gpc_fail(err, GPC_ERR_STALE, "the saved plan is stale: cluster '%s' %s when the "
+                      "plan was made; run gpuctl plan again", spec->name,
+                      plan->cluster_exists ? "existed" : "did not exist");
     if (rc)
         goto out_c;
     if (plan->action != GPC_PLAN_NONE && plan->n_offers == 0) {
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
         goto out_c;
     }
+    if (spec->checkpoint_dir && !opts->dry_run && plan->action != GPC_PLAN_NONE)
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
+    if (rc)
+        goto out_c;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
@@ -767,7 +777,20 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             res->cluster_id = c.id;
             rc = create_missing(s, spec, &c, chosen, workdir, ckpt, res, &e);
         }
-        if (rc == GPC_ERR_CAPACITY && fresh && attempt + 1 < plan->n_offers &&
+        /* Only from a clean slate: when the rollback could not remove a
+         * node, the cluster stays recorded for destroy, and this error
+         * is the answer. */
+        int closed = 0;
+        if (rc == GPC_ERR_CAPACITY && fresh) {
+            gpc_cluster_rec live;
+            gpc_error ge;
+            gpc_error_clear(&ge);
+            closed = gpc_cluster_get(s->st, spec->name, &live, &ge) != 0 &&
+                     ge.code == GPC_ERR_NOT_FOUND;
+            if (!ge.code)
+                gpc_cluster_rec_free(&live);
+        }
+        if (rc == GPC_ERR_CAPACITY && closed && attempt + 1 < plan->n_offers &&
             !gpc_interrupted) {
             const gpc_offer *nx = &plan->offers[attempt + 1].worker;
             gpc_info(s->out, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,

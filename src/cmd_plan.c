@@ -478,8 +478,7 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     rc = a.detailed && p.action != GPC_PLAN_NONE ? 2 : 0;
 out:
     gpc_plan_free(&p);
-    if (s.st)
-        gpc_session_close(&s);
+    gpc_session_close(&s);
     gpc_spec_free(spec);
     free(text);
     return rc;

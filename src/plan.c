@@ -592,11 +592,27 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
      * An existing cluster stays on its provider. */
     gpc_offer_query q;
     gpc_offer_query_from_spec(spec, &q);
-    const char *only[1];
+    /* An existing cluster's missing nodes join its live ones: same
+     * provider, and the region and instance type those nodes run on (a
+     * worker in another region could not reach the head). */
+    const char *only[1], *region[1], *type[1];
     if (out->cluster_exists) {
         only[0] = c.provider;
         q.providers = only;
         q.n_providers = 1;
+        for (size_t i = 0; i < n_nodes; i++) {
+            if (!nodes[i].provider_id[0] || !nodes[i].instance_type[0])
+                continue;
+            type[0] = nodes[i].instance_type;
+            q.instance_types = type;
+            q.n_instance_types = 1;
+            if (nodes[i].region[0]) {
+                region[0] = nodes[i].region;
+                q.regions = region;
+                q.n_regions = 1;
+            }
+            break;
+        }
     }
     gpc_catalog *cat = NULL;
     own_rows own;
@@ -757,7 +773,8 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     int rc = gpc_read_file(path, GPC_BUF_FILE_MAX * 4, &text, &len, err);
     if (rc)
         return rc;
-    cJSON *d = cJSON_ParseWithLength(text, len);
+    /* the whole file is the document: nothing may follow it */
+    cJSON *d = cJSON_ParseWithLengthOpts(text, len + 1, NULL, 1);
     free(text);
     const char *kind = d ? jstr(d, "kind") : NULL;
     if (!d || !kind || strcmp(kind, PLAN_KIND) != 0) {
@@ -802,8 +819,17 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     if (rc)
         goto fail;
     memcpy(out->fingerprint, fp, 65);
-    out->action = strcmp(action, "create") == 0 ? GPC_PLAN_CREATE
-                : strcmp(action, "resume") == 0 ? GPC_PLAN_RESUME : GPC_PLAN_NONE;
+    if (strcmp(action, "create") == 0)
+        out->action = GPC_PLAN_CREATE;
+    else if (strcmp(action, "resume") == 0)
+        out->action = GPC_PLAN_RESUME;
+    else if (strcmp(action, "none") == 0)
+        out->action = GPC_PLAN_NONE;
+    else {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s: unknown plan action '%.32s'; make the plan again",
+                      path, action);
+        goto fail;
+    }
     out->cluster_exists = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "cluster_exists"));
     const cJSON *changes = cJSON_GetObjectItemCaseSensitive(d, "changes");
     for (const cJSON *ch = cJSON_IsArray(changes) ? changes->child : NULL; ch; ch = ch->next) {

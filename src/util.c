@@ -207,8 +207,11 @@ int gpc_write_file_atomic(const char *path, const void *data, size_t len,
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        int e = errno;
+    int synced = fsync(fd) == 0 ? 0 : errno;
+    if (close(fd) != 0 && !synced)
+        synced = errno;
+    if (synced) {
+        int e = synced;
         unlink(tmp);
         return gpc_fail(err, GPC_ERR_IO, "%s: cannot write: %s", path, strerror(e));
     }

@@ -211,6 +211,19 @@ expect_eq "FILE:LINE: column: why" "gpuctl: error: bad.csv:$line: price_ondemand
 run_rc rc g -o json catalog update --from bad.csv > "$T/ebad.json" 2> /dev/null
 check_schema "$T/ebad.json" error
 expect_eq "json: spec 4" "spec 4" "$(json_get "$T/ebad.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+# Regression: a catalog row for the local provider was planned and applied
+# over what the machine reports; and over-long names were cut when a node
+# was recorded.
+{ cat exported.csv; echo 'local,big,local,T4,4,16,64,256,none,,0,,,,,'; } > local.csv
+n=$(wc -l < local.csv)
+run_rc rc g catalog update --from local.csv > /dev/null 2> "$T/e.txt"
+expect_eq "a row for provider local: exit 4" 4 "$rc"
+expect_eq "says why" "gpuctl: error: local.csv:$n: provider: the local provider's offer is this machine, which it reports itself; the catalog cannot list it (got 'local')" "$(cat "$T/e.txt")"
+long=$(printf 'x%.0s' $(seq 64))
+{ cat exported.csv; echo "aws,$long,us-east-1,T4,1,16,4,16,none,,1,,,,,"; } > long.csv
+run_rc rc g catalog update --from long.csv > /dev/null 2> "$T/e.txt"
+expect_eq "a 64-byte instance type: exit 4" 4 "$rc"
+expect_match "says why" "long\.csv:$((n)): instance_type: longer than 63 bytes" "$(cat "$T/e.txt")"
 run_rc rc g catalog update --from "$T/nope.csv" > /dev/null 2>&1
 expect_eq "update --from a missing file: exit 5" 5 "$rc"
 expect_eq "override untouched by all of that" "$OVR_SHA $OVR_MTIME" "$(sha "$OVR") $(stat -c %Y.%y "$OVR")"

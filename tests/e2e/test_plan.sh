@@ -292,6 +292,11 @@ expect_eq "re-indented but unchanged plan still applies (dry run): exit 0" 0 "$r
 run_rc rc g -o json apply edited.json > "$T/edited.json" 2> /dev/null
 check_schema "$T/edited.json" error
 expect_eq "json: usage 3" "usage 3" "$(json_get "$T/edited.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+# regression: text after the plan's JSON was ignored
+{ cat p.json; echo garbage; } > tail.json
+run_rc rc g apply tail.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with text after its JSON: exit 3" 3 "$rc"
+expect_match "says it is not a plan" "tail\.json: not a gpuctl plan file" "$(cat "$T/e.txt")"
 g -o json version > version.json
 run_rc rc g apply version.json > /dev/null 2> "$T/e.txt"
 expect_eq "a JSON file that is not a plan: exit 3" 3 "$rc"

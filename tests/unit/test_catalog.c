@@ -576,15 +576,27 @@ static void test_errors(void **state)
         /* names */
         {HDR "AWS,p4d,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: provider: not a provider name: a lower-case letter, then letters, digits or "
-         "'-' (got 'AWS')"},
+         "'-', at most 15 (got 'AWS')"},
         {HDR ",p4d,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: provider: not a provider name: a lower-case letter, then letters, digits or "
-         "'-' (got '')"},
+         "'-', at most 15 (got '')"},
         {HDR "9cloud,p4d,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: provider: not a provider name: a lower-case letter, then letters, digits or "
-         "'-' (got '9cloud')"},
+         "'-', at most 15 (got '9cloud')"},
         {HDR "aws,,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: instance_type: empty (got '')"},
+        /* regressions: a row for local was planned over the machine's own
+         * offer; names longer than a node request holds were cut */
+        {HDR "local,big,local,T4,4,16,64,256,none,,0,,,,s,\n",
+         "t.csv:2: provider: the local provider's offer is this machine, which it reports "
+         "itself; the catalog cannot list it (got 'local')"},
+        {HDR "a-very-long-cloud,p4d,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: provider: not a provider name: a lower-case letter, then letters, digits or "
+         "'-', at most 15 (got 'a-very-long-cloud')"},
+        {HDR "aws,p4d,rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr,A100-40GB,8,40,96,1152,efa,"
+             "400,21.96,8.1,,,s,\n",
+         "t.csv:2: region: longer than 47 bytes (got "
+         "'rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr')"},
         {HDR "aws,\"p4d 24\",us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: instance_type: white space or a control character (got 'p4d 24')"},
         {HDR "aws,p4d,\"us\teast\",A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,,s,\n",
