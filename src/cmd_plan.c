@@ -35,24 +35,6 @@ static int parse_usd(const char *s, double *out)
     return 0;
 }
 
-/* Report an error; with --detailed-exitcode every error exits 1
- * (Terraform's contract), and the JSON error says so. */
-static int report(const gpc_out *o, const gpc_error *err, int detailed)
-{
-    if (!detailed)
-        return gpc_report_error(o, err);
-    if (o->format == GPC_OUT_JSON) {
-        cJSON *doc = cJSON_CreateObject();
-        cJSON *e = cJSON_AddObjectToObject(doc, "error");
-        cJSON_AddStringToObject(e, "code", gpc_code_name(err->code));
-        cJSON_AddStringToObject(e, "message", err->msg);
-        cJSON_AddNumberToObject(e, "exit_status", 1);
-        gpc_print_json(doc);
-    }
-    fprintf(stderr, "gpuctl: error: %s\n", err->msg);
-    return 1;
-}
-
 /* ---- offers ----------------------------------------------------------- */
 
 typedef struct offers_args {
@@ -393,30 +375,6 @@ static int plan_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
-/* Read a spec file and keep its text (a plan embeds it). */
-int gpc_load_spec_text(const char *file, gpc_spec **spec, char **text, gpc_error *err)
-{
-    size_t len = 0;
-    *spec = NULL;
-    int rc = gpc_read_file(file, GPC_SPEC_MAX_BYTES, text, &len, err);
-    if (rc)
-        return rc;
-    char *dir = strdup(file);
-    if (!dir)
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    char *slash = strrchr(dir, '/');
-    if (strcmp(file, "-") == 0 || !slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    rc = gpc_spec_load_string(strcmp(file, "-") == 0 ? "<stdin>" : file, dir, *text, len,
-                              spec, err);
-    free(dir);
-    return rc;
-}
-
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -454,7 +412,7 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&s, 0, sizeof(s));
     gpc_plan p;
     memset(&p, 0, sizeof(p));
-    rc = gpc_load_spec_text(a.file, &spec, &text, &err);
+    rc = gpc_spec_load_file_text(a.file, &spec, &text, &err);
     if (!rc)
         rc = gpc_session_open(&s, o, &err);
     if (!rc) {
@@ -465,7 +423,8 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc && a.out)
         rc = gpc_plan_write(&p, a.out, &err);
     if (rc) {
-        rc = report(o, &err, a.detailed);
+        /* --detailed-exitcode: every error exits 1 (Terraform's contract) */
+        rc = a.detailed ? gpc_report_error_status(o, &err, 1) : gpc_report_error(o, &err);
         goto out;
     }
     if (o->format == GPC_OUT_JSON)

@@ -59,10 +59,5 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
-struct gpc_spec;
-/* Read and parse a spec file ("-" = stdin), keeping its text for a plan.
- * Caller frees *spec (gpc_spec_free) and *text (free), also on failure. */
-int gpc_load_spec_text(const char *file, struct gpc_spec **spec, char **text,
-                       gpc_error *err);
 
 #endif

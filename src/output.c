@@ -44,9 +44,14 @@ void gpc_debug(const gpc_out *o, const char *fmt, ...)
 
 int gpc_report_error(const gpc_out *o, const gpc_error *err)
 {
+    return gpc_report_error_status(o, err, gpc_exit_status(err->code ? err->code
+                                                                     : GPC_ERR_INTERNAL));
+}
+
+int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status)
+{
     gpc_code code = err->code ? err->code : GPC_ERR_INTERNAL;
     const char *msg = err->msg[0] ? err->msg : "unknown error";
-    int status = gpc_exit_status(code);
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON *e = cJSON_AddObjectToObject(doc, "error");

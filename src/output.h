@@ -45,6 +45,10 @@ void gpc_debug(const gpc_out *o, const char *fmt, ...) __attribute__((format(pri
  * on stdout in JSON mode.  Returns the exit status for err->code. */
 int gpc_report_error(const gpc_out *o, const gpc_error *err);
 
+/* The same with another exit status than the code's (plan
+ * --detailed-exitcode exits 1 for every error); returns `status`. */
+int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status);
+
 /* Print a cJSON document (takes ownership, adds schema_version first). */
 void gpc_print_json(struct cJSON *doc);
 

@@ -1698,10 +1698,13 @@ done:
     return 0;
 }
 
-int gpc_spec_load_file(const char *path, gpc_spec **out, gpc_error *err)
+int gpc_spec_load_file_text(const char *path, gpc_spec **out, char **text_out,
+                            gpc_error *err)
 {
     char *text = NULL, *dir;
     size_t len = 0;
+    if (text_out)
+        *text_out = NULL;
     int rc = gpc_read_file(path, GPC_SPEC_MAX_BYTES, &text, &len, err);
     if (rc)
         return rc;
@@ -1713,8 +1716,16 @@ int gpc_spec_load_file(const char *path, gpc_spec **out, gpc_error *err)
     rc = gpc_spec_load_string(strcmp(path, "-") == 0 ? "<stdin>" : path, dir, text, len,
                               out, err);
     free(dir);
-    free(text);
+    if (text_out)
+        *text_out = text;
+    else
+        free(text);
     return rc;
+}
+
+int gpc_spec_load_file(const char *path, gpc_spec **out, gpc_error *err)
+{
+    return gpc_spec_load_file_text(path, out, NULL, err);
 }
 
 static void free_strs(char **v, size_t n)

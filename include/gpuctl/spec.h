@@ -148,6 +148,14 @@ typedef struct gpc_spec {
 int gpc_spec_load_file(const char *path, gpc_spec **out, gpc_error *err);
 
 /*
+ * As gpc_spec_load_file, and hand the file's text to the caller in
+ * *text (NUL-terminated; the caller frees it, also when parsing failed;
+ * NULL when the file could not be read).  A saved plan embeds it.
+ */
+int gpc_spec_load_file_text(const char *path, gpc_spec **out, char **text,
+                            gpc_error *err);
+
+/*
  * Parse and validate a spec from memory.  `source` names it in messages
  * (e.g. "job.yaml"); `base_dir` resolves relative paths (may be NULL = ".").
  */
