@@ -4,8 +4,8 @@
 set -eu
 PKGS="build-essential cmake pkg-config git
 libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libxml2-dev
-libsqlite3-dev zlib1g-dev libcmocka-dev libcsv-dev
-python3 python3-torch python3-sklearn python3-jsonschema python3-yaml
+libsqlite3-dev zlib1g-dev libcmocka-dev libcsv-dev libinih-dev
+python3 python3-torch python3-sklearn python3-jsonschema python3-yaml python3-botocore
 shellcheck cloud-init coreutils procps curl"
 missing=""
 for p in $PKGS; do
