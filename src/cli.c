@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpuctl/http.h"
 #include "commands.h"
 
 static const gpc_command commands[] = {
@@ -21,9 +22,9 @@ static const gpc_command commands[] = {
      "[--interconnect any|none|efa|infiniband|erdma|rdma] [--max-price USD] "
      "[--sort price|price-per-tflops] [--limit N]", gpc_cmd_offers},
     {"plan", NULL, "show what apply would do: chosen offer, fallbacks, cost, changes",
-     "plan -f FILE [--out PLANFILE] [--detailed-exitcode]", gpc_cmd_plan},
+     "plan -f FILE [--out PLANFILE] [--detailed-exitcode] [--live]", gpc_cmd_plan},
     {"apply", NULL, "create the cluster a spec or a saved plan describes (and wait for its job)",
-     "apply -f FILE | PLANFILE [--wait [--timeout SECONDS] [--poll-interval SECONDS]] "
+     "apply -f FILE | PLANFILE [--wait [--timeout SECONDS]] [--poll-interval SECONDS] "
      "[--dry-run] [-y]",
      gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",
@@ -37,6 +38,8 @@ static const gpc_command commands[] = {
     {"catalog", NULL, "show, export, update or reset the GPU instance catalog",
      "catalog [show | export | update [--provider P[,P]] [--region R[,R]] [--endpoint URL] "
      "[--from FILE] [--dry-run] | reset]", gpc_cmd_catalog},
+    {"check", NULL, "check that each provider's credentials resolve and work",
+     "check [PROVIDER...]", gpc_cmd_check},
     {"version", NULL, "print the version", "version", gpc_cmd_version},
     {"help", NULL, "show help for gpuctl or a command", "help [COMMAND]", NULL},
     {NULL, NULL, NULL, NULL, NULL}
@@ -50,6 +53,9 @@ static const char global_help[] =
     "      --state-dir DIR      state directory (default $XDG_STATE_HOME/gpuctl)\n"
     "      --catalog FILE       instance catalog CSV (default: $GPUCTL_CATALOG, else the\n"
     "                           user override from 'catalog update', else built-in)\n"
+    "      --endpoint URL       provider API endpoint (AWS: EC2; else AWS_ENDPOINT_URL_EC2,\n"
+    "                           AWS_ENDPOINT_URL, ~/.aws/config); for tests and mocks\n"
+    "      --profile NAME       credentials profile (AWS: ~/.aws/{credentials,config})\n"
     "  -y, --yes                do not ask for confirmation\n"
     "  -h, --help               help for gpuctl or the command\n";
 
@@ -119,6 +125,8 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         {"debug", no_argument, NULL, 1000},
         {"state-dir", required_argument, NULL, 1001},
         {"catalog", required_argument, NULL, 1002},
+        {"endpoint", required_argument, NULL, 1003},
+        {"profile", required_argument, NULL, 1004},
         {"yes", no_argument, NULL, 'y'},
         {"help", no_argument, NULL, 'h'},
     };
@@ -151,9 +159,11 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
             break;
         case 'q': o->quiet = 1; break;
         case 'v': o->verbose = o->verbose < 1 ? 1 : o->verbose; break;
-        case 1000: o->verbose = 2; break;
+        case 1000: o->verbose = 2; gpc_http_set_trace(stderr); break;
         case 1001: o->state_dir = optarg; break;
         case 1002: o->catalog_path = optarg; break;
+        case 1003: o->endpoint = optarg; break;
+        case 1004: o->profile = optarg; break;
         case 'y': o->assume_yes = 1; break;
         case 'h':
             *done = 1;

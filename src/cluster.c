@@ -68,7 +68,8 @@ int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "provider '%s' is not built into this gpuctl (available: %s)",
                         name, gpc_provider_names());
-    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = NULL, .region = NULL};
+    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->out->endpoint,
+                               .region = NULL, .profile = s->out->profile, .out = s->out};
     int rc = p->open(&cfg, &s->pctx, err);
     if (!rc)
         s->prov = p;
@@ -234,6 +235,61 @@ static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     return 0;
 }
 
+static int cluster_regions(gpc_session *s, const gpc_cluster_rec *c, char ***out, size_t *n,
+                           gpc_error *err);
+static void free_strv(char **v, size_t n);
+
+/*
+ * Ask the provider about the nodes that may still change: one
+ * describe_nodes call for all of them when the provider has it, else one
+ * describe_node each.  have[i] tells which ns[i] were filled.
+ */
+static int describe_live(gpc_session *s, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
+                         size_t n, gpc_node_status *ns, int *have, gpc_error *err)
+{
+    int rc = 0;
+    if (!s->prov->describe_nodes) {
+        for (size_t i = 0; !rc && i < n; i++) {
+            const gpc_node_rec *nd = &nodes[i];
+            if (!nd->provider_id[0] || (is_terminal(nd->phase) && nd->ended_at))
+                continue;
+            rc = s->prov->describe_node(s->pctx, nd->region, nd->provider_id, &ns[i], err);
+            have[i] = rc == 0;
+        }
+        return rc;
+    }
+    const char **ids = calloc(n ? n : 1, sizeof(*ids));
+    size_t *at = calloc(n ? n : 1, sizeof(*at));
+    gpc_node_status *out = calloc(n ? n : 1, sizeof(*out));
+    size_t k = 0;
+    if (!ids || !at || !out)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!nodes[i].provider_id[0] || (is_terminal(nodes[i].phase) && nodes[i].ended_at))
+            continue;
+        ids[k] = nodes[i].provider_id;
+        at[k++] = i;
+    }
+    char **regions = NULL;
+    size_t nr = 0;
+    if (!rc && k)
+        rc = cluster_regions(s, c, &regions, &nr, err);
+    if (!rc && k) {
+        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
+                               .regions = (const char *const *)regions, .n_regions = nr};
+        rc = s->prov->describe_nodes(s->pctx, &ref, ids, k, out, err);
+    }
+    for (size_t j = 0; !rc && j < k; j++) {
+        ns[at[j]] = out[j];
+        have[at[j]] = 1;
+    }
+    free_strv(regions, nr);
+    free(ids);
+    free(at);
+    free(out);
+    return rc;
+}
+
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
     int rc = reload(s, c, err);
@@ -252,13 +308,8 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     int *have = calloc(n ? n : 1, sizeof(int));
     if (!ns || !have)
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
-        gpc_node_rec *nd = &nodes[i];
-        if (!nd->provider_id[0] || (is_terminal(nd->phase) && nd->ended_at))
-            continue;
-        rc = s->prov->describe_node(s->pctx, nd->provider_id, &ns[i], err);
-        have[i] = rc == 0;
-    }
+    if (!rc)
+        rc = describe_live(s, c, nodes, n, ns, have, err);
     /* Then record it against the rows as they are now: a destroy that ran
      * meanwhile must not be undone by what we saw before it. */
     gpc_node_rec *cur = NULL;
@@ -344,12 +395,26 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
     return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
 
-/* Node name and client token for a rank. */
-static void node_ids(const gpc_cluster_rec *c, uint32_t rank, char *name, size_t nl,
-                     char *token, size_t tl)
+/*
+ * Node name and client token for a rank in launch attempt `attempt`.  The
+ * token is derived from the cluster and the attempt, so a create repeated
+ * after a crash or a retry reuses it (no second node), and a new attempt
+ * (another zone or offer) gets a new one.  At most 32 + 1 + 10 + 1 + 8 + 2
+ * + 10 < 64 characters (EC2's ClientToken limit).
+ */
+static void node_ids(const gpc_cluster_rec *c, uint32_t rank, uint32_t attempt, char *name,
+                     size_t nl, char *token, size_t tl)
 {
     snprintf(name, nl, "%s-%u", c->name, rank);
-    snprintf(token, tl, "%.40s-%u-%.8s", c->name, rank, c->uid);
+    snprintf(token, tl, "%.32s-%u-%.8s-a%u", c->name, rank, c->uid, attempt);
+}
+
+/* The token of a batch launch whose first node is `rank`; node i of it
+ * is "<token>/<i>" (provider.h, find_node). */
+static void batch_token(const gpc_cluster_rec *c, uint32_t rank, uint32_t attempt,
+                        char *token, size_t tl)
+{
+    snprintf(token, tl, "%.32s-w%u-%.8s-a%u", c->name, rank, c->uid, attempt);
 }
 
 /*
@@ -378,160 +443,6 @@ static int fault(const char *point, uint32_t rank)
     if (strncmp(point, "kill", 4) == 0)
         raise(SIGKILL);
     return 1;
-}
-
-/* Render and create node `nd`; record it.  head_ip NULL for rank 0. */
-static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
-                      gpc_node_rec *nd, const gpc_offer *offer, const char *head_ip,
-                      const char *workdir, const char *ckpt, gpc_error *err)
-{
-    const gpc_userdata_rules *rules = gpc_userdata_rules_for(s->prov->name);
-    gpc_node_ctx ctx = {
-        .cluster = c->name, .cluster_id = c->uid, .rank = nd->rank, .nnodes = c->nodes,
-        .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
-        .checkpoint_dir = ckpt, .fabric = offer->fabric[0] ? offer->fabric : NULL,
-    };
-    char *ud = NULL;
-    int rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
-    if (!rc && rules && rules->max_raw) {
-        char *enc = NULL;
-        size_t enc_len;
-        rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, NULL, err);
-        free(enc);
-    }
-    gpc_node_request req = {
-        .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
-        .name = nd->name,
-        .client_token = nd->client_token, .offer = offer, .image = spec->image,
-        .userdata = ud, .userdata_len = ud ? strlen(ud) : 0,
-        .labels = spec->labels, .n_labels = spec->n_labels,
-    };
-    gpc_node_status ns;
-    memset(&ns, 0, sizeof(ns));
-    if (!rc) {
-        gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
-        if (fault("fail-create", nd->rank))
-            rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
-                          s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name);
-        else
-            rc = s->prov->create_node(s->pctx, &req, &ns, err);
-        fault("kill-before-record", nd->rank);
-    }
-    free(ud);
-    gpc_error e2;
-    gpc_error_clear(&e2);
-    gpc_attempt_record(s->st, c->id, nd->rank, s->prov->name, offer->region,
-                       offer->instance_type, rc ? "error" : "created",
-                       rc ? gpc_code_name(err->code) : "", rc ? err->msg : "", &e2);
-    if (rc) {
-        event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
-        return rc;
-    }
-    int64_t now = gpc_now();
-    set_str(&nd->provider_id, ns.provider_id);
-    set_str(&nd->private_ip, ns.private_ip);
-    nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
-    nd->exit_code = ns.exit_code;
-    nd->started_at = now;
-    rc = gpc_state_begin(s->st, err);
-    if (!rc)
-        rc = gpc_node_update(s->st, nd, err);
-    if (!rc)
-        rc = gpc_ledger_open(s->st, c->id, nd->id, s->prov->name, offer->instance_type,
-                             offer->price_hourly, now, err);
-    if (!rc)
-        rc = gpc_state_commit(s->st, err);
-    else
-        gpc_state_rollback(s->st);
-    if (rc) {
-        /* Created but not recorded: take it back now.  If even that fails,
-         * destroy finds it by its client token (find_node). */
-        gpc_error e;
-        gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, ns.provider_id, &e) == 0)
-            set_str(&nd->provider_id, "");
-        return rc;
-    }
-    event(s, c->id, (int)nd->rank, "create", "created %s as %s", nd->name, nd->provider_id);
-    if (!rc)
-        fault("kill-after-record", nd->rank);
-    return rc;
-}
-
-/*
- * A node recorded without a provider id may still exist: a gpuctl killed
- * between the provider's create and the record made it.  Ask the provider
- * by client token and record what it says.  1 when a node was found.
- */
-static int adopt(gpc_session *s, gpc_node_rec *nd)
-{
-    if (nd->provider_id[0] || !nd->client_token[0] || !s->prov->find_node)
-        return 0;
-    gpc_node_status ns;
-    gpc_error e;
-    gpc_error_clear(&e);
-    if (s->prov->find_node(s->pctx, nd->client_token, &ns, &e) != 0)
-        return 0;
-    set_str(&nd->provider_id, ns.provider_id);
-    set_str(&nd->private_ip, ns.private_ip);
-    nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
-    if (!nd->started_at)
-        nd->started_at = gpc_now();
-    gpc_error_clear(&e);
-    gpc_node_update(s->st, nd, &e);
-    event(s, nd->cluster_id, (int)nd->rank, "adopt",
-          "found %s by its client token (created, never recorded)", nd->provider_id);
-    return 1;
-}
-
-/* Undo the nodes this apply created; what cannot be deleted stays recorded. */
-static void rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes,
-                             size_t n, const int *made)
-{
-    int64_t now = gpc_now();
-    int left = 0;
-    for (size_t i = 0; i < n; i++) {
-        gpc_node_rec *nd = &nodes[i];
-        if (nd->phase == GPC_PHASE_TERMINATED)
-            continue;
-        if (!made[i] && !adopt(s, nd))
-            continue;
-        gpc_error e;
-        gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nd->provider_id, &e) == 0) {
-            nd->phase = GPC_PHASE_TERMINATED;
-            nd->ended_at = now;
-            gpc_node_update(s->st, nd, &e);
-            gpc_ledger_close(s->st, nd->id, now, &e);
-            event(s, c->id, (int)nd->rank, "delete", "removed after a failed apply");
-        } else {
-            left++;
-            event(s, c->id, (int)nd->rank, "error",
-                  "could not remove after a failed apply: %s", e.msg);
-            gpc_info(s->out, "gpuctl: node %s could not be removed (%s); it stays recorded: "
-                     "run 'gpuctl destroy %s'", nd->name, e.msg, c->name);
-        }
-    }
-    /* Nodes from earlier applies keep the cluster alive, and its pending
-     * nodes stay pending for the next apply; with nothing left, it closes. */
-    int alive = 0;
-    for (size_t i = 0; i < n; i++)
-        if (nodes[i].phase != GPC_PHASE_TERMINATED && nodes[i].provider_id[0])
-            alive++;
-    if (alive || left)
-        return;
-    gpc_error e;
-    gpc_error_clear(&e);
-    for (size_t i = 0; i < n; i++) {
-        if (nodes[i].phase == GPC_PHASE_TERMINATED)
-            continue;
-        nodes[i].phase = GPC_PHASE_TERMINATED;
-        nodes[i].ended_at = now;
-        gpc_node_update(s->st, &nodes[i], &e);
-    }
-    c->destroyed_at = now;
-    c->phase = GPC_PHASE_FAILED;
-    gpc_cluster_update(s->st, c, &e);
 }
 
 static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
@@ -583,7 +494,7 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
         rc = gpc_cluster_insert(s->st, c, err);
     for (uint32_t r = 0; !rc && r < spec->nodes; r++) {
         char name[128], token[72];
-        node_ids(c, r, name, sizeof(name), token, sizeof(token));
+        node_ids(c, r, 1, name, sizeof(name), token, sizeof(token));
         gpc_node_rec nd;
         memset(&nd, 0, sizeof(nd));
         nd.cluster_id = c->id;
@@ -611,68 +522,719 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     return rc;
 }
 
-/*
- * Create the nodes of `c` that are still missing, head first (workers need
- * its IP), on `chosen`; on failure remove what this call created.
- */
-static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
-                          const gpc_plan_offer *chosen, const char *workdir,
-                          const char *ckpt, gpc_apply_result *res, gpc_error *err)
+/* One launch attempt: where it goes and its number (attempts table). */
+typedef struct launch {
+    uint32_t attempt;
+    const gpc_offer *head;    /* the offers with the attempt's zone filled in */
+    const gpc_offer *worker;
+} launch;
+
+static void record_attempt(gpc_session *s, const gpc_cluster_rec *c, uint32_t rank,
+                           const launch *l, const gpc_offer *of, const char *outcome,
+                           const gpc_error *e)
 {
-    gpc_node_rec *nodes = NULL;
-    size_t n = 0;
-    int created = 0;
-    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-    int *made = rc ? NULL : calloc(n ? n : 1, sizeof(int));
-    if (!rc && !made)
+    gpc_attempt_rec a = {
+        .cluster_id = c->id, .rank = rank, .provider = s->prov->name, .region = of->region,
+        .zone = of->zone, .instance_type = of->instance_type, .spot = of->spot,
+        .attempt = l->attempt, .outcome = outcome,
+        .error_code = e && e->code ? gpc_code_name(e->code) : "",
+        .error_message = e && e->code ? e->msg : "",
+    };
+    gpc_error e2;
+    gpc_error_clear(&e2);
+    if (gpc_attempt_add(s->st, &a, &e2))
+        gpc_debug(s->out, "could not record attempt: %s", e2.msg);
+}
+
+/* Write where node `nd` is about to be created (record before create). */
+static int record_intent(gpc_session *s, gpc_node_rec *nd, const gpc_offer *of,
+                         const char *token, gpc_error *err)
+{
+    set_str(&nd->region, of->region);
+    set_str(&nd->zone, of->zone);
+    set_str(&nd->instance_type, of->instance_type);
+    set_str(&nd->client_token, token);
+    nd->spot = of->spot;
+    nd->price_hourly = of->price_hourly;
+    return gpc_node_update(s->st, nd, err);
+}
+
+/* Record what the provider made for node `nd`; on failure take it back. */
+static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
+                          const gpc_offer *of, const gpc_node_status *ns, gpc_error *err)
+{
+    int64_t now = gpc_now();
+    set_str(&nd->provider_id, ns->provider_id);
+    set_str(&nd->private_ip, ns->private_ip);
+    if (ns->private_ip[0] == '\0')
+        set_str(&nd->private_ip, "");
+    nd->phase = ns->phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns->phase;
+    nd->exit_code = ns->exit_code;
+    nd->started_at = now;
+    nd->ended_at = 0;
+    int rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_node_update(s->st, nd, err);
+    if (!rc)
+        rc = gpc_ledger_open(s->st, c->id, nd->id, s->prov->name, of->instance_type,
+                             of->price_hourly, now, err);
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    if (rc) {
+        /* Created but not recorded: take it back now.  If even that fails,
+         * destroy finds it by its client token (find_node). */
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (s->prov->delete_node(s->pctx, nd->region, ns->provider_id, &e) == 0)
+            set_str(&nd->provider_id, "");
+        return rc;
+    }
+    event(s, c->id, (int)nd->rank, "create", "created %s as %s in %s%s%s", nd->name,
+          nd->provider_id, of->region, of->zone[0] ? "/" : "", of->zone);
+    return 0;
+}
+
+/* Render the user-data of node `rank` (with_launch_index: of a batch that
+ * starts at `rank`).  Checks it fits the provider's transport. */
+static int render_for(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                      uint32_t rank, int with_launch_index, const gpc_offer *of,
+                      const char *head_ip, const char *workdir, const char *ckpt, char **ud,
+                      gpc_error *err)
+{
+    const gpc_userdata_rules *rules = gpc_userdata_rules_for(s->prov->name);
+    gpc_node_ctx ctx = {
+        .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
+        .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
+        .checkpoint_dir = ckpt, .fabric = of->fabric[0] ? of->fabric : NULL,
+        .rank_from_launch_index = with_launch_index,
+    };
+    int rc = gpc_render_userdata(spec, &ctx, rules, ud, err);
+    if (!rc && rules && rules->max_raw) {
+        char *enc = NULL;
+        size_t enc_len;
+        rc = gpc_userdata_encode(*ud, strlen(*ud), rules, &enc, &enc_len, NULL, err);
+        free(enc);
+    }
+    return rc;
+}
+
+static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec *c,
+                                     const gpc_node_rec *nd, const gpc_offer *of,
+                                     const char *ud, uint32_t attempt)
+{
+    gpc_node_request req = {
+        .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
+        .name = nd->name, .client_token = nd->client_token, .offer = of,
+        .image = spec->image, .userdata = ud, .userdata_len = ud ? strlen(ud) : 0,
+        .labels = spec->labels, .n_labels = spec->n_labels, .spec = spec,
+        .attempt = attempt,
+    };
+    return req;
+}
+
+/* Render and create node `nd`; record it.  head_ip NULL for rank 0. */
+static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                      gpc_node_rec *nd, const launch *l, const gpc_offer *offer,
+                      const char *head_ip, const char *workdir, const char *ckpt,
+                      gpc_error *err)
+{
+    char name[128], token[72];
+    node_ids(c, nd->rank, l->attempt, name, sizeof(name), token, sizeof(token));
+    int rc = record_intent(s, nd, offer, token, err);
+    char *ud = NULL;
+    if (!rc)
+        rc = render_for(s, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
+    gpc_node_status ns;
+    memset(&ns, 0, sizeof(ns));
+    if (!rc) {
+        gpc_node_request req = node_request(spec, c, nd, offer, ud, l->attempt);
+        gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
+        if (fault("fail-create", nd->rank))
+            rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
+                          s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name);
+        else
+            rc = s->prov->create_node(s->pctx, &req, &ns, err);
+        fault("kill-before-record", nd->rank);
+    }
+    free(ud);
+    record_attempt(s, c, nd->rank, l, offer, rc ? "error" : "created", rc ? err : NULL);
+    if (rc) {
+        event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
+        return rc;
+    }
+    rc = record_created(s, c, nd, offer, &ns, err);
+    if (!rc)
+        fault("kill-after-record", nd->rank);
+    return rc;
+}
+
+/*
+ * Create nodes nds[0..n-1] (consecutive ranks) in one provider call
+ * (create_nodes): one user-data, each node's rank from its launch index.
+ * made[i] is set for each node recorded.
+ */
+static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                        gpc_node_rec **nds, size_t n, const launch *l, const char *head_ip,
+                        const char *workdir, const char *ckpt, int *made, gpc_error *err)
+{
+    char token[72];
+    batch_token(c, nds[0]->rank, l->attempt, token, sizeof(token));
+    const gpc_offer *of = l->worker;
+    int rc = gpc_state_begin(s->st, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        char sub[96];
+        snprintf(sub, sizeof(sub), "%s/%zu", token, i);
+        rc = record_intent(s, nds[i], of, sub, err);
+    }
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    char *ud = NULL;
+    if (!rc)
+        rc = render_for(s, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
+    gpc_node_request *reqs = rc ? NULL : calloc(n, sizeof(*reqs));
+    gpc_node_status *ns = rc ? NULL : calloc(n, sizeof(*ns));
+    if (!rc && (!reqs || !ns))
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        gpc_node_rec *nd = &nodes[i];
-        if (nd->provider_id[0])
+        reqs[i] = node_request(spec, c, nds[i], of, ud, l->attempt);
+        reqs[i].client_token = token;
+    }
+    if (!rc) {
+        gpc_debug(s->out, "creating nodes %s..%s in one call (token %s)", nds[0]->name,
+                  nds[n - 1]->name, token);
+        for (size_t i = 0; !rc && i < n; i++)
+            if (fault("fail-create", nds[i]->rank))
+                rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
+                              s->prov->name, gpc_code_name((gpc_code)fault_code),
+                              nds[i]->name);
+        if (!rc)
+            rc = s->prov->create_nodes(s->pctx, reqs, n, ns, err);
+        for (size_t i = 0; i < n; i++)
+            fault("kill-before-record", nds[i]->rank);
+    }
+    for (size_t i = 0; i < n; i++)
+        record_attempt(s, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
+    if (rc)
+        event(s, c->id, (int)nds[0]->rank, "error", "create of %zu node(s) failed: %s", n,
+              err->msg);
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = record_created(s, c, nds[i], of, &ns[i], err);
+        if (!rc) {
+            made[i] = 1;
+            fault("kill-after-record", nds[i]->rank);
+        }
+    }
+    /* a record that failed midway: the nodes not yet recorded go back */
+    for (size_t i = 0; rc && ns && i < n; i++) {
+        if (made[i] || !ns[i].provider_id[0])
             continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        s->prov->delete_node(s->pctx, nds[i]->region, ns[i].provider_id, &e);
+    }
+    free(ud);
+    free(reqs);
+    free(ns);
+    return rc;
+}
+
+/*
+ * A node recorded without a provider id may still exist: a gpuctl killed
+ * between the provider's create and the record made it.  Ask the provider
+ * by client token and record what it says.  1 when a node was found.
+ */
+static int adopt(gpc_session *s, gpc_node_rec *nd)
+{
+    if (nd->provider_id[0] || !nd->client_token[0] || !s->prov->find_node)
+        return 0;
+    gpc_node_status ns;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (s->prov->find_node(s->pctx, nd->region, nd->client_token, &ns, &e) != 0)
+        return 0;
+    set_str(&nd->provider_id, ns.provider_id);
+    set_str(&nd->private_ip, ns.private_ip);
+    nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
+    if (!nd->started_at)
+        nd->started_at = gpc_now();
+    gpc_error_clear(&e);
+    gpc_node_update(s->st, nd, &e);
+    event(s, nd->cluster_id, (int)nd->rank, "adopt",
+          "found %s by its client token (created, never recorded)", nd->provider_id);
+    return 1;
+}
+
+/*
+ * Undo the nodes this apply created (made[i]; a failed create leaves
+ * nothing behind, and nodes of a killed gpuctl were adopted before the
+ * launch).  A node removed goes back to pending, its
+ * ledger entry closed, ready for the next attempt; one that cannot be
+ * removed stays recorded.  Returns how many are left.
+ */
+static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes,
+                            size_t n, const int *made)
+{
+    int64_t now = gpc_now();
+    int left = 0;
+    for (size_t i = 0; i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        if (nd->phase == GPC_PHASE_TERMINATED || !made[i])
+            continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e) == 0) {
+            gpc_ledger_close(s->st, nd->id, now, &e);
+            event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
+                  nd->provider_id);
+            set_str(&nd->provider_id, "");
+            set_str(&nd->private_ip, "");
+            nd->phase = GPC_PHASE_PENDING;
+            nd->exit_code = -1;
+            nd->started_at = 0;
+            gpc_node_update(s->st, nd, &e);
+        } else {
+            left++;
+            event(s, c->id, (int)nd->rank, "error",
+                  "could not remove after a failed apply: %s", e.msg);
+            gpc_info(s->out, "gpuctl: node %s could not be removed (%s); it stays recorded: "
+                     "run 'gpuctl destroy %s'", nd->name, e.msg, c->name);
+        }
+    }
+    return left;
+}
+
+/* A new cluster that failed with nothing left alive closes (the next
+ * offer of the failover walk makes a new one); nodes from earlier applies
+ * keep it alive, and its pending nodes wait for the next apply. */
+static void close_if_empty(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].phase != GPC_PHASE_TERMINATED && nodes[i].provider_id[0])
+            return;
+    int64_t now = gpc_now();
+    gpc_error e;
+    gpc_error_clear(&e);
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].phase == GPC_PHASE_TERMINATED)
+            continue;
+        nodes[i].phase = GPC_PHASE_TERMINATED;
+        nodes[i].ended_at = now;
+        gpc_node_update(s->st, &nodes[i], &e);
+    }
+    c->destroyed_at = now;
+    c->phase = GPC_PHASE_FAILED;
+    gpc_cluster_update(s->st, c, &e);
+}
+
+/* Every region the cluster launched in or tried (nodes and attempts).
+ * Caller frees with free_strv. */
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static int cluster_regions(gpc_session *s, const gpc_cluster_rec *c, char ***out, size_t *n,
+                           gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    gpc_node_rec *nodes = NULL;
+    size_t nn = 0;
+    gpc_attempt_rec *att = NULL;
+    size_t na = 0;
+    int rc = gpc_node_list(s->st, c->id, 1, &nodes, &nn, err);
+    if (!rc)
+        rc = gpc_attempt_list(s->st, c->id, &att, &na, err);
+    char **v = rc ? NULL : calloc(nn + na + 1, sizeof(char *));
+    if (!rc && !v)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; !rc && i < nn + na; i++) {
+        const char *r = i < nn ? nodes[i].region : att[i - nn].region;
+        int seen = !r[0];
+        for (size_t j = 0; !seen && j < k; j++)
+            seen = strcmp(v[j], r) == 0;
+        if (seen)
+            continue;
+        if (!(v[k] = strdup(r)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        else
+            k++;
+    }
+    gpc_node_list_free(nodes, nn);
+    gpc_attempt_list_free(att, na);
+    if (rc) {
+        free_strv(v, k);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* Ask the provider to remove what else it made for the cluster. */
+static int cleanup_resources(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+{
+    if (!s->prov->cleanup_cluster)
+        return 0;
+    char **regions = NULL;
+    size_t nr = 0;
+    int rc = cluster_regions(s, c, &regions, &nr, err);
+    if (!rc) {
+        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
+                               .regions = (const char *const *)regions, .n_regions = nr};
+        rc = s->prov->cleanup_cluster(s->pctx, &ref, err);
+    }
+    free_strv(regions, nr);
+    if (!rc)
+        event(s, c->id, -1, "cleanup", "provider resources removed");
+    return rc;
+}
+
+/* The next launch attempt number of cluster c. */
+static uint32_t next_attempt(gpc_session *s, const gpc_cluster_rec *c)
+{
+    gpc_attempt_rec *att = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    uint32_t max = 0;
+    if (gpc_attempt_list(s->st, c->id, &att, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (att[i].attempt > max)
+                max = att[i].attempt;
+    gpc_attempt_list_free(att, n);
+    return max + 1;
+}
+
+/* Seconds a pool that met no capacity is skipped for
+ * ($GPUCTL_CAPACITY_SKIP_S, default 600; 0 = never skip). */
+static long capacity_skip_s(void)
+{
+    const char *v = getenv("GPUCTL_CAPACITY_SKIP_S");
+    char *end;
+    long x = v && *v ? strtol(v, &end, 10) : -1;
+    return v && *v && *end == '\0' && x >= 0 ? x : 600;
+}
+
+/*
+ * One launch attempt: the head (when missing), then every missing worker
+ * (in one create_nodes call per run of consecutive ranks when the provider
+ * has it), all in l's zone.  made[i] marks the nodes this call recorded.
+ */
+static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                          gpc_node_rec *nodes, size_t n, const launch *l, const char *workdir,
+                          const char *ckpt, int *made, gpc_apply_result *res, gpc_error *err)
+{
+    int rc = 0;
+    gpc_node_rec *head = n && nodes[0].rank == 0 ? &nodes[0] : NULL;
+    if (!head)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "head node is missing");
+    if (!head->provider_id[0]) {
+        if (gpc_interrupted)
+            return gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
+        rc = create_one(s, spec, c, head, l, l->head, NULL, workdir, ckpt, err);
+        if (rc)
+            return rc;
+        made[0] = 1;
+        res->created++;
+        gpc_info(s->out, "created node %s (%s)", head->name, head->provider_id);
+    }
+    if (!head->private_ip[0]) {
+        gpc_node_status hs;
+        rc = s->prov->describe_node(s->pctx, head->region, head->provider_id, &hs, err);
+        if (!rc)
+            set_str(&head->private_ip, hs.private_ip);
+        if (!rc && !head->private_ip[0])
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "head node %s has no private IP yet",
+                          head->name);
+        if (rc)
+            return rc;
+    }
+    gpc_node_rec **run = calloc(n ? n : 1, sizeof(*run));
+    if (!run)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 1; !rc && i < n;) {
+        if (nodes[i].provider_id[0]) {
+            i++;
+            continue;
+        }
         if (gpc_interrupted) {
             rc = gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
             break;
         }
-        const char *head_ip = NULL;
-        if (nd->rank > 0) {
-            gpc_node_rec *head = &nodes[0];
-            if (head->rank != 0 || !head->provider_id[0]) {
-                rc = gpc_fail(err, GPC_ERR_INTERNAL, "head node is missing");
-                break;
-            }
-            if (!head->private_ip[0]) {
-                gpc_node_status hs;
-                rc = s->prov->describe_node(s->pctx, head->provider_id, &hs, err);
-                if (!rc)
-                    set_str(&head->private_ip, hs.private_ip);
-            }
-            if (!rc && !head->private_ip[0])
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "head node %s has no private IP yet",
-                              head->name);
-            head_ip = head->private_ip;
+        /* a run of consecutive missing ranks */
+        size_t k = 0, start = i;
+        while (i < n && !nodes[i].provider_id[0] &&
+               (k == 0 || nodes[i].rank == run[k - 1]->rank + 1))
+            run[k++] = &nodes[i++];
+        if (k > 1 && s->prov->create_nodes) {
+            rc = create_batch(s, spec, c, run, k, l, head->private_ip, workdir, ckpt,
+                              made + start, err);
+            for (size_t j = 0; j < k; j++)
+                if (made[start + j]) {
+                    res->created++;
+                    gpc_info(s->out, "created node %s (%s)", run[j]->name,
+                             run[j]->provider_id);
+                }
+            continue;
         }
-        if (!rc) {
-            const gpc_offer *of = nd->rank == 0 ? &chosen->head : &chosen->worker;
-            set_str(&nd->region, of->region);
-            set_str(&nd->zone, of->zone);
-            set_str(&nd->instance_type, of->instance_type);
-            nd->spot = of->spot;
-            nd->price_hourly = of->price_hourly;
-            rc = create_one(s, spec, c, nd, of, head_ip, workdir, ckpt, err);
-        }
-        if (!rc) {
-            made[i] = 1;
-            res->created++;
-            created++;
-            gpc_info(s->out, "created node %s (%s)", nd->name, nd->provider_id);
+        for (size_t j = 0; !rc && j < k; j++) {
+            rc = create_one(s, spec, c, run[j], l, l->worker, head->private_ip, workdir,
+                            ckpt, err);
+            if (!rc) {
+                made[start + j] = 1;
+                res->created++;
+                gpc_info(s->out, "created node %s (%s)", run[j]->name, run[j]->provider_id);
+            }
         }
     }
-    if (rc && made) {
-        gpc_info(s->out, "apply failed; removing the %d node(s) it created", created);
-        rollback_created(s, c, nodes, n, made);
+    free(run);
+    return rc;
+}
+
+/* Seconds to wait for a cloud's new nodes to run ($GPUCTL_BOOT_TIMEOUT_S,
+ * default 900). */
+static long boot_timeout_s(void)
+{
+    const char *v = getenv("GPUCTL_BOOT_TIMEOUT_S");
+    char *end;
+    long x = v && *v ? strtol(v, &end, 10) : 0;
+    return v && *v && *end == '\0' && x > 0 ? x : 900;
+}
+
+/*
+ * After a launch on a provider that reports machine states
+ * (describe_nodes): poll, one call per round for the whole cluster, until
+ * no node is still starting; print progress.  A node the provider took
+ * back for want of capacity makes the attempt fail with GPC_ERR_CAPACITY
+ * (the caller moves on); one that died otherwise, GPC_ERR_PROVIDER.
+ */
+static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_error *err)
+{
+    if (!s->prov->describe_nodes)
+        return 0;
+    long limit = boot_timeout_s();
+    int64_t start = gpc_now();
+    int last_up = -1;
+    for (;;) {
+        gpc_node_rec *nodes = NULL;
+        size_t n = 0;
+        int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+        if (rc)
+            return rc;
+        gpc_node_status *ns = calloc(n ? n : 1, sizeof(*ns));
+        int *have = calloc(n ? n : 1, sizeof(int));
+        if (!ns || !have)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        if (!rc)
+            rc = describe_live(s, c, nodes, n, ns, have, err);
+        int up = 0, starting = 0;
+        for (size_t i = 0; !rc && i < n; i++) {
+            if (!have[i])
+                continue;
+            if (ns[i].no_capacity || is_terminal(ns[i].phase))
+                rc = gpc_fail(err, ns[i].no_capacity ? GPC_ERR_CAPACITY : GPC_ERR_PROVIDER,
+                              "%s: node %s (%s) ended while starting: %s", s->prov->name,
+                              nodes[i].name, nodes[i].provider_id,
+                              ns[i].detail[0] ? ns[i].detail : gpc_phase_name(ns[i].phase));
+            else if (ns[i].phase == GPC_PHASE_PENDING || ns[i].phase == GPC_PHASE_BOOTING)
+                starting++;
+            else
+                up++;
+        }
+        gpc_node_list_free(nodes, n);
+        free(ns);
+        free(have);
+        if (rc)
+            return rc;
+        if (up != last_up)
+            gpc_info(s->out, "[%4lds] %s: %d of %d node(s) running", (long)(gpc_now() - start),
+                     c->name, up, up + starting);
+        last_up = up;
+        if (!starting)
+            return 0; /* the caller refreshes the state */
+        if (gpc_interrupted)
+            return gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted while the nodes started");
+        if (gpc_now() - start >= limit)
+            return gpc_fail(err, GPC_ERR_TIMEOUT, "%s: %d node(s) still starting after %lds "
+                            "(GPUCTL_BOOT_TIMEOUT_S)", c->name, starting, limit);
+        sleep_s(poll_s);
     }
+}
+
+/* The zone the cluster's live nodes are in ("" when none or unknown). */
+static const char *live_zone(const gpc_node_rec *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].provider_id[0] && nodes[i].zone[0])
+            return nodes[i].zone;
+    return "";
+}
+
+/*
+ * Create the nodes of `c` that are still missing on `chosen`: head first
+ * (workers need its IP).  With a provider that lists zones, each zone in
+ * turn: a zone that meets no capacity is remembered (and skipped for a
+ * while by later applies) and the next is tried, after removing what the
+ * attempt created; a quota error leaves the region.  On failure what this
+ * call created is removed.  Returns GPC_ERR_CAPACITY / GPC_ERR_QUOTA when
+ * the caller may go on to its next offer.
+ */
+static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+                          const gpc_plan_offer *chosen, const char *workdir,
+                          const char *ckpt, double poll_s, gpc_apply_result *res,
+                          gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    if (rc)
+        return rc;
+    /* A gpuctl killed between a create and its record left nodes that the
+     * provider knows by their client tokens: take them in first. */
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!nodes[i].provider_id[0] && adopt(s, &nodes[i]))
+            gpc_info(s->out, "found node %s (%s) made by an interrupted apply", nodes[i].name,
+                     nodes[i].provider_id);
+        missing += !nodes[i].provider_id[0];
+    }
+    int alive_before = missing < n;
+    if (!missing) {
+        gpc_node_list_free(nodes, n);
+        return 0;
+    }
+    /* Where to try: the live nodes' zone, else the provider's zones. */
+    char (*zones)[48] = NULL;
+    size_t nz = 0;
+    const char *pinned = live_zone(nodes, n);
+    if (pinned[0] || !s->prov->list_zones) {
+        zones = calloc(1, sizeof(*zones));
+        if (!zones)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        else
+            snprintf(zones[0], sizeof(zones[0]), "%s", pinned[0] ? pinned : chosen->worker.zone);
+        nz = 1;
+    } else {
+        rc = s->prov->list_zones(s->pctx, &chosen->worker, &zones, &nz, err);
+        /* the spec's zones, when it names any */
+        size_t kept = 0;
+        for (size_t z = 0; !rc && z < nz; z++) {
+            int ok = spec->n_zones == 0;
+            for (size_t j = 0; !ok && j < spec->n_zones; j++)
+                ok = strcmp(spec->zones[j], zones[z]) == 0;
+            if (ok)
+                memmove(zones[kept++], zones[z], sizeof(zones[z]));
+        }
+        nz = rc ? nz : kept;
+        if (!rc && nz == 0)
+            rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is not offered in any zone of %s",
+                          s->prov->name, chosen->worker.instance_type, chosen->worker.region);
+    }
+    int *made = rc ? NULL : calloc(n, sizeof(int));
+    if (!rc && !made)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    long skip_s = capacity_skip_s();
+    int64_t now = gpc_now();
+    gpc_buf tried;
+    gpc_buf_init(&tried, GPC_BUF_LINE_MAX);
+    int last = 0, left = 0;
+    gpc_error last_err;
+    gpc_error_clear(&last_err);
+    for (size_t z = 0; !rc && z < nz; z++) {
+        gpc_offer head = chosen->head, worker = chosen->worker;
+        snprintf(head.zone, sizeof(head.zone), "%s", zones[z]);
+        snprintf(worker.zone, sizeof(worker.zone), "%s", zones[z]);
+        launch l = {.attempt = next_attempt(s, c), .head = &head, .worker = &worker};
+        int64_t miss = 0;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (skip_s > 0 && zones[z][0] && !pinned[0] &&
+            gpc_capacity_miss_last(s->st, s->prov->name, worker.region, worker.zone,
+                                   worker.instance_type, worker.spot, &miss, &e) == 0 &&
+            miss && now - miss < skip_s) {
+            gpc_fail(&e, GPC_ERR_CAPACITY, "skipped: no capacity here %lds ago (skipped for "
+                     "%lds, GPUCTL_CAPACITY_SKIP_S)", (long)(now - miss), skip_s);
+            record_attempt(s, c, 0, &l, &worker, "skipped", &e);
+            gpc_buf_addf(&tried, NULL, "%s%s (skipped)", tried.len ? ", " : "", zones[z]);
+            last = GPC_ERR_CAPACITY;
+            gpc_fail_replace(&last_err, GPC_ERR_CAPACITY, "%s", e.msg);
+            continue;
+        }
+        memset(made, 0, n * sizeof(int));
+        int created_before = res->created;
+        last = launch_attempt(s, spec, c, nodes, n, &l, workdir, ckpt, made, res, &e);
+        if (!last)
+            last = wait_booted(s, c, poll_s, &e);
+        if (!last)
+            break;
+        if (last != GPC_ERR_INTERRUPTED) {
+            /* the nodes as the state has them now (wait_booted refreshed) */
+            gpc_node_rec *fresh = NULL;
+            size_t nf = 0;
+            gpc_error le;
+            gpc_error_clear(&le);
+            if (gpc_node_list(s->st, c->id, 0, &fresh, &nf, &le) == 0 && nf == n) {
+                gpc_node_list_free(nodes, n);
+                nodes = fresh;
+            } else {
+                gpc_node_list_free(fresh, nf);
+            }
+        }
+        gpc_fail_replace(&last_err, e.code, "%s", e.msg);
+        gpc_buf_addf(&tried, NULL, "%s%s", tried.len ? ", " : "", zones[z][0] ? zones[z] : "-");
+        int any = 0;
+        for (size_t i = 0; i < n; i++)
+            any |= made[i];
+        if (any) {
+            gpc_info(s->out, "gpuctl: launch in %s%s%s failed (%s); removing what it created",
+                     worker.region, zones[z][0] ? "/" : "", zones[z], e.msg);
+            left = rollback_created(s, c, nodes, n, made);
+            res->created = created_before;
+        }
+        if (left || (last != GPC_ERR_CAPACITY && last != GPC_ERR_QUOTA) || gpc_interrupted)
+            break;
+        if (last == GPC_ERR_CAPACITY) {
+            gpc_capacity_miss_add(s->st, s->prov->name, worker.region, worker.zone,
+                                  worker.instance_type, worker.spot, gpc_now(), &e);
+            if (z + 1 < nz && !pinned[0])
+                gpc_info(s->out, "gpuctl: no capacity for %s in %s; trying zone %s",
+                         worker.instance_type, zones[z], zones[z + 1]);
+            continue;
+        }
+        break; /* quota: this region is done */
+    }
+    if (!rc && last) {
+        if (nz > 1 && last == GPC_ERR_CAPACITY)
+            rc = gpc_fail(err, last, "%s: no capacity for %s %s in %s (zones tried: %s); last: "
+                          "%s", s->prov->name, chosen->worker.instance_type,
+                          chosen->worker.spot ? "spot" : "on-demand", chosen->worker.region,
+                          gpc_buf_str(&tried), last_err.msg);
+        else
+            rc = gpc_fail(err, last_err.code ? last_err.code : (gpc_code)last, "%s",
+                          last_err.msg);
+    }
+    if (rc && made && !left && !res->created && !alive_before) {
+        /* nothing of this cluster lives: close it, after the provider's
+         * own resources are gone (else it stays recorded for destroy) */
+        gpc_error ce;
+        gpc_error_clear(&ce);
+        if (cleanup_resources(s, c, &ce) == 0)
+            close_if_empty(s, c, nodes, n);
+        else
+            gpc_info(s->out, "gpuctl: %s; cluster '%s' stays recorded: run 'gpuctl destroy %s'",
+                     ce.msg, c->name, c->name);
+    }
+    gpc_buf_free(&tried);
     free(made);
+    free(zones);
     gpc_node_list_free(nodes, n);
     return rc;
 }
@@ -775,13 +1337,15 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             rc = new_cluster(s, spec, spec_path, hash, &c, &e);
         if (!rc) {
             res->cluster_id = c.id;
-            rc = create_missing(s, spec, &c, chosen, workdir, ckpt, res, &e);
+            rc = create_missing(s, spec, &c, chosen, workdir, ckpt,
+                                opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
         }
         /* Only from a clean slate: when the rollback could not remove a
          * node, the cluster stays recorded for destroy, and this error
          * is the answer. */
         int closed = 0;
-        if (rc == GPC_ERR_CAPACITY && fresh) {
+        int next_ok = rc == GPC_ERR_CAPACITY || rc == GPC_ERR_QUOTA;
+        if (next_ok && fresh) {
             gpc_cluster_rec live;
             gpc_error ge;
             gpc_error_clear(&ge);
@@ -790,19 +1354,25 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             if (!ge.code)
                 gpc_cluster_rec_free(&live);
         }
-        if (rc == GPC_ERR_CAPACITY && closed && attempt + 1 < plan->n_offers &&
-            !gpc_interrupted) {
-            const gpc_offer *nx = &plan->offers[attempt + 1].worker;
+        /* A quota error closes the whole region of that provider. */
+        size_t next = attempt + 1;
+        if (rc == GPC_ERR_QUOTA && chosen)
+            while (next < plan->n_offers &&
+                   strcmp(plan->offers[next].worker.provider, chosen->worker.provider) == 0 &&
+                   strcmp(plan->offers[next].worker.region, chosen->worker.region) == 0)
+                next++;
+        if (next_ok && closed && next < plan->n_offers && !gpc_interrupted) {
+            const gpc_offer *nx = &plan->offers[next].worker;
             gpc_info(s->out, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,
-                     attempt + 2, plan->n_offers, nx->provider, nx->instance_type, nx->region,
+                     next + 1, plan->n_offers, nx->provider, nx->instance_type, nx->region,
                      nx->spot ? "spot" : "on-demand");
-            attempt++;
+            attempt = next;
             gpc_cluster_rec_free(&c);
             memset(&c, 0, sizeof(c));
             res->created = 0;
             continue;
         }
-        if (rc == GPC_ERR_CAPACITY && attempt > 0)
+        if (next_ok && attempt > 0)
             gpc_fail(err, rc, "no capacity after %zu offer(s) in the plan's failover order; "
                      "last: %s", attempt + 1, e.msg);
         else if (rc)
@@ -902,7 +1472,7 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const c
             (!all && (nd->rank == 0 || nd->phase != GPC_PHASE_BOOTING)))
             continue;
         gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nd->provider_id, &e) != 0) {
+        if (s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e) != 0) {
             gpc_info(s->out, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
             continue;
         }
@@ -1074,16 +1644,36 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
     gpc_buf_init(&left, GPC_BUF_LINE_MAX);
     int nleft = 0;
     int64_t now = gpc_now();
-    for (size_t i = 0; i < n; i++) {
+    /* A provider that tags what it makes removes it all by the cluster's
+     * tag (EC2: terminate, wait until terminated, then the placement group,
+     * security group and key pair); the nodes are then gone too. */
+    int by_tag = s->prov->cleanup_cluster != NULL;
+    size_t todo = n;
+    if (by_tag) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].provider_id[0] && fault("fail-delete", nodes[i].rank))
+                gpc_fail(&e, (gpc_code)fault_code, "%s: injected %s failure deleting %s",
+                         s->prov->name, gpc_code_name((gpc_code)fault_code), nodes[i].name);
+        if (e.code || cleanup_resources(s, c, &e) != 0) {
+            nleft = 1;
+            gpc_buf_addf(&left, NULL, "%s", e.msg);
+            event(s, c->id, -1, "error", "cleanup failed: %s", e.msg);
+            todo = 0; /* nothing is marked deleted: destroy again to finish */
+        }
+    }
+    for (size_t i = 0; i < todo; i++) {
         gpc_node_rec *nd = &nodes[i];
         gpc_error e;
         gpc_error_clear(&e);
-        adopt(s, nd); /* a node created but never recorded is deleted too */
-        int drc = !nd->provider_id[0] ? 0
+        if (!by_tag)
+            adopt(s, nd); /* a node created but never recorded is deleted too */
+        int drc = !nd->provider_id[0] || by_tag ? 0
                 : fault("fail-delete", nd->rank)
                 ? gpc_fail(&e, (gpc_code)fault_code, "%s: injected %s failure deleting %s",
                            s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name)
-                : s->prov->delete_node(s->pctx, nd->provider_id, &e);
+                : s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e);
         if (drc) {
             nleft++;
             gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);
@@ -1118,9 +1708,11 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         if (!rc)
             event(s, c->id, -1, "destroy", "cluster destroyed");
     } else if (!rc) {
-        rc = gpc_fail(err, GPC_ERR_PARTIAL,
-                      "cluster '%s': %d node(s) could not be deleted and stay recorded: %s",
-                      c->name, nleft, gpc_buf_str(&left));
+        rc = by_tag ? gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s' stays recorded: %s; run "
+                               "destroy again", c->name, gpc_buf_str(&left))
+                    : gpc_fail(err, GPC_ERR_PARTIAL,
+                               "cluster '%s': %d node(s) could not be deleted and stay "
+                               "recorded: %s", c->name, nleft, gpc_buf_str(&left));
     }
     gpc_buf_free(&left);
     return rc;
@@ -1188,6 +1780,29 @@ cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err
     }
     cJSON_AddNumberToObject(o, "price_hourly", hourly);
     cJSON_AddNumberToObject(o, "cost_usd", cost);
+    gpc_attempt_rec *att = NULL;
+    size_t na = 0;
+    gpc_error ae;
+    gpc_error_clear(&ae);
+    cJSON *aa = cJSON_AddArrayToObject(o, "attempts");
+    if (gpc_attempt_list(s->st, c->id, &att, &na, &ae) == 0) {
+        for (size_t i = 0; i < na; i++) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddNumberToObject(j, "attempt", att[i].attempt);
+            cJSON_AddNumberToObject(j, "rank", att[i].rank);
+            cJSON_AddNumberToObject(j, "at", (double)att[i].at);
+            cJSON_AddStringToObject(j, "provider", att[i].provider);
+            cJSON_AddStringToObject(j, "region", att[i].region);
+            cJSON_AddStringToObject(j, "zone", att[i].zone);
+            cJSON_AddStringToObject(j, "instance_type", att[i].instance_type);
+            cJSON_AddBoolToObject(j, "spot", att[i].spot);
+            cJSON_AddStringToObject(j, "outcome", att[i].outcome);
+            cJSON_AddStringToObject(j, "error_code", att[i].error_code);
+            cJSON_AddStringToObject(j, "error_message", att[i].error_message);
+            cJSON_AddItemToArray(aa, j);
+        }
+    }
+    gpc_attempt_list_free(att, na);
     gpc_node_list_free(nodes, n);
     return o;
 }
@@ -1225,5 +1840,51 @@ int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error 
     gpc_table_print(s->out, &t, stdout);
     gpc_table_free(&t);
     gpc_node_list_free(nodes, n);
+    return 0;
+}
+
+int gpc_cluster_print_attempts(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+{
+    gpc_attempt_rec *a = NULL;
+    size_t n = 0;
+    int rc = gpc_attempt_list(s->st, c->id, &a, &n, err);
+    if (rc)
+        return rc;
+    int failover = 0;
+    for (size_t i = 0; i < n; i++)
+        failover |= strcmp(a[i].outcome, "created") != 0;
+    if (!failover) {
+        gpc_attempt_list_free(a, n);
+        return 0;
+    }
+    static const char *const hdr[] = {"ATTEMPT", "RANKS", "WHERE", "INSTANCE", "MARKET",
+                                      "OUTCOME", "WHY"};
+    gpc_table t;
+    gpc_table_init(&t, 7, hdr);
+    /* one row per attempt, zone and outcome: the ranks it covered */
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && a[j].attempt == a[i].attempt && strcmp(a[j].zone, a[i].zone) == 0 &&
+               strcmp(a[j].outcome, a[i].outcome) == 0 &&
+               strcmp(a[j].error_message, a[i].error_message) == 0)
+            j++;
+        char att[16], ranks[32], where[112];
+        snprintf(att, sizeof(att), "%u", a[i].attempt);
+        if (j - i > 1)
+            snprintf(ranks, sizeof(ranks), "%u-%u", a[i].rank, a[j - 1].rank);
+        else
+            snprintf(ranks, sizeof(ranks), "%u", a[i].rank);
+        snprintf(where, sizeof(where), "%s %s%s%s", a[i].provider, a[i].region,
+                 a[i].zone[0] ? "/" : "", a[i].zone);
+        const char *row[] = {att, ranks, where, a[i].instance_type,
+                             a[i].spot ? "spot" : "on-demand", a[i].outcome,
+                             a[i].error_code[0] ? a[i].error_code : "-"};
+        gpc_table_add(&t, row);
+        i = j;
+    }
+    printf("\nlaunch attempts (failover):\n");
+    gpc_table_print(s->out, &t, stdout);
+    gpc_table_free(&t);
+    gpc_attempt_list_free(a, n);
     return 0;
 }

@@ -106,6 +106,10 @@ struct cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_err
 /* Print the cluster's node table to stdout. */
 int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
 
+/* Print the launch attempts when some failed or were skipped (failover):
+ * one row per attempt, zone and outcome.  Prints nothing otherwise. */
+int gpc_cluster_print_attempts(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
+
 /* Set by the SIGINT/SIGTERM handler while waiting. */
 extern volatile sig_atomic_t gpc_interrupted;
 void gpc_install_signal_handlers(void);

@@ -97,8 +97,8 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
     if (!a.file && !planfile)
         return gpc_usage_error(o, c, "missing -f FILE or a PLANFILE%s", "");
-    if ((a.opts.timeout_s || a.opts.poll_s) && !a.opts.wait)
-        return gpc_usage_error(o, c, "--timeout and --poll-interval need --wait%s", "");
+    if (a.opts.timeout_s && !a.opts.wait)
+        return gpc_usage_error(o, c, "--timeout needs --wait%s", "");
 
     gpc_error err;
     gpc_error_clear(&err);

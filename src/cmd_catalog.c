@@ -330,7 +330,6 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"from", required_argument, NULL, 'F'},
-        {"endpoint", required_argument, NULL, 'e'},
         {"provider", required_argument, NULL, 'P'},
         {"region", required_argument, NULL, 'r'},
         {"dry-run", no_argument, NULL, 'n'},
@@ -340,6 +339,7 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     int done;
     int rc = gpc_parse_options(o, c, argc, argv, opts, "", catalog_opt, &a, &done);
+    a.endpoint = o->endpoint; /* --endpoint is global: every provider API takes one */
     const char *verb = !done && optind < argc ? argv[optind++] : "show";
     if (!done && optind < argc)
         rc = gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]), done = 1;

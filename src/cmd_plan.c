@@ -354,6 +354,7 @@ typedef struct plan_args {
     const char *file;
     const char *out;
     int detailed;
+    int live;
 } plan_args;
 
 static int plan_opt(int opt, const char *arg, void *ud)
@@ -371,6 +372,7 @@ static int plan_opt(int opt, const char *arg, void *ud)
         a->out = arg;
         return 0;
     case 'd': a->detailed = 1; return 0;
+    case 'L': a->live = 1; return 0;
     }
     return -1;
 }
@@ -381,6 +383,7 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
         {"file", required_argument, NULL, 'f'},
         {"out", required_argument, NULL, 'O'},
         {"detailed-exitcode", no_argument, NULL, 'd'},
+        {"live", no_argument, NULL, 'L'},
         {NULL, 0, NULL, 0}
     };
     plan_args a;
@@ -417,7 +420,8 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rc = gpc_session_open(&s, o, &err);
     if (!rc) {
         gpc_plan_opts po = {.catalog_path = o->catalog_path, .spec_path = a.file,
-                            .spec_text = text, .spec_len = text ? strlen(text) : 0};
+                            .spec_text = text, .spec_len = text ? strlen(text) : 0,
+                            .live = a.live};
         rc = gpc_plan_make(&s, spec, &po, &p, &err);
     }
     if (!rc && a.out)

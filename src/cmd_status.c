@@ -112,6 +112,7 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (name) {
             printf("\n");
             gpc_cluster_print_nodes(&s, &list[n - 1], &err);
+            gpc_cluster_print_attempts(&s, &list[n - 1], &err);
         }
     }
     gpc_cluster_list_free(list, n);

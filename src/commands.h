@@ -55,6 +55,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);

@@ -12,6 +12,10 @@
 
 #include <curl/curl.h>
 
+#include <cjson/cJSON.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
 #include "gpuctl/http.h"
 
 #ifndef GPUCTL_VERSION
@@ -27,6 +31,7 @@ static uint64_t rng_state;
 static void global_init(void)
 {
     init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+    xmlInitParser(); /* once, before any thread parses (trace redaction) */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     rng_state = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
@@ -64,6 +69,13 @@ static long backoff_ms(int attempt, long base_ms, long cap_ms)
     if (ceiling > cap_ms)
         ceiling = cap_ms;
     return (long)(next_random() % (uint64_t)(ceiling + 1));
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 static void sleep_ms(long ms)
@@ -177,6 +189,361 @@ static long parse_retry_after(const char *v)
     return t > now ? (long)(t - now) : 0;
 }
 
+/* ---- redaction ---------------------------------------------------------- */
+
+/* Words that make a parameter, JSON key or XML element sensitive. */
+static const char *const secret_words[] = {
+    "signature", "token", "secret", "password", "credential",
+};
+
+/* Does s[0..len) hold word (lower case) anywhere, case-insensitively? */
+static int holds_word(const char *s, size_t len, const char *word)
+{
+    size_t wlen = strlen(word);
+    for (size_t i = 0; i + wlen <= len; i++)
+        if (strncasecmp(s + i, word, wlen) == 0)
+            return 1;
+    return 0;
+}
+
+static int secret_name(const char *s, size_t len)
+{
+    for (size_t i = 0; i < sizeof(secret_words) / sizeof(*secret_words); i++)
+        if (holds_word(s, len, secret_words[i]))
+            return 1;
+    return 0;
+}
+
+static int equals_ci(const char *s, size_t len, const char *word)
+{
+    return strlen(word) == len && strncasecmp(s, word, len) == 0;
+}
+
+/* A JSON key or XML element that carries user data (job env: secrets). */
+static int user_data_key(const char *s, size_t len)
+{
+    return equals_ci(s, len, "userdata") || equals_ci(s, len, "customdata");
+}
+
+/* A form parameter that carries user data: exactly UserData or CustomData,
+ * or that as the last dotted part (LaunchSpecification.UserData). */
+static int user_data_param(const char *s, size_t len)
+{
+    static const char *const names[] = {"UserData", "CustomData"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t n = strlen(names[i]);
+        if (len == n && memcmp(s, names[i], n) == 0)
+            return 1;
+        if (len > n && s[len - n - 1] == '.' && memcmp(s + len - n, names[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int secret_header(const char *name, size_t len)
+{
+    static const char *const exact[] = {
+        "authorization", "proxy-authorization", "cookie", "set-cookie",
+        "x-amz-security-token", "x-aws-ec2-metadata-token",
+        "ocp-apim-subscription-key", "api-key",
+    };
+    for (size_t i = 0; i < sizeof(exact) / sizeof(*exact); i++)
+        if (equals_ci(name, len, exact[i]))
+            return 1;
+    if (len > 11 && strncasecmp(name, "x-ms-", 5) == 0 &&
+        strncasecmp(name + len - 6, "-token", 6) == 0)
+        return 1;
+    if (secret_name(name, len) || holds_word(name, len, "authorization") ||
+        holds_word(name, len, "cookie"))
+        return 1;
+    return len > 4 && strncasecmp(name + len - 4, "-key", 4) == 0;
+}
+
+void gpc_http_redact_header(const char *line, gpc_buf *out)
+{
+    if (!line || !out)
+        return;
+    size_t len = strlen(line);
+    while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    const char *colon = memchr(line, ':', len);
+    if (!colon) {
+        gpc_buf_add(out, line, len, NULL);
+        return;
+    }
+    size_t nlen = (size_t)(colon - line), name_end = nlen;
+    while (name_end && (line[name_end - 1] == ' ' || line[name_end - 1] == '\t'))
+        name_end--;
+    const char *v = colon + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    if (v == end || !secret_header(line, name_end)) {
+        gpc_buf_add(out, line, len, NULL);
+        return;
+    }
+    gpc_buf_add(out, line, nlen, NULL);
+    gpc_buf_adds(out, ": ", NULL);
+    if (equals_ci(line, name_end, "authorization")) {
+        size_t scheme = strcspn(v, " \t");
+        if (v + scheme < end) { /* "Scheme credentials": keep the scheme word */
+            gpc_buf_add(out, v, scheme, NULL);
+            gpc_buf_adds(out, " ", NULL);
+        }
+    }
+    gpc_buf_adds(out, "[redacted]", NULL);
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode s[0..len) ('+' is a space) into out (len+1 bytes at
+ * least); returns the decoded length. */
+static size_t form_decode(const char *s, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
+            (lo = hex_value(s[i + 2])) >= 0) {
+            if (out)
+                out[o] = (char)(hi * 16 + lo);
+            o++;
+            i += 2;
+        } else {
+            if (out)
+                out[o] = s[i] == '+' ? ' ' : s[i];
+            o++;
+        }
+    }
+    if (out)
+        out[o] = '\0';
+    return o;
+}
+
+void gpc_http_redact_form(const char *body, size_t len, gpc_buf *out)
+{
+    if (!body || !out)
+        return;
+    const char *p = body, *end = body + len;
+    while (p <= end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        if (!amp)
+            amp = end;
+        const char *eq = memchr(p, '=', (size_t)(amp - p));
+        if (eq) {
+            size_t nlen = (size_t)(eq - p);
+            char small[256], *name = nlen < sizeof(small) ? small : malloc(nlen + 1);
+            size_t dlen = name ? form_decode(p, nlen, name) : 0;
+            int user = name && user_data_param(name, dlen);
+            int secret = !name || secret_name(name, dlen);
+            if (name != small)
+                free(name);
+            gpc_buf_add(out, p, nlen + 1, NULL); /* "name=" */
+            if (user)
+                gpc_buf_addf(out, NULL, "[%zu bytes]",
+                             form_decode(eq + 1, (size_t)(amp - eq - 1), NULL));
+            else if (secret)
+                gpc_buf_adds(out, "[redacted]", NULL);
+            else
+                gpc_buf_add(out, eq + 1, (size_t)(amp - eq - 1), NULL);
+        } else {
+            gpc_buf_add(out, p, (size_t)(amp - p), NULL);
+        }
+        if (amp == end)
+            break;
+        gpc_buf_adds(out, "&", NULL);
+        p = amp + 1;
+    }
+}
+
+/* Replace child (a member of parent) by a string, keeping its key. */
+static void json_replace(cJSON *parent, cJSON *child, const char *text)
+{
+    cJSON *r = cJSON_CreateString(text);
+    if (!r) { /* out of memory: drop the member rather than show it */
+        cJSON_Delete(cJSON_DetachItemViaPointer(parent, child));
+        return;
+    }
+    r->string = child->string;
+    r->type |= child->type & cJSON_StringIsConst;
+    child->string = NULL;
+    child->type &= ~cJSON_StringIsConst;
+    cJSON_ReplaceItemViaPointer(parent, child, r);
+}
+
+static void json_redact(cJSON *item)
+{
+    cJSON *child = item->child;
+    while (child) {
+        cJSON *next = child->next;
+        const char *key = cJSON_IsObject(item) ? child->string : NULL;
+        size_t klen = key ? strlen(key) : 0;
+        if (key && user_data_key(key, klen)) {
+            char text[48];
+            if (cJSON_IsString(child) && child->valuestring)
+                snprintf(text, sizeof(text), "[%zu bytes]", strlen(child->valuestring));
+            else
+                snprintf(text, sizeof(text), "[redacted]");
+            json_replace(item, child, text);
+        } else if (key && secret_name(key, klen)) {
+            json_replace(item, child, "[redacted]");
+        } else if (cJSON_IsObject(child) || cJSON_IsArray(child)) {
+            json_redact(child);
+        }
+        child = next;
+    }
+}
+
+void gpc_http_redact_json(const char *body, size_t len, gpc_buf *out)
+{
+    if (!body || !out)
+        return;
+    cJSON *doc = cJSON_ParseWithLength(body, len);
+    if (!doc) {
+        gpc_buf_addf(out, NULL, "[%zu bytes, not valid JSON]", len);
+        return;
+    }
+    json_redact(doc);
+    char *text = cJSON_PrintUnformatted(doc);
+    if (text)
+        gpc_buf_adds(out, text, NULL);
+    else
+        gpc_buf_addf(out, NULL, "[%zu bytes of JSON]", len);
+    cJSON_free(text);
+    cJSON_Delete(doc);
+}
+
+static void xml_redact(xmlNodePtr n)
+{
+    for (; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        for (xmlAttrPtr a = n->properties; a; a = a->next)
+            if (a->name && secret_name((const char *)a->name, strlen((const char *)a->name)))
+                xmlNodeSetContent((xmlNodePtr)a, BAD_CAST "[redacted]");
+        const char *name = (const char *)n->name;
+        size_t nlen = name ? strlen(name) : 0;
+        if (name && user_data_key(name, nlen)) {
+            xmlChar *text = xmlNodeGetContent(n);
+            char note[48];
+            snprintf(note, sizeof(note), "[%zu bytes]", text ? strlen((char *)text) : (size_t)0);
+            xmlFree(text);
+            xmlNodeSetContent(n, BAD_CAST note);
+        } else if (name && secret_name(name, nlen)) {
+            xmlNodeSetContent(n, BAD_CAST "[redacted]");
+        } else {
+            xml_redact(n->children);
+        }
+    }
+}
+
+void gpc_http_redact_xml(const char *body, size_t len, gpc_buf *out)
+{
+    if (!body || !out)
+        return;
+    pthread_once(&init_once, global_init);
+    xmlDocPtr doc = len <= INT32_MAX
+                        ? xmlReadMemory(body, (int)len, NULL, NULL,
+                                        XML_PARSE_NONET | XML_PARSE_NOERROR |
+                                            XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
+                        : NULL;
+    xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+    if (!root) {
+        gpc_buf_addf(out, NULL, "[%zu bytes, not well-formed XML]", len);
+        xmlFreeDoc(doc);
+        return;
+    }
+    xml_redact(root);
+    xmlBufferPtr b = xmlBufferCreate();
+    if (b && xmlNodeDump(b, doc, root, 0, 0) >= 0)
+        gpc_buf_add(out, xmlBufferContent(b), (size_t)xmlBufferLength(b), NULL);
+    else
+        gpc_buf_addf(out, NULL, "[%zu bytes of XML]", len);
+    if (b)
+        xmlBufferFree(b);
+    xmlFreeDoc(doc);
+}
+
+/* ---- trace -------------------------------------------------------------- */
+
+static FILE *trace_fp;
+
+void gpc_http_set_trace(FILE *f)
+{
+    trace_fp = f;
+}
+
+/* Write b to the trace in one locked write, then empty it. */
+static void trace_flush(gpc_buf *b)
+{
+    FILE *f = trace_fp;
+    if (f && b->len) {
+        flockfile(f);
+        fwrite(b->data, 1, b->len, f);
+        fflush(f);
+        funlockfile(f);
+    }
+    gpc_buf_reset(b);
+}
+
+/* Append text[0..len) as lines that start with prefix: at most max bytes of
+ * it, '\r' dropped, other control bytes but tab shown as '.'. */
+static void trace_lines(gpc_buf *b, const char *prefix, const char *text, size_t len,
+                        size_t max)
+{
+    size_t shown = len > max ? max : len;
+    gpc_buf_adds(b, prefix, NULL);
+    for (size_t i = 0; i < shown; i++) {
+        char c = text[i];
+        if (c == '\r')
+            continue;
+        if (c == '\n') {
+            if (i + 1 < shown) {
+                gpc_buf_adds(b, "\n", NULL);
+                gpc_buf_adds(b, prefix, NULL);
+            }
+            continue;
+        }
+        if ((unsigned char)c < 0x20 || c == 0x7f)
+            c = c == '\t' ? '\t' : '.';
+        gpc_buf_add(b, &c, 1, NULL);
+    }
+    if (shown < len)
+        gpc_buf_addf(b, NULL, " [... %zu more bytes]", len - shown);
+    gpc_buf_adds(b, "\n", NULL);
+}
+
+/* The URL as the trace shows it: no user:password@, no fragment, the query
+ * through gpc_http_redact_form(). */
+static void trace_url(const char *url, gpc_buf *b)
+{
+    size_t len = strlen(url);
+    char *base = malloc(len + 1);
+    if (!base)
+        return;
+    gpc_http_redact_url(url, base, len + 1);
+    gpc_buf_adds(b, base, NULL);
+    free(base);
+    const char *q = url + strcspn(url, "?#");
+    if (*q == '?') {
+        size_t qlen = strcspn(q + 1, "#");
+        gpc_buf_adds(b, "?", NULL);
+        gpc_http_redact_form(q + 1, qlen, b);
+    }
+}
+
+enum { BODY_OTHER, BODY_FORM, BODY_JSON };
+
 /* ---- one transfer ------------------------------------------------------- */
 
 typedef struct xfer {
@@ -267,46 +634,188 @@ static int accepted_status(long s, const gpc_http_opts *o)
     return 0;
 }
 
-static int has_header(const gpc_http_request *req, const char *name)
+/* ---- extra headers ------------------------------------------------------ */
+
+int gpc_http_headers_add(gpc_http_headers *h, const char *name, const char *value,
+                         gpc_error *err)
+{
+    if (!h || !name || !value)
+        return gpc_fail(err, GPC_ERR_USAGE, "http: header without a name or value");
+    size_t nlen = strlen(name), vlen = strlen(value);
+    if (!nlen)
+        return gpc_fail(err, GPC_ERR_USAGE, "http: header with an empty name");
+    for (size_t i = 0; i < nlen; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c <= 0x20 || c == 0x7f || c == ':')
+            return gpc_fail(err, GPC_ERR_USAGE, "http: a header name holds a blank, ':' "
+                            "or a control character");
+    }
+    if (strpbrk(value, "\r\n"))
+        return gpc_fail(err, GPC_ERR_USAGE, "http: header %.64s: value holds a line break", name);
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 8;
+        char **v = realloc(h->v, cap * sizeof(*v));
+        if (!v)
+            return gpc_fail(err, GPC_ERR_NOMEM, "http: out of memory adding a header");
+        h->v = v;
+        h->cap = cap;
+    }
+    char *line = malloc(nlen + vlen + 3);
+    if (!line)
+        return gpc_fail(err, GPC_ERR_NOMEM, "http: out of memory adding a header");
+    memcpy(line, name, nlen);
+    memcpy(line + nlen, ": ", 2);
+    memcpy(line + nlen + 2, value, vlen + 1);
+    h->v[h->n++] = line;
+    return 0;
+}
+
+void gpc_http_headers_free(gpc_http_headers *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->n; i++)
+        free(h->v[i]);
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+}
+
+/* ---- connection cache --------------------------------------------------- */
+
+struct gpc_http_client {
+    CURLSH *share; /* connections, DNS answers and TLS sessions */
+};
+
+int gpc_http_client_new(gpc_http_client **out, gpc_error *err)
+{
+    *out = NULL;
+    int rc = ensure_init(err);
+    if (rc)
+        return rc;
+    gpc_http_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return gpc_fail(err, GPC_ERR_NOMEM, "http: out of memory making a client");
+    if (!(c->share = curl_share_init())) {
+        free(c);
+        return gpc_fail(err, GPC_ERR_NOMEM, "http: out of memory making a client");
+    }
+    /* No lock callbacks: a client is used by one thread at a time. */
+    if (curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+        curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        curl_share_cleanup(c->share);
+        free(c);
+        return gpc_fail(err, GPC_ERR_INTERNAL, "http: libcurl cannot share connections");
+    }
+    *out = c;
+    return 0;
+}
+
+void gpc_http_client_free(gpc_http_client *c)
+{
+    if (!c)
+        return;
+    curl_share_cleanup(c->share); /* closes the cached connections */
+    free(c);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static int has_header(const gpc_http_request *req, const gpc_http_headers *extra,
+                      const char *name)
 {
     size_t nlen = strlen(name);
     for (size_t i = 0; i < req->n_headers; i++)
         if (strncasecmp(req->headers[i], name, nlen) == 0 && req->headers[i][nlen] == ':')
             return 1;
+    for (size_t i = 0; extra && i < extra->n; i++)
+        if (strncasecmp(extra->v[i], name, nlen) == 0 && extra->v[i][nlen] == ':')
+            return 1;
     return 0;
 }
 
-/* Build the header list: the caller's, plus removal of curl's defaults that
- * would change the request behind the caller's back. */
-static int build_headers(const gpc_http_request *req, int with_body, const char *what,
-                         struct curl_slist **out, gpc_error *err)
+/* The Content-Type the request says it has, for the trace. */
+static int body_kind(const gpc_http_request *req, const gpc_http_headers *extra)
 {
-    struct curl_slist *list = NULL, *t;
-    for (size_t i = 0; i < req->n_headers; i++) {
-        if (!req->headers[i] || strpbrk(req->headers[i], "\r\n")) {
-            curl_slist_free_all(list);
+    char type[128] = "";
+    for (size_t i = 0; i < req->n_headers && !type[0]; i++)
+        header_value(req->headers[i], strlen(req->headers[i]), "content-type", type,
+                     sizeof(type));
+    for (size_t i = 0; extra && i < extra->n && !type[0]; i++)
+        header_value(extra->v[i], strlen(extra->v[i]), "content-type", type, sizeof(type));
+    if (holds_word(type, strlen(type), "x-www-form-urlencoded"))
+        return BODY_FORM;
+    if (holds_word(type, strlen(type), "json"))
+        return BODY_JSON;
+    if (!type[0] && req->body && req->body_len) {
+        const char *b = req->body;
+        size_t i = 0;
+        while (i < req->body_len && isspace((unsigned char)b[i]))
+            i++;
+        if (i < req->body_len && (b[i] == '{' || b[i] == '['))
+            return BODY_JSON;
+    }
+    return BODY_OTHER;
+}
+
+static int check_headers(const gpc_http_request *req, const char *what, gpc_error *err)
+{
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (!req->headers[i] || strpbrk(req->headers[i], "\r\n"))
             return gpc_fail(err, GPC_ERR_USAGE, "%s: request header %zu is empty or "
                             "holds a line break", what, i + 1);
-        }
+    return 0;
+}
+
+/* Build one attempt's header list: the caller's, then the attempt's extra
+ * ones, plus removal of curl's defaults that would change the request behind
+ * the caller's back.  NULL when memory runs out. */
+static struct curl_slist *build_headers(const gpc_http_request *req,
+                                        const gpc_http_headers *extra, int with_body,
+                                        int *no_mem)
+{
+    struct curl_slist *list = NULL, *t;
+    *no_mem = 0;
+    for (size_t i = 0; i < req->n_headers; i++) {
         if (!(t = curl_slist_append(list, req->headers[i])))
             goto nomem;
         list = t;
     }
-    if (!has_header(req, "Expect")) { /* no 100-continue round trip */
+    for (size_t i = 0; i < extra->n; i++) {
+        const char *line = extra->v[i];
+        size_t len = strlen(line);
+        if (len >= 2 && memcmp(line + len - 2, ": ", 2) == 0) {
+            /* "Name: " would tell curl to drop the header; "Name;" sends it empty. */
+            char *empty = strdup(line);
+            if (!empty)
+                goto nomem;
+            empty[len - 2] = ';';
+            empty[len - 1] = '\0';
+            t = curl_slist_append(list, empty);
+            free(empty);
+        } else {
+            t = curl_slist_append(list, line);
+        }
+        if (!t)
+            goto nomem;
+        list = t;
+    }
+    if (!has_header(req, extra, "Expect")) { /* no 100-continue round trip */
         if (!(t = curl_slist_append(list, "Expect:")))
             goto nomem;
         list = t;
     }
-    if (with_body && !has_header(req, "Content-Type")) { /* not form-urlencoded */
+    if (with_body && !has_header(req, extra, "Content-Type")) { /* not form-urlencoded */
         if (!(t = curl_slist_append(list, "Content-Type:")))
             goto nomem;
         list = t;
     }
-    *out = list;
-    return 0;
+    return list;
 nomem:
     curl_slist_free_all(list);
-    return gpc_fail(err, GPC_ERR_NOMEM, "%s: out of memory building request headers", what);
+    *no_mem = 1;
+    return NULL;
 }
 
 /* A body goes out when there is one, and for POST/PUT/PATCH an empty one
@@ -317,34 +826,191 @@ static int sends_body(const gpc_http_request *req, const char *method)
            strcmp(method, "PATCH") == 0;
 }
 
+/* One request of a batch (a batch of one for gpc_http_send). */
+enum { SLOT_WAIT, SLOT_RUN, SLOT_DONE };
+
+typedef struct slot {
+    const gpc_http_request *req;
+    gpc_http_response *resp;
+    gpc_error *err;           /* the caller's, or scratch when it gave none */
+    gpc_error scratch;
+    int rc;
+    const char *method;
+    char shown[512];          /* the URL as messages show it */
+    CURL *h;
+    struct curl_slist *headers;
+    xfer x;
+    char errbuf[CURL_ERROR_SIZE];
+    int state;
+    int attempt;              /* attempts started */
+    double due_ms;            /* SLOT_WAIT: earliest start of the next one */
+    double started_ms;        /* when the current attempt started */
+    /* trace */
+    char tag[48];             /* ", #2 of 5" in a batch, else "" */
+    int kind;                 /* BODY_* of the request body */
+    int traced;               /* the current attempt's request was traced */
+    gpc_buf sent;             /* header block curl sent, being gathered */
+} slot;
+
+typedef struct engine {
+    const gpc_http_opts *o;
+    const char *what;
+    long timeout_s, connect_s, base_ms, cap_ms;
+    int max_attempts;
+    size_t max_body;
+    CURLM *multi;
+    int trace;                /* trace_fp was set when the call began */
+} engine;
+
+/* Is this a "Name: value" line (not the request line)? */
+static int header_line(const char *s, size_t len)
+{
+    const char *colon = memchr(s, ':', len);
+    return colon && colon > s && !memchr(s, ' ', (size_t)(colon - s));
+}
+
+/* Trace the current attempt's request: line, headers as sent (if curl told
+ * them), body. */
+static void trace_request(slot *s)
+{
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 20);
+    gpc_buf_addf(&b, NULL, "http: > %s ", s->method);
+    trace_url(s->req->url, &b);
+    gpc_buf_addf(&b, NULL, " (attempt %d%s)\n", s->attempt, s->tag);
+    const char *p = s->sent.data ? s->sent.data : "", *end = p + s->sent.len;
+    while (p < end) {
+        size_t len = strcspn(p, "\r\n");
+        if (len && header_line(p, len)) {
+            char *line = strndup(p, len);
+            if (line) {
+                gpc_buf_adds(&b, "http: > ", NULL);
+                gpc_http_redact_header(line, &b);
+                gpc_buf_adds(&b, "\n", NULL);
+                free(line);
+            }
+        }
+        p += len;
+        while (p < end && (*p == '\r' || *p == '\n'))
+            p++;
+    }
+    if (s->req->body && s->req->body_len) {
+        gpc_buf text;
+        gpc_buf_init(&text, 1u << 20);
+        if (s->kind == BODY_FORM)
+            gpc_http_redact_form(s->req->body, s->req->body_len, &text);
+        else if (s->kind == BODY_JSON)
+            gpc_http_redact_json(s->req->body, s->req->body_len, &text);
+        else
+            gpc_buf_addf(&text, NULL, "[%zu bytes, not shown]", s->req->body_len);
+        trace_lines(&b, "http: > ", gpc_buf_str(&text), text.len, GPC_HTTP_TRACE_BODY_MAX);
+        gpc_buf_free(&text);
+    }
+    trace_flush(&b);
+    gpc_buf_free(&b);
+    gpc_buf_reset(&s->sent);
+    s->traced = 1;
+}
+
+static int on_debug(CURL *h, curl_infotype type, char *data, size_t size, void *userp)
+{
+    slot *s = userp;
+    (void)h;
+    if (type != CURLINFO_HEADER_OUT || !trace_fp)
+        return 0;
+    gpc_buf_add(&s->sent, data, size, NULL);
+    /* The block ends with an empty line; then it is complete. */
+    if (s->sent.len >= 4 && memcmp(s->sent.data + s->sent.len - 4, "\r\n\r\n", 4) == 0)
+        trace_request(s);
+    return 0;
+}
+
+/* Trace the end of an attempt. */
+static void trace_reply(slot *s, CURLcode cc, const char *text)
+{
+    if (!trace_fp)
+        return;
+    if (!s->traced || s->sent.len)
+        trace_request(s); /* never sent (no connection), or a partial block */
+    gpc_http_response *r = s->resp;
+    double secs = (now_ms() - s->started_ms) / 1000.0;
+    const char *tag = s->tag[0] ? s->tag + 2 : "";
+    const char *sep = s->tag[0] ? ", " : "";
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 20);
+    if (s->x.too_big)
+        gpc_buf_addf(&b, NULL, "http: < failed: response larger than %zu bytes (%s%s%.3f s)\n",
+                     s->x.max_body, tag, sep, secs);
+    else if (cc != CURLE_OK)
+        gpc_buf_addf(&b, NULL, "http: < failed: %s (%s%s%.3f s)\n", text, tag, sep, secs);
+    else {
+        gpc_buf_addf(&b, NULL, "http: < %ld (%s%s", r->status, tag, sep);
+        if (r->request_id[0])
+            gpc_buf_addf(&b, NULL, "request id %s, ", r->request_id);
+        gpc_buf_addf(&b, NULL, "%zu bytes, %.3f s)\n", r->body.len, secs);
+    }
+    if (cc == CURLE_OK && !s->x.too_big && r->body.len && !(r->status >= 200 && r->status < 300)) {
+        /* Not a success: its body, redacted.  (A success's body may be
+         * credentials: never traced.) */
+        const char *body = gpc_buf_str(&r->body);
+        size_t i = 0;
+        while (i < r->body.len && isspace((unsigned char)body[i]))
+            i++;
+        gpc_buf red;
+        gpc_buf_init(&red, 1u << 20);
+        if (i < r->body.len && (body[i] == '{' || body[i] == '['))
+            gpc_http_redact_json(body, r->body.len, &red);
+        else if (i < r->body.len && body[i] == '<')
+            gpc_http_redact_xml(body, r->body.len, &red);
+        else
+            gpc_http_redact_form(body, r->body.len, &red);
+        trace_lines(&b, "http: < ", gpc_buf_str(&red), red.len, GPC_HTTP_TRACE_ERROR_MAX);
+        gpc_buf_free(&red);
+    }
+    trace_flush(&b);
+    gpc_buf_free(&b);
+}
+
 #define SETOPT(h, opt, val)                                                  \
     do {                                                                     \
         if (curl_easy_setopt((h), (opt), (val)) != CURLE_OK)                 \
             goto setopt_failed;                                              \
     } while (0)
 
-static int setup_handle(CURL *h, const gpc_http_request *req, const char *method,
-                        struct curl_slist *headers, long timeout_s, long connect_s,
-                        xfer *x, char *errbuf)
+static int setup_handle(const engine *e, slot *s)
 {
+    CURL *h = s->h;
+    const gpc_http_request *req = s->req;
+    const char *method = s->method;
     SETOPT(h, CURLOPT_URL, req->url);
 #if LIBCURL_VERSION_NUM >= 0x075500
     SETOPT(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
     SETOPT(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
+    /* Always verify the peer and its name (libcurl's default, made explicit
+     * so that no build or environment can change it). */
+    SETOPT(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    SETOPT(h, CURLOPT_SSL_VERIFYHOST, 2L);
     SETOPT(h, CURLOPT_NOSIGNAL, 1L);
     SETOPT(h, CURLOPT_FOLLOWLOCATION, 0L);
-    SETOPT(h, CURLOPT_TIMEOUT, timeout_s);
-    SETOPT(h, CURLOPT_CONNECTTIMEOUT, connect_s);
-    SETOPT(h, CURLOPT_ERRORBUFFER, errbuf);
+    SETOPT(h, CURLOPT_TIMEOUT, e->timeout_s);
+    SETOPT(h, CURLOPT_CONNECTTIMEOUT, e->connect_s);
+    SETOPT(h, CURLOPT_ERRORBUFFER, s->errbuf);
     SETOPT(h, CURLOPT_USERAGENT, "gpuctl/" GPUCTL_VERSION);
     SETOPT(h, CURLOPT_ACCEPT_ENCODING, "");
-    SETOPT(h, CURLOPT_HTTPHEADER, headers);
     SETOPT(h, CURLOPT_WRITEFUNCTION, on_body);
-    SETOPT(h, CURLOPT_WRITEDATA, x);
+    SETOPT(h, CURLOPT_WRITEDATA, &s->x);
     SETOPT(h, CURLOPT_HEADERFUNCTION, on_header);
-    SETOPT(h, CURLOPT_HEADERDATA, x);
+    SETOPT(h, CURLOPT_HEADERDATA, &s->x);
+    SETOPT(h, CURLOPT_PRIVATE, (void *)s);
+    if (e->o->client)
+        SETOPT(h, CURLOPT_SHARE, e->o->client->share);
+    if (e->trace) {
+        SETOPT(h, CURLOPT_DEBUGFUNCTION, on_debug);
+        SETOPT(h, CURLOPT_DEBUGDATA, (void *)s);
+        SETOPT(h, CURLOPT_VERBOSE, 1L);
+    }
 
     int is_get = strcmp(method, "GET") == 0, is_head = strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
@@ -384,103 +1050,328 @@ static void response_init(gpc_http_response *resp, size_t max_body)
     resp->retry_after_s = -1;
 }
 
-int gpc_http_send(const gpc_http_request *req, const gpc_http_opts *opts,
-                  gpc_http_response *resp, gpc_error *err)
+static void slot_done(slot *s, int rc)
+{
+    s->rc = rc;
+    s->state = SLOT_DONE;
+}
+
+/* Check the request and make its handle; the slot is SLOT_WAIT after, or
+ * SLOT_DONE with the error. */
+static void slot_prepare(const engine *e, slot *s)
+{
+    const gpc_http_request *req = s->req;
+    const char *what = e->what, *method = req->method ? req->method : "GET";
+    s->method = method;
+    s->state = SLOT_WAIT;
+    gpc_buf_init(&s->sent, 64u << 10);
+    response_init(s->resp, e->max_body);
+    s->x.resp = s->resp;
+    s->x.max_body = e->max_body;
+    gpc_http_redact_url(req->url, s->shown, sizeof(s->shown));
+    int rc;
+    if (!req->url || !*req->url) {
+        rc = gpc_fail(s->err, GPC_ERR_USAGE, "%s: %s request without a URL", what, method);
+    } else if (!*method || strspn(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(method)) {
+        rc = gpc_fail(s->err, GPC_ERR_USAGE, "%s: invalid HTTP method", what);
+    } else if (!(rc = ensure_init(s->err)) && !(rc = check_headers(req, what, s->err))) {
+        if (!(s->h = curl_easy_init()) || setup_handle(e, s))
+            rc = gpc_fail(s->err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl set-up failed", what,
+                          method, s->shown);
+    }
+    if (rc)
+        slot_done(s, rc);
+}
+
+/* Start the next attempt: run the hook, set the headers, add the handle. */
+static void slot_start(const engine *e, slot *s)
+{
+    const gpc_http_opts *o = e->o;
+    gpc_http_headers extra = {0};
+    int attempt = s->attempt + 1;
+    if (o->before_attempt) {
+        int hr = o->before_attempt(o->arg, s->req, attempt, &extra, s->err);
+        if (hr) {
+            if (hr < 0 || hr >= GPC_CODE_COUNT)
+                hr = GPC_ERR_INTERNAL;
+            gpc_fail(s->err, (gpc_code)hr, "%s: %s %s: before_attempt failed", e->what,
+                     s->method, s->shown);
+            gpc_http_headers_free(&extra);
+            slot_done(s, hr);
+            return;
+        }
+    }
+    int no_mem;
+    struct curl_slist *list = build_headers(s->req, &extra, sends_body(s->req, s->method),
+                                            &no_mem);
+    s->kind = body_kind(s->req, &extra);
+    gpc_http_headers_free(&extra);
+    if (no_mem) {
+        slot_done(s, gpc_fail(s->err, GPC_ERR_NOMEM, "%s: out of memory building request "
+                              "headers", e->what));
+        return;
+    }
+    if (curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, list) != CURLE_OK) {
+        curl_slist_free_all(list);
+        slot_done(s, gpc_fail(s->err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl set-up failed",
+                              e->what, s->method, s->shown));
+        return;
+    }
+    curl_slist_free_all(s->headers); /* the previous attempt's; no longer used */
+    s->headers = list;
+
+    gpc_http_response *r = s->resp;
+    gpc_buf_reset(&r->body);
+    gpc_buf_reset(&r->headers);
+    r->request_id[0] = '\0';
+    r->retry_after_s = -1;
+    r->status = 0;
+    s->errbuf[0] = '\0';
+    s->x.too_big = s->x.no_mem = 0;
+    s->attempt = attempt;
+    r->attempts = attempt;
+    s->traced = 0;
+    gpc_buf_reset(&s->sent);
+    s->started_ms = now_ms();
+    if (curl_multi_add_handle(e->multi, s->h) != CURLM_OK) {
+        slot_done(s, gpc_fail(s->err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl set-up failed",
+                              e->what, s->method, s->shown));
+        return;
+    }
+    s->state = SLOT_RUN;
+}
+
+/* Ask the caller's rule, if any: should this failed attempt be retried? */
+static int want_retry(const engine *e, const slot *s, int by_default)
+{
+    if (!e->o->should_retry)
+        return by_default;
+    int v = e->o->should_retry(e->o->arg, s->resp);
+    return v == GPC_HTTP_RETRY ? 1 : v == GPC_HTTP_STOP ? 0 : by_default;
+}
+
+static void slot_retry_in(slot *s, long ms)
+{
+    if (trace_fp) {
+        gpc_buf b;
+        gpc_buf_init(&b, 256);
+        gpc_buf_addf(&b, NULL, "http: retrying in %ld ms%s%s%s\n", ms,
+                     s->tag[0] ? " (" : "", s->tag[0] ? s->tag + 2 : "", s->tag[0] ? ")" : "");
+        trace_flush(&b);
+        gpc_buf_free(&b);
+    }
+    s->state = SLOT_WAIT;
+    s->due_ms = now_ms() + (double)ms;
+}
+
+/* An attempt ended (its handle is out of the multi handle): success, a
+ * retry later, or the final failure. */
+static void slot_finish(const engine *e, slot *s, CURLcode cc)
+{
+    gpc_http_response *resp = s->resp;
+    const char *what = e->what, *method = s->method, *shown = s->shown;
+    int attempt = s->attempt;
+    const char *text = s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc);
+    if (cc == CURLE_OK && !s->x.too_big)
+        curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &resp->status);
+    trace_reply(s, cc, text);
+    if (s->x.too_big) {
+        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than "
+                              "%zu bytes", what, method, shown, e->max_body));
+        return;
+    }
+    if (s->x.no_mem) {
+        slot_done(s, gpc_fail(s->err, GPC_ERR_NOMEM, "%s: %s %s: out of memory reading the "
+                              "response", what, method, shown));
+        return;
+    }
+    if (cc != CURLE_OK) {
+        if (want_retry(e, s, transient_curl_error(cc)) && attempt < e->max_attempts) {
+            slot_retry_in(s, backoff_ms(attempt, e->base_ms, e->cap_ms));
+            return;
+        }
+        if (attempt > 1)
+            slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s (after %d "
+                                  "attempts)", what, method, shown, text, attempt));
+        else
+            slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s", what, method,
+                                  shown, text));
+        return;
+    }
+    if (accepted_status(resp->status, e->o)) {
+        slot_done(s, 0);
+        return;
+    }
+    if (want_retry(e, s, retryable_status(resp->status)) && attempt < e->max_attempts) {
+        long cap = e->cap_ms;
+        if (resp->retry_after_s >= 0)
+            slot_retry_in(s, resp->retry_after_s > cap / 1000 ? cap : resp->retry_after_s * 1000);
+        else
+            slot_retry_in(s, backoff_ms(attempt, e->base_ms, cap));
+        return;
+    }
+    if (attempt > 1)
+        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld after %d attempts",
+                              what, method, shown, resp->status, attempt));
+    else
+        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld", what, method,
+                              shown, resp->status));
+}
+
+/* libcurl's multi handle failed: end every request not yet done. */
+static void fail_all(const engine *e, slot *s, size_t n, const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].state == SLOT_DONE)
+            continue;
+        if (s[i].state == SLOT_RUN)
+            curl_multi_remove_handle(e->multi, s[i].h);
+        slot_done(&s[i], gpc_fail(s[i].err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl: %s",
+                                  e->what, s[i].method, s[i].shown, why));
+    }
+}
+
+/* Run every prepared slot to its end. */
+static void run(engine *e, slot *s, size_t n, size_t max_parallel)
+{
+    size_t running = 0;
+    for (;;) {
+        double now = now_ms();
+        for (size_t i = 0; i < n && running < max_parallel; i++)
+            if (s[i].state == SLOT_WAIT && s[i].due_ms <= now) {
+                slot_start(e, &s[i]);
+                running += s[i].state == SLOT_RUN;
+            }
+        if (!running) {
+            double next = -1;
+            for (size_t i = 0; i < n; i++)
+                if (s[i].state == SLOT_WAIT && (next < 0 || s[i].due_ms < next))
+                    next = s[i].due_ms;
+            if (next < 0)
+                return; /* all done */
+            sleep_ms((long)(next - now_ms()) + 1);
+            continue;
+        }
+        int still;
+        CURLMcode mc = curl_multi_perform(e->multi, &still);
+        if (mc != CURLM_OK) {
+            fail_all(e, s, n, curl_multi_strerror(mc));
+            return;
+        }
+        CURLMsg *m;
+        int queued;
+        while ((m = curl_multi_info_read(e->multi, &queued))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            CURL *h = m->easy_handle;
+            CURLcode cc = m->data.result;
+            char *priv = NULL;
+            curl_easy_getinfo(h, CURLINFO_PRIVATE, &priv);
+            curl_multi_remove_handle(e->multi, h); /* m is invalid from here */
+            running--;
+            slot_finish(e, (slot *)(void *)priv, cc);
+        }
+        /* Wait for traffic, or until a waiting request may start. */
+        now = now_ms();
+        double wait = 1000;
+        int ready = 0;
+        for (size_t i = 0; i < n && running < max_parallel; i++)
+            if (s[i].state == SLOT_WAIT) {
+                if (s[i].due_ms <= now)
+                    ready = 1;
+                else if (s[i].due_ms - now < wait)
+                    wait = s[i].due_ms - now;
+            }
+        if (ready || !running)
+            continue;
+        mc = curl_multi_poll(e->multi, NULL, 0, (int)wait + 1, NULL);
+        if (mc != CURLM_OK) {
+            fail_all(e, s, n, curl_multi_strerror(mc));
+            return;
+        }
+    }
+}
+
+static int send_many(const gpc_http_request *reqs, size_t n, const gpc_http_opts *opts,
+                     size_t max_parallel, gpc_http_response *resps, int *rcs,
+                     gpc_error *errs, int batch)
 {
     static const gpc_http_opts defaults;
     const gpc_http_opts *o = opts ? opts : &defaults;
-    const char *what = o->what ? o->what : "http";
-    const char *method = req->method ? req->method : "GET";
-    long timeout_s = o->timeout_s > 0 ? o->timeout_s : GPC_HTTP_TIMEOUT_S;
-    long connect_s = o->connect_timeout_s > 0 ? o->connect_timeout_s
-                                              : GPC_HTTP_CONNECT_TIMEOUT_S;
-    int max_attempts = o->max_attempts > 0 ? o->max_attempts
-                       : o->max_attempts < 0 ? 1 : GPC_HTTP_MAX_ATTEMPTS;
-    long base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : GPC_HTTP_BACKOFF_BASE_MS;
-    long cap_ms = o->backoff_cap_ms > 0 ? o->backoff_cap_ms : GPC_HTTP_BACKOFF_CAP_MS;
-    size_t max_body = o->max_body ? o->max_body : GPC_HTTP_BODY_MAX;
-
-    response_init(resp, max_body);
-    char shown[512];
-    gpc_http_redact_url(req->url, shown, sizeof(shown));
-    if (!req->url || !*req->url)
-        return gpc_fail(err, GPC_ERR_USAGE, "%s: %s request without a URL", what, method);
-    if (!*method || strspn(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(method))
-        return gpc_fail(err, GPC_ERR_USAGE, "%s: invalid HTTP method", what);
-    int rc = ensure_init(err);
-    if (rc)
-        return rc;
-
-    struct curl_slist *headers = NULL;
-    if ((rc = build_headers(req, sends_body(req, method), what, &headers, err)))
-        return rc;
-    CURL *h = curl_easy_init();
-    char errbuf[CURL_ERROR_SIZE];
-    xfer x = {.resp = resp, .max_body = max_body};
-    if (!h || setup_handle(h, req, method, headers, timeout_s, connect_s, &x, errbuf)) {
-        rc = gpc_fail(err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl set-up failed", what,
-                      method, shown);
-        goto out;
+    engine e = {
+        .o = o,
+        .what = o->what ? o->what : "http",
+        .timeout_s = o->timeout_s > 0 ? o->timeout_s : GPC_HTTP_TIMEOUT_S,
+        .connect_s = o->connect_timeout_s > 0 ? o->connect_timeout_s
+                                              : GPC_HTTP_CONNECT_TIMEOUT_S,
+        .max_attempts = o->max_attempts > 0 ? o->max_attempts
+                        : o->max_attempts < 0 ? 1 : GPC_HTTP_MAX_ATTEMPTS,
+        .base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : GPC_HTTP_BACKOFF_BASE_MS,
+        .cap_ms = o->backoff_cap_ms > 0 ? o->backoff_cap_ms : GPC_HTTP_BACKOFF_CAP_MS,
+        .max_body = o->max_body ? o->max_body : GPC_HTTP_BODY_MAX,
+        .trace = trace_fp != NULL,
+    };
+    if (!max_parallel)
+        max_parallel = GPC_HTTP_PARALLEL;
+    slot *s = calloc(n, sizeof(*s));
+    if (!s) {
+        for (size_t i = 0; i < n; i++) {
+            response_init(&resps[i], e.max_body);
+            rcs[i] = gpc_fail(errs ? &errs[i] : NULL, GPC_ERR_NOMEM, "%s: out of memory",
+                              e.what);
+        }
+        return rcs[0];
     }
-
-    for (int attempt = 1;; attempt++) {
-        gpc_buf_reset(&resp->body);
-        gpc_buf_reset(&resp->headers);
-        resp->request_id[0] = '\0';
-        resp->retry_after_s = -1;
-        resp->status = 0;
-        errbuf[0] = '\0';
-        x.too_big = x.no_mem = 0;
-        resp->attempts = attempt;
-
-        CURLcode cc = curl_easy_perform(h);
-        if (x.too_big) {
-            rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than %zu bytes",
-                          what, method, shown, max_body);
-            goto out;
-        }
-        if (x.no_mem) {
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "%s: %s %s: out of memory reading the response",
-                          what, method, shown);
-            goto out;
-        }
-        if (cc != CURLE_OK) {
-            if (transient_curl_error(cc) && attempt < max_attempts) {
-                sleep_ms(backoff_ms(attempt, base_ms, cap_ms));
-                continue;
-            }
-            const char *text = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-            if (attempt > 1)
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: %s (after %d attempts)",
-                              what, method, shown, text, attempt);
-            else
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: %s", what, method, shown,
-                              text);
-            goto out;
-        }
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-        if (accepted_status(resp->status, o)) {
-            rc = 0;
-            goto out;
-        }
-        if (!retryable_status(resp->status) || attempt >= max_attempts) {
-            if (attempt > 1)
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld after %d attempts",
-                              what, method, shown, resp->status, attempt);
-            else
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld", what, method,
-                              shown, resp->status);
-            goto out;
-        }
-        if (resp->retry_after_s >= 0)
-            sleep_ms(resp->retry_after_s > cap_ms / 1000 ? cap_ms : resp->retry_after_s * 1000);
-        else
-            sleep_ms(backoff_ms(attempt, base_ms, cap_ms));
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++) {
+        s[i].req = &reqs[i];
+        s[i].resp = &resps[i];
+        s[i].err = errs ? &errs[i] : &s[i].scratch;
+        if (batch)
+            snprintf(s[i].tag, sizeof(s[i].tag), ", #%zu of %zu", i + 1, n);
+        slot_prepare(&e, &s[i]);
+        live += s[i].state != SLOT_DONE;
     }
+    if (live && !(e.multi = curl_multi_init())) {
+        for (size_t i = 0; i < n; i++)
+            if (s[i].state != SLOT_DONE)
+                slot_done(&s[i], gpc_fail(s[i].err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl "
+                                          "set-up failed", e.what, s[i].method, s[i].shown));
+    }
+    if (e.multi)
+        run(&e, s, n, max_parallel);
+    int first = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].h)
+            curl_easy_cleanup(s[i].h);
+        curl_slist_free_all(s[i].headers);
+        gpc_buf_free(&s[i].sent);
+        rcs[i] = s[i].rc;
+        if (!first)
+            first = s[i].rc;
+    }
+    if (e.multi)
+        curl_multi_cleanup(e.multi);
+    free(s);
+    return first;
+}
 
-out:
-    if (h)
-        curl_easy_cleanup(h);
-    curl_slist_free_all(headers);
-    return rc;
+int gpc_http_send(const gpc_http_request *req, const gpc_http_opts *opts,
+                  gpc_http_response *resp, gpc_error *err)
+{
+    int rc;
+    return send_many(req, 1, opts, 1, resp, &rc, err, 0);
+}
+
+int gpc_http_send_all(const gpc_http_request *reqs, size_t n, const gpc_http_opts *opts,
+                      size_t max_parallel, gpc_http_response *resps, int *rcs,
+                      gpc_error *errs)
+{
+    if (!n)
+        return 0;
+    if (!reqs || !resps || !rcs || !errs)
+        return GPC_ERR_USAGE; /* nowhere to say why */
+    for (size_t i = 0; i < n; i++)
+        gpc_error_clear(&errs[i]);
+    return send_many(reqs, n, opts, max_parallel, resps, rcs, errs, 1);
 }

@@ -29,6 +29,8 @@ typedef struct gpc_out {
     int assume_yes; /* -y */
     const char *state_dir; /* --state-dir, or NULL for the default */
     const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
+    const char *endpoint;  /* --endpoint URL: the provider API endpoint, or NULL */
+    const char *profile;   /* --profile NAME: the provider credentials profile, or NULL */
 } gpc_out;
 
 /* Fill from the environment: isatty, NO_COLOR, TERM. */

@@ -228,6 +228,87 @@ static const gpc_gpu_info *catalog_gpu_for(const gpc_catalog *cat, const char *m
     return hit;
 }
 
+/*
+ * plan --live: ask each provider that has live prices for the current spot
+ * price of the catalog rows that fit (or lost only on price), put them in
+ * place of the catalog's, and let the caller select again.  A note per
+ * provider says how many rows changed.
+ */
+static int rows_wanted(const gpc_catalog *cat, const gpc_candidate *cs, size_t n, char *want)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gpc_candidate *cd = &cs[i];
+        if (cd->verdict != GPC_FIT && cd->verdict != GPC_LOST_MAX_PRICE &&
+            cd->verdict != GPC_LOST_BUDGET_HOURLY && cd->verdict != GPC_LOST_BUDGET_TOTAL)
+            continue;
+        if (cd->row < cat->rows || cd->row >= cat->rows + cat->n_rows)
+            continue; /* a provider's own row: already live */
+        want[cd->row - cat->rows] = 1;
+        any = 1;
+    }
+    return any;
+}
+
+static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *sel,
+                       cJSON *notes, gpc_error *err)
+{
+    char *want = calloc(cat->n_rows ? cat->n_rows : 1, 1);
+    gpc_offer *o = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*o));
+    size_t *row = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*row));
+    int rc = want && o && row ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        rows_wanted(cat, sel->fit, sel->n_fit, want);
+        rows_wanted(cat, sel->lost, sel->n_lost, want);
+    }
+    for (size_t pi = 0; !rc && gpc_providers[pi]; pi++) {
+        const gpc_provider *p = gpc_providers[pi];
+        size_t n = 0;
+        for (size_t r = 0; r < cat->n_rows; r++) {
+            const gpc_catalog_row *cr = &cat->rows[r];
+            if (!want[r] || strcasecmp(cr->provider, p->name) != 0 || cr->price_spot < 0 ||
+                !cr->region[0])
+                continue;
+            memset(&o[n], 0, sizeof(o[n]));
+            snprintf(o[n].provider, sizeof(o[n].provider), "%s", p->name);
+            snprintf(o[n].instance_type, sizeof(o[n].instance_type), "%s", cr->instance_type);
+            snprintf(o[n].region, sizeof(o[n].region), "%s", cr->region);
+            o[n].spot = 1;
+            o[n].price_hourly = cr->price_spot;
+            row[n++] = r;
+        }
+        if (!n)
+            continue;
+        char note[256];
+        if (!p->live_prices) {
+            snprintf(note, sizeof(note), "--live: %s has no live prices; its catalog prices "
+                     "are used", p->name);
+            cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+            continue;
+        }
+        size_t updated = 0;
+        rc = gpc_session_provider(s, p->name, err);
+        if (!rc) {
+            gpc_error e;
+            gpc_error_clear(&e);
+            rc = s->prov->live_prices(s->pctx, o, n, &updated, &e);
+            if (rc)
+                gpc_fail(err, e.code, "--live: %s", e.msg);
+        }
+        for (size_t k = 0; !rc && k < n; k++)
+            cat->rows[row[k]].price_spot = o[k].price_hourly;
+        if (!rc) {
+            snprintf(note, sizeof(note), "--live: %zu of %zu %s spot price(s) are live from "
+                     "the provider's API, the rest from the catalog", updated, n, p->name);
+            cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+        }
+    }
+    free(want);
+    free(o);
+    free(row);
+    return rc;
+}
+
 static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *cat,
                        const char *const *names, size_t n_names, own_rows *own,
                        gpc_error *err)
@@ -625,6 +706,14 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
         rc = collect_own(s, spec, cat, q.providers, q.n_providers, &own, err);
     if (!rc)
         rc = gpc_offers_select(cat, own.rows, own.n, &q, &sel, err);
+    if (!rc && po->live) {
+        /* live prices for what fits (or lost on price), then choose again */
+        rc = live_prices(s, cat, &sel, own.notes, err);
+        gpc_selection_free(&sel);
+        memset(&sel, 0, sizeof(sel));
+        if (!rc)
+            rc = gpc_offers_select(cat, own.rows, own.n, &q, &sel, err);
+    }
     /* Providers planned from the catalog alone: say so once. */
     char missing[160] = "";
     size_t n_missing = 0;

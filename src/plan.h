@@ -54,6 +54,8 @@ typedef struct gpc_plan_opts {
     const char *spec_path;    /* the spec file as named on the command line */
     const char *spec_text;    /* its YAML, embedded in the document; may be NULL */
     size_t spec_len;
+    int live;                 /* --live: spot prices from the providers' APIs
+                                 (live_prices) replace the catalog's */
 } gpc_plan_opts;
 
 /*

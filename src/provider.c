@@ -4,9 +4,11 @@
 #include "gpuctl/provider.h"
 
 extern const gpc_provider gpc_provider_local;
+extern const gpc_provider gpc_provider_aws;
 
 const gpc_provider *const gpc_providers[] = {
     &gpc_provider_local,
+    &gpc_provider_aws,
     NULL
 };
 

@@ -389,7 +389,7 @@ enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_COUNT
+    V_RANK_FROM_LAUNCH, V_COUNT
 };
 
 static const char *const var_names[V_COUNT] = {
@@ -409,6 +409,7 @@ static const char *const var_names[V_COUNT] = {
     [V_SETUP] = "SETUP",
     [V_RUN_COMMAND] = "RUN_COMMAND",
     [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
+    [V_RANK_FROM_LAUNCH] = "RANK_FROM_LAUNCH",
 };
 
 /* Quote s into b; NULL quotes as ''. */
@@ -450,10 +451,14 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         if (!ip_literal(node->head_ip, head, sizeof(head)))
             return gpc_fail(err, GPC_ERR_RENDER,
                             "head address '%.64s' is not an IP literal", node->head_ip);
-    } else if (node->rank > 0) {
+    } else if (node->rank > 0 || node->rank_from_launch_index) {
         return gpc_fail(err, GPC_ERR_RENDER, "node rank %u needs the head's IP",
                         (unsigned)node->rank);
     }
+
+    if (node->rank_from_launch_index && (rules->metadata != GPC_MD_AWS || node->rank == 0))
+        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs EC2 "
+                        "metadata and a first rank above 0");
 
     rc = gpc_buf_adds(&vals[V_METADATA], md, err);
     for (size_t i = 0; !rc && i < spec->n_env; i++) {
@@ -487,6 +492,9 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_shell_quote(&vals[V_CLUSTER_ID], node->cluster_id, err);
     if (!rc)
         rc = gpc_buf_addf(&vals[V_NODE_RANK], err, "%u", (unsigned)node->rank);
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_RANK_FROM_LAUNCH], node->rank_from_launch_index ? "1" : "0",
+                          err);
     if (!rc)
         rc = gpc_buf_addf(&vals[V_NUM_NODES], err, "%u", (unsigned)node->nnodes);
     if (!rc)

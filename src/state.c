@@ -173,6 +173,21 @@ static const char *const migrations[] = {
     "CREATE INDEX ledger_by_cluster ON ledger(cluster_id);"
     "CREATE UNIQUE INDEX ledger_open_node ON ledger(node_id)"
     "  WHERE stop_at IS NULL;",
+    /* 2: failover - an attempt's zone, market and number; capacity misses */
+    "ALTER TABLE attempts ADD COLUMN zone TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE attempts ADD COLUMN spot INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE attempts ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE capacity_misses ("
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  provider      TEXT    NOT NULL,"
+    "  region        TEXT    NOT NULL,"
+    "  zone          TEXT    NOT NULL DEFAULT '',"
+    "  instance_type TEXT    NOT NULL,"
+    "  spot          INTEGER NOT NULL DEFAULT 0,"
+    "  at            INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX capacity_misses_by_pool ON capacity_misses"
+    "  (provider, region, zone, instance_type, spot, at);",
 };
 
 #define GPC_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1064,33 +1079,148 @@ int gpc_node_list(gpc_state *st, int64_t cluster_id, int include_terminated,
 /* ------------------------------------------------------------------ */
 /* Attempts and events                                                 */
 
-int gpc_attempt_record(gpc_state *st, int64_t cluster_id, uint32_t rank,
-                       const char *provider, const char *region,
-                       const char *instance_type, const char *outcome,
-                       const char *error_code, const char *error_message,
-                       gpc_error *err)
+int gpc_attempt_add(gpc_state *st, const gpc_attempt_rec *a, gpc_error *err)
 {
     if (write_guard(st, err))
         return GPC_ERR_STATE;
     const char *what = "record attempt";
     sqlite3_stmt *s;
     if (prep(st, "INSERT INTO attempts (cluster_id, rank, at, provider, region, "
-                 "instance_type, outcome, error_code, error_message) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 "instance_type, outcome, error_code, error_message, zone, spot, attempt) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
              &s, what, err))
         return GPC_ERR_STATE;
-    sqlite3_bind_int64(s, 1, cluster_id);
-    sqlite3_bind_int64(s, 2, rank);
-    sqlite3_bind_int64(s, 3, gpc_now());
-    bind_text(s, 4, provider);
-    bind_text(s, 5, region);
-    bind_text(s, 6, instance_type);
-    bind_text(s, 7, outcome);
-    bind_text(s, 8, error_code);
-    bind_text(s, 9, error_message);
+    sqlite3_bind_int64(s, 1, a->cluster_id);
+    sqlite3_bind_int64(s, 2, a->rank);
+    sqlite3_bind_int64(s, 3, a->at ? a->at : gpc_now());
+    bind_text(s, 4, a->provider);
+    bind_text(s, 5, a->region);
+    bind_text(s, 6, a->instance_type);
+    bind_text(s, 7, a->outcome);
+    bind_text(s, 8, a->error_code);
+    bind_text(s, 9, a->error_message);
+    bind_text(s, 10, a->zone);
+    sqlite3_bind_int(s, 11, a->spot ? 1 : 0);
+    sqlite3_bind_int64(s, 12, a->attempt);
     int rc = step_first(st, s, what, err);
     sqlite3_finalize(s);
     return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_attempt_list(gpc_state *st, int64_t cluster_id, gpc_attempt_rec **out, size_t *n,
+                     gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *what = "list attempts";
+    sqlite3_stmt *s;
+    if (prep(st, "SELECT id, cluster_id, rank, at, provider, region, zone, instance_type, "
+                 "spot, attempt, outcome, error_code, error_message FROM attempts "
+                 "WHERE cluster_id = ?1 ORDER BY id",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    sqlite3_bind_int64(s, 1, cluster_id);
+    gpc_attempt_rec *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int ret = 0;
+    int rc = step_first(st, s, what, err);
+    while (rc == SQLITE_ROW) {
+        if ((ret = grow((void **)&arr, &cap, cnt, sizeof(*arr), err)) != 0)
+            break;
+        gpc_attempt_rec *a = &arr[cnt];
+        memset(a, 0, sizeof(*a));
+        a->id = sqlite3_column_int64(s, 0);
+        a->cluster_id = sqlite3_column_int64(s, 1);
+        a->rank = (uint32_t)sqlite3_column_int64(s, 2);
+        a->at = sqlite3_column_int64(s, 3);
+        a->provider = col_dup(s, 4, err);
+        a->region = col_dup(s, 5, err);
+        a->zone = col_dup(s, 6, err);
+        a->instance_type = col_dup(s, 7, err);
+        a->spot = sqlite3_column_int(s, 8);
+        a->attempt = (uint32_t)sqlite3_column_int64(s, 9);
+        a->outcome = col_dup(s, 10, err);
+        a->error_code = col_dup(s, 11, err);
+        a->error_message = col_dup(s, 12, err);
+        cnt++; /* counted even when a copy failed, so the free below sees it */
+        if (!a->provider || !a->region || !a->zone || !a->instance_type || !a->outcome ||
+            !a->error_code || !a->error_message) {
+            ret = GPC_ERR_NOMEM;
+            break;
+        }
+        rc = step_next(st, s, what, err);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = GPC_ERR_STATE;
+    sqlite3_finalize(s);
+    if (ret) {
+        gpc_attempt_list_free(arr, cnt);
+        return ret;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}
+
+void gpc_attempt_list_free(gpc_attempt_rec *recs, size_t n)
+{
+    for (size_t i = 0; recs && i < n; i++) {
+        /* the const is for callers filling a record to add; lists own theirs */
+        free((char *)recs[i].provider);
+        free((char *)recs[i].region);
+        free((char *)recs[i].zone);
+        free((char *)recs[i].instance_type);
+        free((char *)recs[i].outcome);
+        free((char *)recs[i].error_code);
+        free((char *)recs[i].error_message);
+    }
+    free(recs);
+}
+
+int gpc_capacity_miss_add(gpc_state *st, const char *provider, const char *region,
+                          const char *zone, const char *instance_type, int spot, int64_t at,
+                          gpc_error *err)
+{
+    if (write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "record capacity miss";
+    sqlite3_stmt *s;
+    if (prep(st, "INSERT INTO capacity_misses (provider, region, zone, instance_type, spot, at) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_text(s, 1, provider);
+    bind_text(s, 2, region);
+    bind_text(s, 3, zone);
+    bind_text(s, 4, instance_type);
+    sqlite3_bind_int(s, 5, spot ? 1 : 0);
+    sqlite3_bind_int64(s, 6, at);
+    int rc = step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *region,
+                           const char *zone, const char *instance_type, int spot,
+                           int64_t *at, gpc_error *err)
+{
+    *at = 0;
+    const char *what = "read capacity misses";
+    sqlite3_stmt *s;
+    if (prep(st, "SELECT MAX(at) FROM capacity_misses WHERE provider = ?1 AND region = ?2 "
+                 "AND zone = ?3 AND instance_type = ?4 AND spot = ?5",
+             &s, what, err))
+        return GPC_ERR_STATE;
+    bind_text(s, 1, provider);
+    bind_text(s, 2, region);
+    bind_text(s, 3, zone);
+    bind_text(s, 4, instance_type);
+    sqlite3_bind_int(s, 5, spot ? 1 : 0);
+    int rc = step_first(st, s, what, err);
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *at = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
 }
 
 int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,

@@ -324,13 +324,34 @@ gpuctl_curl() {
 
 ##if METADATA=aws
 ## EC2 IMDSv2 (aws.md section 4.4): a token first, then the GET with it.
-gpuctl_ip_aws() {
+gpuctl_imds_aws() {
   local token
   token=$(gpuctl_curl -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
     http://169.254.169.254/latest/api/token) || return 1
   gpuctl_curl -H "X-aws-ec2-metadata-token: $token" \
-    http://169.254.169.254/latest/meta-data/local-ipv4
+    "http://169.254.169.254/latest/meta-data/$1"
 }
+gpuctl_ip_aws() {
+  gpuctl_imds_aws local-ipv4
+}
+##endif
+
+##if RANK_FROM_LAUNCH=1
+## The workers of one cluster start from one RunInstances call with one
+## user-data, so each finds its rank from its position in that call: EC2's
+## ami-launch-index (0-based, IMDS /latest/meta-data/ami-launch-index) added
+## to the first worker's rank.
+gpuctl_launch_index=$(gpuctl_imds_aws ami-launch-index) || gpuctl_launch_index=''
+if ! [[ $gpuctl_launch_index =~ ^[0-9]{1,6}$ ]]; then
+  gpuctl_say "error: no ami-launch-index from the EC2 metadata service; node rank unknown"
+  exit 1
+fi
+GPUCTL_NODE_RANK=$((GPUCTL_NODE_RANK + 10#$gpuctl_launch_index))
+if [ "$GPUCTL_NODE_RANK" -ge "$GPUCTL_NUM_NODES" ]; then
+  gpuctl_say "error: launch index $gpuctl_launch_index gives node rank $GPUCTL_NODE_RANK," \
+    "not below $GPUCTL_NUM_NODES nodes"
+  exit 1
+fi
 ##endif
 
 ##if METADATA=azure

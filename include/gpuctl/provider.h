@@ -25,6 +25,7 @@
 #include "gpuctl/state.h"
 
 struct gpc_buf;
+struct gpc_out;
 
 /* Capability bits. */
 #define GPC_CAP_SPOT        (1u << 0)  /* spot / preemptible capacity */
@@ -66,7 +67,20 @@ typedef struct gpc_node_request {
     size_t userdata_len;
     const gpc_label *labels;
     size_t n_labels;
+    const gpc_spec *spec;      /* the whole spec: disk, interconnect, spot
+                                  max price (providers read what they need) */
+    uint32_t attempt;          /* 1, 2, ...: the launch attempt this create
+                                  belongs to (the core's failover walk) */
 } gpc_node_request;
+
+/* What identifies a cluster to a provider's cluster-wide operations. */
+typedef struct gpc_cluster_ref {
+    const char *cluster;       /* cluster name */
+    const char *cluster_uid;   /* unique id of the cluster instance */
+    const char *const *regions;/* every region the cluster launched in or
+                                  tried (nodes and attempts), no duplicates */
+    size_t n_regions;
+} gpc_cluster_ref;
 
 /* What a provider knows about one node. */
 typedef struct gpc_node_status {
@@ -76,13 +90,18 @@ typedef struct gpc_node_status {
     int exit_code;          /* the job's exit status on this node, -1 unknown */
     int stopped;            /* 1 when the machine no longer runs (no billing) */
     char detail[256];       /* short human explanation ("process group gone") */
+    int no_capacity;        /* 1 when the provider took the node back at once
+                               for want of capacity (EC2 stateReason
+                               Server.InsufficientInstanceCapacity) */
 } gpc_node_status;
 
 /* Settings handed to open(). Strings borrowed. */
 typedef struct gpc_provider_config {
     const char *state_dir;  /* gpuctl's state directory */
-    const char *endpoint;   /* API endpoint override (tests), or NULL */
-    const char *region;     /* default region, or NULL */
+    const char *endpoint;   /* API endpoint override (--endpoint), or NULL */
+    const char *region;     /* default region (--region), or NULL */
+    const char *profile;    /* credentials profile (--profile), or NULL */
+    const struct gpc_out *out; /* for progress and --debug lines, or NULL */
 } gpc_provider_config;
 
 typedef struct gpc_provider {
@@ -112,16 +131,64 @@ typedef struct gpc_provider {
      * DescribeInstances filtered by client-token).  GPC_ERR_NOT_FOUND when
      * there is none.  Lets the core find a node that a killed gpuctl
      * created but never recorded. */
-    int (*find_node)(void *ctx, const char *client_token, gpc_node_status *out,
-                     gpc_error *err);
+    int (*find_node)(void *ctx, const char *region, const char *client_token,
+                     gpc_node_status *out, gpc_error *err);
 
-    /* Current state of a node.  A node the provider no longer knows comes
-     * back as phase TERMINATED (or PREEMPTED when the provider says so). */
-    int (*describe_node)(void *ctx, const char *provider_id,
+    /* Current state of a node in `region` (the node record's; "" where the
+     * provider has none).  A node the provider no longer knows comes back
+     * as phase TERMINATED (or PREEMPTED when the provider says so). */
+    int (*describe_node)(void *ctx, const char *region, const char *provider_id,
                          gpc_node_status *out, gpc_error *err);
 
+    /* Optional: the state of several nodes of one cluster in one go (EC2:
+     * one DescribeInstances by the cluster's tag per region, every page);
+     * out[i] for ids[i].  The core polls with it when present. */
+    int (*describe_nodes)(void *ctx, const gpc_cluster_ref *c, const char *const *ids,
+                          size_t n, gpc_node_status *out, gpc_error *err);
+
     /* Delete a node; succeeds when it is already gone. */
-    int (*delete_node)(void *ctx, const char *provider_id, gpc_error *err);
+    int (*delete_node)(void *ctx, const char *region, const char *provider_id,
+                       gpc_error *err);
+
+    /* Optional: the zones of offer->region where offer->instance_type is
+     * offered, in the order to try them.  The core walks them when a
+     * launch meets no capacity (GPC_ERR_CAPACITY), and leaves the region
+     * on GPC_ERR_QUOTA.  *zones (caller frees) holds *n names of up to 47
+     * bytes; n == 0 means "not offered in this region". */
+    int (*list_zones)(void *ctx, const gpc_offer *offer, char (**zones)[48], size_t *n,
+                      gpc_error *err);
+
+    /* Optional: create n nodes of one offer in one call, all or nothing
+     * (EC2 RunInstances with MinCount = MaxCount = n).  The requests share
+     * offer, image, user-data (rendered with rank_from_launch_index) and
+     * client_token; out[i] describes the node launched for reqs[i].  Node i
+     * is found again by find_node with the token "<client_token>/<i>".  On
+     * failure nothing of this call is left running. */
+    int (*create_nodes)(void *ctx, const gpc_node_request *reqs, size_t n,
+                        gpc_node_status *out, gpc_error *err);
+
+    /* Optional: once the core has deleted a cluster's nodes, remove what
+     * else the provider made for it (EC2: any instance still tagged with
+     * the cluster, waited for until terminated, then its placement group,
+     * security group and key pair).  Idempotent; what is already gone
+     * counts as done.  GPC_ERR_PARTIAL (naming what is left) when some
+     * resource could not be removed. */
+    int (*cleanup_cluster)(void *ctx, const gpc_cluster_ref *c, gpc_error *err);
+
+    /* Optional: replace the catalog prices of `offers` by the provider's
+     * live ones (EC2 DescribeSpotPriceHistory for spot offers: the lowest
+     * current price of the region's zones, and that zone), in place.
+     * Offers it has no live price for are left as they are; *updated
+     * counts the others. */
+    int (*live_prices)(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
+                       gpc_error *err);
+
+    /* Optional: do the credentials resolve and work?  One cheap
+     * authenticated call (EC2 DescribeRegions).  Fills `detail` (size
+     * bytes) with where the credentials came from, the region and the
+     * endpoint - never a secret.  GPC_ERR_AUTH when they are missing or
+     * refused. */
+    int (*check)(void *ctx, char *detail, size_t size, gpc_error *err);
 
     /* Optional: append the node's bootstrap log from byte `offset` on to
      * `out`; *next is the offset to continue from.  */

@@ -93,6 +93,11 @@ typedef struct gpc_node_ctx {
                                 "erdma", "none"), or NULL: the spec's
                                 resources.interconnect decides (a spec that
                                 says `rdma` needs this to get fabric env) */
+    int rank_from_launch_index; /* 1: one user-data for several nodes launched
+                                together (EC2 RunInstances with MaxCount > 1):
+                                each node's rank is `rank` plus its EC2
+                                ami-launch-index, read from IMDS at boot.
+                                AWS metadata only, rank >= 1, head_ip set. */
 } gpc_node_ctx;
 
 /*

@@ -8,7 +8,8 @@
  * mid-write leaves the old or the new state, never a mix).
  *
  * Tables: clusters, nodes, attempts (provisioning tries and their errors),
- * events, ledger (node start/stop x price).  Times are Unix seconds (UTC),
+ * events, ledger (node start/stop x price), capacity_misses (pools that
+ * recently had no capacity).  Times are Unix seconds (UTC),
  * prices USD/hour.  Secrets are never stored.
  *
  * Ownership: a gpc_state is opened with gpc_state_open and closed with
@@ -134,12 +135,47 @@ int gpc_node_list(gpc_state *st, int64_t cluster_id, int include_terminated,
 void gpc_node_rec_free(gpc_node_rec *rec);
 void gpc_node_list_free(gpc_node_rec *recs, size_t n);
 
-/* Provisioning attempts: one row per create call, with its outcome. */
-int gpc_attempt_record(gpc_state *st, int64_t cluster_id, uint32_t rank,
-                       const char *provider, const char *region,
-                       const char *instance_type, const char *outcome,
-                       const char *error_code, const char *error_message,
-                       gpc_error *err);
+/*
+ * Provisioning attempts: one row per create call (or per pool skipped),
+ * with its outcome.  `attempt` numbers the launch attempts of a cluster
+ * (1, 2, ...: one per offer and zone tried).  outcome is "created",
+ * "error" (error_code a gpc_code name, error_message the provider's text)
+ * or "skipped" (a pool that met no capacity a short while ago).  at == 0
+ * when adding means now.  Lists own their strings
+ * (gpc_attempt_list_free).
+ */
+typedef struct gpc_attempt_rec {
+    int64_t id;
+    int64_t cluster_id;
+    uint32_t rank;
+    int64_t at;
+    const char *provider;
+    const char *region;
+    const char *zone;          /* "" when the provider chose */
+    const char *instance_type;
+    int spot;
+    uint32_t attempt;
+    const char *outcome;
+    const char *error_code;
+    const char *error_message;
+} gpc_attempt_rec;
+int gpc_attempt_add(gpc_state *st, const gpc_attempt_rec *a, gpc_error *err);
+int gpc_attempt_list(gpc_state *st, int64_t cluster_id, gpc_attempt_rec **out, size_t *n,
+                     gpc_error *err);
+void gpc_attempt_list_free(gpc_attempt_rec *recs, size_t n);
+
+/*
+ * Capacity misses: a pool (provider, region, zone, instance type, market)
+ * that answered "no capacity" at `at` (Unix seconds).  The core skips such
+ * a pool for a while instead of asking again at once (docs/cli.md).
+ * gpc_capacity_miss_last sets *at to the latest miss, 0 when none.
+ */
+int gpc_capacity_miss_add(gpc_state *st, const char *provider, const char *region,
+                          const char *zone, const char *instance_type, int spot, int64_t at,
+                          gpc_error *err);
+int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *region,
+                           const char *zone, const char *instance_type, int spot,
+                           int64_t *at, gpc_error *err);
 
 /* Events: an append-only log shown by status -v and logs. */
 int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,

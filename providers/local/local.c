@@ -900,6 +900,27 @@ static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
     return rc;
 }
 
+/* The table's entry points: one machine, so the region plays no part. */
+static int local_find_in(void *ctx, const char *region, const char *token,
+                         gpc_node_status *out, gpc_error *err)
+{
+    (void)region;
+    return local_find(ctx, token, out, err);
+}
+
+static int local_describe_in(void *ctx, const char *region, const char *id,
+                             gpc_node_status *out, gpc_error *err)
+{
+    (void)region;
+    return local_describe(ctx, id, out, err);
+}
+
+static int local_delete_in(void *ctx, const char *region, const char *id, gpc_error *err)
+{
+    (void)region;
+    return local_delete(ctx, id, err);
+}
+
 const gpc_provider gpc_provider_local = {
     .name = "local",
     .summary = "nodes are process groups on this machine (the default; also your own GPU server)",
@@ -909,8 +930,8 @@ const gpc_provider gpc_provider_local = {
     .list_offers = local_list_offers,
     .pick_rdzv_port = local_pick_rdzv_port,
     .create_node = local_create,
-    .find_node = local_find,
-    .describe_node = local_describe,
-    .delete_node = local_delete,
+    .find_node = local_find_in,
+    .describe_node = local_describe_in,
+    .delete_node = local_delete_in,
     .read_log = local_read_log,
 };

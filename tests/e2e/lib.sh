@@ -13,6 +13,17 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Debian's python3 (with jsonschema and yaml), not whatever is first on PATH.
 if [ -x /usr/bin/python3 ]; then python3() { /usr/bin/python3 "$@"; }; fi
 
+# Never beyond loopback: no AWS credentials, files or instance metadata from
+# this machine, and an EC2 endpoint that refuses at once; tests that talk
+# to the fake EC2 (test_aws.sh) set their own.
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN \
+      AWS_PROFILE AWS_DEFAULT_PROFILE AWS_ENDPOINT_URL AWS_WEB_IDENTITY_TOKEN_FILE \
+      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI
+export AWS_EC2_METADATA_DISABLED=true
+export AWS_CONFIG_FILE=/nonexistent/aws-config AWS_SHARED_CREDENTIALS_FILE=/nonexistent/aws-credentials
+export AWS_ENDPOINT_URL_EC2=http://127.0.0.1:9
+export GPUCTL_CHECKIP_URL=http://127.0.0.1:9/
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-e2e.XXXXXX")
 STATE="$T/state"
 export GPUCTL_CACHE_DIR="$T/cache"   # the catalog cache: never ~/.cache
@@ -82,4 +93,30 @@ copy_examples() {
 finish() {
     echo "$PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ]
+}
+
+# start_fake NAME SCRIPT ARGS...: start tests/fake/SCRIPT on a free loopback
+# port with its request log at $T/NAME.log; sets FAKE_PORT.  The server
+# exits when this shell does (its stdin is a pipe this shell holds open).
+start_fake() {
+    local name=$1 script=$2; shift 2
+    mkfifo "$T/$name.in"
+    python3 "$GPUCTL_SOURCE_DIR/tests/fake/$script" --exit-on-stdin-eof \
+        --log "$T/$name.log" "$@" < "$T/$name.in" > "$T/$name.out" 2> "$T/$name.err" &
+    local pid=$!
+    # hold the write end open on a spare descriptor
+    local fd
+    exec {fd}> "$T/$name.in"
+    FAKE_PORT=""
+    for _ in $(seq 1 200); do
+        FAKE_PORT=$(sed -n 's/^PORT \([0-9]*\)$/\1/p' "$T/$name.out" 2>/dev/null | head -1)
+        [ -n "$FAKE_PORT" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [ -z "$FAKE_PORT" ]; then
+        echo "fake $script did not start:" >&2
+        cat "$T/$name.err" >&2
+        exit 1
+    fi
 }

@@ -8,7 +8,7 @@ mkdir -p "$T/work" && cd "$T/work"
 
 run_rc rc g version > "$T/v.txt"
 expect_eq "version exits 0" 0 "$rc"
-expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local;" "$(cat "$T/v.txt")"
+expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local, aws;" "$(cat "$T/v.txt")"
 g -o json version > "$T/v.json"
 check_schema "$T/v.json" version
 
@@ -112,12 +112,13 @@ printf 'name: cand\nprovider: [aws, local]\nrun: {command: "true"}\n' > cand.yam
 run_rc rc g apply -f cand.yaml --dry-run > "$T/cand.txt" 2> "$T/cand.err"
 expect_eq "provider [aws, local]: local is cheapest" 0 "$rc"
 expect_eq "and the dry run says what it would do" "cluster cand: would create 1 node(s) (dry run, nothing changed)" "$(cat "$T/cand.txt")"
-run_rc rc g plan -f cand.yaml > "$T/cand-plan.txt"
-expect_match "plan says aws is planned from the catalog only" "note: provider aws is not built into this gpuctl yet" "$(cat "$T/cand-plan.txt")"
-printf 'name: cand\nprovider: [aws, azure]\nrun: {command: "true"}\n' > cand2.yaml
+printf 'name: cand\nprovider: [azure, local]\nrun: {command: "true"}\n' > cand1.yaml
+run_rc rc g plan -f cand1.yaml > "$T/cand-plan.txt"
+expect_match "plan says azure is planned from the catalog only" "note: provider azure is not built into this gpuctl yet" "$(cat "$T/cand-plan.txt")"
+printf 'name: cand\nprovider: [azure, aliyun]\nrun: {command: "true"}\n' > cand2.yaml
 run_rc rc g apply -f cand2.yaml --dry-run 2> "$T/cand2.err"
 expect_eq "chosen provider not built in: exit 6" 6 "$rc"
-expect_match "and says so" "provider '(aws|azure)' is not built into this gpuctl \(available: local\)" "$(cat "$T/cand2.err")"
+expect_match "and says so" "provider '(azure|aliyun)' is not built into this gpuctl \(available: local, aws\)" "$(cat "$T/cand2.err")"
 
 # The local provider refuses what it cannot be (exit 22), it does not ignore it.
 for y in 'resources: {instance_types: p4d.24xlarge}' 'region: us-east-1' \

@@ -94,7 +94,7 @@ run_rc rc env GPUCTL_TEST_FAULT=fail-create:0 "$GPUCTL_BIN" --state-dir "$STATE"
 expect_eq "6: fail-create (provider)" 6 "$rc"
 check_schema "$T/e6.json" apply
 expect_eq "6: json provider" "provider 6" "$(code "$T/e6.json")"
-printf 'name: cloudy\nprovider: aws\nrun: {command: "true"}\n' > cloud.yaml
+printf 'name: cloudy\nprovider: azure\nrun: {command: "true"}\n' > cloud.yaml
 run_rc rc g -o json apply -f cloud.yaml > "$T/e6b.json" 2> /dev/null
 expect_eq "6: a provider not built in" 6 "$rc"
 check_schema "$T/e6b.json" apply

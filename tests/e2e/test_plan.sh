@@ -70,7 +70,7 @@ expect_eq "det3d: budget checks" "spot.max_price None 32.77 True|budget.max_hour
 expect_eq "det3d: changes: the cluster, an on-demand head, 7 spot workers" \
     "cluster:azure node0:on-demand:32.77 node1:spot:3.6047 node2:spot:3.6047 node3:spot:3.6047 node4:spot:3.6047 node5:spot:3.6047 node6:spot:3.6047 node7:spot:3.6047" \
     "$(json_get "$D" '" ".join("cluster:" + c["provider"] if c["resource"] == "cluster" else "node%d:%s:%s" % (c["rank"], c["purchase"], c["price_usd_hr"]) for c in d["changes"])')"
-expect_match "det3d: notes say the cloud providers are not built in" "providers aws, azure, aliyun are not built into this gpuctl yet" \
+expect_match "det3d: notes say the cloud providers are not built in" "providers azure, aliyun are not built into this gpuctl yet" \
     "$(json_get "$D" '" ".join(d["notes"])')"
 expect_match "det3d table: chosen line" "Chosen offer: azure Standard_ND96amsr_A100_v4 in eastus, spot \(head on-demand\)" "$(cat "$T/detection-3d-8x8-a100.txt")"
 expect_match "det3d table: price line" "price: 3\.6047 USD/hour per node, head 32\.7700; cluster 58\.00 USD/hour" "$(cat "$T/detection-3d-8x8-a100.txt")"
@@ -320,7 +320,7 @@ expect_eq "plan --out for bert-t4: exit 0" 0 "$rc"
 before=$(n_clusters)
 run_rc rc g apply bert.json > /dev/null 2> "$T/e.txt"
 expect_eq "apply of a cloud plan: exit 6" 6 "$rc"
-expect_eq "names the provider" "gpuctl: error: provider 'azure' is not built into this gpuctl (available: local)" "$(cat "$T/e.txt")"
+expect_eq "names the provider" "gpuctl: error: provider 'azure' is not built into this gpuctl (available: local, aws)" "$(cat "$T/e.txt")"
 run_rc rc g -o json apply bert.json > "$T/cloud.json" 2> /dev/null
 check_schema "$T/cloud.json" apply
 expect_eq "json: provider 6, no cluster" "provider 6 None" \

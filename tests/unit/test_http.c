@@ -1,7 +1,9 @@
 /*
  * test_http.c - gpc_http_send() against tests/fake/http_server.py: methods,
  * headers and bodies, which failures are retried and how often, Retry-After,
- * the body limit, transport errors, and the URL shown in messages.
+ * the body limit, transport errors, and the URL shown in messages; the
+ * per-attempt hook, the caller's retry rule, connection reuse,
+ * gpc_http_send_all(), TLS verification, redaction and the --debug trace.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,8 +63,8 @@ static double now_ms(void)
 static int get(fake_server *s, const char *target, const gpc_http_opts *o,
                gpc_http_response *resp, gpc_error *err)
 {
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", s->base, target);
+    char url[2048];
+    assert_true((size_t)snprintf(url, sizeof(url), "%s%s", s->base, target) < sizeof(url));
     gpc_http_request req = {.url = url};
     gpc_error_clear(err);
     return gpc_http_send(&req, o, resp, err);
@@ -445,6 +448,877 @@ static void test_redact_and_escape(void **state)
     gpc_buf_free(&b);
 }
 
+/* ---- per-attempt hook --------------------------------------------------- */
+
+typedef struct hook_log {
+    int n;                              /* calls */
+    int attempts[32];
+    const gpc_http_request *reqs[32];
+    int fail_at;                        /* fail at this attempt; 0 = never */
+    int fail_code;
+    int fill_err;                       /* say why when failing */
+    const char *extra_name, *extra_value; /* one more header, if set */
+} hook_log;
+
+static int before_hook(void *arg, const gpc_http_request *req, int attempt,
+                       gpc_http_headers *extra, gpc_error *err)
+{
+    hook_log *h = arg;
+    if (h->n < 32) {
+        h->attempts[h->n] = attempt;
+        h->reqs[h->n] = req;
+    }
+    h->n++;
+    assert_int_equal(extra->n, 0); /* a fresh list every attempt */
+    if (h->fail_at == attempt)
+        return h->fill_err ? gpc_fail(err, (gpc_code)h->fail_code, "hook: no credentials")
+                           : h->fail_code;
+    char v[16];
+    snprintf(v, sizeof(v), "%d", attempt);
+    int rc = gpc_http_headers_add(extra, "X-Attempt", v, err);
+    if (!rc && h->extra_name)
+        rc = gpc_http_headers_add(extra, h->extra_name, h->extra_value, err);
+    return rc;
+}
+
+static void test_before_attempt(void **state)
+{
+    fake_server *s = *state;
+    char url[256];
+    snprintf(url, sizeof(url), "%s/flaky?code=503&times=2&log_hdr=X-Attempt&log_hdr=X-Static",
+             s->base);
+    const char *headers[] = {"X-Static: s"};
+    gpc_http_request req = {.url = url, .headers = headers, .n_headers = 1};
+    hook_log h = {0};
+    gpc_http_opts o = quick;
+    o.before_attempt = before_hook;
+    o.arg = &h;
+    gpc_http_response resp;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 3);
+    assert_int_equal(h.n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(h.attempts[i], i + 1);
+        assert_ptr_equal(h.reqs[i], &req);
+    }
+    gpc_http_response_free(&resp);
+    char *log = fake_log(s);
+    const char *t = "GET /flaky?code=503&times=2&log_hdr=X-Attempt&log_hdr=X-Static";
+    char want[1024];
+    snprintf(want, sizeof(want),
+             "%s 503 X-Attempt=1 X-Static=s\n%s 503 X-Attempt=2 X-Static=s\n"
+             "%s 200 X-Attempt=3 X-Static=s\n", t, t, t);
+    assert_string_equal(log, want);
+    free(log);
+
+    /* Extra headers: an empty value is sent empty; a Content-Type among them
+     * counts as the request's. */
+    snprintf(url, sizeof(url), "%s/echo", s->base);
+    gpc_http_request post = {.method = "POST", .url = url, .body = "{}", .body_len = 2};
+    hook_log h2 = {.extra_name = "Content-Type", .extra_value = "application/json"};
+    o.arg = &h2;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&post, &o, &resp, &err), 0);
+    cJSON *doc = cJSON_Parse(gpc_buf_str(&resp.body));
+    cJSON *hd = cJSON_GetObjectItem(doc, "headers");
+    assert_string_equal(cJSON_GetObjectItem(hd, "x-attempt")->valuestring, "1");
+    assert_string_equal(cJSON_GetObjectItem(hd, "content-type")->valuestring,
+                        "application/json");
+    cJSON_Delete(doc);
+    gpc_http_response_free(&resp);
+    hook_log h3 = {.extra_name = "X-Empty", .extra_value = ""};
+    o.arg = &h3;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&post, &o, &resp, &err), 0);
+    doc = cJSON_Parse(gpc_buf_str(&resp.body));
+    hd = cJSON_GetObjectItem(doc, "headers");
+    assert_non_null(cJSON_GetObjectItem(hd, "x-empty"));
+    assert_string_equal(cJSON_GetObjectItem(hd, "x-empty")->valuestring, "");
+    assert_null(cJSON_GetObjectItem(hd, "content-type")); /* still no curl default */
+    cJSON_Delete(doc);
+    gpc_http_response_free(&resp);
+}
+
+static void test_before_attempt_fails(void **state)
+{
+    fake_server *s = *state;
+    char url[256];
+    snprintf(url, sizeof(url), "%s/f?code=503&times=5", s->base);
+    gpc_http_request req = {.url = url};
+    gpc_http_opts o = quick;
+    o.before_attempt = before_hook;
+    gpc_http_response resp;
+    gpc_error err;
+
+    /* Failing at attempt 2: the hook's code and message; the reply of
+     * attempt 1 stays. */
+    hook_log h = {.fail_at = 2, .fail_code = GPC_ERR_AUTH, .fill_err = 1};
+    o.arg = &h;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), GPC_ERR_AUTH);
+    assert_string_equal(err.msg, "hook: no credentials");
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(resp.status, 503);
+    assert_int_equal(h.n, 2);
+    gpc_http_response_free(&resp);
+
+    /* Failing at once without a word: nothing sent, a message of ours. */
+    hook_log h2 = {.fail_at = 1, .fail_code = GPC_ERR_AUTH};
+    o.arg = &h2;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), GPC_ERR_AUTH);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/f: before_attempt failed", s->base);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(resp.attempts, 0);
+    assert_int_equal(resp.status, 0);
+    gpc_http_response_free(&resp);
+    char *log = fake_log(s);
+    assert_int_equal(fake_log_lines(log), 1);
+    free(log);
+}
+
+static void test_headers_add(void **state)
+{
+    (void)state;
+    gpc_http_headers h = {0};
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_headers_add(&h, "X-Amz-Date", "20150830T123600Z", &err), 0);
+    assert_int_equal(gpc_http_headers_add(&h, "X-Empty", "", &err), 0);
+    for (int i = 0; i < 20; i++) /* grows */
+        assert_int_equal(gpc_http_headers_add(&h, "X-N", "v", &err), 0);
+    assert_int_equal(h.n, 22);
+    assert_string_equal(h.v[0], "X-Amz-Date: 20150830T123600Z");
+    assert_string_equal(h.v[1], "X-Empty: ");
+    static const char *const bad[][2] = {
+        {"X-A", "1\r\nX-Injected: 2"}, {"X-A", "1\n"}, {"X-A\r\nX-B", "1"},
+        {"X-A:", "1"}, {"X A", "1"}, {"", "1"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        gpc_error_clear(&err);
+        assert_int_equal(gpc_http_headers_add(&h, bad[i][0], bad[i][1], &err), GPC_ERR_USAGE);
+        assert_int_equal(err.code, GPC_ERR_USAGE);
+        assert_null(strchr(err.msg, '\n'));
+    }
+    assert_int_equal(h.n, 22);
+    gpc_http_headers_free(&h);
+    assert_int_equal(h.n, 0);
+    assert_null(h.v);
+    gpc_http_headers_free(&h);
+    gpc_http_headers_free(NULL);
+}
+
+/* ---- the caller's retry rule --------------------------------------------- */
+
+typedef struct rule_log {
+    int answer;
+    int calls;
+    long statuses[32];
+    int attempts[32];
+} rule_log;
+
+static int fixed_rule(void *arg, const gpc_http_response *resp)
+{
+    rule_log *r = arg;
+    if (r->calls < 32) {
+        r->statuses[r->calls] = resp->status;
+        r->attempts[r->calls] = resp->attempts;
+    }
+    r->calls++;
+    return r->answer;
+}
+
+/* EC2's rule (reference aws.md 3.2/3.3): never hot-loop on capacity, always
+ * retry throttling, else the default. */
+static int ec2_rule(void *arg, const gpc_http_response *resp)
+{
+    (void)arg;
+    const char *b = gpc_buf_str(&resp->body);
+    if (strstr(b, "<Code>InsufficientInstanceCapacity</Code>"))
+        return GPC_HTTP_STOP;
+    if (strstr(b, "<Code>RequestLimitExceeded</Code>"))
+        return GPC_HTTP_RETRY;
+    return GPC_HTTP_DEFAULT;
+}
+
+static void ec2_error_target(char *out, size_t size, const char *path, int code,
+                             const char *ec2_code, int times)
+{
+    char doc[256];
+    snprintf(doc, sizeof(doc), "<Response><Errors><Error><Code>%s</Code><Message>m</Message>"
+             "</Error></Errors><RequestID>r</RequestID></Response>", ec2_code);
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    assert_int_equal(gpc_http_escape(doc, &b, NULL), 0);
+    if (times)
+        snprintf(out, size, "%s?code=%d&times=%d&ctype=text/xml&reply=%s", path, code, times,
+                 gpc_buf_str(&b));
+    else
+        snprintf(out, size, "%s?code=%d&ctype=text/xml&reply=%s", path, code, gpc_buf_str(&b));
+    gpc_buf_free(&b);
+}
+
+static void test_should_retry(void **state)
+{
+    fake_server *s = *state;
+    gpc_http_opts o = quick;
+    o.should_retry = fixed_rule;
+    gpc_http_response resp;
+    gpc_error err;
+
+    /* STOP on a 500: one attempt. */
+    rule_log stop = {.answer = GPC_HTTP_STOP};
+    o.arg = &stop;
+    assert_int_equal(get(s, "/s500?code=500", &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(stop.calls, 1);
+    assert_int_equal(stop.statuses[0], 500);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/s500: HTTP 500", s->base);
+    assert_string_equal(err.msg, want);
+    gpc_http_response_free(&resp);
+
+    /* RETRY on a 400: retried, and not called for the success. */
+    rule_log retry = {.answer = GPC_HTTP_RETRY};
+    o.arg = &retry;
+    assert_int_equal(get(s, "/r400?code=400&times=2", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 3);
+    assert_int_equal(retry.calls, 2);
+    assert_int_equal(retry.statuses[1], 400);
+    assert_int_equal(retry.attempts[0], 1);
+    assert_int_equal(retry.attempts[1], 2);
+    gpc_http_response_free(&resp);
+
+    /* ...but never past max_attempts. */
+    rule_log retry2 = {.answer = GPC_HTTP_RETRY};
+    o.arg = &retry2;
+    o.max_attempts = 3;
+    assert_int_equal(get(s, "/r400b?code=400", &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 3);
+    assert_int_equal(retry2.calls, 3);
+    gpc_http_response_free(&resp);
+    o.max_attempts = 0;
+
+    /* DEFAULT: today's rule (503 retried, 400 not). */
+    rule_log def = {.answer = GPC_HTTP_DEFAULT};
+    o.arg = &def;
+    assert_int_equal(get(s, "/d503?code=503&times=1", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 2);
+    gpc_http_response_free(&resp);
+    assert_int_equal(get(s, "/d400?code=400&times=1", &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 1);
+    gpc_http_response_free(&resp);
+    assert_int_equal(def.calls, 2);
+
+    /* Accepted statuses are successes: the rule is not asked. */
+    static const long accept[] = {404};
+    rule_log none = {.answer = GPC_HTTP_RETRY};
+    o.arg = &none;
+    o.accept = accept;
+    o.n_accept = 1;
+    assert_int_equal(get(s, "/a404?code=404", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(none.calls, 0);
+    gpc_http_response_free(&resp);
+    o.accept = NULL;
+    o.n_accept = 0;
+
+    /* Transport failures reach the rule with status 0; STOP ends them. */
+    int port = dead_port();
+    assert_true(port > 0);
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", port);
+    gpc_http_request req = {.url = url};
+    rule_log stop2 = {.answer = GPC_HTTP_STOP};
+    o.arg = &stop2;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(stop2.calls, 1);
+    assert_int_equal(stop2.statuses[0], 0);
+    gpc_http_response_free(&resp);
+
+    /* The EC2 rule: capacity (a 500) is not retried, throttling is. */
+    char target[1024];
+    o.should_retry = ec2_rule;
+    o.arg = NULL;
+    ec2_error_target(target, sizeof(target), "/ice", 500, "InsufficientInstanceCapacity", 0);
+    assert_int_equal(get(s, target, &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(resp.status, 500);
+    assert_non_null(strstr(gpc_buf_str(&resp.body), "InsufficientInstanceCapacity"));
+    gpc_http_response_free(&resp);
+    ec2_error_target(target, sizeof(target), "/rle", 400, "RequestLimitExceeded", 2);
+    assert_int_equal(get(s, target, &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 3);
+    gpc_http_response_free(&resp);
+    ec2_error_target(target, sizeof(target), "/ie", 500, "InternalError", 1);
+    assert_int_equal(get(s, target, &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 2);
+    gpc_http_response_free(&resp);
+}
+
+/* ---- connection reuse ---------------------------------------------------- */
+
+/* The fake's number for the connection a GET /echo came over. */
+static int echo_conn(fake_server *s, gpc_http_client *c)
+{
+    gpc_http_opts o = quick;
+    o.client = c;
+    gpc_http_response resp;
+    gpc_error err;
+    assert_int_equal(get(s, "/echo", &o, &resp, &err), 0);
+    cJSON *doc = cJSON_Parse(gpc_buf_str(&resp.body));
+    assert_non_null(doc);
+    int conn = cJSON_GetObjectItem(doc, "conn")->valueint;
+    cJSON_Delete(doc);
+    gpc_http_response_free(&resp);
+    return conn;
+}
+
+static void test_connection_reuse(void **state)
+{
+    fake_server *s = *state;
+    /* Without a client: a new connection per call. */
+    int a = echo_conn(s, NULL), b = echo_conn(s, NULL);
+    assert_int_not_equal(a, b);
+
+    /* With one: the same connection, call after call. */
+    gpc_http_client *c = NULL;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_client_new(&c, &err), 0);
+    assert_non_null(c);
+    int c1 = echo_conn(s, c), c2 = echo_conn(s, c), c3 = echo_conn(s, c);
+    assert_int_not_equal(c1, b);
+    assert_int_equal(c1, c2);
+    assert_int_equal(c2, c3);
+
+    /* ...and in a batch (one at a time: they all fit on that connection). */
+    char url[256];
+    snprintf(url, sizeof(url), "%s/echo", s->base);
+    gpc_http_request reqs[3] = {{.url = url}, {.url = url}, {.url = url}};
+    gpc_http_response resps[3];
+    int rcs[3];
+    gpc_error errs[3];
+    gpc_http_opts o = quick;
+    o.client = c;
+    assert_int_equal(gpc_http_send_all(reqs, 3, &o, 1, resps, rcs, errs), 0);
+    for (int i = 0; i < 3; i++) {
+        cJSON *doc = cJSON_Parse(gpc_buf_str(&resps[i].body));
+        assert_int_equal(cJSON_GetObjectItem(doc, "conn")->valueint, c1);
+        cJSON_Delete(doc);
+        gpc_http_response_free(&resps[i]);
+    }
+    assert_int_equal(echo_conn(s, c), c1);
+
+    /* A connection the server closed is replaced, not reused.  (libcurl
+     * itself resends once on a fresh connection when a reused one dies
+     * without a reply, so this may take one attempt or two.) */
+    gpc_http_opts o2 = quick;
+    o2.client = c;
+    gpc_http_response resp;
+    assert_int_equal(get(s, "/drop?drop=1&times=1", &o2, &resp, &err), 0);
+    assert_true(resp.attempts >= 1 && resp.attempts <= 2);
+    gpc_http_response_free(&resp);
+    int c4 = echo_conn(s, c);
+    assert_int_not_equal(c4, c1);
+    assert_int_equal(echo_conn(s, c), c4);
+    gpc_http_client_free(c);
+    gpc_http_client_free(NULL);
+
+    /* A new client: a new connection. */
+    assert_int_equal(gpc_http_client_new(&c, &err), 0);
+    assert_int_not_equal(echo_conn(s, c), c1);
+    gpc_http_client_free(c);
+}
+
+/* ---- many at once -------------------------------------------------------- */
+
+static void test_send_all(void **state)
+{
+    fake_server *s = *state;
+    static const char *const targets[5] = {
+        "/a?ms=300",                 /* ok at once (slow) */
+        "/b?code=503&times=1",       /* fails, then ok */
+        "/c?code=500",               /* fails for good */
+        "/d?code=429&times=1&ms=300",/* fails (slowly), then ok */
+        "/echo?i=4",                 /* ok at once */
+    };
+    char urls[5][256];
+    gpc_http_request reqs[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(urls[i], sizeof(urls[i]), "%s%s", s->base, targets[i]);
+        reqs[i] = (gpc_http_request){.url = urls[i]};
+    }
+    hook_log h = {0};
+    gpc_http_opts o = quick;
+    o.max_attempts = 3;
+    o.before_attempt = before_hook;
+    o.arg = &h;
+    gpc_http_response resps[5];
+    int rcs[5];
+    gpc_error errs[5];
+    for (int i = 0; i < 5; i++) { /* cleared by the call */
+        errs[i].code = GPC_ERR_IO;
+        snprintf(errs[i].msg, sizeof(errs[i].msg), "stale");
+    }
+    assert_int_equal(gpc_http_send_all(reqs, 5, &o, 0, resps, rcs, errs), GPC_ERR_PROVIDER);
+    static const int want_rc[5] = {0, 0, GPC_ERR_PROVIDER, 0, 0};
+    static const int want_attempts[5] = {1, 2, 3, 2, 1};
+    static const char *const want_body[4] = {"{\"n\": 1}", "{\"n\": 2}", "{\"n\": 3}",
+                                             "{\"n\": 2}"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(rcs[i], want_rc[i]);
+        assert_int_equal(errs[i].code, want_rc[i]);
+        assert_int_equal(resps[i].attempts, want_attempts[i]);
+        if (i < 4)
+            assert_string_equal(gpc_buf_str(&resps[i].body), want_body[i]);
+    }
+    assert_int_equal(resps[2].status, 500);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/c: HTTP 500 after 3 attempts", s->base);
+    assert_string_equal(errs[2].msg, want);
+    assert_string_equal(errs[0].msg, "");
+    /* Request 4's attempt header reached the server. */
+    cJSON *doc = cJSON_Parse(gpc_buf_str(&resps[4].body));
+    assert_string_equal(cJSON_GetObjectItem(doc, "path")->valuestring, "/echo?i=4");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "headers"), "x-attempt")->valuestring, "1");
+    cJSON_Delete(doc);
+    /* The hook ran once per attempt, with each request's own pointer. */
+    assert_int_equal(h.n, 1 + 2 + 3 + 2 + 1);
+    int seen[5] = {0};
+    for (int k = 0; k < h.n; k++) {
+        ptrdiff_t i = h.reqs[k] - reqs;
+        assert_true(i >= 0 && i < 5);
+        seen[i]++;
+        assert_int_equal(h.attempts[k], seen[i]); /* 1, 2, ... per request */
+    }
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(seen[i], want_attempts[i]);
+        gpc_http_response_free(&resps[i]);
+    }
+
+    /* Nothing to do; and a bad request among good ones fails alone. */
+    assert_int_equal(gpc_http_send_all(reqs, 0, &o, 0, resps, rcs, errs), 0);
+    gpc_http_request mixed[2] = {{.url = urls[4]}, {.method = "GET"}};
+    o.before_attempt = NULL;
+    assert_int_equal(gpc_http_send_all(mixed, 2, &o, 0, resps, rcs, errs), GPC_ERR_USAGE);
+    assert_int_equal(rcs[0], 0);
+    assert_int_equal(rcs[1], GPC_ERR_USAGE);
+    assert_string_equal(errs[1].msg, "http test: GET request without a URL");
+    assert_int_equal(resps[1].attempts, 0);
+    gpc_http_response_free(&resps[0]);
+    gpc_http_response_free(&resps[1]);
+}
+
+static double batch_ms(fake_server *s, const char *prefix, int n, size_t max_parallel)
+{
+    char urls[8][256];
+    gpc_http_request reqs[8];
+    gpc_http_response resps[8];
+    int rcs[8];
+    gpc_error errs[8];
+    for (int i = 0; i < n; i++) {
+        snprintf(urls[i], sizeof(urls[i]), "%s/%s%d?ms=300", s->base, prefix, i);
+        reqs[i] = (gpc_http_request){.url = urls[i]};
+    }
+    double t0 = now_ms();
+    assert_int_equal(gpc_http_send_all(reqs, (size_t)n, &quick, max_parallel, resps, rcs, errs),
+                     0);
+    double took = now_ms() - t0;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(rcs[i], 0);
+        assert_string_equal(gpc_buf_str(&resps[i].body), "{\"n\": 1}");
+        gpc_http_response_free(&resps[i]);
+    }
+    return took;
+}
+
+static void test_send_all_concurrent(void **state)
+{
+    fake_server *s = *state;
+    /* Five 300 ms answers: one after another they would take 1.5 s. */
+    assert_true(batch_ms(s, "p", 5, 0) < 1200);
+    /* max_parallel holds: one at a time is serial, two at a time is 3 rounds. */
+    assert_true(batch_ms(s, "q", 3, 1) >= 890);
+    assert_true(batch_ms(s, "r", 5, 2) >= 890);
+}
+
+static void test_send_all_retry_wait_is_per_request(void **state)
+{
+    fake_server *s = *state;
+    /* Request 0 is told to come back in 2 s; the four others (300 ms each,
+     * two at a time) must not wait for it. */
+    char urls[5][256];
+    gpc_http_request reqs[5];
+    gpc_http_response resps[5];
+    int rcs[5];
+    gpc_error errs[5];
+    snprintf(urls[0], sizeof(urls[0]), "%s/later?code=503&times=1&retry_after=2", s->base);
+    for (int i = 1; i < 5; i++)
+        snprintf(urls[i], sizeof(urls[i]), "%s/w%d?ms=300", s->base, i);
+    for (int i = 0; i < 5; i++)
+        reqs[i] = (gpc_http_request){.url = urls[i]};
+    gpc_http_opts o = quick;
+    o.backoff_cap_ms = 5000;
+    double t0 = now_ms();
+    assert_int_equal(gpc_http_send_all(reqs, 5, &o, 2, resps, rcs, errs), 0);
+    assert_true(now_ms() - t0 >= 1990);
+    assert_int_equal(resps[0].attempts, 2);
+    for (int i = 0; i < 5; i++)
+        gpc_http_response_free(&resps[i]);
+    /* The log: request 0's retry comes last, after the four others. */
+    char *log = fake_log(s);
+    assert_int_equal(fake_log_lines(log), 6);
+    assert_memory_equal(log, "GET /later?code=503&times=1&retry_after=2 503\n", 46);
+    const char *last = "GET /later?code=503&times=1&retry_after=2 200\n";
+    assert_string_equal(log + strlen(log) - strlen(last), last);
+    free(log);
+}
+
+/* ---- TLS ----------------------------------------------------------------- */
+
+/*
+ * Verification is on: a server whose certificate nobody vouches for is
+ * refused, on every path (a call, a client, a batch), and not retried.
+ * (The certificate is valid for 127.0.0.1; curl accepts it when told to
+ * trust it, so the refusal is the missing trust, nothing else.)
+ */
+static void test_tls_verified(void **state)
+{
+    (void)state;
+    fake_server tls;
+    const char *const args[] = {"--tls", NULL};
+    assert_int_equal(fake_start(&tls, "http_server.py", args), 0);
+    char url[128];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/echo", tls.port);
+    gpc_http_request req = {.url = url};
+    gpc_http_client *c = NULL;
+    assert_int_equal(gpc_http_client_new(&c, NULL), 0);
+    for (int path = 0; path < 3; path++) {
+        gpc_http_opts o = quick;
+        o.client = path == 1 ? c : NULL;
+        gpc_http_response resp;
+        gpc_error err;
+        gpc_error_clear(&err);
+        int rc, rcs[1];
+        if (path == 2)
+            rc = gpc_http_send_all(&req, 1, &o, 0, &resp, rcs, &err);
+        else
+            rc = gpc_http_send(&req, &o, &resp, &err);
+        assert_int_equal(rc, GPC_ERR_PROVIDER);
+        assert_int_equal(resp.attempts, 1);
+        assert_int_equal(resp.status, 0);
+        assert_non_null(strstr(err.msg, "certificate"));
+        gpc_http_response_free(&resp);
+    }
+    gpc_http_client_free(c);
+    char *log = fake_log(&tls);
+    assert_string_equal(log, ""); /* no request got through */
+    free(log);
+    fake_stop(&tls);
+}
+
+/* ---- redaction and trace ------------------------------------------------- */
+
+static void test_redact_header(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/"
+         "aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature="
+         "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+         "Authorization: AWS4-HMAC-SHA256 [redacted]"},
+        {"authorization: Bearer eyJhbGciOiJSUzI1NiJ9.e30.sig\r\n",
+         "authorization: Bearer [redacted]"},
+        {"Authorization: opaque-secret", "Authorization: [redacted]"},
+        {"X-Amz-Security-Token: IQoJb3JpZ2luX2VjEXAMPLE//+=",
+         "X-Amz-Security-Token: [redacted]"},
+        {"x-aws-ec2-metadata-token: AQAEAEXAMPLE==", "x-aws-ec2-metadata-token: [redacted]"},
+        {"Cookie: session=abc; other=def", "Cookie: [redacted]"},
+        {"Set-Cookie: id=1; HttpOnly", "Set-Cookie: [redacted]"},
+        {"Proxy-Authorization: Basic dXNlcjpwYXNz", "Proxy-Authorization: [redacted]"},
+        {"Ocp-Apim-Subscription-Key: k", "Ocp-Apim-Subscription-Key: [redacted]"},
+        {"api-key: k", "api-key: [redacted]"},
+        {"X-Ms-Foo-Token: t", "X-Ms-Foo-Token: [redacted]"},
+        {"X-Client-Secret: s", "X-Client-Secret: [redacted]"},
+        {"X-Admin-Password:p", "X-Admin-Password: [redacted]"},
+        {"X-Amz-Content-Sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+         "X-Amz-Content-Sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"X-Amz-Date: 20150830T123600Z", "X-Amz-Date: 20150830T123600Z"},
+        {"Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+         "Content-Type: application/x-www-form-urlencoded; charset=utf-8"},
+        {"Authorization:", "Authorization:"},
+        {"no colon here", "no colon here"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        gpc_buf b;
+        gpc_buf_init(&b, 4096);
+        gpc_http_redact_header(cases[i][0], &b);
+        assert_string_equal(gpc_buf_str(&b), cases[i][1]);
+        gpc_buf_free(&b);
+    }
+}
+
+static void test_redact_form(void **state)
+{
+    (void)state;
+    const char *in =
+        "Action=RunInstances&Version=2016-11-15&UserData=IyEvYmluL2Jhc2gKZWNobyBoaQ%3D%3D"
+        "&KeyName=k&PublicKeyMaterial=c3NoLXJzYSBBQUFB&X-Amz-Signature=abc123"
+        "&SecurityToken=tok%2Fen&LaunchSpecification.UserData=QUJD&Password=hunter2&Flag"
+        "&X-Amz-Credential=AKID%2F20150830&Sig%6eature=x&CustomData=&&ClientSecret=";
+    const char *want =
+        "Action=RunInstances&Version=2016-11-15&UserData=[28 bytes]"
+        "&KeyName=k&PublicKeyMaterial=c3NoLXJzYSBBQUFB&X-Amz-Signature=[redacted]"
+        "&SecurityToken=[redacted]&LaunchSpecification.UserData=[4 bytes]&Password=[redacted]"
+        "&Flag&X-Amz-Credential=[redacted]&Sig%6eature=[redacted]&CustomData=[0 bytes]&"
+        "&ClientSecret=[redacted]";
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    gpc_http_redact_form(in, strlen(in), &b);
+    assert_string_equal(gpc_buf_str(&b), want);
+    gpc_buf_reset(&b);
+    gpc_http_redact_form("", 0, &b);
+    assert_string_equal(gpc_buf_str(&b), "");
+    gpc_http_redact_form("a=1&Token=2", 3, &b); /* only len bytes */
+    assert_string_equal(gpc_buf_str(&b), "a=1");
+    gpc_buf_free(&b);
+}
+
+static void test_redact_json(void **state)
+{
+    (void)state;
+    const char *in =
+        "{\"osProfile\": {\"adminUsername\": \"azureuser\", \"adminPassword\": \"Hunter2!\",\n"
+        " \"customData\": \"IyEvYmluL2Jhc2g=\", \"secrets\": [{\"v\": 1}]},\n"
+        " \"list\": [{\"client_secret\": \"cs\", \"name\": \"n\"},"
+        " {\"nested\": {\"PASSWORD\": \"p\", \"ok\": true}}],\n"
+        " \"userData\": 42, \"refresh_token\": \"rt\", \"n\": 1.5, \"publicKey\": \"ssh-rsa A\"}";
+    const char *want =
+        "{\"osProfile\":{\"adminUsername\":\"azureuser\",\"adminPassword\":\"[redacted]\","
+        "\"customData\":\"[16 bytes]\",\"secrets\":\"[redacted]\"},"
+        "\"list\":[{\"client_secret\":\"[redacted]\",\"name\":\"n\"},"
+        "{\"nested\":{\"PASSWORD\":\"[redacted]\",\"ok\":true}}],"
+        "\"userData\":\"[redacted]\",\"refresh_token\":\"[redacted]\",\"n\":1.5,"
+        "\"publicKey\":\"ssh-rsa A\"}";
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    gpc_http_redact_json(in, strlen(in), &b);
+    assert_string_equal(gpc_buf_str(&b), want);
+    gpc_buf_reset(&b);
+    gpc_http_redact_json("{oops", 5, &b);
+    assert_string_equal(gpc_buf_str(&b), "[5 bytes, not valid JSON]");
+    gpc_buf_reset(&b);
+    gpc_http_redact_json("[{\"token\":\"t\"}]", 15, &b);
+    assert_string_equal(gpc_buf_str(&b), "[{\"token\":\"[redacted]\"}]");
+    gpc_buf_free(&b);
+}
+
+static void test_redact_xml(void **state)
+{
+    (void)state;
+    const char *in =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>AuthFailure"
+        "</Code><Message>bad</Message></Error></Errors><SessionToken>TOK</SessionToken>"
+        "<a:SecretAccessKey xmlns:a=\"urn:x\">SAK</a:SecretAccessKey>"
+        "<Item password=\"pw\" id=\"1\"><userData>QUJD</userData></Item>"
+        "<RequestID>r-1</RequestID></Response>\n";
+    const char *want =
+        "<Response><Errors><Error><Code>AuthFailure</Code><Message>bad</Message></Error>"
+        "</Errors><SessionToken>[redacted]</SessionToken>"
+        "<a:SecretAccessKey xmlns:a=\"urn:x\">[redacted]</a:SecretAccessKey>"
+        "<Item password=\"[redacted]\" id=\"1\"><userData>[4 bytes]</userData></Item>"
+        "<RequestID>r-1</RequestID></Response>";
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    gpc_http_redact_xml(in, strlen(in), &b);
+    assert_string_equal(gpc_buf_str(&b), want);
+    gpc_buf_reset(&b);
+    gpc_http_redact_xml("<Response><unclosed>", 20, &b);
+    assert_string_equal(gpc_buf_str(&b), "[20 bytes, not well-formed XML]");
+    gpc_buf_free(&b);
+}
+
+/* The whole of a stream's contents. */
+static char *slurp(FILE *f)
+{
+    fflush(f);
+    long size = ftell(f);
+    assert_true(size >= 0);
+    char *data = calloc(1, (size_t)size + 1);
+    assert_non_null(data);
+    rewind(f);
+    assert_int_equal(fread(data, 1, (size_t)size, f), (size_t)size);
+    return data;
+}
+
+static void test_trace(void **state)
+{
+    fake_server *s = *state;
+    static const char *const secrets[] = {
+        "AKIDSECRET1", "SIGSECRET2", "SESSIONSECRET3", "QUERYSECRET4", "FORMSECRET5",
+        "USERDATASECRET6", "XMLSECRET7", "JSONSECRET8", "COOKIESECRET9", "PWSECRET10",
+    };
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    gpc_http_set_trace(f);
+
+    /* A signed form POST that the server echoes (echo bodies hold every
+     * secret: success bodies must not be traced). */
+    char url[512];
+    snprintf(url, sizeof(url), "%s/echo?X-Amz-Signature=QUERYSECRET4&a=1#frag", s->base);
+    const char *headers[] = {
+        "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+        "X-Amz-Security-Token: SESSIONSECRET3",
+        "Cookie: c=COOKIESECRET9",
+    };
+    const char body[] = "Action=RunInstances&KeyName=mykey&Signature=FORMSECRET5"
+                        "&UserData=USERDATASECRET6&ClientToken=t-1";
+    gpc_http_request req = {.method = "POST", .url = url, .headers = headers, .n_headers = 3,
+                            .body = body, .body_len = strlen(body)};
+    hook_log h = {.extra_name = "Authorization",
+                  .extra_value = "AWS4-HMAC-SHA256 Credential=AKIDSECRET1/x, Signature=SIGSECRET2"};
+    gpc_http_opts o = quick;
+    o.before_attempt = before_hook;
+    o.arg = &h;
+    gpc_http_response resp;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), 0);
+    assert_non_null(strstr(gpc_buf_str(&resp.body), "FORMSECRET5")); /* it was sent */
+    gpc_http_response_free(&resp);
+
+    /* Error bodies: XML and JSON, redacted; a retry says its delay.  (The
+     * fake answers with the request's body, an octet stream: not traced.) */
+    const char *octets[] = {"Content-Type: application/octet-stream"};
+    const char xml[] = "<Response><Errors><Error><Code>AuthFailure</Code></Error></Errors>"
+                       "<SecretAccessKey>XMLSECRET7</SecretAccessKey></Response>";
+    snprintf(url, sizeof(url), "%s/xmlerr?code=503&times=1&echo_body=1", s->base);
+    gpc_http_request xreq = {.method = "POST", .url = url, .headers = octets, .n_headers = 1,
+                             .body = xml, .body_len = strlen(xml)};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&xreq, &quick, &resp, &err), 0);
+    gpc_http_response_free(&resp);
+    const char json[] = "{\"error\":{\"code\":\"Bad\",\"password\":\"JSONSECRET8\"}}";
+    snprintf(url, sizeof(url), "%s/jsonerr?code=400&echo_body=1", s->base);
+    gpc_http_request jereq = {.method = "POST", .url = url, .headers = octets, .n_headers = 1,
+                              .body = json, .body_len = strlen(json)};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&jereq, &quick, &resp, &err), GPC_ERR_PROVIDER);
+    gpc_http_response_free(&resp);
+
+    /* A JSON request body; a transport failure; a batch. */
+    snprintf(url, sizeof(url), "%s/echo?hdr=x-amz-request-id:rid-9", s->base);
+    const char jbody[] = "{\"adminPassword\":\"PWSECRET10\",\"n\":1}";
+    gpc_http_request jreq = {.method = "PUT", .url = url, .body = jbody,
+                             .body_len = strlen(jbody)};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&jreq, &quick, &resp, &err), 0);
+    gpc_http_response_free(&resp);
+    char dead[128];
+    snprintf(dead, sizeof(dead), "http://127.0.0.1:%d/nobody", dead_port());
+    gpc_http_request dreq = {.url = dead};
+    gpc_http_opts one = quick;
+    one.max_attempts = 1;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&dreq, &one, &resp, &err), GPC_ERR_PROVIDER);
+    gpc_http_response_free(&resp);
+    snprintf(url, sizeof(url), "%s/echo", s->base);
+    gpc_http_request two[2] = {{.url = url}, {.url = url}};
+    gpc_http_response resps[2];
+    int rcs[2];
+    gpc_error errs[2];
+    assert_int_equal(gpc_http_send_all(two, 2, &quick, 0, resps, rcs, errs), 0);
+    gpc_http_response_free(&resps[0]);
+    gpc_http_response_free(&resps[1]);
+
+    gpc_http_set_trace(NULL);
+    char *t = slurp(f);
+    fclose(f);
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(*secrets); i++)
+        if (strstr(t, secrets[i]))
+            fail_msg("trace shows %s:\n%s", secrets[i], t);
+
+    char want[512];
+    snprintf(want, sizeof(want),
+             "http: > POST %s/echo?X-Amz-Signature=[redacted]&a=1 (attempt 1)\n", s->base);
+    assert_non_null(strstr(t, want));
+    snprintf(want, sizeof(want), "http: > Host: 127.0.0.1:%d\n", s->port);
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, "http: > Authorization: AWS4-HMAC-SHA256 [redacted]\n"));
+    assert_non_null(strstr(t, "http: > X-Amz-Security-Token: [redacted]\n"));
+    assert_non_null(strstr(t, "http: > Cookie: [redacted]\n"));
+    assert_non_null(strstr(t, "http: > X-Attempt: 1\n"));
+    assert_non_null(strstr(t, "http: > Action=RunInstances&KeyName=mykey&Signature=[redacted]"
+                              "&UserData=[15 bytes]&ClientToken=[redacted]\n"));
+    assert_non_null(strstr(t, "http: < 200 ("));
+    assert_null(strstr(t, "\"method\"")); /* no success body */
+    snprintf(want, sizeof(want), "http: > POST %s/xmlerr?code=503&times=1&echo_body=1 "
+             "(attempt 2)\n", s->base);
+    assert_non_null(strstr(t, want));
+    snprintf(want, sizeof(want), "http: > [%zu bytes, not shown]\n", strlen(xml));
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, "http: < 503 ("));
+    assert_non_null(strstr(t, "http: < <Response><Errors><Error><Code>AuthFailure</Code>"
+                              "</Error></Errors><SecretAccessKey>[redacted]</SecretAccessKey>"
+                              "</Response>\n"));
+    assert_non_null(strstr(t, "http: retrying in "));
+    assert_non_null(strstr(t, "http: < 400 ("));
+    assert_non_null(strstr(t, "http: < {\"error\":{\"code\":\"Bad\",\"password\":\"[redacted]\"}}\n"));
+    assert_non_null(strstr(t, "http: > {\"adminPassword\":\"[redacted]\",\"n\":1}\n"
+                              "http: < 200 (request id rid-9, "));
+    snprintf(want, sizeof(want), "http: > GET %s (attempt 1)\nhttp: < failed: ", dead);
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, "(attempt 1, #1 of 2)\n"));
+    assert_non_null(strstr(t, "(attempt 1, #2 of 2)\n"));
+    assert_non_null(strstr(t, "http: < 200 (#2 of 2, "));
+    free(t);
+}
+
+/* Request bodies are traced up to 4 KiB; other bodies not at all. */
+static void test_trace_limits(void **state)
+{
+    fake_server *s = *state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    gpc_http_set_trace(f);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/echo", s->base);
+    size_t len = 10000;
+    char *big = malloc(len + 1);
+    assert_non_null(big);
+    memcpy(big, "a=", 2);
+    memset(big + 2, 'x', len - 2);
+    big[len] = '\0';
+    const char *form[] = {"Content-Type: application/x-www-form-urlencoded"};
+    const char *octets[] = {"Content-Type: application/octet-stream"};
+    gpc_http_request req = {.method = "POST", .url = url, .headers = form, .n_headers = 1,
+                            .body = big, .body_len = len};
+    gpc_http_response resp;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &quick, &resp, &err), 0);
+    gpc_http_response_free(&resp);
+    req.headers = octets;
+    assert_int_equal(gpc_http_send(&req, &quick, &resp, &err), 0);
+    gpc_http_response_free(&resp);
+    gpc_http_set_trace(NULL);
+    char *t = slurp(f);
+    fclose(f);
+    char want[64];
+    snprintf(want, sizeof(want), "x [... %zu more bytes]\n", len - GPC_HTTP_TRACE_BODY_MAX);
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, "http: > [10000 bytes, not shown]\n"));
+    free(t);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +1335,22 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_accept_list, setup, teardown),
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_redact_and_escape),
+        cmocka_unit_test_setup_teardown(test_before_attempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_before_attempt_fails, setup, teardown),
+        cmocka_unit_test(test_headers_add),
+        cmocka_unit_test_setup_teardown(test_should_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_reuse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_all_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_all_retry_wait_is_per_request, setup,
+                                        teardown),
+        cmocka_unit_test(test_tls_verified),
+        cmocka_unit_test(test_redact_header),
+        cmocka_unit_test(test_redact_form),
+        cmocka_unit_test(test_redact_json),
+        cmocka_unit_test(test_redact_xml),
+        cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trace_limits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

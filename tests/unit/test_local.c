@@ -69,7 +69,7 @@ static const char userdata[] =
 static void wait_phase(fixture *f, const char *id, gpc_phase want, gpc_node_status *ns)
 {
     for (int i = 0; i < 200; i++) {
-        assert_int_equal(f->p->describe_node(f->ctx, id, ns, NULL), 0);
+        assert_int_equal(f->p->describe_node(f->ctx, "", id, ns, NULL), 0);
         if (ns->phase == want)
             return;
         struct timespec ts = {0, 50 * 1000 * 1000};
@@ -123,10 +123,10 @@ static void test_create_describe_delete(void **state)
     assert_string_equal(ns.provider_id, "t-0-abc");
     assert_int_equal(ns.exit_code, 7);
 
-    assert_int_equal(f->p->delete_node(f->ctx, "t-0-abc", NULL), 0);
-    assert_int_equal(f->p->describe_node(f->ctx, "t-0-abc", &ns, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, "", "t-0-abc", NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, "", "t-0-abc", &ns, NULL), 0);
     assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
-    assert_int_equal(f->p->delete_node(f->ctx, "t-0-abc", NULL), 0); /* idempotent */
+    assert_int_equal(f->p->delete_node(f->ctx, "", "t-0-abc", NULL), 0); /* idempotent */
 }
 
 static void test_delete_running_node(void **state)
@@ -142,8 +142,8 @@ static void test_delete_running_node(void **state)
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
     wait_phase(f, "s-0-x", GPC_PHASE_RUNNING, &ns);
     assert_int_equal(ns.stopped, 0);
-    assert_int_equal(f->p->delete_node(f->ctx, "s-0-x", NULL), 0);
-    assert_int_equal(f->p->describe_node(f->ctx, "s-0-x", &ns, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, "", "s-0-x", NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, "", "s-0-x", &ns, NULL), 0);
     assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
 }
 
@@ -220,13 +220,13 @@ static void test_exit_status_never_lost(void **state)
         gpc_node_status ns;
         assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
         for (int k = 0; k < 20000; k++) {
-            assert_int_equal(f->p->describe_node(f->ctx, token, &ns, NULL), 0);
+            assert_int_equal(f->p->describe_node(f->ctx, "", token, &ns, NULL), 0);
             if (ns.phase == GPC_PHASE_FAILED || ns.phase == GPC_PHASE_SUCCEEDED)
                 break;
         }
         assert_int_equal(ns.phase, GPC_PHASE_FAILED);
         assert_int_equal(ns.exit_code, 7);
-        assert_int_equal(f->p->delete_node(f->ctx, token, NULL), 0);
+        assert_int_equal(f->p->delete_node(f->ctx, "", token, NULL), 0);
     }
 }
 

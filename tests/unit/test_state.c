@@ -277,10 +277,10 @@ static void test_open_modes(void **pstate)
     sqlite3 *db = raw_open(dir);
     char buf[64];
     assert_string_equal(raw_text(db, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                                  "AND name IN ('clusters','nodes','attempts','events',"
-                                 "'ledger')"), 5);
+                                 "'ledger','capacity_misses')"), 6);
     sqlite3_close(db);
     OK(gpc_state_check(st, err));
     gpc_state_close(st);
@@ -331,7 +331,7 @@ static void test_open_errors(void **pstate)
     assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
     assert_null(st);
     snprintf(want, sizeof(want),
-             "state %s: schema version 99 is newer than this gpuctl supports (1)", p);
+             "state %s: schema version 99 is newer than this gpuctl supports (2)", p);
     assert_string_equal(ge.msg, want);
 
     /* The state directory cannot be created. */
@@ -800,11 +800,16 @@ static void test_attempts(void **pstate)
     gpc_state *st = open_ok(f->state);
     int64_t cid = insert_cluster(st, "a");
     setenv("GPUCTL_FAKE_NOW", "1700000123", 1);
-    OK(gpc_attempt_record(st, cid, 2, "aws", "us-west-2", "p5.48xlarge", "error",
-                          "InsufficientInstanceCapacity",
-                          "We currently do not have sufficient capacity", err));
-    OK(gpc_attempt_record(st, cid, 2, "aws", "us-east-1", "p5.48xlarge", "created",
-                          NULL, NULL, err));
+    gpc_attempt_rec a1 = {.cluster_id = cid, .rank = 2, .provider = "aws",
+                          .region = "us-west-2", .zone = "us-west-2a",
+                          .instance_type = "p5.48xlarge", .spot = 1, .attempt = 1,
+                          .outcome = "error", .error_code = "InsufficientInstanceCapacity",
+                          .error_message = "We currently do not have sufficient capacity"};
+    gpc_attempt_rec a2 = {.cluster_id = cid, .rank = 2, .provider = "aws",
+                          .region = "us-east-1", .instance_type = "p5.48xlarge",
+                          .attempt = 2, .outcome = "created"};
+    OK(gpc_attempt_add(st, &a1, err));
+    OK(gpc_attempt_add(st, &a2, err));
     sqlite3 *db = raw_open(f->state);
     sqlite3_stmt *s;
     assert_int_equal(sqlite3_prepare_v2(db,
@@ -828,6 +833,34 @@ static void test_attempts(void **pstate)
     assert_string_equal((const char *)sqlite3_column_text(s, 7), "");
     assert_string_equal((const char *)sqlite3_column_text(s, 8), "");
     assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
+    s = NULL;
+    /* read back through the API: zone, market and attempt number too */
+    gpc_attempt_rec *list = NULL;
+    size_t n = 0;
+    OK(gpc_attempt_list(st, cid, &list, &n, err));
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].zone, "us-west-2a");
+    assert_int_equal(list[0].spot, 1);
+    assert_int_equal(list[0].attempt, 1);
+    assert_int_equal(list[0].at, 1700000123);
+    assert_string_equal(list[1].zone, "");
+    assert_int_equal(list[1].spot, 0);
+    assert_int_equal(list[1].attempt, 2);
+    assert_string_equal(list[1].error_code, "");
+    gpc_attempt_list_free(list, n);
+    /* capacity misses: the latest per pool, none for another market */
+    int64_t at = -1;
+    OK(gpc_capacity_miss_last(st, "aws", "us-east-1", "us-east-1a", "p4d.24xlarge", 1, &at, err));
+    assert_int_equal(at, 0);
+    OK(gpc_capacity_miss_add(st, "aws", "us-east-1", "us-east-1a", "p4d.24xlarge", 1, 100, err));
+    OK(gpc_capacity_miss_add(st, "aws", "us-east-1", "us-east-1a", "p4d.24xlarge", 1, 250, err));
+    OK(gpc_capacity_miss_last(st, "aws", "us-east-1", "us-east-1a", "p4d.24xlarge", 1, &at, err));
+    assert_int_equal(at, 250);
+    OK(gpc_capacity_miss_last(st, "aws", "us-east-1", "us-east-1a", "p4d.24xlarge", 0, &at, err));
+    assert_int_equal(at, 0);
+    OK(gpc_capacity_miss_last(st, "aws", "us-east-1", "us-east-1b", "p4d.24xlarge", 1, &at, err));
+    assert_int_equal(at, 0);
     sqlite3_finalize(s);
     sqlite3_close(db);
     gpc_state_close(st);

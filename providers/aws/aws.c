@@ -1,0 +1,1570 @@
+/*
+ * aws.c - the `aws` provider: EC2 over the Query API (providers/aws/ec2.c),
+ * signed with our own SigV4 (src/sigv4.c).  Facts: docs/providers/aws.md
+ * and aws.md (the reference notes) sections 2-5.
+ *
+ * What one cluster gets, all tagged gpuctl:cluster=<name> and
+ * gpuctl:cluster-uid=<uid> (so destroy finds everything by tag):
+ *  - a key pair gpuctl-<name>-<uid8>: the user's public key
+ *    ($GPUCTL_SSH_PUBLIC_KEY, ~/.ssh/id_ed25519.pub, ~/.ssh/id_rsa.pub) or an
+ *    RSA key gpuctl makes and keeps in <state>/keys/ (0600);
+ *  - a security group gpuctl-<name>-<uid8> in the region's default VPC:
+ *    all traffic within the group both ways (NCCL, EFA's self-referencing
+ *    rule, aws.md 2.10) and SSH from the caller's address;
+ *  - a cluster placement group gpuctl-<name>-<uid8>-<zone> when the nodes
+ *    use EFA and there is more than one;
+ *  - the instances: the head first (one RunInstances), then every worker in
+ *    one RunInstances with the head's address in the user-data (each finds
+ *    its rank from its ami-launch-index); ClientToken from the cluster and
+ *    the attempt; IMDSv2 only; shutdown terminates; spot as one-time
+ *    requests with the spec's max price; every EFA card of the type.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libxml/tree.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "aws/ec2.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/http.h"
+#include "gpuctl/provider.h"
+#include "gpuctl/render.h"
+#include "gpuctl/util.h"
+#include "output.h"
+
+#define TAG_CLUSTER "gpuctl:cluster"
+#define TAG_UID "gpuctl:cluster-uid"
+#define TAG_ROLE "gpuctl:role"
+#define CHECKIP_URL "https://checkip.amazonaws.com"
+/* DLAMI names: aws.md 2.12 ("Deep Learning OSS Nvidia Driver AMI GPU
+ * PyTorch 2.x (Ubuntu 22.04) YYYYMMDD"). */
+#define DLAMI_PYTORCH "Deep Learning OSS Nvidia Driver AMI GPU PyTorch 2.* (Ubuntu 22.04) *"
+#define AMI_CACHE_TTL_S (24 * 3600)
+
+typedef struct type_info {
+    char region[48];
+    char type[64];
+    int efa;            /* efaSupported */
+    int max_efa;        /* efaInfo/maximumEfaInterfaces */
+    int max_cards;      /* maximumNetworkCards */
+} type_info;
+
+typedef struct zone_list {
+    char region[48];
+    char type[64];
+    char (*zones)[48];
+    size_t n;
+} zone_list;
+
+typedef struct region_info {
+    char region[48];
+    char vpc[32];
+    char ami_for[64];   /* the spec image this AMI answers */
+    char ami[32];
+    char root_dev[32];
+    double ami_gib;
+    char subnet_zone[48]; /* the last default subnet looked up */
+    char subnet[32];
+} region_info;
+
+typedef struct aws_ctx {
+    gpc_ec2 ec2;
+    char *state_dir;
+    const gpc_out *out;
+    type_info *types;
+    size_t n_types;
+    zone_list *zl;
+    size_t n_zl;
+    region_info *ri;
+    size_t n_ri;
+    /* the cluster resources ensured in this process */
+    char res_key[160];  /* "<region> <uid>" they belong to */
+    char sg[32];
+    char key_name[160];
+    char pg_zone[48];
+    char pg[224];
+} aws_ctx;
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static double poll_s(void)
+{
+    const char *v = getenv("GPUCTL_AWS_POLL_S");
+    double x = v && *v ? strtod(v, NULL) : 0;
+    return x > 0 ? x : 5.0;
+}
+
+static void nap(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* "gpuctl-<name>-<uid8>" */
+static void base_name(const char *cluster, const char *uid, char *out, size_t size)
+{
+    snprintf(out, size, "gpuctl-%.100s-%.8s", cluster, uid);
+}
+
+/* TagSpecification.<spec> for `type` with the cluster's tags (and the
+ * spec's labels, and Name when given). */
+static void tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
+                     const char *uid, const char *name, const char *role,
+                     const gpc_label *labels, size_t n_labels)
+{
+    unsigned t = 0;
+    gpc_ec2_param(p, type, "TagSpecification.%u.ResourceType", spec);
+#define TAG(k, v)                                                                  \
+    do {                                                                           \
+        t++;                                                                       \
+        gpc_ec2_param(p, (k), "TagSpecification.%u.Tag.%u.Key", spec, t);          \
+        gpc_ec2_param(p, (v), "TagSpecification.%u.Tag.%u.Value", spec, t);        \
+    } while (0)
+    TAG(TAG_CLUSTER, cluster);
+    TAG(TAG_UID, uid);
+    if (name)
+        TAG("Name", name);
+    if (role)
+        TAG(TAG_ROLE, role);
+    for (size_t i = 0; i < n_labels; i++)
+        TAG(labels[i].key, labels[i].value);
+#undef TAG
+}
+
+/* Every page of a Describe* call: calls `each` on each <item> of the list
+ * at `list` in every answer. */
+typedef int (*item_fn)(void *arg, xmlNode *item, gpc_error *err);
+
+static int describe_all(aws_ctx *c, const char *region, const char *action,
+                        const gpc_ec2_params *base, const char *list, item_fn each,
+                        void *arg, gpc_error *err)
+{
+    char token[2048] = "";
+    int rc = 0;
+    for (int page = 0; !rc && page < 1000; page++) {
+        gpc_ec2_params p;
+        gpc_ec2_params_init(&p);
+        if (base && base->body.len)
+            gpc_buf_adds(&p.body, gpc_buf_str(&base->body), NULL);
+        p.failed = base ? base->failed : 0;
+        if (token[0])
+            gpc_ec2_param(&p, token, "NextToken");
+        xmlDoc *d = NULL;
+        rc = gpc_ec2_call(&c->ec2, region, action, &p, &d, err);
+        gpc_ec2_params_free(&p);
+        if (rc)
+            break;
+        xmlNode *root = xmlDocGetRootElement(d);
+        for (xmlNode *it = gpc_xml_items(root, list); !rc && it; it = gpc_xml_next(it))
+            rc = each(arg, it, err);
+        gpc_xml_text(root, "nextToken", token, sizeof(token));
+        xmlFreeDoc(d);
+        if (!token[0])
+            break;
+    }
+    return rc;
+}
+
+/* ---- instance answers -------------------------------------------------- */
+
+/* An EC2 instance <item> as a gpc_node_status (aws.md 2.3, 2.4). */
+static void instance_status(xmlNode *it, gpc_node_status *ns)
+{
+    memset(ns, 0, sizeof(*ns));
+    ns->exit_code = -1;
+    char state[32], reason[96], rmsg[160];
+    gpc_xml_text(it, "instanceId", ns->provider_id, sizeof(ns->provider_id));
+    gpc_xml_text(it, "privateIpAddress", ns->private_ip, sizeof(ns->private_ip));
+    gpc_xml_text(it, "instanceState/name", state, sizeof(state));
+    gpc_xml_text(it, "stateReason/code", reason, sizeof(reason));
+    gpc_xml_text(it, "stateReason/message", rmsg, sizeof(rmsg));
+    if (strcmp(state, "pending") == 0) {
+        ns->phase = GPC_PHASE_BOOTING;
+        snprintf(ns->detail, sizeof(ns->detail), "instance pending");
+    } else if (strcmp(state, "running") == 0) {
+        ns->phase = GPC_PHASE_RUNNING;
+        snprintf(ns->detail, sizeof(ns->detail), "instance running");
+    } else if (strcmp(state, "stopping") == 0 || strcmp(state, "stopped") == 0) {
+        ns->phase = GPC_PHASE_FAILED;
+        ns->stopped = 1;
+        snprintf(ns->detail, sizeof(ns->detail), "instance %s", state);
+    } else {
+        /* shutting-down, terminated: EC2 bills neither */
+        ns->stopped = 1;
+        ns->phase = strcmp(reason, "Server.SpotInstanceTermination") == 0
+                        ? GPC_PHASE_PREEMPTED : GPC_PHASE_TERMINATED;
+        ns->no_capacity = strcmp(reason, "Server.InsufficientInstanceCapacity") == 0;
+        snprintf(ns->detail, sizeof(ns->detail), "instance %s%s%s", state[0] ? state : "gone",
+                 reason[0] ? ": " : "", reason);
+    }
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+static int aws_open(const gpc_provider_config *cfg, void **ctxp, gpc_error *err)
+{
+    aws_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    c->out = cfg->out;
+    c->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
+    int rc = cfg->state_dir && !c->state_dir ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory")
+                                             : 0;
+    if (!rc)
+        rc = gpc_ec2_open(&c->ec2, cfg->profile, cfg->region, cfg->endpoint, cfg->out, err);
+    if (rc) {
+        gpc_ec2_close(&c->ec2);
+        free(c->state_dir);
+        free(c);
+        return rc;
+    }
+    *ctxp = c;
+    return 0;
+}
+
+static void aws_close(void *ctx)
+{
+    aws_ctx *c = ctx;
+    if (!c)
+        return;
+    gpc_ec2_close(&c->ec2);
+    for (size_t i = 0; i < c->n_zl; i++)
+        free(c->zl[i].zones);
+    free(c->zl);
+    free(c->types);
+    free(c->ri);
+    free(c->state_dir);
+    free(c);
+}
+
+/* ---- zones and instance types ------------------------------------------ */
+
+typedef struct zones_acc {
+    zone_list *zl;
+    const char *type;
+} zones_acc;
+
+static int add_zone(void *arg, xmlNode *it, gpc_error *err)
+{
+    zones_acc *a = arg;
+    char type[64], loc[48];
+    gpc_xml_text(it, "instanceType", type, sizeof(type));
+    gpc_xml_text(it, "location", loc, sizeof(loc));
+    if (strcmp(type, a->type) != 0 || !loc[0])
+        return 0;
+    for (size_t i = 0; i < a->zl->n; i++)
+        if (strcmp(a->zl->zones[i], loc) == 0)
+            return 0;
+    char(*z)[48] = realloc(a->zl->zones, (a->zl->n + 1) * sizeof(*z));
+    if (!z)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    a->zl->zones = z;
+    snprintf(z[a->zl->n++], sizeof(z[0]), "%s", loc);
+    return 0;
+}
+
+static int cmp_zone(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* The zones of `region` offering `type`, cached (DescribeInstanceTypeOfferings,
+ * aws.md 2.8). */
+static int zones_for(aws_ctx *c, const char *region, const char *type, const zone_list **out,
+                     gpc_error *err)
+{
+    for (size_t i = 0; i < c->n_zl; i++)
+        if (strcmp(c->zl[i].region, region) == 0 && strcmp(c->zl[i].type, type) == 0) {
+            *out = &c->zl[i];
+            return 0;
+        }
+    zone_list *g = realloc(c->zl, (c->n_zl + 1) * sizeof(*g));
+    if (!g)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    c->zl = g;
+    zone_list *z = &c->zl[c->n_zl];
+    memset(z, 0, sizeof(*z));
+    snprintf(z->region, sizeof(z->region), "%s", region);
+    snprintf(z->type, sizeof(z->type), "%s", type);
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, "availability-zone", "LocationType");
+    const char *v[] = {type};
+    gpc_ec2_filter(&p, 1, "instance-type", v, 1);
+    zones_acc acc = {.zl = z, .type = type};
+    int rc = describe_all(c, region, "DescribeInstanceTypeOfferings", &p,
+                          "instanceTypeOfferingSet", add_zone, &acc, err);
+    gpc_ec2_params_free(&p);
+    if (rc) {
+        free(z->zones);
+        return rc;
+    }
+    qsort(z->zones, z->n, sizeof(z->zones[0]), cmp_zone);
+    c->n_zl++;
+    *out = z;
+    return 0;
+}
+
+static int aws_list_zones(void *ctx, const gpc_offer *offer, char (**zones)[48], size_t *n,
+                          gpc_error *err)
+{
+    const zone_list *z;
+    *zones = NULL;
+    *n = 0;
+    int rc = zones_for(ctx, offer->region, offer->instance_type, &z, err);
+    if (rc)
+        return rc;
+    if (z->n) {
+        *zones = malloc(z->n * sizeof(**zones));
+        if (!*zones)
+            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        memcpy(*zones, z->zones, z->n * sizeof(**zones));
+    }
+    *n = z->n;
+    return 0;
+}
+
+/* EFA facts of an instance type (DescribeInstanceTypes, aws.md 2.7, 5.3). */
+static int type_facts(aws_ctx *c, const char *region, const char *type, const type_info **out,
+                      gpc_error *err)
+{
+    for (size_t i = 0; i < c->n_types; i++)
+        if (strcmp(c->types[i].region, region) == 0 && strcmp(c->types[i].type, type) == 0) {
+            *out = &c->types[i];
+            return 0;
+        }
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, type, "InstanceType.1");
+    xmlDoc *d = NULL;
+    int rc = gpc_ec2_call(&c->ec2, region, "DescribeInstanceTypes", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    if (rc)
+        return rc;
+    xmlNode *it = gpc_xml_items(xmlDocGetRootElement(d), "instanceTypeSet");
+    type_info ti;
+    memset(&ti, 0, sizeof(ti));
+    snprintf(ti.region, sizeof(ti.region), "%s", region);
+    snprintf(ti.type, sizeof(ti.type), "%s", type);
+    char v[32];
+    if (it) {
+        ti.efa = strcmp(gpc_xml_text(it, "networkInfo/efaSupported", v, sizeof(v)), "true") == 0;
+        ti.max_efa = atoi(gpc_xml_text(it, "networkInfo/efaInfo/maximumEfaInterfaces", v,
+                                       sizeof(v)));
+        ti.max_cards = atoi(gpc_xml_text(it, "networkInfo/maximumNetworkCards", v, sizeof(v)));
+    }
+    xmlFreeDoc(d);
+    if (!it)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "aws: instance type %s is unknown in %s", type,
+                        region);
+    type_info *g = realloc(c->types, (c->n_types + 1) * sizeof(*g));
+    if (!g)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    c->types = g;
+    c->types[c->n_types] = ti;
+    *out = &c->types[c->n_types++];
+    return 0;
+}
+
+/* ---- region: default VPC, subnet, image --------------------------------- */
+
+static region_info *region_slot(aws_ctx *c, const char *region, gpc_error *err)
+{
+    for (size_t i = 0; i < c->n_ri; i++)
+        if (strcmp(c->ri[i].region, region) == 0)
+            return &c->ri[i];
+    region_info *g = realloc(c->ri, (c->n_ri + 1) * sizeof(*g));
+    if (!g) {
+        gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->ri = g;
+    region_info *r = &c->ri[c->n_ri++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->region, sizeof(r->region), "%s", region);
+    return r;
+}
+
+static int default_vpc(aws_ctx *c, region_info *r, gpc_error *err)
+{
+    if (r->vpc[0])
+        return 0;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *v[] = {"true"};
+    gpc_ec2_filter(&p, 1, "is-default", v, 1);
+    xmlDoc *d = NULL;
+    int rc = gpc_ec2_call(&c->ec2, r->region, "DescribeVpcs", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    if (rc)
+        return rc;
+    gpc_xml_text(gpc_xml_items(xmlDocGetRootElement(d), "vpcSet"), "vpcId", r->vpc,
+                 sizeof(r->vpc));
+    xmlFreeDoc(d);
+    if (!r->vpc[0])
+        return gpc_fail(err, GPC_ERR_PROVIDER, "aws: region %s has no default VPC; gpuctl "
+                        "launches into the default VPC (create one with 'aws ec2 "
+                        "create-default-vpc')", r->region);
+    return 0;
+}
+
+static int default_subnet(aws_ctx *c, region_info *r, const char *zone, char *out, size_t size,
+                          gpc_error *err)
+{
+    if (r->subnet[0] && strcmp(r->subnet_zone, zone) == 0) {
+        snprintf(out, size, "%s", r->subnet);
+        return 0;
+    }
+    int rc = default_vpc(c, r, err);
+    if (rc)
+        return rc;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *vpc[] = {r->vpc}, *az[] = {zone}, *t[] = {"true"};
+    gpc_ec2_filter(&p, 1, "vpc-id", vpc, 1);
+    gpc_ec2_filter(&p, 2, "availability-zone", az, 1);
+    gpc_ec2_filter(&p, 3, "default-for-az", t, 1);
+    xmlDoc *d = NULL;
+    rc = gpc_ec2_call(&c->ec2, r->region, "DescribeSubnets", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    if (rc)
+        return rc;
+    gpc_xml_text(gpc_xml_items(xmlDocGetRootElement(d), "subnetSet"), "subnetId", out, size);
+    xmlFreeDoc(d);
+    if (!out[0])
+        return gpc_fail(err, GPC_ERR_CAPACITY, "aws: no default subnet in zone %s of %s",
+                        zone, r->region);
+    snprintf(r->subnet, sizeof(r->subnet), "%s", out);
+    snprintf(r->subnet_zone, sizeof(r->subnet_zone), "%s", zone);
+    return 0;
+}
+
+typedef struct image_pick {
+    char id[32];
+    char created[40];
+    char root[32];
+    double gib;
+} image_pick;
+
+static int newest_image(void *arg, xmlNode *it, gpc_error *err)
+{
+    (void)err;
+    image_pick *b = arg;
+    char created[40], v[32];
+    gpc_xml_text(it, "creationDate", created, sizeof(created));
+    if (b->id[0] && strcmp(created, b->created) <= 0)
+        return 0;
+    gpc_xml_text(it, "imageId", b->id, sizeof(b->id));
+    snprintf(b->created, sizeof(b->created), "%s", created);
+    gpc_xml_text(it, "rootDeviceName", b->root, sizeof(b->root));
+    b->gib = 0;
+    for (xmlNode *m = gpc_xml_items(it, "blockDeviceMapping"); m; m = gpc_xml_next(m)) {
+        char dev[32];
+        if (strcmp(gpc_xml_text(m, "deviceName", dev, sizeof(dev)), b->root) == 0)
+            b->gib = atof(gpc_xml_text(m, "ebs/volumeSize", v, sizeof(v)));
+    }
+    return 0;
+}
+
+/* The image cache file: $GPUCTL_CACHE_DIR|$XDG_CACHE_HOME/gpuctl|~/.cache/gpuctl
+ * /aws/images-<region>.txt, lines "<image> <ami> <root dev> <GiB> <unix time>". */
+static int image_cache_path(const char *region, char *out, size_t size)
+{
+    const char *d = getenv("GPUCTL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
+               *h = getenv("HOME");
+    int n;
+    if (d && *d)
+        n = snprintf(out, size, "%s/aws/images-%s.txt", d, region);
+    else if (x && *x)
+        n = snprintf(out, size, "%s/gpuctl/aws/images-%s.txt", x, region);
+    else if (h && *h)
+        n = snprintf(out, size, "%s/.cache/gpuctl/aws/images-%s.txt", h, region);
+    else
+        return -1;
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+static int image_cache_read(const char *region, const char *image, region_info *r)
+{
+    char path[PATH_MAX];
+    if (image_cache_path(region, path, sizeof(path)))
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[512], name[128], ami[32], root[32];
+    double gib;
+    long long at;
+    int found = -1;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%127s %31s %31s %lf %lld", name, ami, root, &gib, &at) == 5 &&
+            strcmp(name, image) == 0 && gpc_now() - at < AMI_CACHE_TTL_S && at <= gpc_now()) {
+            snprintf(r->ami, sizeof(r->ami), "%s", ami);
+            snprintf(r->root_dev, sizeof(r->root_dev), "%s", root);
+            r->ami_gib = gib;
+            found = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static void image_cache_write(const char *region, const char *image, const region_info *r)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    if (image_cache_path(region, path, sizeof(path)))
+        return;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    char line[512];
+    int n = snprintf(line, sizeof(line), "%s %s %s %.0f %lld\n", image, r->ami, r->root_dev,
+                     r->ami_gib, (long long)gpc_now());
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (n > 0 && (size_t)n < sizeof(line) && gpc_mkdir_p(dir, 0700, &e) == 0)
+        gpc_write_file_atomic(path, line, (size_t)n, 0600, &e);
+}
+
+/*
+ * The AMI for `image` in region r: "pytorch" is the newest AWS Deep
+ * Learning AMI with PyTorch (DescribeImages, owner amazon, by name,
+ * aws.md 2.12), cached for a day; an explicit ami-... is used as is (its
+ * root device looked up).
+ */
+static int resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_error *err)
+{
+    if (!image || !*image)
+        image = "pytorch";
+    if (r->ami[0] && strcmp(r->ami_for, image) == 0)
+        return 0;
+    int explicit_id = strncmp(image, "ami-", 4) == 0;
+    if (!explicit_id && strcmp(image, "pytorch") != 0)
+        return gpc_fail(err, GPC_ERR_SPEC, "aws: image '%s' is neither 'pytorch' (the AWS "
+                        "Deep Learning AMI) nor an AMI id (ami-...)", image);
+    snprintf(r->ami_for, sizeof(r->ami_for), "%s", image);
+    if (!explicit_id && image_cache_read(r->region, image, r) == 0) {
+        gpc_debug(c->out, "aws: image %s in %s is %s (cached)", image, r->region, r->ami);
+        return 0;
+    }
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    if (explicit_id) {
+        gpc_ec2_param(&p, image, "ImageId.1");
+    } else {
+        const char *name[] = {DLAMI_PYTORCH}, *st[] = {"available"}, *arch[] = {"x86_64"};
+        gpc_ec2_param(&p, "amazon", "Owner.1");
+        gpc_ec2_filter(&p, 1, "name", name, 1);
+        gpc_ec2_filter(&p, 2, "state", st, 1);
+        gpc_ec2_filter(&p, 3, "architecture", arch, 1);
+    }
+    image_pick best;
+    memset(&best, 0, sizeof(best));
+    int rc = describe_all(c, r->region, "DescribeImages", &p, "imagesSet", newest_image, &best,
+                          err);
+    gpc_ec2_params_free(&p);
+    if (!rc && !best.id[0])
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, explicit_id ? "aws: image %s does not exist in %s"
+                      : "aws: no Deep Learning AMI with PyTorch (%s) found in %s",
+                      explicit_id ? image : DLAMI_PYTORCH, r->region);
+    if (rc) {
+        r->ami_for[0] = '\0';
+        return rc;
+    }
+    snprintf(r->ami, sizeof(r->ami), "%s", best.id);
+    snprintf(r->root_dev, sizeof(r->root_dev), "%s", best.root[0] ? best.root : "/dev/sda1");
+    r->ami_gib = best.gib;
+    if (!explicit_id)
+        image_cache_write(r->region, image, r);
+    gpc_debug(c->out, "aws: image %s in %s is %s (created %s)", image, r->region, r->ami,
+              best.created);
+    return 0;
+}
+
+/* ---- cluster resources: key pair, security group, placement group ------- */
+
+/* Append an SSH string (uint32 length + bytes) to b. */
+static int ssh_string(gpc_buf *b, const unsigned char *p, size_t n, gpc_error *err)
+{
+    unsigned char len[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                            (unsigned char)(n >> 8), (unsigned char)n};
+    int rc = gpc_buf_add(b, len, 4, err);
+    return rc ? rc : gpc_buf_add(b, p, n, err);
+}
+
+/* An SSH mpint (RFC 4251 section 5): big-endian, a 0 byte before a set top bit. */
+static int ssh_mpint(gpc_buf *b, const BIGNUM *bn, gpc_error *err)
+{
+    int n = BN_num_bytes(bn);
+    unsigned char *tmp = calloc(1, (size_t)n + 1);
+    if (!tmp)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    BN_bn2bin(bn, tmp + 1);
+    int lead = n > 0 && (tmp[1] & 0x80);
+    int rc = ssh_string(b, lead ? tmp : tmp + 1, (size_t)n + (size_t)lead, err);
+    free(tmp);
+    return rc;
+}
+
+/* A new RSA-3072 key: the private key (PKCS#8 PEM, which OpenSSH reads)
+ * written 0600 to `path`, the "ssh-rsa AAAA... comment" line to
+ * `path`.pub and into *pub (caller frees). */
+static int make_key(const char *path, const char *comment, char **pub, gpc_error *err)
+{
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)3072);
+    if (!k)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "aws: could not generate an SSH key");
+    BIGNUM *e = NULL, *n = NULL;
+    gpc_buf blob;
+    gpc_buf_init(&blob, 4096);
+    int rc = EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_RSA_E, &e) == 1 &&
+             EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_RSA_N, &n) == 1
+                 ? 0 : gpc_fail(err, GPC_ERR_INTERNAL, "aws: could not read the new key");
+    if (!rc)
+        rc = ssh_string(&blob, (const unsigned char *)"ssh-rsa", 7, err);
+    if (!rc)
+        rc = ssh_mpint(&blob, e, err);
+    if (!rc)
+        rc = ssh_mpint(&blob, n, err);
+    char *b64 = NULL;
+    size_t b64_len;
+    if (!rc)
+        rc = gpc_base64_encode(blob.data, blob.len, &b64, &b64_len, err);
+    BIO *bio = NULL;
+    if (!rc) {
+        bio = BIO_new(BIO_s_mem());
+        if (!bio || PEM_write_bio_PrivateKey(bio, k, NULL, NULL, 0, NULL, NULL) != 1)
+            rc = gpc_fail(err, GPC_ERR_INTERNAL, "aws: could not write the new key");
+    }
+    if (!rc) {
+        char *pem;
+        long len = BIO_get_mem_data(bio, &pem);
+        rc = gpc_write_file_atomic(path, pem, (size_t)len, 0600, err);
+    }
+    gpc_buf line;
+    gpc_buf_init(&line, 8192);
+    if (!rc)
+        rc = gpc_buf_addf(&line, err, "ssh-rsa %s %s\n", b64, comment);
+    char pubpath[PATH_MAX + 8];
+    snprintf(pubpath, sizeof(pubpath), "%s.pub", path);
+    if (!rc)
+        rc = gpc_write_file_atomic(pubpath, line.data, line.len, 0644, err);
+    if (!rc && !(*pub = strdup(gpc_buf_str(&line))))
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    gpc_buf_free(&line);
+    BIO_free(bio);
+    free(b64);
+    gpc_buf_free(&blob);
+    BN_free(e);
+    BN_free(n);
+    EVP_PKEY_free(k);
+    return rc;
+}
+
+/* The public key line to import: the user's, else one made for this
+ * cluster (kept in <state>/keys/). */
+static int public_key(aws_ctx *c, const char *kname, char **pub, char *src, size_t ss,
+                      gpc_error *err)
+{
+    const char *env = getenv("GPUCTL_SSH_PUBLIC_KEY"), *home = getenv("HOME");
+    char path[PATH_MAX];
+    const char *cands[3] = {env && *env ? env : NULL, NULL, NULL};
+    char p1[PATH_MAX], p2[PATH_MAX];
+    if (!cands[0] && home && *home) {
+        snprintf(p1, sizeof(p1), "%s/.ssh/id_ed25519.pub", home);
+        snprintf(p2, sizeof(p2), "%s/.ssh/id_rsa.pub", home);
+        cands[1] = p1;
+        cands[2] = p2;
+    }
+    for (int i = 0; i < 3; i++) {
+        size_t len;
+        if (!cands[i])
+            continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (gpc_read_file(cands[i], 16384, pub, &len, &e) == 0) {
+            snprintf(src, ss, "%s", cands[i]);
+            return 0;
+        }
+        if (i == 0)
+            return gpc_fail(err, GPC_ERR_IO, "GPUCTL_SSH_PUBLIC_KEY: %s", e.msg);
+    }
+    if (!c->state_dir)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "aws: no state directory for the SSH key");
+    snprintf(path, sizeof(path), "%s/keys", c->state_dir);
+    int rc = gpc_mkdir_p(path, 0700, err);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "%s/keys/%s", c->state_dir, kname);
+    size_t len;
+    char pubpath[PATH_MAX + 8];
+    snprintf(pubpath, sizeof(pubpath), "%s.pub", path);
+    gpc_error e;
+    gpc_error_clear(&e);
+    snprintf(src, ss, "%s (made by gpuctl)", path);
+    if (gpc_read_file(pubpath, 16384, pub, &len, &e) == 0)
+        return 0;
+    gpc_info(c->out, "aws: making an SSH key for the cluster: %s", path);
+    return make_key(path, kname, pub, err);
+}
+
+static int ensure_key(aws_ctx *c, const char *region, const char *kname, const char *cluster,
+                      const char *uid, gpc_error *err)
+{
+    char *pub = NULL, src[PATH_MAX + 32];
+    int rc = public_key(c, kname, &pub, src, sizeof(src), err);
+    if (rc)
+        return rc;
+    /* one line: "type base64 [comment]" */
+    pub[strcspn(pub, "\r\n")] = '\0';
+    char *b64 = NULL;
+    size_t bl;
+    rc = gpc_base64_encode(pub, strlen(pub), &b64, &bl, err);
+    free(pub);
+    if (rc)
+        return rc;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, kname, "KeyName");
+    gpc_ec2_param(&p, b64, "PublicKeyMaterial");
+    tag_spec(&p, 1, "key-pair", cluster, uid, NULL, NULL, NULL, 0);
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    rc = gpc_ec2_call(&c->ec2, region, "ImportKeyPair", &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    free(b64);
+    xmlFreeDoc(d);
+    if (rc && strcmp(c->ec2.last_code, "InvalidKeyPair.Duplicate") == 0)
+        rc = 0; /* made by an earlier apply of this cluster: reuse it */
+    if (rc)
+        return gpc_fail(err, e.code, "%s", e.msg);
+    gpc_debug(c->out, "aws: key pair %s in %s from %s", kname, region, src);
+    return 0;
+}
+
+/* The caller's address for the SSH rule: $GPUCTL_SSH_CIDR ("none" = no
+ * rule), else what checkip.amazonaws.com ($GPUCTL_CHECKIP_URL) says. */
+static void ssh_cidr(aws_ctx *c, char *out, size_t size)
+{
+    out[0] = '\0';
+    const char *v = getenv("GPUCTL_SSH_CIDR");
+    if (v && *v) {
+        if (strcmp(v, "none") != 0)
+            snprintf(out, size, "%s", v);
+        return;
+    }
+    const char *url = getenv("GPUCTL_CHECKIP_URL");
+    gpc_http_request req = {.method = "GET", .url = url && *url ? url : CHECKIP_URL};
+    gpc_http_opts o = {.timeout_s = 5, .connect_timeout_s = 3, .max_attempts = 2,
+                       .what = "aws: caller address", .max_body = 256};
+    gpc_http_response r;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_http_send(&req, &o, &r, &e) == 0) {
+        char ip[64];
+        snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(gpc_buf_str(&r.body), " \r\n"),
+                 gpc_buf_str(&r.body));
+        unsigned a, b, cc, d;
+        char tail;
+        if (sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &cc, &d, &tail) == 4 && a < 256 && b < 256 &&
+            cc < 256 && d < 256)
+            snprintf(out, size, "%u.%u.%u.%u/32", a, b, cc, d);
+    }
+    gpc_http_response_free(&r);
+    if (!out[0])
+        gpc_info(c->out, "aws: could not learn this machine's public address (%s); the "
+                 "security group gets no SSH rule (set GPUCTL_SSH_CIDR)",
+                 e.code ? e.msg : "unexpected answer");
+}
+
+/* Authorize one rule set; an existing rule is fine. */
+static int authorize(aws_ctx *c, const char *region, const char *action, const char *sg,
+                     const char *cidr, gpc_error *err)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, sg, "GroupId");
+    gpc_ec2_param(&p, "-1", "IpPermissions.1.IpProtocol");
+    gpc_ec2_param(&p, sg, "IpPermissions.1.Groups.1.GroupId");
+    if (cidr && *cidr) {
+        gpc_ec2_param(&p, "tcp", "IpPermissions.2.IpProtocol");
+        gpc_ec2_param(&p, "22", "IpPermissions.2.FromPort");
+        gpc_ec2_param(&p, "22", "IpPermissions.2.ToPort");
+        gpc_ec2_param(&p, cidr, "IpPermissions.2.IpRanges.1.CidrIp");
+    }
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_ec2_call(&c->ec2, region, action, &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    xmlFreeDoc(d);
+    if (rc && strcmp(c->ec2.last_code, "InvalidPermission.Duplicate") == 0)
+        return 0;
+    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+}
+
+static int find_group(aws_ctx *c, const char *region, const char *vpc, const char *name,
+                      char *out, size_t size, gpc_error *err)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *n[] = {name}, *v[] = {vpc};
+    gpc_ec2_filter(&p, 1, "group-name", n, 1);
+    gpc_ec2_filter(&p, 2, "vpc-id", v, 1);
+    xmlDoc *d = NULL;
+    int rc = gpc_ec2_call(&c->ec2, region, "DescribeSecurityGroups", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    if (!rc)
+        gpc_xml_text(gpc_xml_items(xmlDocGetRootElement(d), "securityGroupInfo"), "groupId",
+                     out, size);
+    xmlFreeDoc(d);
+    if (!rc && !out[0])
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: security group %s vanished", name);
+    return rc;
+}
+
+static int ensure_group(aws_ctx *c, region_info *r, const char *name, const char *cluster,
+                        const char *uid, char *sg, size_t size, gpc_error *err)
+{
+    int rc = default_vpc(c, r, err);
+    if (rc)
+        return rc;
+    char desc[256];
+    snprintf(desc, sizeof(desc), "gpuctl cluster %.100s: all traffic within the group "
+             "(NCCL, EFA), SSH from the caller", cluster);
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, name, "GroupName");
+    gpc_ec2_param(&p, desc, "GroupDescription");
+    gpc_ec2_param(&p, r->vpc, "VpcId");
+    tag_spec(&p, 1, "security-group", cluster, uid, name, NULL, NULL, 0);
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    rc = gpc_ec2_call(&c->ec2, r->region, "CreateSecurityGroup", &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    sg[0] = '\0';
+    if (!rc)
+        gpc_xml_text(xmlDocGetRootElement(d), "groupId", sg, size);
+    xmlFreeDoc(d);
+    if (rc && strcmp(c->ec2.last_code, "InvalidGroup.Duplicate") == 0)
+        rc = find_group(c, r->region, r->vpc, name, sg, size, &e);
+    if (rc)
+        return gpc_fail(err, e.code, "%s", e.msg);
+    char cidr[64];
+    ssh_cidr(c, cidr, sizeof(cidr));
+    rc = authorize(c, r->region, "AuthorizeSecurityGroupIngress", sg, cidr, err);
+    if (!rc)
+        rc = authorize(c, r->region, "AuthorizeSecurityGroupEgress", sg, NULL, err);
+    return rc;
+}
+
+static int ensure_placement(aws_ctx *c, const char *region, const char *name,
+                            const char *cluster, const char *uid, gpc_error *err)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, name, "GroupName");
+    gpc_ec2_param(&p, "cluster", "Strategy");
+    tag_spec(&p, 1, "placement-group", cluster, uid, NULL, NULL, NULL, 0);
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_ec2_call(&c->ec2, region, "CreatePlacementGroup", &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    xmlFreeDoc(d);
+    if (rc && strcmp(c->ec2.last_code, "InvalidPlacementGroup.Duplicate") == 0)
+        rc = 0;
+    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+}
+
+/* ---- launching ----------------------------------------------------------- */
+
+static int uses_efa(const gpc_spec *spec, const type_info *ti)
+{
+    return ti->efa && ti->max_efa > 0 &&
+           (!spec || spec->resources.interconnect != GPC_IC_NONE);
+}
+
+/* Everything RunInstances needs besides the node itself, made once per
+ * cluster, region and zone in this process. */
+static int ensure_cluster(aws_ctx *c, const gpc_node_request *req, region_info *r,
+                          const type_info *ti, gpc_error *err)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "%s %s", r->region, req->cluster_uid);
+    int same = strcmp(key, c->res_key) == 0;
+    char base[160];
+    base_name(req->cluster, req->cluster_uid, base, sizeof(base));
+    int rc = 0;
+    if (!same) {
+        c->res_key[0] = c->pg_zone[0] = c->pg[0] = '\0';
+        snprintf(c->key_name, sizeof(c->key_name), "%s", base);
+        rc = ensure_key(c, r->region, c->key_name, req->cluster, req->cluster_uid, err);
+        if (!rc)
+            rc = ensure_group(c, r, base, req->cluster, req->cluster_uid, c->sg, sizeof(c->sg),
+                              err);
+        if (!rc)
+            snprintf(c->res_key, sizeof(c->res_key), "%s", key);
+    }
+    /* A cluster placement group lives in one zone: one per zone tried. */
+    int want_pg = req->nnodes > 1 && uses_efa(req->spec, ti);
+    if (!rc && want_pg && strcmp(c->pg_zone, req->offer->zone) != 0) {
+        char pg[224];
+        snprintf(pg, sizeof(pg), "%s-%s", base, req->offer->zone);
+        rc = ensure_placement(c, r->region, pg, req->cluster, req->cluster_uid, err);
+        if (!rc) {
+            snprintf(c->pg, sizeof(c->pg), "%s", pg);
+            snprintf(c->pg_zone, sizeof(c->pg_zone), "%s", req->offer->zone);
+        }
+    }
+    if (!want_pg)
+        c->pg[0] = c->pg_zone[0] = '\0';
+    return rc;
+}
+
+static const char *volume_type(const gpc_spec *spec)
+{
+    return spec && spec->resources.disk_tier == GPC_DISK_NVME ? "io2" : "gp3";
+}
+
+/* The RunInstances body for n nodes like reqs[0] (aws.md 2.2). */
+static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_info *r,
+                      const type_info *ti, const char *subnet, int batch, gpc_ec2_params *p,
+                      gpc_error *err)
+{
+    const gpc_spec *spec = req->spec;
+    const gpc_userdata_rules *rules = gpc_userdata_rules_for("aws");
+    char *ud = NULL;
+    size_t ud_len = 0;
+    int rc = gpc_userdata_encode(req->userdata ? req->userdata : "", req->userdata_len, rules,
+                                 &ud, &ud_len, NULL, err);
+    if (rc)
+        return rc;
+    char num[32];
+    snprintf(num, sizeof(num), "%zu", n);
+    gpc_ec2_param(p, r->ami, "ImageId");
+    gpc_ec2_param(p, req->offer->instance_type, "InstanceType");
+    gpc_ec2_param(p, num, "MinCount");
+    gpc_ec2_param(p, num, "MaxCount");
+    gpc_ec2_param(p, c->key_name, "KeyName");
+    gpc_ec2_param(p, req->client_token, "ClientToken");
+    gpc_ec2_param(p, ud, "UserData");
+    free(ud);
+    gpc_ec2_param(p, req->offer->zone, "Placement.AvailabilityZone");
+    if (c->pg[0])
+        gpc_ec2_param(p, c->pg, "Placement.GroupName");
+    /* NICs: with EFA one per network card (card 0 device 0, the others
+     * device 1), all EFA; else one plain NIC with a public address. */
+    int efa = uses_efa(spec, ti);
+    int nics = efa ? (ti->max_cards > 0 && ti->max_cards < ti->max_efa ? ti->max_cards
+                                                                       : ti->max_efa)
+                   : 1;
+    if (nics < 1)
+        nics = 1;
+    for (int k = 1; k <= nics; k++) {
+        gpc_ec2_param(p, k == 1 ? "0" : "1", "NetworkInterface.%d.DeviceIndex", k);
+        if (efa) {
+            char card[16];
+            snprintf(card, sizeof(card), "%d", k - 1);
+            gpc_ec2_param(p, card, "NetworkInterface.%d.NetworkCardIndex", k);
+            gpc_ec2_param(p, "efa", "NetworkInterface.%d.InterfaceType", k);
+        }
+        gpc_ec2_param(p, subnet, "NetworkInterface.%d.SubnetId", k);
+        gpc_ec2_param(p, c->sg, "NetworkInterface.%d.SecurityGroupId.1", k);
+        gpc_ec2_param(p, "true", "NetworkInterface.%d.DeleteOnTermination", k);
+        if (nics == 1)
+            gpc_ec2_param(p, "true", "NetworkInterface.%d.AssociatePublicIpAddress", k);
+    }
+    double gib = spec ? spec->resources.disk_gib : 0;
+    if (gib < r->ami_gib)
+        gib = r->ami_gib;
+    if (gib <= 0)
+        gib = 100;
+    char size[32];
+    snprintf(size, sizeof(size), "%.0f", gib + 0.4999);
+    gpc_ec2_param(p, r->root_dev, "BlockDeviceMapping.1.DeviceName");
+    gpc_ec2_param(p, size, "BlockDeviceMapping.1.Ebs.VolumeSize");
+    gpc_ec2_param(p, volume_type(spec), "BlockDeviceMapping.1.Ebs.VolumeType");
+    if (spec && (spec->resources.disk_iops || spec->resources.disk_tier == GPC_DISK_NVME)) {
+        char iops[32];
+        snprintf(iops, sizeof(iops), "%u",
+                 spec->resources.disk_iops ? spec->resources.disk_iops : 16000u);
+        gpc_ec2_param(p, iops, "BlockDeviceMapping.1.Ebs.Iops");
+    }
+    gpc_ec2_param(p, "true", "BlockDeviceMapping.1.Ebs.DeleteOnTermination");
+    if (req->offer->spot) {
+        gpc_ec2_param(p, "spot", "InstanceMarketOptions.MarketType");
+        gpc_ec2_param(p, "one-time", "InstanceMarketOptions.SpotOptions.SpotInstanceType");
+        gpc_ec2_param(p, "terminate",
+                      "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior");
+        if (spec && spec->spot.max_price > 0) {
+            char mp[32];
+            snprintf(mp, sizeof(mp), "%.4f", spec->spot.max_price);
+            gpc_ec2_param(p, mp, "InstanceMarketOptions.SpotOptions.MaxPrice");
+        }
+    }
+    gpc_ec2_param(p, "terminate", "InstanceInitiatedShutdownBehavior");
+    gpc_ec2_param(p, "required", "MetadataOptions.HttpTokens");
+    gpc_ec2_param(p, "enabled", "MetadataOptions.HttpEndpoint");
+    gpc_ec2_param(p, "2", "MetadataOptions.HttpPutResponseHopLimit");
+    const char *role = batch ? "worker" : req->rank == 0 ? "head" : "worker";
+    char name[160];
+    if (batch)
+        snprintf(name, sizeof(name), "%s-workers", req->cluster);
+    const char *nm = batch ? name : req->name;
+    const gpc_label *lb = spec ? spec->labels : NULL;
+    size_t nl = spec ? spec->n_labels : 0;
+    tag_spec(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, lb, nl);
+    tag_spec(p, 2, "volume", req->cluster, req->cluster_uid, nm, role, lb, nl);
+    tag_spec(p, 3, "network-interface", req->cluster, req->cluster_uid, nm, role, lb, nl);
+    if (req->offer->spot)
+        tag_spec(p, 4, "spot-instances-request", req->cluster, req->cluster_uid, nm, role, lb,
+                 nl);
+    return p->failed ? gpc_fail(err, GPC_ERR_NOMEM, "aws: RunInstances request too large") : 0;
+}
+
+static int terminate_ids(aws_ctx *c, const char *region, const char *const *ids, size_t n,
+                         gpc_error *err);
+
+/* Launch n nodes like reqs[0] in one RunInstances; out[i] by launch index. */
+static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int batch,
+                         gpc_node_status *out, gpc_error *err)
+{
+    const gpc_node_request *req = &reqs[0];
+    const gpc_offer *of = req->offer;
+    region_info *r = region_slot(c, of->region, err);
+    if (!r)
+        return GPC_ERR_NOMEM;
+    const zone_list *zl;
+    const type_info *ti;
+    int rc = zones_for(c, of->region, of->instance_type, &zl, err);
+    int offered = 0;
+    for (size_t i = 0; !rc && i < zl->n; i++)
+        offered |= strcmp(zl->zones[i], of->zone) == 0;
+    if (!rc && !offered)
+        rc = gpc_fail(err, GPC_ERR_CAPACITY, "aws: %s is not offered in zone '%s' of %s",
+                      of->instance_type, of->zone, of->region);
+    if (!rc)
+        rc = type_facts(c, of->region, of->instance_type, &ti, err);
+    if (!rc)
+        rc = resolve_image(c, r, req->image, err);
+    char subnet[64] = "";
+    if (!rc)
+        rc = default_subnet(c, r, of->zone, subnet, sizeof(subnet), err);
+    if (!rc)
+        rc = ensure_cluster(c, req, r, ti, err);
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    if (!rc)
+        rc = run_params(c, req, n, r, ti, subnet, batch, &p, err);
+    xmlDoc *d = NULL;
+    if (!rc)
+        rc = gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    if (rc)
+        return rc;
+    size_t got = 0;
+    const char **ids = calloc(n, sizeof(*ids));
+    gpc_node_status *tmp = calloc(n, sizeof(*tmp));
+    if (!ids || !tmp)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (xmlNode *it = gpc_xml_items(xmlDocGetRootElement(d), "instancesSet"); !rc && it;
+         it = gpc_xml_next(it)) {
+        char v[16];
+        long idx = strtol(gpc_xml_text(it, "amiLaunchIndex", v, sizeof(v)), NULL, 10);
+        if (got < n)
+            instance_status(it, &tmp[got]);
+        if (got < n)
+            ids[got] = tmp[got].provider_id;
+        got++;
+        if (idx >= 0 && (size_t)idx < n && got <= n)
+            out[idx] = tmp[got - 1];
+    }
+    xmlFreeDoc(d);
+    int complete = !rc && got == n;
+    for (size_t i = 0; complete && i < n; i++)
+        complete = out[i].provider_id[0] != '\0';
+    if (!rc && !complete) {
+        /* never leave a half launch behind */
+        gpc_error e;
+        gpc_error_clear(&e);
+        terminate_ids(c, of->region, ids, got < n ? got : n, &e);
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: RunInstances returned %zu instance(s) for "
+                      "%zu requested; they were terminated", got, n);
+    }
+    free(ids);
+    free(tmp);
+    return rc;
+}
+
+static int aws_create(void *ctx, const gpc_node_request *req, gpc_node_status *out,
+                      gpc_error *err)
+{
+    return run_instances(ctx, req, 1, 0, out, err);
+}
+
+static int aws_create_many(void *ctx, const gpc_node_request *reqs, size_t n,
+                           gpc_node_status *out, gpc_error *err)
+{
+    if (n == 0)
+        return 0;
+    return run_instances(ctx, reqs, n, 1, out, err);
+}
+
+/* ---- describing and deleting ---------------------------------------------- */
+
+typedef struct find_acc {
+    long want_index;        /* -1: any */
+    gpc_node_status *out;
+    int found;
+} find_acc;
+
+static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
+{
+    (void)err;
+    find_acc *a = arg;
+    for (xmlNode *it = gpc_xml_items(res, "instancesSet"); it; it = gpc_xml_next(it)) {
+        char v[16];
+        long idx = strtol(gpc_xml_text(it, "amiLaunchIndex", v, sizeof(v)), NULL, 10);
+        if (a->found || (a->want_index >= 0 && idx != a->want_index))
+            continue;
+        instance_status(it, a->out);
+        a->found = 1;
+    }
+    return 0;
+}
+
+static int aws_find(void *ctx, const char *region, const char *token, gpc_node_status *out,
+                    gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    char tok[96];
+    snprintf(tok, sizeof(tok), "%s", token);
+    find_acc a = {.want_index = -1, .out = out};
+    char *slash = strchr(tok, '/');
+    if (slash) {
+        *slash = '\0';
+        a.want_index = strtol(slash + 1, NULL, 10);
+    }
+    if (!region || !*region)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: node with token %s has no region", tok);
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *v[] = {tok};
+    gpc_ec2_filter(&p, 1, "client-token", v, 1);
+    int rc = describe_all(c, region, "DescribeInstances", &p, "reservationSet", pick_instance,
+                          &a, err);
+    gpc_ec2_params_free(&p);
+    if (!rc && (!a.found || out->phase == GPC_PHASE_TERMINATED))
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: no live instance with client token %s", tok);
+    return rc;
+}
+
+static int aws_describe(void *ctx, const char *region, const char *id, gpc_node_status *out,
+                        gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, id, "InstanceId.1");
+    find_acc a = {.want_index = -1, .out = out};
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = describe_all(c, region, "DescribeInstances", &p, "reservationSet", pick_instance,
+                          &a, &e);
+    gpc_ec2_params_free(&p);
+    if ((rc && strcmp(c->ec2.last_code, "InvalidInstanceID.NotFound") == 0) ||
+        (!rc && !a.found)) {
+        memset(out, 0, sizeof(*out));
+        snprintf(out->provider_id, sizeof(out->provider_id), "%s", id);
+        out->phase = GPC_PHASE_TERMINATED;
+        out->exit_code = -1;
+        out->stopped = 1;
+        snprintf(out->detail, sizeof(out->detail), "instance no longer listed");
+        return 0;
+    }
+    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+}
+
+typedef struct tagged_acc {
+    char (*ids)[32];
+    gpc_node_status *st;
+    size_t n, cap;
+} tagged_acc;
+
+static int collect_tagged(void *arg, xmlNode *res, gpc_error *err)
+{
+    tagged_acc *a = arg;
+    for (xmlNode *it = gpc_xml_items(res, "instancesSet"); it; it = gpc_xml_next(it)) {
+        if (a->n == a->cap) {
+            size_t cap = a->cap ? a->cap * 2 : 16;
+            gpc_node_status *s = realloc(a->st, cap * sizeof(*s));
+            if (!s)
+                return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+            a->st = s;
+            a->cap = cap;
+        }
+        instance_status(it, &a->st[a->n++]);
+    }
+    return 0;
+}
+
+/* Every instance tagged with the cluster uid in `region` (all pages). */
+static int list_tagged(aws_ctx *c, const char *region, const char *uid, int live_only,
+                       tagged_acc *a, gpc_error *err)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *v[] = {uid};
+    gpc_ec2_filter(&p, 1, "tag:" TAG_UID, v, 1);
+    if (live_only) {
+        const char *st[] = {"pending", "running", "shutting-down", "stopping", "stopped"};
+        gpc_ec2_filter(&p, 2, "instance-state-name", st, 5);
+    }
+    int rc = describe_all(c, region, "DescribeInstances", &p, "reservationSet", collect_tagged,
+                          a, err);
+    gpc_ec2_params_free(&p);
+    return rc;
+}
+
+static int aws_describe_many(void *ctx, const gpc_cluster_ref *ref, const char *const *ids,
+                             size_t n, gpc_node_status *out, gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    tagged_acc a = {0};
+    int rc = 0;
+    for (size_t r = 0; !rc && r < ref->n_regions; r++)
+        rc = list_tagged(c, ref->regions[r], ref->cluster_uid, 0, &a, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        int hit = 0;
+        for (size_t j = 0; !hit && j < a.n; j++)
+            if (strcmp(a.st[j].provider_id, ids[i]) == 0) {
+                out[i] = a.st[j];
+                hit = 1;
+            }
+        if (!hit) {
+            memset(&out[i], 0, sizeof(out[i]));
+            snprintf(out[i].provider_id, sizeof(out[i].provider_id), "%s", ids[i]);
+            out[i].phase = GPC_PHASE_TERMINATED;
+            out[i].exit_code = -1;
+            out[i].stopped = 1;
+            snprintf(out[i].detail, sizeof(out[i].detail), "instance no longer listed");
+        }
+    }
+    free(a.st);
+    return rc;
+}
+
+static int terminate_ids(aws_ctx *c, const char *region, const char *const *ids, size_t n,
+                         gpc_error *err)
+{
+    int rc = 0;
+    for (size_t off = 0; !rc && off < n; off += 1000) {
+        gpc_ec2_params p;
+        gpc_ec2_params_init(&p);
+        for (size_t i = off; i < n && i < off + 1000; i++)
+            gpc_ec2_param(&p, ids[i], "InstanceId.%zu", i - off + 1);
+        xmlDoc *d = NULL;
+        gpc_error e;
+        gpc_error_clear(&e);
+        rc = gpc_ec2_call(&c->ec2, region, "TerminateInstances", &p, &d, &e);
+        gpc_ec2_params_free(&p);
+        xmlFreeDoc(d);
+        if (rc && strcmp(c->ec2.last_code, "InvalidInstanceID.NotFound") == 0 && n == 1)
+            rc = 0; /* already gone */
+        if (rc)
+            gpc_fail(err, e.code, "%s", e.msg);
+    }
+    return rc;
+}
+
+static int aws_delete(void *ctx, const char *region, const char *id, gpc_error *err)
+{
+    const char *ids[] = {id};
+    return terminate_ids(ctx, region, ids, 1, err);
+}
+
+/* ---- cleanup: by tag ------------------------------------------------------- */
+
+typedef struct named_acc {
+    const char *field;
+    char (*names)[160];
+    size_t n;
+} named_acc;
+
+static int collect_name(void *arg, xmlNode *it, gpc_error *err)
+{
+    named_acc *a = arg;
+    char(*g)[160] = realloc(a->names, (a->n + 1) * sizeof(*g));
+    if (!g)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    a->names = g;
+    gpc_xml_text(it, a->field, a->names[a->n++], sizeof(g[0]));
+    return 0;
+}
+
+/* Delete every resource of one kind tagged with the cluster uid. */
+static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
+                         const char *describe, const char *list, const char *field,
+                         const char *del, const char *param, gpc_buf *left)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *v[] = {uid};
+    gpc_ec2_filter(&p, 1, "tag:" TAG_UID, v, 1);
+    named_acc a = {.field = field};
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = describe_all(c, region, describe, &p, list, collect_name, &a, &e);
+    gpc_ec2_params_free(&p);
+    for (size_t i = 0; !rc && i < a.n; i++) {
+        if (!a.names[i][0])
+            continue;
+        /* a security group may still be held by an ENI for a moment */
+        for (int tries = 0;; tries++) {
+            gpc_ec2_params q;
+            gpc_ec2_params_init(&q);
+            gpc_ec2_param(&q, a.names[i], "%s", param);
+            xmlDoc *d = NULL;
+            gpc_error_clear(&e);
+            int drc = gpc_ec2_call(&c->ec2, region, del, &q, &d, &e);
+            gpc_ec2_params_free(&q);
+            xmlFreeDoc(d);
+            if (!drc || strstr(c->ec2.last_code, "NotFound") || strstr(c->ec2.last_code, "Unknown"))
+                break;
+            int busy = strcmp(c->ec2.last_code, "DependencyViolation") == 0 ||
+                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0;
+            if (!busy || tries >= 5) {
+                gpc_buf_addf(left, NULL, "%s%s %s (%s)", left->len ? "; " : "", del + 6,
+                             a.names[i], e.msg);
+                break;
+            }
+            nap(poll_s());
+        }
+    }
+    if (rc)
+        gpc_buf_addf(left, NULL, "%s%s: %s", left->len ? "; " : "", describe, e.msg);
+    free(a.names);
+    return rc;
+}
+
+static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    gpc_buf left;
+    gpc_buf_init(&left, GPC_BUF_LINE_MAX);
+    int rc = 0;
+    for (size_t r = 0; !rc && r < ref->n_regions; r++) {
+        const char *region = ref->regions[r];
+        /* 1. terminate what still carries the tag, and wait until it is gone */
+        time_t start = time(NULL);
+        for (int round = 0;; round++) {
+            tagged_acc a = {0};
+            rc = list_tagged(c, region, ref->cluster_uid, 1, &a, err);
+            const char **ids = rc ? NULL : calloc(a.n ? a.n : 1, sizeof(*ids));
+            size_t k = 0, alive = 0;
+            for (size_t i = 0; ids && i < a.n; i++) {
+                if (a.st[i].phase == GPC_PHASE_TERMINATED || a.st[i].phase == GPC_PHASE_PREEMPTED)
+                    continue; /* shutting-down: on its way */
+                alive++;
+                ids[k++] = a.st[i].provider_id;
+            }
+            if (!rc && k)
+                rc = terminate_ids(c, region, ids, k, err);
+            size_t pending = rc ? 0 : a.n;
+            free(ids);
+            free(a.st);
+            (void)alive;
+            if (rc || pending == 0)
+                break;
+            if (round == 0)
+                gpc_info(c->out, "aws: waiting for %zu instance(s) of %s in %s to terminate",
+                         pending, ref->cluster, region);
+            if (time(NULL) - start > 900) {
+                rc = gpc_fail(err, GPC_ERR_TIMEOUT, "aws: %zu instance(s) of %s in %s still "
+                              "not terminated after 900 s", pending, ref->cluster, region);
+                break;
+            }
+            nap(poll_s());
+        }
+        if (rc)
+            break;
+        /* 2. then what the instances were using */
+        delete_tagged(c, region, ref->cluster_uid, "DescribePlacementGroups",
+                      "placementGroupSet", "groupName", "DeletePlacementGroup", "GroupName",
+                      &left);
+        delete_tagged(c, region, ref->cluster_uid, "DescribeSecurityGroups",
+                      "securityGroupInfo", "groupId", "DeleteSecurityGroup", "GroupId", &left);
+        delete_tagged(c, region, ref->cluster_uid, "DescribeKeyPairs", "keySet", "keyName",
+                      "DeleteKeyPair", "KeyName", &left);
+    }
+    if (!rc && left.len)
+        rc = gpc_fail(err, GPC_ERR_PARTIAL, "aws: left behind: %s", gpc_buf_str(&left));
+    if (!rc && c->state_dir) {
+        /* the key gpuctl made for the cluster goes with it */
+        char base[160], path[PATH_MAX];
+        base_name(ref->cluster, ref->cluster_uid, base, sizeof(base));
+        snprintf(path, sizeof(path), "%s/keys/%s", c->state_dir, base);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/keys/%s.pub", c->state_dir, base);
+        unlink(path);
+    }
+    if (!rc)
+        c->res_key[0] = '\0';
+    gpc_buf_free(&left);
+    return rc;
+}
+
+/* ---- live prices and check -------------------------------------------------- */
+
+typedef struct spot_acc {
+    gpc_offer *offers;
+    size_t n;
+    const char *region;
+    double *best;       /* per offer, lowest live price seen (0 = none) */
+} spot_acc;
+
+static int take_price(void *arg, xmlNode *it, gpc_error *err)
+{
+    (void)err;
+    spot_acc *a = arg;
+    char type[64], zone[48], price[32];
+    gpc_xml_text(it, "instanceType", type, sizeof(type));
+    gpc_xml_text(it, "availabilityZone", zone, sizeof(zone));
+    double p = strtod(gpc_xml_text(it, "spotPrice", price, sizeof(price)), NULL);
+    if (p <= 0)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        gpc_offer *o = &a->offers[i];
+        if (!o->spot || strcmp(o->provider, "aws") != 0 || strcmp(o->region, a->region) != 0 ||
+            strcmp(o->instance_type, type) != 0)
+            continue;
+        if (o->zone[0] && strncmp(o->zone, zone, sizeof(o->zone)) != 0 && a->best[i] == 0 &&
+            0)
+            continue;
+        if (a->best[i] == 0 || p < a->best[i]) {
+            a->best[i] = p;
+            snprintf(o->zone, sizeof(o->zone), "%s", zone);
+        }
+    }
+    return 0;
+}
+
+static int aws_live_prices(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
+                           gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    *updated = 0;
+    double *best = calloc(n ? n : 1, sizeof(double));
+    if (!best)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    char now[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!offers[i].spot || strcmp(offers[i].provider, "aws") != 0)
+            continue;
+        int seen = 0; /* one call per region, all its types */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = offers[j].spot && strcmp(offers[j].provider, "aws") == 0 &&
+                   strcmp(offers[j].region, offers[i].region) == 0;
+        if (seen)
+            continue;
+        gpc_ec2_params p;
+        gpc_ec2_params_init(&p);
+        unsigned k = 0;
+        for (size_t j = i; j < n; j++) {
+            if (!offers[j].spot || strcmp(offers[j].provider, "aws") != 0 ||
+                strcmp(offers[j].region, offers[i].region) != 0)
+                continue;
+            int dup = 0;
+            for (size_t q = i; q < j && !dup; q++)
+                dup = offers[q].spot && strcmp(offers[q].region, offers[i].region) == 0 &&
+                      strcmp(offers[q].instance_type, offers[j].instance_type) == 0;
+            if (!dup)
+                gpc_ec2_param(&p, offers[j].instance_type, "InstanceType.%u", ++k);
+        }
+        gpc_ec2_param(&p, "Linux/UNIX", "ProductDescription.1");
+        gpc_ec2_param(&p, now, "StartTime");
+        gpc_ec2_param(&p, now, "EndTime");
+        spot_acc a = {.offers = offers, .n = n, .region = offers[i].region, .best = best};
+        rc = describe_all(c, offers[i].region, "DescribeSpotPriceHistory", &p,
+                          "spotPriceHistorySet", take_price, &a, err);
+        gpc_ec2_params_free(&p);
+    }
+    for (size_t i = 0; !rc && i < n; i++)
+        if (best[i] > 0) {
+            offers[i].price_hourly = best[i];
+            (*updated)++;
+        }
+    free(best);
+    return rc;
+}
+
+static int aws_check(void *ctx, char *detail, size_t size, gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    int rc = gpc_ec2_credentials(&c->ec2, err);
+    if (rc)
+        return rc;
+    const char *region = c->ec2.cfg.region[0] ? c->ec2.cfg.region : "us-east-1";
+    char *url = NULL;
+    rc = gpc_aws_ec2_endpoint(&c->ec2.cfg, region, &url, err);
+    xmlDoc *d = NULL;
+    if (!rc)
+        rc = gpc_ec2_call(&c->ec2, region, "DescribeRegions", NULL, &d, err);
+    size_t nreg = 0;
+    for (xmlNode *it = rc ? NULL : gpc_xml_items(xmlDocGetRootElement(d), "regionInfo"); it;
+         it = gpc_xml_next(it))
+        nreg++;
+    xmlFreeDoc(d);
+    char safe[512] = "";
+    if (url)
+        gpc_http_redact_url(url, safe, sizeof(safe));
+    if (!rc)
+        snprintf(detail, size, "credentials from %s; region %s%s%s%s; endpoint %s; "
+                 "DescribeRegions answered %zu region(s)", c->ec2.creds.source, region,
+                 c->ec2.cfg.region[0] ? " (from " : " (none configured: us-east-1 used",
+                 c->ec2.cfg.region[0] ? c->ec2.cfg.region_from : "", ")", safe, nreg);
+    free(url);
+    return rc;
+}
+
+const gpc_provider gpc_provider_aws = {
+    .name = "aws",
+    .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
+    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    .open = aws_open,
+    .close = aws_close,
+    .list_offers = NULL,
+    .pick_rdzv_port = NULL,
+    .create_node = aws_create,
+    .find_node = aws_find,
+    .describe_node = aws_describe,
+    .describe_nodes = aws_describe_many,
+    .delete_node = aws_delete,
+    .list_zones = aws_list_zones,
+    .create_nodes = aws_create_many,
+    .cleanup_cluster = aws_cleanup,
+    .live_prices = aws_live_prices,
+    .check = aws_check,
+    .read_log = NULL,
+};

@@ -1,0 +1,451 @@
+/* ec2.c - see ec2.h */
+#define _XOPEN_SOURCE 700 /* strptime */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <libxml/parser.h>
+#include <openssl/crypto.h>
+
+#include "aws/ec2.h"
+#include "gpuctl/sigv4.h"
+#include "gpuctl/util.h"
+#include "output.h"
+
+#define EC2_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
+#define EC2_BODY_MAX (1u << 20) /* UserData is at most 16 KiB before base64 */
+
+/* ---- error codes (aws.md section 3.2) --------------------------------- */
+
+static int in_list(const char *code, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(code, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const auth_codes[] = {
+    "AuthFailure", "SignatureDoesNotMatch", "IncompleteSignature", "InvalidClientTokenId",
+    "MissingAuthenticationToken", "UnauthorizedOperation", "OptInRequired", "Blocked",
+    "PendingVerification", "ExpiredToken", "RequestExpired", "UnrecognizedClientException",
+    NULL,
+};
+static const char *const capacity_codes[] = {
+    "InsufficientInstanceCapacity", "InsufficientCapacity", "InsufficientHostCapacity",
+    "InsufficientReservedInstanceCapacity", "InsufficientCapacityOnHost", "Unsupported",
+    NULL,
+};
+static const char *const quota_codes[] = {
+    "InstanceLimitExceeded", "VcpuLimitExceeded", "MaxSpotInstanceCountExceeded",
+    "ResourceLimitExceeded", "PlacementGroupLimitExceeded", "SecurityGroupLimitExceeded",
+    "KeyPairLimitExceeded", NULL,
+};
+/* The SDKs' "standard" retry mode throttling codes (aws.md section 3.3). */
+static const char *const throttle_codes[] = {
+    "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+    "TooManyRequestsException", "ProvisionedThroughputExceededException",
+    "TransactionInProgressException", "RequestLimitExceeded", "BandwidthLimitExceeded",
+    "LimitExceededException", "RequestThrottled", "SlowDown", "PriorRequestNotComplete",
+    "EC2ThrottledException", "RequestTimeout", "RequestTimeoutException", "InternalError",
+    "InternalFailure", "ServiceUnavailable", "Unavailable", NULL,
+};
+
+gpc_code gpc_ec2_error_code(const char *c)
+{
+    if (in_list(c, auth_codes))
+        return GPC_ERR_AUTH;
+    if (in_list(c, capacity_codes))
+        return GPC_ERR_CAPACITY;
+    if (in_list(c, quota_codes))
+        return GPC_ERR_QUOTA;
+    if (strcmp(c, "SpotMaxPriceTooLow") == 0)
+        return GPC_ERR_BUDGET;
+    return GPC_ERR_PROVIDER;
+}
+
+int gpc_ec2_code_is_throttle(const char *c)
+{
+    return in_list(c, throttle_codes);
+}
+
+/* ---- XML helpers ------------------------------------------------------ */
+
+static int named(const xmlNode *n, const char *name)
+{
+    return n && n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+xmlNode *gpc_xml_child(const xmlNode *n, const char *name)
+{
+    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
+        if (named(c, name))
+            return c;
+    return NULL;
+}
+
+xmlNode *gpc_xml_next(const xmlNode *n)
+{
+    for (xmlNode *c = n ? n->next : NULL; c; c = c->next)
+        if (named(c, (const char *)n->name))
+            return c;
+    return NULL;
+}
+
+xmlNode *gpc_xml_path(const xmlNode *n, const char *path)
+{
+    char part[128];
+    const xmlNode *cur = n;
+    while (cur && *path) {
+        size_t len = strcspn(path, "/");
+        if (len >= sizeof(part))
+            return NULL;
+        memcpy(part, path, len);
+        part[len] = '\0';
+        cur = gpc_xml_child(cur, part);
+        path += len + (path[len] == '/');
+    }
+    return (xmlNode *)cur;
+}
+
+const char *gpc_xml_text(const xmlNode *n, const char *path, char *out, size_t size)
+{
+    if (size == 0)
+        return out;
+    out[0] = '\0';
+    xmlNode *e = *path ? gpc_xml_path(n, path) : (xmlNode *)n;
+    if (!e)
+        return out;
+    xmlChar *t = xmlNodeGetContent(e);
+    if (t) {
+        /* trim surrounding blanks (pretty-printed answers) */
+        const char *s = (const char *)t;
+        while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+            s++;
+        size_t len = strlen(s);
+        while (len && strchr(" \n\t\r", s[len - 1]))
+            len--;
+        snprintf(out, size, "%.*s", (int)len, s);
+        xmlFree(t);
+    }
+    return out;
+}
+
+xmlNode *gpc_xml_items(const xmlNode *n, const char *path)
+{
+    return gpc_xml_child(gpc_xml_path(n, path), "item");
+}
+
+/* ---- parameters -------------------------------------------------------- */
+
+void gpc_ec2_params_init(gpc_ec2_params *p)
+{
+    gpc_buf_init(&p->body, EC2_BODY_MAX);
+    p->failed = 0;
+}
+
+void gpc_ec2_params_free(gpc_ec2_params *p)
+{
+    gpc_buf_free(&p->body);
+}
+
+static void add_pair(gpc_buf *b, const char *name, const char *value, int *failed)
+{
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (*failed)
+        return;
+    if (b->len && gpc_buf_adds(b, "&", &e))
+        *failed = 1;
+    if (!*failed && gpc_sigv4_uri_encode(name, strlen(name), 1, b, &e))
+        *failed = 1;
+    if (!*failed && gpc_buf_adds(b, "=", &e))
+        *failed = 1;
+    if (!*failed && gpc_sigv4_uri_encode(value, strlen(value), 1, b, &e))
+        *failed = 1;
+}
+
+void gpc_ec2_param(gpc_ec2_params *p, const char *value, const char *name_fmt, ...)
+{
+    char name[256];
+    va_list ap;
+    va_start(ap, name_fmt);
+    int n = vsnprintf(name, sizeof(name), name_fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(name)) {
+        p->failed = 1;
+        return;
+    }
+    add_pair(&p->body, name, value ? value : "", &p->failed);
+}
+
+void gpc_ec2_filter(gpc_ec2_params *p, unsigned n, const char *name,
+                    const char *const *values, size_t k)
+{
+    gpc_ec2_param(p, name, "Filter.%u.Name", n);
+    for (size_t i = 0; i < k; i++)
+        gpc_ec2_param(p, values[i], "Filter.%u.Value.%zu", n, i + 1);
+}
+
+/* ---- session ----------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
+                 const struct gpc_out *out, gpc_error *err)
+{
+    memset(e, 0, sizeof(*e));
+    e->out = out;
+    e->opts.profile = dup_or_null(profile);
+    e->opts.region = dup_or_null(region);
+    e->opts.endpoint = dup_or_null(endpoint);
+    if ((profile && *profile && !e->opts.profile) || (region && *region && !e->opts.region) ||
+        (endpoint && *endpoint && !e->opts.endpoint))
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    int rc = gpc_aws_config_load(&e->opts, &e->cfg, err);
+    if (!rc)
+        rc = gpc_http_client_new(&e->http, err);
+    return rc;
+}
+
+void gpc_ec2_close(gpc_ec2 *e)
+{
+    if (e->have_creds)
+        gpc_aws_creds_free(&e->creds);
+    gpc_aws_config_free(&e->cfg);
+    gpc_http_client_free(e->http);
+    free((char *)e->opts.profile);
+    free((char *)e->opts.region);
+    free((char *)e->opts.endpoint);
+    memset(e, 0, sizeof(*e));
+}
+
+int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err)
+{
+    if (e->have_creds && !gpc_aws_creds_expiring(&e->creds, gpc_now(), 300))
+        return 0;
+    if (e->have_creds) {
+        gpc_aws_creds_free(&e->creds);
+        e->have_creds = 0;
+    }
+    int rc = gpc_aws_credentials(&e->cfg, &e->opts, &e->creds, err);
+    if (!rc) {
+        e->have_creds = 1;
+        gpc_debug(e->out, "aws: credentials from %s", e->creds.source);
+    }
+    return rc;
+}
+
+/* ---- one call ---------------------------------------------------------- */
+
+typedef struct call_ctx {
+    gpc_ec2 *e;
+    const char *region;
+} call_ctx;
+
+/* host[:port] as libcurl sends it in Host: (default ports left out), and
+ * the path, from an http(s) URL. */
+static int split_url(const char *url, char *host, size_t hs, char *path, size_t ps,
+                     gpc_error *err)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return gpc_fail(err, GPC_ERR_USAGE, "aws: endpoint '%s' is not an http(s) URL", url);
+    int https = strncasecmp(url, "https", 5) == 0;
+    p += 3;
+    size_t len = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', len);
+    if (at) {
+        len -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    if (len == 0 || len >= hs)
+        return gpc_fail(err, GPC_ERR_USAGE, "aws: endpoint URL has no usable host");
+    memcpy(host, p, len);
+    host[len] = '\0';
+    const char *defport = https ? ":443" : ":80";
+    size_t dl = strlen(defport);
+    if (len > dl && strcmp(host + len - dl, defport) == 0)
+        host[len - dl] = '\0';
+    for (char *c = host; *c && *c != ':'; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    const char *rest = p + len;
+    size_t pl = strcspn(rest, "?#");
+    snprintf(path, ps, "%.*s", (int)(pl ? pl : 1), pl ? rest : "/");
+    return 0;
+}
+
+static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
+                        gpc_http_headers *extra, gpc_error *err)
+{
+    call_ctx *cc = arg;
+    gpc_ec2 *e = cc->e;
+    (void)attempt;
+    int rc = gpc_ec2_credentials(e, err);
+    if (rc)
+        return rc;
+    char host[256], path[512];
+    rc = split_url(req->url, host, sizeof(host), path, sizeof(path), err);
+    if (rc)
+        return rc;
+    gpc_sigv4_header hdrs[] = {
+        {"Content-Type", EC2_CONTENT_TYPE},
+        {"Host", host},
+    };
+    gpc_sigv4_input in = {
+        .method = req->method ? req->method : "POST", .path = path, .query = NULL,
+        .headers = hdrs, .n_headers = 2, .body = req->body, .body_len = req->body_len,
+    };
+    gpc_sigv4_creds cr = {
+        .access_key_id = e->creds.access_key_id,
+        .secret_access_key = e->creds.secret_access_key,
+        .session_token = e->creds.session_token,
+    };
+    gpc_sigv4_result sig;
+    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", time(NULL) + e->clock_offset_s, &sig, err);
+    if (!rc)
+        rc = gpc_http_headers_add(extra, "X-Amz-Date", sig.amz_date, err);
+    if (!rc && e->creds.session_token && *e->creds.session_token)
+        rc = gpc_http_headers_add(extra, "X-Amz-Security-Token", e->creds.session_token, err);
+    if (!rc)
+        rc = gpc_http_headers_add(extra, "Authorization", sig.authorization, err);
+    OPENSSL_cleanse(&sig, sizeof(sig));
+    return rc;
+}
+
+/* The <Code> of an EC2 error document, "" when the body is not one. */
+static void error_fields(const gpc_buf *body, char *code, size_t cs, char *msg, size_t ms,
+                         char *rid, size_t rs)
+{
+    code[0] = msg[0] = rid[0] = '\0';
+    if (!body->len)
+        return;
+    xmlDoc *d = xmlReadMemory(body->data, (int)body->len, "error.xml", NULL,
+                              XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!d)
+        return;
+    xmlNode *root = xmlDocGetRootElement(d);
+    /* EC2: Response/Errors/Error; some gateways answer a bare <Error> */
+    xmlNode *er = gpc_xml_path(root, "Errors/Error");
+    if (!er && named(root, "Error"))
+        er = root;
+    if (er) {
+        gpc_xml_text(er, "Code", code, cs);
+        gpc_xml_text(er, "Message", msg, ms);
+    }
+    gpc_xml_text(root, "RequestID", rid, rs);
+    if (!rid[0])
+        gpc_xml_text(root, "RequestId", rid, rs);
+    xmlFreeDoc(d);
+}
+
+static int retry_rule(void *arg, const gpc_http_response *resp)
+{
+    (void)arg;
+    if (resp->status == 0)
+        return GPC_HTTP_DEFAULT; /* transport: the built-in rule */
+    char code[96], msg[8], rid[8];
+    error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+    if (!code[0])
+        return GPC_HTTP_DEFAULT;
+    if (gpc_ec2_code_is_throttle(code))
+        return GPC_HTTP_RETRY;
+    return GPC_HTTP_STOP; /* capacity (a 500), auth, quota, bad request */
+}
+
+/* Seconds AWS's clock is ahead of ours, from a reply's Date header. */
+static long skew_from(const gpc_http_response *r)
+{
+    char date[64];
+    if (!gpc_http_header(r, "Date", date, sizeof(date)))
+        return 0;
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    if (!strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm))
+        return 0;
+    return (long)(timegm(&tm) - time(NULL));
+}
+
+int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
+                 const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err)
+{
+    *doc = NULL;
+    e->last_code[0] = '\0';
+    if (p && p->failed)
+        return gpc_fail(err, GPC_ERR_NOMEM, "aws: %s: request too large", action);
+    char *url = NULL;
+    int rc = gpc_aws_ec2_endpoint(&e->cfg, region, &url, err);
+    if (rc)
+        return rc;
+    gpc_buf body;
+    gpc_buf_init(&body, EC2_BODY_MAX + 256);
+    rc = gpc_buf_addf(&body, err, "Action=%s&Version=%s", action, GPC_EC2_API_VERSION);
+    if (!rc && p && p->body.len)
+        rc = gpc_buf_addf(&body, err, "&%s", gpc_buf_str(&p->body));
+    char what[128];
+    snprintf(what, sizeof(what), "aws: %s (%s)", action, region);
+    const char *hdrs[] = {"Content-Type: " EC2_CONTENT_TYPE};
+    gpc_http_request req = {
+        .method = "POST", .url = url, .headers = hdrs, .n_headers = 1,
+        .body = body.data, .body_len = body.len,
+    };
+    call_ctx cc = {.e = e, .region = region};
+    gpc_http_opts o = {
+        .what = what, .client = e->http, .before_attempt = sign_attempt,
+        .should_retry = retry_rule, .arg = &cc, .max_attempts = 6,
+    };
+    gpc_http_response resp;
+    memset(&resp, 0, sizeof(resp));
+    for (int skew_retry = 0; !rc; skew_retry++) {
+        gpc_error he;
+        gpc_error_clear(&he);
+        e->calls++;
+        gpc_debug(e->out, "aws: %s in %s", action, region);
+        int hrc = gpc_http_send(&req, &o, &resp, &he);
+        if (hrc == 0) {
+            *doc = xmlReadMemory(resp.body.data, (int)resp.body.len, "answer.xml", NULL,
+                                 XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+            if (!*doc)
+                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)",
+                              what, resp.status);
+            break;
+        }
+        char code[96], msg[600], rid[128];
+        error_fields(&resp.body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+        if (!code[0]) {
+            rc = gpc_fail(err, (gpc_code)hrc, "%s", he.msg);
+            break;
+        }
+        snprintf(e->last_code, sizeof(e->last_code), "%s", code);
+        long skew = strcmp(code, "RequestExpired") == 0 ? skew_from(&resp) : 0;
+        if (skew && !skew_retry) {
+            /* our clock is off: sign with AWS's time and try once more */
+            e->clock_offset_s += skew;
+            gpc_debug(e->out, "aws: clock off by %ld s; signing with the server's time", skew);
+            gpc_http_response_free(&resp);
+            memset(&resp, 0, sizeof(resp));
+            continue;
+        }
+        gpc_code gc = gpc_ec2_error_code(code);
+        const char *hint = "";
+        if (gc == GPC_ERR_AUTH && strcmp(code, "UnauthorizedOperation") != 0)
+            hint = " (check the credentials, their region and this machine's clock)";
+        else if (strcmp(code, "UnauthorizedOperation") == 0)
+            hint = " (the IAM policy in docs/providers/aws.md lists the actions gpuctl needs)";
+        else if (gc == GPC_ERR_QUOTA)
+            hint = " (raise the quota in the Service Quotas console)";
+        rc = gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
+                      rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
+    }
+    gpc_http_response_free(&resp);
+    gpc_buf_free(&body);
+    free(url);
+    return rc;
+}

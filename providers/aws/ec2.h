@@ -1,0 +1,108 @@
+/*
+ * ec2.h - the EC2 Query API client under gpuctl's AWS provider (private to
+ * providers/aws/).
+ *
+ * Wire format (aws.md section 2.1; EC2 API Reference "Query requests"):
+ * POST https://ec2.<region>.amazonaws.com/ with Content-Type
+ * application/x-www-form-urlencoded; charset=utf-8 and the body
+ * Action=<Op>&Version=2016-11-15&<params>, each name and value UriEncoded
+ * (so the '+', '/' and '=' of base64 survive form decoding).  Answers are
+ * XML in the namespace http://ec2.amazonaws.com/doc/2016-11-15/; errors are
+ * <Response><Errors><Error><Code/><Message/></Error></Errors><RequestID/>
+ * (section 3.1).  Every attempt is signed anew with SigV4 (src/sigv4.c):
+ * fresh X-Amz-Date, credentials refreshed when they are about to expire.
+ *
+ * Retries (section 3.3): throttling codes (RequestLimitExceeded, ...) and
+ * 5xx are retried with capped exponential backoff and full jitter through
+ * src/http.c, except the capacity family (InsufficientInstanceCapacity is a
+ * 500 that must not be hammered).  RequestExpired (clock skew) is answered
+ * once by re-signing with the offset the reply's Date header gives.
+ *
+ * Error mapping (section 3.2): auth family -> GPC_ERR_AUTH, capacity family
+ * and Unsupported -> GPC_ERR_CAPACITY, InstanceLimitExceeded /
+ * VcpuLimitExceeded / MaxSpotInstanceCountExceeded -> GPC_ERR_QUOTA,
+ * SpotMaxPriceTooLow -> GPC_ERR_BUDGET, everything else GPC_ERR_PROVIDER.
+ * The message reads "aws: ACTION (REGION): CODE: MESSAGE (request id ID)";
+ * ec2->last_code keeps CODE for callers that treat some codes as success
+ * (InvalidGroup.Duplicate, ...).
+ */
+#ifndef GPUCTL_AWS_EC2_H
+#define GPUCTL_AWS_EC2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libxml/tree.h>
+
+#include "gpuctl/aws_config.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/error.h"
+#include "gpuctl/http.h"
+
+struct gpc_out;
+
+#define GPC_EC2_API_VERSION "2016-11-15"
+
+typedef struct gpc_ec2 {
+    gpc_aws_options opts;     /* strings owned (copies) */
+    gpc_aws_config cfg;
+    gpc_aws_creds creds;
+    int have_creds;
+    gpc_http_client *http;
+    long clock_offset_s;      /* AWS time - our time, from a RequestExpired */
+    const struct gpc_out *out;
+    char last_code[96];       /* the EC2 error code of the last failed call */
+    unsigned long calls;      /* requests made (for -v) */
+} gpc_ec2;
+
+/* Resolve config (not yet credentials: those on the first call). */
+int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
+                 const struct gpc_out *out, gpc_error *err);
+void gpc_ec2_close(gpc_ec2 *e);
+
+/* Resolve (or refresh) credentials now; gpuctl check uses it to report. */
+int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err);
+
+/* A request's parameters, in the order added (the body's order). */
+typedef struct gpc_ec2_params {
+    gpc_buf body;
+    int failed;              /* an add ran out of memory: the call fails */
+} gpc_ec2_params;
+
+void gpc_ec2_params_init(gpc_ec2_params *p);
+void gpc_ec2_params_free(gpc_ec2_params *p);
+/* Add name=value; the name is printf-formatted ("Filter.%u.Name"). */
+void gpc_ec2_param(gpc_ec2_params *p, const char *value, const char *name_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Add a filter: Filter.N.Name=name, Filter.N.Value.1..k=values. */
+void gpc_ec2_filter(gpc_ec2_params *p, unsigned n, const char *name,
+                    const char *const *values, size_t k);
+
+/*
+ * Call `action` in `region` with `p` (may be NULL).  On success *doc (the
+ * caller frees it with xmlFreeDoc) is the parsed answer.  Errors as
+ * described above.
+ */
+int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
+                 const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err);
+
+/* ---- reading answers (namespace-tolerant: by local name) ------------- */
+
+/* The first child element of n named `name`, or NULL. */
+xmlNode *gpc_xml_child(const xmlNode *n, const char *name);
+/* The next sibling element of n named like n, or NULL. */
+xmlNode *gpc_xml_next(const xmlNode *n);
+/* The element at a '/'-separated path below n ("instanceState/name"). */
+xmlNode *gpc_xml_path(const xmlNode *n, const char *path);
+/* Text of the element at `path` copied into out (size bytes); "" when
+ * absent.  Returns out. */
+const char *gpc_xml_text(const xmlNode *n, const char *path, char *out, size_t size);
+/* The first <item> of the list element at `path`, or NULL. */
+xmlNode *gpc_xml_items(const xmlNode *n, const char *path);
+
+/* Classify an EC2 error code (exposed for tests). */
+gpc_code gpc_ec2_error_code(const char *ec2_code);
+/* 1 when a reply with this code should be retried (throttling). */
+int gpc_ec2_code_is_throttle(const char *ec2_code);
+
+#endif /* GPUCTL_AWS_EC2_H */

@@ -1,0 +1,234 @@
+#!/bin/bash
+# The aws provider end to end against the fake EC2 endpoint
+# (tests/fake/ec2.py, which verifies every signature with botocore):
+#  1. apply a 4-node spot cluster with EFA and a placement group; zone
+#     us-east-1a has room for one node only (the abandoned head is
+#     terminated and the next zone tried), and the first RunInstances in
+#     us-east-1b is throttled once (retried with the same ClientToken);
+#     the exact EC2 calls, their parameters, the tags and the recorded
+#     attempts are checked;
+#  2. a second apply is a no-op; status shows the nodes and the attempts;
+#  3. destroy terminates by tag, waits, removes the placement groups,
+#     security group and key pair: nothing is left;
+#  4. plan --live reads DescribeSpotPriceHistory; check reports working and
+#     refused credentials; a quota error moves to the next region, and a
+#     pool that just had no capacity is skipped.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work" "$T/home"
+cd "$T/work"
+export GPUCTL_CONFIG_DIR="$T/config"
+unset GPUCTL_CATALOG XDG_CONFIG_HOME AWS_PROFILE AWS_DEFAULT_PROFILE AWS_REGION \
+      AWS_DEFAULT_REGION AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_ENDPOINT_URL
+export HOME="$T/home"                      # no ~/.aws, no ~/.ssh: gpuctl makes a key
+export AWS_CONFIG_FILE="$T/home/aws-config" AWS_SHARED_CREDENTIALS_FILE="$T/home/aws-creds"
+export AWS_EC2_METADATA_DISABLED=true
+# The AWS documentation's example key (aws.md section 1.8).
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
+export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+export GPUCTL_AWS_POLL_S=0.05
+
+# The fake's world, with a p4d spot price in us-east-1 unlike the catalog's
+# (2.4655) so that plan --live shows where its price came from.
+python3 "$GPUCTL_SOURCE_DIR/tests/fake/ec2.py" --print-seed |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); d["instance_types"]["p4d.24xlarge"]["spot"]["us-east-1"]=1.9; json.dump(d, sys.stdout)' > "$T/seed.json"
+cat > "$T/faults.json" <<'EOF'
+[{"action": "RunInstances", "zone": "us-east-1a", "capacity": 1},
+ {"action": "RunInstances", "zone": "us-east-1b", "code": "RequestLimitExceeded", "times": 1}]
+EOF
+start_fake ec2 ec2.py --seed "$T/seed.json" --faults "$T/faults.json" --page-size 2
+export AWS_ENDPOINT_URL_EC2="http://127.0.0.1:$FAKE_PORT"
+export GPUCTL_CHECKIP_URL="http://127.0.0.1:$FAKE_PORT/_fake/checkip"
+LOG="$T/ec2.log"
+fake() { curl -sS --noproxy '*' "$@"; }   # the fake's control API
+# actions FROM: the EC2 actions logged after line FROM, space-separated
+actions() { python3 - "$LOG" "$1" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
+print(" ".join(l["action"] + ("!" + l["error"] if l["error"] else "") for l in lines if not l["action"].startswith("_fake/")))
+PY
+}
+log_lines() { if [ -f "$LOG" ]; then wc -l < "$LOG"; else echo 0; fi; }
+
+cat > job.yaml <<'EOF'
+name: effa
+provider: aws
+nodes: 4
+resources:
+  gpu: A100-40GB:8
+  interconnect: efa
+  instance_types: p4d.24xlarge
+region: us-east-1
+spot:
+  policy: spot
+  max_price: 9.5
+labels: { team: vision }
+run:
+  command: python train.py
+EOF
+
+# ---- 4a. plan: catalog prices, then live ones -------------------------------
+run_rc rc g -o json plan -f job.yaml > "$T/plan.json"
+expect_eq "plan exits 0" 0 "$rc"
+expect_eq "plan: catalog spot price for p4d in us-east-1" "aws p4d.24xlarge us-east-1 2.4655" \
+    "$(json_get "$T/plan.json" '" ".join(str(x) for x in (d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["price"]["node_usd_hr"]))')"
+n0=$(log_lines)
+run_rc rc g -o json plan -f job.yaml --live > "$T/plan-live.json"
+expect_eq "plan --live exits 0" 0 "$rc"
+# zone a at the seeded 1.9; b, c, d at 1.9 x 1.01, 1.02, 1.03: the lowest is a's
+expect_eq "plan --live: the live price" "1.9" \
+    "$(json_get "$T/plan-live.json" 'd["chosen"]["price"]["node_usd_hr"]')"
+expect_match "plan --live says where prices came from" "live from the provider's API" \
+    "$(json_get "$T/plan-live.json" '" ".join(d["notes"])')"
+expect_eq "plan --live made one DescribeSpotPriceHistory call per page (4 zones, pages of 2)" \
+    "DescribeSpotPriceHistory DescribeSpotPriceHistory" "$(actions "$n0")"
+check_schema "$T/plan-live.json" plan
+
+# ---- check ----------------------------------------------------------------------
+run_rc rc g check aws > "$T/check.txt" 2>&1
+expect_eq "check aws: exit 0" 0 "$rc"
+expect_match "check names the source and the endpoint" \
+    "aws +ok +credentials from environment.*endpoint http://127.0.0.1:$FAKE_PORT" "$(cat "$T/check.txt")"
+run_rc rc env AWS_SECRET_ACCESS_KEY=wrong-secret-not-this "$GPUCTL_BIN" --state-dir "$STATE" \
+    -o json check aws > "$T/check-bad.json" 2> /dev/null
+expect_eq "check with a wrong secret: exit 20 (auth)" 20 "$rc"
+expect_match "the refusal is EC2's AuthFailure" "AuthFailure" \
+    "$(json_get "$T/check-bad.json" 'd["providers"][0]["error"]["message"]')"
+if grep -q "wrong-secret-not-this" "$T/check-bad.json" "$STATE"/* 2>/dev/null; then
+    fail "the secret appears in output or state"
+else
+    ok "the secret appears nowhere"
+fi
+
+# ---- 1. apply -------------------------------------------------------------------
+n0=$(log_lines)
+run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply.json" 2> "$T/apply.err"
+[ "$rc" = 0 ] || cat "$T/apply.err"
+expect_eq "apply exits 0" 0 "$rc"
+expect_eq "four nodes created" 4 "$(json_get "$T/apply.json" 'd["created"]')"
+UID_=$(json_get "$T/apply.json" 'd["cluster_status"]["uid"]')
+U8=${UID_:0:8}
+# Hand-checked sequence: zones (2 pages: a b | c; d has no p4d), then in
+# zone a the type's EFA facts, the image (3 amazon PyTorch x86_64 images
+# in pages of 2), VPC, subnet, key, group, its two rule sets, placement
+# group and the head's launch; the workers' launch meets no capacity (room
+# for one); the head is terminated; zone b: its subnet and placement
+# group, the head (throttled once, then retried), the workers; then two
+# polls until all run and the apply's refresh, each one DescribeInstances
+# by tag over five instances in pages of two (3 calls).
+SEQ=$(actions "$n0")
+expect_eq "the EC2 calls of the apply, in order" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
+    "$SEQ"
+# run_params PYEXPR: evaluate on the list `r` of logged RunInstances params
+runs() { python3 - "$LOG" "$1" <<'PY'
+import json, sys
+r = [l["params"] | {"_error": l["error"]} for l in map(json.loads, open(sys.argv[1])) if l["action"] == "RunInstances"]
+print(eval(sys.argv[2]))
+PY
+}
+expect_eq "five RunInstances: head a, workers a (refused), head b twice, workers b" \
+    "1/1/us-east-1a 3/3/us-east-1a 1/1/us-east-1b 1/1/us-east-1b 3/3/us-east-1b" \
+    "$(runs '" ".join(p["MinCount"] + "/" + p["MaxCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
+expect_eq "client tokens: per cluster and attempt; the throttled call retried with its token" \
+    "effa-0-$U8-a1 effa-w1-$U8-a1 effa-0-$U8-a2 effa-0-$U8-a2 effa-w1-$U8-a2" \
+    "$(runs '" ".join(p["ClientToken"] for p in r)')"
+expect_eq "placement group per zone" "gpuctl-effa-$U8-us-east-1b" \
+    "$(runs 'r[-1]["Placement.GroupName"]')"
+expect_eq "four EFA cards, one per network card, device 0 then 1" \
+    "0:0:efa 1:1:efa 2:1:efa 3:1:efa" \
+    "$(runs '" ".join(r[-1][f"NetworkInterface.{k}.NetworkCardIndex"] + ":" + r[-1][f"NetworkInterface.{k}.DeviceIndex"] + ":" + r[-1][f"NetworkInterface.{k}.InterfaceType"] for k in range(1, 5))')"
+expect_eq "no public address with several cards" "False" \
+    "$(runs 'any(k.endswith("AssociatePublicIpAddress") for k in r[-1])')"
+expect_eq "spot, one-time, terminate on interruption, max price" \
+    "spot one-time terminate 9.5000" \
+    "$(runs '" ".join(r[-1]["InstanceMarketOptions." + k] for k in ("MarketType", "SpotOptions.SpotInstanceType", "SpotOptions.InstanceInterruptionBehavior", "SpotOptions.MaxPrice"))')"
+expect_eq "IMDSv2 only, shutdown terminates, newest PyTorch DLAMI, gp3 root" \
+    "required terminate ami-01000000000000002 /dev/sda1 gp3 true" \
+    "$(runs '" ".join(r[-1][k] for k in ("MetadataOptions.HttpTokens", "InstanceInitiatedShutdownBehavior", "ImageId", "BlockDeviceMapping.1.DeviceName", "BlockDeviceMapping.1.Ebs.VolumeType", "BlockDeviceMapping.1.Ebs.DeleteOnTermination"))')"
+expect_eq "tag specifications: instance, volume, network-interface, spot request" \
+    "instance volume network-interface spot-instances-request" \
+    "$(runs '" ".join(r[-1][f"TagSpecification.{i}.ResourceType"] for i in range(1, 5))')"
+HEAD_IP=$(json_get "$T/apply.json" '[n["private_ip"] for n in d["cluster_status"]["nodes"] if n["rank"] == 0][0]')
+expect_match "the workers' user-data carries the head's address" \
+    "GPUCTL_HEAD_IP='$HEAD_IP'" "$(runs 'r[-1]["UserData"]')"
+expect_match "the workers find their rank from the launch index" \
+    "ami-launch-index" "$(runs 'r[-1]["UserData"]')"
+expect_eq "the head's user-data: rank 0, no launch index" "True False" \
+    "$(runs '("export GPUCTL_NODE_RANK=0" in r[-2]["UserData"], "ami-launch-index" in r[-2]["UserData"])' | tr -d '(),')"
+
+fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world.json"
+world() { json_get "$T/world.json" "$1"; }
+expect_eq "five instances started: the abandoned head terminated, four running" \
+    "running running running running terminated" \
+    "$(world '" ".join(sorted(i["state"] for i in d["instances"]))')"
+expect_eq "every instance tagged with the cluster, its uid, role and labels" "True" \
+    "$(world "all(i['tags'].get('gpuctl:cluster') == 'effa' and i['tags'].get('gpuctl:cluster-uid') == '$UID_' and i['tags'].get('team') == 'vision' and i['tags'].get('gpuctl:role') in ('head', 'worker') for i in d['instances'])")"
+expect_eq "the running ones in us-east-1b, one head and three workers by launch index" \
+    "us-east-1b:head:0 us-east-1b:worker:0 us-east-1b:worker:1 us-east-1b:worker:2" \
+    "$(world '" ".join(sorted(i["zone"] + ":" + i["tags"]["gpuctl:role"] + ":" + str(i["launch_index"]) for i in d["instances"] if i["state"] == "running"))')"
+expect_eq "security group rules: all traffic from and to the group itself, SSH from the caller" \
+    "egress:-1:None:None:self ingress:-1:None:None:self ingress:tcp:22:22:203.0.113.7/32" \
+    "$(world '" ".join(sorted(("egress" if r["egress"] else "ingress") + ":" + r["protocol"] + ":" + str(r["from"]) + ":" + str(r["to"]) + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"] == "gpuctl-effa-'$U8'" for r in g["rules"] if r["egress"] is False or r["group"]))')"
+expect_eq "the key gpuctl made is kept 0600" "600" "$(stat -c %a "$STATE/keys/gpuctl-effa-$U8")"
+
+# ---- 2. status, attempts, second apply ------------------------------------------------
+g -o json status effa > "$T/status.json"
+check_schema "$T/status.json" status
+expect_eq "status: four nodes running with their IPs" "4" \
+    "$(json_get "$T/status.json" 'sum(1 for n in d["clusters"][0]["nodes"] if n["phase"] == "running" and n["private_ip"].startswith("10.0.1."))')"
+expect_eq "status: the attempts in order" \
+    "1:0:us-east-1a:created 1:1:us-east-1a:error:capacity 1:2:us-east-1a:error:capacity 1:3:us-east-1a:error:capacity 2:0:us-east-1b:created 2:1:us-east-1b:created 2:2:us-east-1b:created 2:3:us-east-1b:created" \
+    "$(json_get "$T/status.json" '" ".join(":".join(str(a[k]) for k in ("attempt", "rank", "zone", "outcome", "error_code") if a[k] != "") for a in d["clusters"][0]["attempts"])')"
+n0=$(log_lines)
+run_rc rc g -y apply -f job.yaml > "$T/apply2.txt" 2>&1
+expect_eq "second apply: exit 0" 0 "$rc"
+expect_match "second apply: unchanged" "cluster effa: unchanged" "$(cat "$T/apply2.txt")"
+# one refresh: the five tagged instances (four running, the abandoned head
+# terminated) in pages of two
+expect_eq "second apply: one refresh (three pages), nothing created" \
+    "DescribeInstances DescribeInstances DescribeInstances" "$(actions "$n0")"
+
+# ---- 3. destroy ----------------------------------------------------------------------------
+n0=$(log_lines)
+run_rc rc g -y destroy effa > "$T/destroy.txt" 2>&1
+[ "$rc" = 0 ] || cat "$T/destroy.txt"
+expect_eq "destroy: exit 0" 0 "$rc"
+SEQ=$(actions "$n0")
+expect_match "destroy: terminate by tag, wait, then the rest" \
+    "^DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair$" \
+    "$SEQ"
+fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world2.json"
+expect_eq "nothing left: all instances terminated, no group, placement group or key" \
+    "True 0 0 0" \
+    "$(json_get "$T/world2.json" '" ".join(str(x) for x in (all(i["state"] == "terminated" for i in d["instances"]), sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+expect_eq "the generated key is gone too" "no" "$([ -e "$STATE/keys/gpuctl-effa-$U8" ] && echo yes || echo no)"
+n0=$(log_lines)
+run_rc rc g -y destroy effa > /dev/null 2>&1
+expect_eq "destroy again: exit 0 (idempotent), no EC2 call" "0 " "$rc $(actions "$n0")"
+
+# ---- 4b. quota: the next region; a pool that just had no capacity is skipped ----------
+fake -X DELETE "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
+fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}]' \
+    "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
+sed -i 's/^region: us-east-1$/regions: [us-east-1, us-west-2]/' job.yaml
+run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply3.json" 2> "$T/apply3.err"
+expect_eq "quota in us-east-1: apply still exits 0" 0 "$rc"
+expect_match "it says it moves on" "trying offer 2 of 2: aws p4d.24xlarge us-west-2" \
+    "$(cat "$T/apply3.err")"
+g -o json status --all > "$T/status3.json"
+expect_eq "the cluster runs in us-west-2" "us-west-2 us-west-2 us-west-2 us-west-2" \
+    "$(json_get "$T/status3.json" '" ".join(n["region"] for n in d["clusters"][-1]["nodes"])')"
+expect_eq "the failed try skipped us-east-1a (no capacity a moment ago), then met the quota in b" \
+    "us-east-1a:skipped:capacity us-east-1b:error:quota" \
+    "$(json_get "$T/status3.json" '" ".join(a["zone"] + ":" + a["outcome"] + ":" + a["error_code"] for a in d["clusters"][-2]["attempts"])')"
+fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world3.json"
+expect_eq "the abandoned try in us-east-1 left no group or key behind" "0 0" \
+    "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1")))')"
+g -y destroy effa > /dev/null 2>&1
+
+if grep -rq "wJalrXUtnFEMI" "$STATE" "$T"/*.json "$T"/*.txt "$T"/*.err 2>/dev/null; then
+    fail "the secret key appears in state or output"
+else
+    ok "the secret key appears in no state file or output"
+fi
+finish
