@@ -1377,11 +1377,12 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             tagged_acc a = {0};
             rc = list_tagged(c, region, ref->cluster_uid, 1, &a, err);
             const char **ids = rc ? NULL : calloc(a.n ? a.n : 1, sizeof(*ids));
-            size_t k = 0, alive = 0;
+            if (!rc && !ids)
+                rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+            size_t k = 0;
             for (size_t i = 0; ids && i < a.n; i++) {
                 if (a.st[i].phase == GPC_PHASE_TERMINATED || a.st[i].phase == GPC_PHASE_PREEMPTED)
                     continue; /* shutting-down: on its way */
-                alive++;
                 ids[k++] = a.st[i].provider_id;
             }
             if (!rc && k)
@@ -1389,7 +1390,6 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             size_t pending = rc ? 0 : a.n;
             free(ids);
             free(a.st);
-            (void)alive;
             if (rc || pending == 0)
                 break;
             if (round == 0)
@@ -1425,7 +1425,7 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         unlink(path);
     }
     if (!rc)
-        c->res_key[0] = '\0';
+        c->res_key[0] = c->pg[0] = c->pg_zone[0] = '\0';
     gpc_buf_free(&left);
     return rc;
 }
@@ -1454,9 +1454,6 @@ static int take_price(void *arg, xmlNode *it, gpc_error *err)
         if (!o->spot || strcmp(o->provider, "aws") != 0 || strcmp(o->region, a->region) != 0 ||
             strcmp(o->instance_type, type) != 0)
             continue;
-        if (o->zone[0] && strncmp(o->zone, zone, sizeof(o->zone)) != 0 && a->best[i] == 0 &&
-            0)
-            continue;
         if (a->best[i] == 0 || p < a->best[i]) {
             a->best[i] = p;
             snprintf(o->zone, sizeof(o->zone), "%s", zone);
@@ -1465,57 +1462,113 @@ static int take_price(void *arg, xmlNode *it, gpc_error *err)
     return 0;
 }
 
+/* One region's DescribeSpotPriceHistory: every spot type asked there. */
+typedef struct spot_region {
+    const char *region;
+    gpc_ec2_params base;    /* without NextToken */
+    char token[2048];       /* the next page's, "" when done */
+    unsigned n_types;
+    int done;
+} spot_region;
+
+/*
+ * Live spot prices (aws.md 2.6): DescribeSpotPriceHistory with StartTime =
+ * EndTime = now gives the current price per zone.  The regions are asked
+ * at once (one batch of calls per page round); each offer takes the
+ * lowest price of its region's zones, and that zone.
+ */
 static int aws_live_prices(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
                            gpc_error *err)
 {
     aws_ctx *c = ctx;
     *updated = 0;
     double *best = calloc(n ? n : 1, sizeof(double));
-    if (!best)
+    spot_region *rs = calloc(n ? n : 1, sizeof(*rs));
+    gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
+    gpc_ec2_params *pages = calloc(n ? n : 1, sizeof(*pages));
+    if (!best || !rs || !items || !pages) {
+        free(best);
+        free(rs);
+        free(items);
+        free(pages);
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    int rc = 0;
+    }
     char now[32];
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    for (size_t i = 0; !rc && i < n; i++) {
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
         if (!offers[i].spot || strcmp(offers[i].provider, "aws") != 0)
             continue;
-        int seen = 0; /* one call per region, all its types */
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = offers[j].spot && strcmp(offers[j].provider, "aws") == 0 &&
-                   strcmp(offers[j].region, offers[i].region) == 0;
-        if (seen)
-            continue;
-        gpc_ec2_params p;
-        gpc_ec2_params_init(&p);
-        unsigned k = 0;
-        for (size_t j = i; j < n; j++) {
-            if (!offers[j].spot || strcmp(offers[j].provider, "aws") != 0 ||
-                strcmp(offers[j].region, offers[i].region) != 0)
-                continue;
-            int dup = 0;
-            for (size_t q = i; q < j && !dup; q++)
-                dup = offers[q].spot && strcmp(offers[q].region, offers[i].region) == 0 &&
-                      strcmp(offers[q].instance_type, offers[j].instance_type) == 0;
-            if (!dup)
-                gpc_ec2_param(&p, offers[j].instance_type, "InstanceType.%u", ++k);
+        size_t r = 0;
+        while (r < nr && strcmp(rs[r].region, offers[i].region) != 0)
+            r++;
+        if (r == nr) {
+            rs[nr].region = offers[i].region;
+            gpc_ec2_params_init(&rs[nr].base);
+            nr++;
         }
-        gpc_ec2_param(&p, "Linux/UNIX", "ProductDescription.1");
-        gpc_ec2_param(&p, now, "StartTime");
-        gpc_ec2_param(&p, now, "EndTime");
-        spot_acc a = {.offers = offers, .n = n, .region = offers[i].region, .best = best};
-        rc = describe_all(c, offers[i].region, "DescribeSpotPriceHistory", &p,
-                          "spotPriceHistorySet", take_price, &a, err);
-        gpc_ec2_params_free(&p);
+        int dup = 0; /* each type once per region */
+        for (size_t q = 0; q < i && !dup; q++)
+            dup = offers[q].spot && strcmp(offers[q].provider, "aws") == 0 &&
+                  strcmp(offers[q].region, offers[i].region) == 0 &&
+                  strcmp(offers[q].instance_type, offers[i].instance_type) == 0;
+        if (!dup)
+            gpc_ec2_param(&rs[r].base, offers[i].instance_type, "InstanceType.%u",
+                          ++rs[r].n_types);
+    }
+    for (size_t r = 0; r < nr; r++) {
+        gpc_ec2_param(&rs[r].base, "Linux/UNIX", "ProductDescription.1");
+        gpc_ec2_param(&rs[r].base, now, "StartTime");
+        gpc_ec2_param(&rs[r].base, now, "EndTime");
+    }
+    int rc = 0;
+    for (int round = 0; !rc && round < 1000; round++) {
+        size_t k = 0;
+        for (size_t r = 0; r < nr; r++) {
+            if (rs[r].done)
+                continue;
+            gpc_ec2_params_init(&pages[k]);
+            gpc_buf_adds(&pages[k].body, gpc_buf_str(&rs[r].base.body), NULL);
+            pages[k].failed = rs[r].base.failed;
+            if (rs[r].token[0])
+                gpc_ec2_param(&pages[k], rs[r].token, "NextToken");
+            items[k] = (gpc_ec2_batch_item){.region = rs[r].region,
+                                            .action = "DescribeSpotPriceHistory",
+                                            .params = &pages[k]};
+            k++;
+        }
+        if (k == 0)
+            break;
+        rc = gpc_ec2_call_many(&c->ec2, items, k, err);
+        for (size_t j = 0; j < k; j++) {
+            size_t r = 0;
+            while (rs[r].region != items[j].region)
+                r++;
+            xmlNode *root = items[j].doc ? xmlDocGetRootElement(items[j].doc) : NULL;
+            spot_acc a = {.offers = offers, .n = n, .region = rs[r].region, .best = best};
+            for (xmlNode *it = gpc_xml_items(root, "spotPriceHistorySet"); it;
+                 it = gpc_xml_next(it))
+                take_price(&a, it, NULL);
+            gpc_xml_text(root, "nextToken", rs[r].token, sizeof(rs[r].token));
+            rs[r].done = !root || !rs[r].token[0];
+            xmlFreeDoc(items[j].doc);
+            gpc_ec2_params_free(&pages[j]);
+        }
     }
     for (size_t i = 0; !rc && i < n; i++)
         if (best[i] > 0) {
             offers[i].price_hourly = best[i];
             (*updated)++;
         }
+    for (size_t r = 0; r < nr; r++)
+        gpc_ec2_params_free(&rs[r].base);
     free(best);
+    free(rs);
+    free(items);
+    free(pages);
     return rc;
 }
 

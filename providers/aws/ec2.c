@@ -17,6 +17,7 @@
 
 #define EC2_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
 #define EC2_BODY_MAX (1u << 20) /* UserData is at most 16 KiB before base64 */
+#define EC2_MAX_ATTEMPTS 6      /* aws.md 3.3: more than the SDK's 3 for provisioning */
 
 /* ---- error codes (aws.md section 3.2) --------------------------------- */
 
@@ -373,22 +374,64 @@ static long skew_from(const gpc_http_response *r)
     return (long)(timegm(&tm) - time(NULL));
 }
 
+/* The URL and body of one call (caller frees both). */
+static int prepare(gpc_ec2 *e, const char *region, const char *action, const gpc_ec2_params *p,
+                   char **url, gpc_buf *body, gpc_error *err)
+{
+    gpc_buf_init(body, EC2_BODY_MAX + 256);
+    *url = NULL;
+    if (p && p->failed)
+        return gpc_fail(err, GPC_ERR_NOMEM, "aws: %s: request too large", action);
+    int rc = gpc_aws_ec2_endpoint(&e->cfg, region, url, err);
+    if (!rc)
+        rc = gpc_buf_addf(body, err, "Action=%s&Version=%s", action, GPC_EC2_API_VERSION);
+    if (!rc && p && p->body.len)
+        rc = gpc_buf_addf(body, err, "&%s", gpc_buf_str(&p->body));
+    return rc;
+}
+
+/*
+ * Turn what gpc_http_send* gave (hrc, he, resp) into the parsed answer or
+ * the mapped error.  *skew is set to AWS's clock offset when the answer
+ * was RequestExpired with a usable Date header (the caller may re-sign).
+ */
+static int finish(gpc_ec2 *e, const char *what, int hrc, const gpc_error *he,
+                  const gpc_http_response *resp, xmlDoc **doc, long *skew, gpc_error *err)
+{
+    *skew = 0;
+    if (hrc == 0) {
+        *doc = xmlReadMemory(resp->body.data, (int)resp->body.len, "answer.xml", NULL,
+                             XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+        return *doc ? 0 : gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)",
+                                   what, resp->status);
+    }
+    char code[96], msg[600], rid[128];
+    error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+    if (!code[0])
+        return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
+    snprintf(e->last_code, sizeof(e->last_code), "%s", code);
+    if (strcmp(code, "RequestExpired") == 0)
+        *skew = skew_from(resp);
+    gpc_code gc = gpc_ec2_error_code(code);
+    const char *hint = "";
+    if (gc == GPC_ERR_AUTH && strcmp(code, "UnauthorizedOperation") != 0)
+        hint = " (check the credentials, their region and this machine's clock)";
+    else if (strcmp(code, "UnauthorizedOperation") == 0)
+        hint = " (docs/providers/aws.md lists the IAM actions gpuctl needs)";
+    else if (gc == GPC_ERR_QUOTA)
+        hint = " (raise the quota in the Service Quotas console)";
+    return gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
+                    rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
+}
+
 int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
                  const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err)
 {
     *doc = NULL;
     e->last_code[0] = '\0';
-    if (p && p->failed)
-        return gpc_fail(err, GPC_ERR_NOMEM, "aws: %s: request too large", action);
     char *url = NULL;
-    int rc = gpc_aws_ec2_endpoint(&e->cfg, region, &url, err);
-    if (rc)
-        return rc;
     gpc_buf body;
-    gpc_buf_init(&body, EC2_BODY_MAX + 256);
-    rc = gpc_buf_addf(&body, err, "Action=%s&Version=%s", action, GPC_EC2_API_VERSION);
-    if (!rc && p && p->body.len)
-        rc = gpc_buf_addf(&body, err, "&%s", gpc_buf_str(&p->body));
+    int rc = prepare(e, region, action, p, &url, &body, err);
     char what[128];
     snprintf(what, sizeof(what), "aws: %s (%s)", action, region);
     const char *hdrs[] = {"Content-Type: " EC2_CONTENT_TYPE};
@@ -399,53 +442,115 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
     call_ctx cc = {.e = e, .region = region};
     gpc_http_opts o = {
         .what = what, .client = e->http, .before_attempt = sign_attempt,
-        .should_retry = retry_rule, .arg = &cc, .max_attempts = 6,
+        .should_retry = retry_rule, .arg = &cc, .max_attempts = EC2_MAX_ATTEMPTS,
     };
-    gpc_http_response resp;
-    memset(&resp, 0, sizeof(resp));
-    for (int skew_retry = 0; !rc; skew_retry++) {
+    /* at most twice: once more, re-signed with AWS's time, after a
+     * RequestExpired that tells how far off our clock is */
+    for (int round = 0; !rc && round < 2; round++) {
+        gpc_http_response resp;
         gpc_error he;
         gpc_error_clear(&he);
         e->calls++;
         gpc_debug(e->out, "aws: %s in %s", action, region);
         int hrc = gpc_http_send(&req, &o, &resp, &he);
-        if (hrc == 0) {
-            *doc = xmlReadMemory(resp.body.data, (int)resp.body.len, "answer.xml", NULL,
-                                 XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-            if (!*doc)
-                rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)",
-                              what, resp.status);
-            break;
-        }
-        char code[96], msg[600], rid[128];
-        error_fields(&resp.body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
-        if (!code[0]) {
-            rc = gpc_fail(err, (gpc_code)hrc, "%s", he.msg);
-            break;
-        }
-        snprintf(e->last_code, sizeof(e->last_code), "%s", code);
-        long skew = strcmp(code, "RequestExpired") == 0 ? skew_from(&resp) : 0;
-        if (skew && !skew_retry) {
-            /* our clock is off: sign with AWS's time and try once more */
+        long skew = 0;
+        gpc_error fe;
+        gpc_error_clear(&fe);
+        rc = finish(e, what, hrc, &he, &resp, doc, &skew, &fe);
+        gpc_http_response_free(&resp);
+        if (rc && skew && round == 0) {
             e->clock_offset_s += skew;
             gpc_debug(e->out, "aws: clock off by %ld s; signing with the server's time", skew);
-            gpc_http_response_free(&resp);
-            memset(&resp, 0, sizeof(resp));
+            rc = 0;
             continue;
         }
-        gpc_code gc = gpc_ec2_error_code(code);
-        const char *hint = "";
-        if (gc == GPC_ERR_AUTH && strcmp(code, "UnauthorizedOperation") != 0)
-            hint = " (check the credentials, their region and this machine's clock)";
-        else if (strcmp(code, "UnauthorizedOperation") == 0)
-            hint = " (the IAM policy in docs/providers/aws.md lists the actions gpuctl needs)";
-        else if (gc == GPC_ERR_QUOTA)
-            hint = " (raise the quota in the Service Quotas console)";
-        rc = gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
-                      rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
+        if (rc)
+            gpc_fail(err, fe.code, "%s", fe.msg);
+        break;
     }
-    gpc_http_response_free(&resp);
     gpc_buf_free(&body);
     free(url);
+    return rc;
+}
+
+/* The sign hook of a batch: the request's region by its position. */
+typedef struct many_ctx {
+    gpc_ec2 *e;
+    const gpc_http_request *reqs;
+    gpc_ec2_batch_item *items;
+    size_t n;
+} many_ctx;
+
+static int sign_many(void *arg, const gpc_http_request *req, int attempt,
+                     gpc_http_headers *extra, gpc_error *err)
+{
+    many_ctx *m = arg;
+    size_t i = (size_t)(req - m->reqs);
+    if (req < m->reqs || i >= m->n)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "aws: unknown request in a batch");
+    call_ctx cc = {.e = m->e, .region = m->items[i].region};
+    return sign_attempt(&cc, req, attempt, extra, err);
+}
+
+int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err)
+{
+    if (n == 0)
+        return 0;
+    /* credentials first, once, not from several requests at a time */
+    int rc = gpc_ec2_credentials(e, err);
+    if (rc)
+        return rc;
+    gpc_http_request *reqs = calloc(n, sizeof(*reqs));
+    gpc_http_response *resps = calloc(n, sizeof(*resps));
+    int *rcs = calloc(n, sizeof(int));
+    gpc_error *errs = calloc(n, sizeof(gpc_error));
+    char **urls = calloc(n, sizeof(char *));
+    gpc_buf *bodies = calloc(n, sizeof(gpc_buf));
+    if (!reqs || !resps || !rcs || !errs || !urls || !bodies)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    static const char *const hdrs[] = {"Content-Type: " EC2_CONTENT_TYPE};
+    size_t prepared = 0;
+    for (size_t i = 0; !rc && i < n; i++, prepared++) {
+        items[i].doc = NULL;
+        items[i].rc = 0;
+        gpc_error_clear(&items[i].err);
+        rc = prepare(e, items[i].region, items[i].action, items[i].params, &urls[i],
+                     &bodies[i], err);
+        reqs[i] = (gpc_http_request){
+            .method = "POST", .url = urls[i], .headers = hdrs, .n_headers = 1,
+            .body = bodies[i].data, .body_len = bodies[i].len,
+        };
+    }
+    many_ctx m = {.e = e, .reqs = reqs, .items = items, .n = n};
+    gpc_http_opts o = {
+        .what = "aws", .client = e->http, .before_attempt = sign_many,
+        .should_retry = retry_rule, .arg = &m, .max_attempts = EC2_MAX_ATTEMPTS,
+    };
+    if (!rc) {
+        e->calls += n;
+        gpc_debug(e->out, "aws: %zu calls at once (%s ...)", n, items[0].action);
+        gpc_http_send_all(reqs, n, &o, 0, resps, rcs, errs);
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        char what[128];
+        snprintf(what, sizeof(what), "aws: %s (%s)", items[i].action, items[i].region);
+        long skew;
+        items[i].rc = finish(e, what, rcs[i], &errs[i], &resps[i], &items[i].doc, &skew,
+                             &items[i].err);
+        if (items[i].rc && !rc)
+            rc = gpc_fail(err, items[i].err.code, "%s", items[i].err.msg);
+    }
+    for (size_t i = 0; resps && i < n; i++)
+        gpc_http_response_free(&resps[i]);
+    for (size_t i = 0; bodies && i < prepared; i++) {
+        gpc_buf_free(&bodies[i]);
+        free(urls[i]);
+    }
+    free(reqs);
+    free(resps);
+    free(rcs);
+    free(errs);
+    free(urls);
+    free(bodies);
     return rc;
 }

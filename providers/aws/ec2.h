@@ -86,6 +86,23 @@ void gpc_ec2_filter(gpc_ec2_params *p, unsigned n, const char *name,
 int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
                  const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err);
 
+/*
+ * Several calls at once (src/http.c gpc_http_send_all, curl's multi
+ * interface), e.g. one per region.  Each item's doc / rc / err receive what
+ * gpc_ec2_call would have given (the caller frees every doc).  Returns 0
+ * when all succeeded, else the first failure's code (items tell each).
+ * Credentials are resolved once before the batch.  No clock-skew retry.
+ */
+typedef struct gpc_ec2_batch_item {
+    const char *region;
+    const char *action;
+    const gpc_ec2_params *params;   /* may be NULL */
+    xmlDoc *doc;                    /* out */
+    int rc;                         /* out */
+    gpc_error err;                  /* out */
+} gpc_ec2_batch_item;
+int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);
+
 /* ---- reading answers (namespace-tolerant: by local name) ------------- */
 
 /* The first child element of n named `name`, or NULL. */

@@ -211,6 +211,16 @@ fake -X DELETE "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
 fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}]' \
     "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
 sed -i 's/^region: us-east-1$/regions: [us-east-1, us-west-2]/' job.yaml
+n0=$(log_lines)
+run_rc rc g -o json plan -f job.yaml --live > "$T/plan-live2.json"
+expect_eq "plan --live over two regions: exit 0" 0 "$rc"
+# asked at once, one batch per page round: us-east-1 (4 zones) and
+# us-west-2 (3 zones) both take two pages of two
+expect_eq "plan --live over two regions: two pages each" \
+    "us-east-1 us-east-1 us-west-2 us-west-2" \
+    "$(python3 -c 'import json,sys; print(" ".join(sorted(l["region"] for l in map(json.loads, open(sys.argv[1]).readlines()[int(sys.argv[2]):]) if l["action"] == "DescribeSpotPriceHistory")))' "$LOG" "$n0")"
+expect_eq "the us-west-2 offer at its live price (catalog 7.9992, zone a)" "7.9992" \
+    "$(json_get "$T/plan-live2.json" '[o["price"]["node_usd_hr"] for o in d["fallbacks"] if o["region"] == "us-west-2"][0]')"
 run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply3.json" 2> "$T/apply3.err"
 expect_eq "quota in us-east-1: apply still exits 0" 0 "$rc"
 expect_match "it says it moves on" "trying offer 2 of 2: aws p4d.24xlarge us-west-2" \
