@@ -858,6 +858,24 @@ static void test_bootstrap_lint(void **state)
         size_t used = strlen(files);
         fmt(files + used, sizeof(files) - used, " '%s'", path);
     }
+    {
+        /* the worker of an EC2 batch: its rank from the launch index */
+        gpc_spec s;
+        gpc_node_ctx n = base_node();
+        char path[256];
+        hostile_spec(&s, dir);
+        n.rank = 1;
+        n.head_ip = "10.0.0.1";
+        n.rank_from_launch_index = 1;
+        char *b = render_boot(&s, &n, "aws");
+        assert_non_null(strstr(b, "ami-launch-index"));
+        fmt(path, sizeof(path), "%s/boot-batch.sh", dir);
+        write_file(path, b, strlen(b), 0700);
+        free(b);
+        assert_int_equal(sh("bash -n '%s'", path), 0);
+        size_t used = strlen(files);
+        fmt(files + used, sizeof(files) - used, " '%s'", path);
+    }
     int rc = sh("shellcheck -s bash %s >&2", files);
     if (rc != 0)
         fail_msg("shellcheck found problems (exit %d), see above", rc);
@@ -957,6 +975,9 @@ static void node_prepare(node_run *r, const char *name, const char *torch, int g
         "    printf TOKEN-AWS && exit 0 ;;\n"
         "http://169.254.169.254/latest/meta-data/local-ipv4)\n"
         "  [[ $a == *' X-aws-ec2-metadata-token: TOKEN-AWS '* ]] && printf 10.0.0.7 && exit 0 ;;\n"
+        "http://169.254.169.254/latest/meta-data/ami-launch-index)\n"
+        "  [[ $a == *' X-aws-ec2-metadata-token: TOKEN-AWS '* ]] &&\n"
+        "    printf '%s' \"${STUB_LAUNCH_INDEX:-0}\" && exit 0 ;;\n"
         "'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/"
         "privateIpAddress?api-version=2021-02-01&format=text')\n"
         "  [[ $a == *' Metadata: true '* ]] && printf 10.1.0.4 && exit 0 ;;\n"
@@ -1479,6 +1500,65 @@ static void test_run_cloud_metadata(void **state)
     }
 }
 
+/* The workers of one EC2 RunInstances share one user-data: each takes
+ * its rank from its ami-launch-index (IMDSv2) plus the first worker's
+ * rank; an index that would pass the node count stops the node. */
+static void test_run_rank_from_launch_index(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *index;
+        int exit;
+        const char *rank;
+    } cases[] = {{"0", 0, "1"}, {"2", 0, "3"}, {"3", 1, NULL}, {"x", 1, NULL}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        node_run r;
+        char name[32], extra[64];
+        fmt(name, sizeof(name), "launch%zu", i);
+        node_prepare(&r, name, "2.4.0", 0);
+        gpc_spec s;
+        base_spec(&s);
+        s.run.command = "true";
+        gpc_node_ctx n = base_node();
+        n.rank = 1;
+        n.nnodes = 4;
+        n.head_ip = "10.0.0.1";
+        n.rank_from_launch_index = 1;
+        char *b = render_boot(&s, &n, "aws");
+        fmt(extra, sizeof(extra), "STUB_LAUNCH_INDEX=%s GPUCTL_HEAD_WAIT_S=0", cases[i].index);
+        node_exec(&r, b, extra);
+        free(b);
+        if (cases[i].rank) {
+            assert_outcome(&r, 0, "succeeded\n");
+            assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", cases[i].rank);
+        } else {
+            assert_outcome(&r, cases[i].exit, "failed\n");
+            assert_non_null(strstr(r.log, i == 2 ? "gives node rank 4, not below 4 nodes"
+                                                 : "no ami-launch-index"));
+        }
+        node_run_free(&r);
+    }
+    /* only for EC2 metadata, and never for the head */
+    gpc_spec s;
+    base_spec(&s);
+    gpc_node_ctx n = base_node();
+    n.rank = 1;
+    n.head_ip = "10.0.0.1";
+    n.rank_from_launch_index = 1;
+    char *out = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_userdata_rules_for("azure"), &out, &e),
+                     GPC_ERR_RENDER);
+    assert_string_equal(e.msg, "a node rank from the launch index needs EC2 metadata and a "
+                               "first rank above 0");
+    n.rank = 0;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_userdata_rules_for("aws"), &out, &e),
+                     GPC_ERR_RENDER);
+    assert_null(out);
+}
+
 /* ------------------------------------------------------------------ */
 /* User-data                                                           */
 
@@ -1758,6 +1838,7 @@ int main(void)
         cmocka_unit_test(test_run_sigterm),
         cmocka_unit_test(test_run_bad_local_ip),
         cmocka_unit_test(test_run_cloud_metadata),
+        cmocka_unit_test(test_run_rank_from_launch_index),
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
