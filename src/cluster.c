@@ -608,7 +608,7 @@ static int render_for(gpc_session *s, const gpc_spec *spec, const gpc_cluster_re
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
         .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
         .checkpoint_dir = ckpt, .fabric = of->fabric[0] ? of->fabric : NULL,
-        .rank_from_launch_index = with_launch_index,
+        .rank_from_launch_index = with_launch_index, .instance_type = of->instance_type,
     };
     int rc = gpc_render_userdata(spec, &ctx, rules, ud, err);
     if (!rc && rules && rules->max_raw) {

@@ -389,7 +389,7 @@ enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_RANK_FROM_LAUNCH, V_COUNT
+    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_COUNT
 };
 
 static const char *const var_names[V_COUNT] = {
@@ -410,6 +410,7 @@ static const char *const var_names[V_COUNT] = {
     [V_RUN_COMMAND] = "RUN_COMMAND",
     [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
     [V_RANK_FROM_LAUNCH] = "RANK_FROM_LAUNCH",
+    [V_INSTANCE_TYPE] = "INSTANCE_TYPE",
 };
 
 /* Quote s into b; NULL quotes as ''. */
@@ -495,6 +496,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
     if (!rc)
         rc = gpc_buf_adds(&vals[V_RANK_FROM_LAUNCH], node->rank_from_launch_index ? "1" : "0",
                           err);
+    if (!rc)
+        rc = quote_opt(&vals[V_INSTANCE_TYPE], node->instance_type, err);
     if (!rc)
         rc = gpc_buf_addf(&vals[V_NUM_NODES], err, "%u", (unsigned)node->nnodes);
     if (!rc)

@@ -188,6 +188,7 @@ export GPUCTL_CLUSTER={{CLUSTER}}
 export GPUCTL_CLUSTER_ID={{CLUSTER_ID}}
 export GPUCTL_NODE_RANK={{NODE_RANK}}
 export GPUCTL_NUM_NODES={{NUM_NODES}}
+export GPUCTL_INSTANCE_TYPE={{INSTANCE_TYPE}}
 export GPUCTL_RDZV_PORT={{RDZV_PORT}}
 GPUCTL_HEAD_IP={{HEAD_IP}}
 GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
@@ -253,12 +254,17 @@ gpuctl_socket_ifname() {
 ## libfabric provider is forced so that a broken EFA setup fails instead of
 ## falling back to TCP; data moves over EFA through the aws-ofi-nccl plugin,
 ## NCCL_SOCKET_IFNAME only picks the bootstrap interface.
-## FI_EFA_USE_DEVICE_RDMA is left to libfabric: current versions turn RDMA
-## read on where the device has it (p4d, p5) and forcing it breaks EFA
-## types without it (g5); set it in env for an old libfabric on p4d.
+## GPUDirect RDMA (FI_EFA_USE_DEVICE_RDMA=1) only on the instance types
+## that have it (aws.md section 5.3: p4d, p4de, p5, p5e, p5en, p6); forcing
+## it breaks EFA types without it (g4dn, g5, p3dn), where it stays unset.
 gpuctl_ic_efa() {
   local d
   gpuctl_default FI_PROVIDER efa
+  case $GPUCTL_INSTANCE_TYPE in
+    p4d.* | p4de.* | p5.* | p5e.* | p5en.* | p6-*.* | p6e-*.*)
+      gpuctl_default FI_EFA_USE_DEVICE_RDMA 1 ;;
+    *) ;;
+  esac
   gpuctl_default FI_EFA_FORK_SAFE 1
   gpuctl_default RDMAV_FORK_SAFE 1
   gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'

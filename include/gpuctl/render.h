@@ -93,6 +93,9 @@ typedef struct gpc_node_ctx {
                                 "erdma", "none"), or NULL: the spec's
                                 resources.interconnect decides (a spec that
                                 says `rdma` needs this to get fabric env) */
+    const char *instance_type; /* the node's instance type (GPUCTL_INSTANCE_TYPE
+                                on the node; picks GPUDirect RDMA on EFA), or
+                                NULL */
     int rank_from_launch_index; /* 1: one user-data for several nodes launched
                                 together (EC2 RunInstances with MaxCount > 1):
                                 each node's rank is `rank` plus its EC2

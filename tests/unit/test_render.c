@@ -1164,7 +1164,7 @@ static void test_run_rank1_gpu_torch2(void **state)
     assert_env(r.env, r.env_len, "GPUCTL_WORKDIR", work);
     assert_env(r.env, r.env_len, "GPUCTL_CHECKPOINT_DIR", ckpt);
     assert_env(r.env, r.env_len, "FI_PROVIDER", "efa");
-    assert_env(r.env, r.env_len, "FI_EFA_USE_DEVICE_RDMA", NULL); /* libfabric decides */
+    assert_env(r.env, r.env_len, "FI_EFA_USE_DEVICE_RDMA", NULL); /* no type: not forced */
     assert_env(r.env, r.env_len, "RDMAV_FORK_SAFE", "1");
     assert_env(r.env, r.env_len, "FI_EFA_FORK_SAFE", "0");
     assert_env(r.env, r.env_len, "NCCL_SOCKET_IFNAME", "ens5");
@@ -1496,6 +1496,37 @@ static void test_run_cloud_metadata(void **state)
         } else {
             assert_null(r.shutdown);
         }
+        node_run_free(&r);
+    }
+}
+
+/* EFA: GPUDirect RDMA is turned on only for the instance types that have
+ * it (aws.md 5.3), and the node knows its instance type. */
+static void test_run_efa_gpudirect(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type, *rdma;
+    } cases[] = {{"p4d.24xlarge", "1"}, {"p5.48xlarge", "1"}, {"p5en.48xlarge", "1"},
+                 {"g5.48xlarge", NULL}, {"p3dn.24xlarge", NULL}, {"g4dn.12xlarge", NULL}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        node_run r;
+        char name[32];
+        fmt(name, sizeof(name), "gdr%zu", i);
+        node_prepare(&r, name, "2.4.0", 0);
+        gpc_spec s;
+        base_spec(&s);
+        s.run.command = "true";
+        s.resources.interconnect = GPC_IC_EFA;
+        gpc_node_ctx n = base_node();
+        n.instance_type = cases[i].type;
+        char *b = render_boot(&s, &n, "aws");
+        node_exec(&r, b, NULL);
+        free(b);
+        assert_outcome(&r, 0, "succeeded\n");
+        assert_env(r.env, r.env_len, "GPUCTL_INSTANCE_TYPE", cases[i].type);
+        assert_env(r.env, r.env_len, "FI_PROVIDER", "efa");
+        assert_env(r.env, r.env_len, "FI_EFA_USE_DEVICE_RDMA", cases[i].rdma);
         node_run_free(&r);
     }
 }
@@ -1839,6 +1870,7 @@ int main(void)
         cmocka_unit_test(test_run_bad_local_ip),
         cmocka_unit_test(test_run_cloud_metadata),
         cmocka_unit_test(test_run_rank_from_launch_index),
+        cmocka_unit_test(test_run_efa_gpudirect),
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
