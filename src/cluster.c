@@ -290,6 +290,22 @@ static int describe_live(gpc_session *s, const gpc_cluster_rec *c, const gpc_nod
     return rc;
 }
 
+/* The cluster's nodes from the state and what the provider says of each
+ * (see describe_live).  The caller frees *nodes (gpc_node_list_free), *ns
+ * and *have, also on failure. */
+static int describe_cluster(gpc_session *s, const gpc_cluster_rec *c, gpc_node_rec **nodes,
+                            size_t *n, gpc_node_status **ns, int **have, gpc_error *err)
+{
+    int rc = gpc_node_list(s->st, c->id, 0, nodes, n, err);
+    if (rc)
+        return rc;
+    *ns = calloc(*n ? *n : 1, sizeof(**ns));
+    *have = calloc(*n ? *n : 1, sizeof(int));
+    if (!*ns || !*have)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    return describe_live(s, c, *nodes, *n, *ns, *have, err);
+}
+
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
     int rc = reload(s, c, err);
@@ -301,15 +317,9 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     /* Ask the provider first, outside any transaction (it may be slow). */
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-    if (rc)
-        return rc;
-    gpc_node_status *ns = calloc(n ? n : 1, sizeof(*ns));
-    int *have = calloc(n ? n : 1, sizeof(int));
-    if (!ns || !have)
-        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    if (!rc)
-        rc = describe_live(s, c, nodes, n, ns, have, err);
+    gpc_node_status *ns = NULL;
+    int *have = NULL;
+    rc = describe_cluster(s, c, &nodes, &n, &ns, &have, err);
     /* Then record it against the rows as they are now: a destroy that ran
      * meanwhile must not be undone by what we saw before it. */
     gpc_node_rec *cur = NULL;
@@ -1026,15 +1036,9 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
     for (;;) {
         gpc_node_rec *nodes = NULL;
         size_t n = 0;
-        int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-        if (rc)
-            return rc;
-        gpc_node_status *ns = calloc(n ? n : 1, sizeof(*ns));
-        int *have = calloc(n ? n : 1, sizeof(int));
-        if (!ns || !have)
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        if (!rc)
-            rc = describe_live(s, c, nodes, n, ns, have, err);
+        gpc_node_status *ns = NULL;
+        int *have = NULL;
+        int rc = describe_cluster(s, c, &nodes, &n, &ns, &have, err);
         int up = 0, starting = 0;
         for (size_t i = 0; !rc && i < n; i++) {
             if (!have[i])

@@ -17,6 +17,7 @@
 #include <libxml/tree.h>
 
 #include "gpuctl/http.h"
+#include "gpuctl/util.h"
 
 #ifndef GPUCTL_VERSION
 #define GPUCTL_VERSION "0.0.0"
@@ -295,16 +296,6 @@ void gpc_http_redact_header(const char *line, gpc_buf *out)
     gpc_buf_adds(out, "[redacted]", NULL);
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Percent-decode s[0..len) ('+' is a space) into out (len+1 bytes at
  * least); returns the decoded length. */
@@ -313,8 +304,8 @@ static size_t form_decode(const char *s, size_t len, char *out)
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         int hi, lo;
-        if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
-            (lo = hex_value(s[i + 2])) >= 0) {
+        if (s[i] == '%' && i + 2 < len && (hi = gpc_hex_value((unsigned char)s[i + 1])) >= 0 &&
+            (lo = gpc_hex_value((unsigned char)s[i + 2])) >= 0) {
             if (out)
                 out[o] = (char)(hi * 16 + lo);
             o++;

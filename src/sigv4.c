@@ -20,6 +20,7 @@
 #include <openssl/hmac.h>
 
 #include "gpuctl/sigv4.h"
+#include "gpuctl/util.h"
 
 #define SHA256_LEN 32
 
@@ -35,17 +36,6 @@ static void to_hex(const unsigned char *bytes, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-/* 0-15 for a hex digit (either case), -1 otherwise. */
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static unsigned char ascii_lower(unsigned char c)
 {
@@ -312,8 +302,8 @@ static int percent_decode(const char *s, size_t n, gpc_buf *out, gpc_error *err)
         i = stop;
         if (i >= n)
             break;
-        int hi = i + 2 < n ? hex_value((unsigned char)s[i + 1]) : -1;
-        int lo = i + 2 < n ? hex_value((unsigned char)s[i + 2]) : -1;
+        int hi = i + 2 < n ? gpc_hex_value((unsigned char)s[i + 1]) : -1;
+        int lo = i + 2 < n ? gpc_hex_value((unsigned char)s[i + 2]) : -1;
         if (hi >= 0 && lo >= 0) {
             char byte = (char)(hi << 4 | lo);
             rc = gpc_buf_add(out, &byte, 1, err);

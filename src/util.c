@@ -352,3 +352,14 @@ size_t gpc_edit_distance(const char *a, const char *b)
     }
     return d[la][lb];
 }
+
+int gpc_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -75,4 +75,7 @@ int gpc_realpath(const char *path, char **out, gpc_error *err);
  */
 size_t gpc_edit_distance(const char *a, const char *b);
 
+/* 0-15 for a hex digit of either case, -1 for any other byte. */
+int gpc_hex_value(int c);
+
 #endif /* GPUCTL_UTIL_H */
