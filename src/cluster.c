@@ -617,7 +617,11 @@ static int render_for(gpc_session *s, const gpc_spec *spec, const gpc_cluster_re
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
         .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
-        .checkpoint_dir = ckpt, .fabric = of->fabric[0] ? of->fabric : NULL,
+        .checkpoint_dir = ckpt,
+        /* the offer's fabric, unless the spec asks for none (then the
+         * provider launches the node without it, too) */
+        .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE ? of->fabric
+                                                                               : NULL,
         .rank_from_launch_index = with_launch_index, .instance_type = of->instance_type,
     };
     int rc = gpc_render_userdata(spec, &ctx, rules, ud, err);
@@ -1105,15 +1109,18 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
      * provider knows by their client tokens: take them in first. */
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!nodes[i].provider_id[0] && adopt(s, &nodes[i]))
+        if (!nodes[i].provider_id[0] && adopt(s, &nodes[i])) {
+            res->adopted++;
             gpc_info(s->out, "found node %s (%s) made by an interrupted apply", nodes[i].name,
                      nodes[i].provider_id);
+        }
         missing += !nodes[i].provider_id[0];
     }
     int alive_before = missing < n;
     if (!missing) {
         gpc_node_list_free(nodes, n);
-        return 0;
+        /* what an interrupted apply launched must still come up */
+        return res->adopted ? wait_booted(s, c, poll_s, err) : 0;
     }
     /* Where to try: the live nodes' zone, else the provider's zones. */
     char (*zones)[48] = NULL;
@@ -1142,7 +1149,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is not offered in any zone of %s",
                           s->prov->name, chosen->worker.instance_type, chosen->worker.region);
     }
-    int *made = rc ? NULL : calloc(n, sizeof(int));
+    int *made = calloc(n, sizeof(int));
     if (!rc && !made)
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     long skip_s = capacity_skip_s();
@@ -1175,8 +1182,14 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         memset(made, 0, n * sizeof(int));
         int created_before = res->created;
         last = launch_attempt(s, spec, c, nodes, n, &l, workdir, ckpt, made, res, &e);
-        if (!last)
+        if (!last) {
             last = wait_booted(s, c, poll_s, &e);
+            /* the nodes launched, then did not come up: the attempt failed */
+            for (size_t i = 0; last && i < n; i++)
+                if (made[i])
+                    record_attempt(s, c, nodes[i].rank, &l,
+                                   nodes[i].rank == 0 ? &head : &worker, "error", &e);
+        }
         if (!last)
             break;
         if (last != GPC_ERR_INTERRUPTED) {
@@ -1225,7 +1238,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             rc = gpc_fail(err, last_err.code ? last_err.code : (gpc_code)last, "%s",
                           last_err.msg);
     }
-    if (rc && made && !left && !res->created && !alive_before) {
+    if (rc && !left && !res->created && !alive_before) {
         /* nothing of this cluster lives: close it, after the provider's
          * own resources are gone (else it stays recorded for destroy) */
         gpc_error ce;
@@ -1258,8 +1271,6 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     /* Where the job's directories are, as the node sees them (the
      * checkpoint directory is made further down, once the plan holds). */
     char *workdir = NULL, *ckpt = NULL;
-    if (spec->workdir)
-        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
     int lockfd = -1;
     if (!rc && !opts->dry_run)
         rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
@@ -1309,8 +1320,29 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
         goto out_c;
     }
-    if (spec->checkpoint_dir && !opts->dry_run && plan->action != GPC_PLAN_NONE)
+    /* Where the job's directories are, as the node sees them.  The local
+     * provider's nodes share this machine's files; a cloud node has its
+     * own disk, where checkpoint_dir is a path of the node's and nothing of
+     * this machine is copied (yet). */
+    const char *target = plan->n_offers ? plan->offers[0].worker.provider
+                       : have ? c.provider : "local";
+    int shares_files = strcmp(target, "local") == 0;
+    if (spec->workdir && shares_files)
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
+    else if (spec->workdir && plan->action != GPC_PLAN_NONE)
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
+                      "cannot see this machine's files (only the local provider shares them); "
+                      "put the code in the image or fetch it in setup", spec->source, target);
+    if (!rc && spec->checkpoint_dir && !shares_files) {
+        if (spec->checkpoint_dir[0] != '/')
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
+                          "on the %s nodes", spec->source, spec->checkpoint_dir, target);
+        else if (!(ckpt = strdup(spec->checkpoint_dir)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    } else if (!rc && spec->checkpoint_dir && !opts->dry_run &&
+               plan->action != GPC_PLAN_NONE) {
         rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
+    }
     if (rc)
         goto out_c;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
@@ -1377,15 +1409,15 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             continue;
         }
         if (next_ok && attempt > 0)
-            gpc_fail(err, rc, "no capacity after %zu offer(s) in the plan's failover order; "
-                     "last: %s", attempt + 1, e.msg);
+            gpc_fail(err, rc, "no offer could be launched after %zu offer(s) in the plan's "
+                     "failover order; last: %s", attempt + 1, e.msg);
         else if (rc)
             gpc_fail(err, e.code, "%s", e.msg);
         break;
     }
     if (rc && !res->cluster_id)
         goto out_c;
-    res->unchanged = !rc && res->created == 0;
+    res->unchanged = !rc && res->created == 0 && res->adopted == 0;
     if (!rc)
         rc = gpc_cluster_refresh(s, &c, err);
     /* Waiting only reads: let destroy (or another apply) in meanwhile. */

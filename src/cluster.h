@@ -58,6 +58,7 @@ typedef struct gpc_apply_opts {
 typedef struct gpc_apply_result {
     int64_t cluster_id;
     int created;          /* nodes created by this apply */
+    int adopted;          /* nodes an interrupted apply created, recorded now */
     int unchanged;        /* the same spec was already applied */
     int waited;           /* --wait ran to the job's end */
     gpc_phase phase;      /* cluster phase at the end */

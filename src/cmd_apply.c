@@ -44,6 +44,7 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
     cJSON_AddStringToObject(doc, "cluster", name);
     cJSON_AddBoolToObject(doc, "dry_run", opts->dry_run);
     cJSON_AddNumberToObject(doc, "created", res->created);
+    cJSON_AddNumberToObject(doc, "adopted", res->adopted);
     cJSON_AddBoolToObject(doc, "unchanged", res->unchanged);
     cJSON_AddBoolToObject(doc, "waited", res->waited);
     cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
@@ -158,6 +159,9 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                    spec->name, res.created, res.unchanged ? "; unchanged" : "");
         else if (res.unchanged)
             printf("cluster %s: unchanged (%s)\n", spec->name, gpc_phase_name(res.phase));
+        else if (res.adopted)
+            printf("cluster %s: created %d node(s), found %d an interrupted apply made\n",
+                   spec->name, res.created, res.adopted);
         else
             printf("cluster %s: created %d node(s)\n", spec->name, res.created);
         if (!a.opts.dry_run && !o->quiet) {

@@ -12,6 +12,7 @@
 #include "gpuctl/azure_prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/catalog.h"
+#include "gpuctl/provider.h"
 #include "gpuctl/util.h"
 
 /* Source key given to rows whose prices `catalog update` fetched from the
@@ -217,6 +218,82 @@ static int refresh_azure(const gpc_out *o, gpc_catalog *cat, const catalog_args 
     return rc;
 }
 
+/* AWS: current spot prices from DescribeSpotPriceHistory (the aws
+ * provider's live_prices, signed with the user's credentials) for the
+ * catalog's AWS rows that have a spot price.  On-demand prices stay (they
+ * come from the AWS Price List, which gpuctl does not read). */
+static int refresh_aws(const gpc_out *o, gpc_catalog *cat, const catalog_args *a,
+                       update_stats *st, char ***notes, size_t *n_notes, gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find("aws");
+    gpc_offer *offers = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*offers));
+    size_t *rows = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*rows));
+    int rc = !p ? gpc_fail(err, GPC_ERR_PROVIDER, "aws: the provider is not built in")
+           : !offers || !rows ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory") : 0;
+    size_t n = 0;
+    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
+        const gpc_catalog_row *r = &cat->rows[i];
+        if (strcmp(r->provider, "aws") != 0 || !*r->region || r->price_spot < 0 ||
+            (a->n_regions && !has(a->regions, a->n_regions, r->region)))
+            continue;
+        snprintf(offers[n].provider, sizeof(offers[n].provider), "aws");
+        snprintf(offers[n].instance_type, sizeof(offers[n].instance_type), "%s",
+                 r->instance_type);
+        snprintf(offers[n].region, sizeof(offers[n].region), "%s", r->region);
+        offers[n].spot = 1;
+        offers[n].price_hourly = -1;
+        rows[n++] = i;
+    }
+    if (!rc && n == 0)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "aws: the catalog has no AWS rows with spot prices%s "
+                      "to refresh", a->n_regions ? " in the regions given" : "");
+    void *ctx = NULL;
+    /* --endpoint is the EC2 endpoint only when aws is the one provider
+     * asked; else it is the Azure API's (AWS_ENDPOINT_URL_EC2 still works) */
+    gpc_provider_config cfg = {.endpoint = a->n_providers == 1 ? o->endpoint : NULL,
+                               .profile = o->profile, .out = o};
+    if (!rc)
+        rc = p->open(&cfg, &ctx, err);
+    size_t updated = 0;
+    if (!rc) {
+        gpc_info(o, "aws: asking DescribeSpotPriceHistory for %zu row(s)", n);
+        rc = p->live_prices(ctx, offers, n, &updated, err);
+        p->close(ctx);
+    }
+    char today[16];
+    time_t now = (time_t)gpc_now();
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(today, sizeof(today), "%Y-%m-%d", &tm);
+    for (size_t k = 0; !rc && k < n; k++) {
+        gpc_catalog_row *r = &cat->rows[rows[k]];
+        st->rows++;
+        if (offers[k].price_hourly <= 0) {
+            st->no_price++;
+            continue;
+        }
+        r->price_spot = offers[k].price_hourly;
+        r->price_spot_cny = -1;
+        char **nn = realloc(*notes, (*n_notes + 1) * sizeof(*nn));
+        if (!nn) {
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        *notes = nn;
+        char buf[160];
+        snprintf(buf, sizeof(buf), "spot price fetched %s from DescribeSpotPriceHistory "
+                 "(lowest zone: %s)", today, offers[k].zone);
+        if (!(nn[*n_notes] = strdup(buf)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        else
+            r->notes = nn[(*n_notes)++];
+        st->updated++;
+    }
+    free(offers);
+    free(rows);
+    return rc;
+}
+
 static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_args *a,
                           const char *user_path)
 {
@@ -268,15 +345,40 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
                     gpc_info(o, "azure: %zu of %zu row(s) updated; %zu not listed by the API "
                              "(kept as they were); %zu spot price(s) removed (no Spot meter)",
                              st.updated, st.rows, st.no_price, st.spot_cleared);
+            } else if (strcmp(p, "aws") == 0) {
+                update_stats st;
+                memset(&st, 0, sizeof(st));
+                gpc_error ae;
+                gpc_error_clear(&ae);
+                int arc = refresh_aws(o, cat, a, &st, &notes, &n_notes, &ae);
+                int skipped = arc && !a->n_providers;
+                cJSON_AddStringToObject(pj, "status", !arc ? "updated"
+                                                      : skipped ? "skipped" : "failed");
+                if (!skipped) {
+                    cJSON_AddStringToObject(pj, "api",
+                                            "EC2 DescribeSpotPriceHistory (spot prices only)");
+                    cJSON_AddNumberToObject(pj, "rows", (double)st.rows);
+                    cJSON_AddNumberToObject(pj, "updated", (double)st.updated);
+                    cJSON_AddNumberToObject(pj, "not_listed", (double)st.no_price);
+                    cJSON_AddNumberToObject(pj, "spot_cleared", 0);
+                }
+                if (arc && a->n_providers) {
+                    rc = gpc_fail(&err, ae.code, "%s", ae.msg);
+                } else if (arc) {
+                    /* not asked by name: no AWS credentials is not an error */
+                    cJSON_AddStringToObject(pj, "reason", ae.msg);
+                    gpc_info(o, "aws: %s (skipped)", ae.msg);
+                } else {
+                    gpc_info(o, "aws: %zu of %zu spot price(s) updated; %zu not listed by the "
+                             "API (kept as they were)", st.updated, st.rows, st.no_price);
+                }
             } else {
                 /* The signed price APIs need the provider's credentials and
                  * request signing, which come with the provider module. */
                 char why[256];
-                snprintf(why, sizeof(why), "%s: refreshing prices needs %s with %s credentials; "
-                         "the %s provider is not built into this gpuctl yet", p,
-                         strcmp(p, "aws") == 0 ? "DescribeSpotPriceHistory"
-                                               : "DescribePrice and DescribeSpotPriceHistory",
-                         strcmp(p, "aws") == 0 ? "AWS" : "Alibaba Cloud", p);
+                snprintf(why, sizeof(why), "%s: refreshing prices needs DescribePrice and "
+                         "DescribeSpotPriceHistory with Alibaba Cloud credentials; the %s "
+                         "provider is not built into this gpuctl yet", p, p);
                 cJSON_AddStringToObject(pj, "status", "skipped");
                 cJSON_AddStringToObject(pj, "reason", why);
                 if (a->n_providers)

@@ -1050,8 +1050,8 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     region_info *r = region_slot(c, of->region, err);
     if (!r)
         return GPC_ERR_NOMEM;
-    const zone_list *zl;
-    const type_info *ti;
+    const zone_list *zl = NULL;
+    const type_info *ti = NULL;
     int rc = zones_for(c, of->region, of->instance_type, &zl, err);
     int offered = 0;
     for (size_t i = 0; !rc && i < zl->n; i++)

@@ -458,6 +458,8 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         gpc_error_clear(&fe);
         rc = finish(e, what, hrc, &he, &resp, doc, &skew, &fe);
         gpc_http_response_free(&resp);
+        if (!rc)
+            e->last_code[0] = '\0'; /* the code of the last failed call only */
         if (rc && skew && round == 0) {
             e->clock_offset_s += skew;
             gpc_debug(e->out, "aws: clock off by %ld s; signing with the server's time", skew);

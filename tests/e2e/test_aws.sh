@@ -83,6 +83,20 @@ expect_eq "plan --live made one DescribeSpotPriceHistory call per page (4 zones,
     "DescribeSpotPriceHistory DescribeSpotPriceHistory" "$(actions "$n0")"
 check_schema "$T/plan-live.json" plan
 
+# ---- catalog update --provider aws: spot prices from DescribeSpotPriceHistory ------
+n0=$(log_lines)
+run_rc rc g -o json catalog update --provider aws --region us-east-1 --dry-run > "$T/cat.json" 2> "$T/cat.err"
+expect_eq "catalog update --provider aws: exit 0" 0 "$rc"
+check_schema "$T/cat.json" catalog
+# 23 of the 24 aws rows in us-east-1 have a spot price in the catalog; the fake
+# prices them all
+expect_eq "catalog update: rows looked at and updated" "23 23 0" \
+    "$(json_get "$T/cat.json" '" ".join(str(d["providers"][0][k]) for k in ("rows", "updated", "not_listed"))')"
+# prices per zone where the type is offered: 15 types in 4 zones, the 8 p*
+# types in 3 (us-east-1d has none): 84 prices, 2 a page
+expect_eq "catalog update: one region, 42 pages" \
+    "42 us-east-1" "$(python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1]).readlines()[int(sys.argv[2]):]]; print(len(l), " ".join(sorted(set(x["region"] for x in l))))' "$LOG" "$n0")"
+
 # ---- check ----------------------------------------------------------------------
 run_rc rc g check aws > "$T/check.txt" 2>&1
 expect_eq "check aws: exit 0" 0 "$rc"
@@ -98,6 +112,17 @@ if grep -q "wrong-secret-not-this" "$T/check-bad.json" "$STATE"/* 2>/dev/null; t
 else
     ok "the secret appears nowhere"
 fi
+
+# ---- nothing of this machine reaches an EC2 node: workdir is refused --------------
+{ cat job.yaml; echo "workdir: ."; } > wd.yaml
+run_rc rc g -y apply -f wd.yaml --dry-run > /dev/null 2> "$T/wd.err"
+expect_eq "workdir on aws: exit 4 (spec)" 4 "$rc"
+expect_match "names the field and why" "wd.yaml: workdir: the chosen offer is on aws, whose nodes cannot see this machine's files" "$(cat "$T/wd.err")"
+{ cat job.yaml; echo "checkpoint_dir: ckpt"; } > ck.yaml
+run_rc rc g -y apply -f ck.yaml --dry-run > /dev/null 2> "$T/ck.err"
+expect_eq "a relative checkpoint_dir on aws: exit 4" 4 "$rc"
+expect_match "says it must be absolute" "checkpoint_dir: 'ckpt' must be an absolute path on the aws nodes" "$(cat "$T/ck.err")"
+expect_eq "and nothing was made here" "no" "$([ -e ckpt ] && echo yes || echo no)"
 
 # ---- 1. apply -------------------------------------------------------------------
 n0=$(log_lines)

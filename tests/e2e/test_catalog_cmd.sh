@@ -186,8 +186,8 @@ expect_eq "4 requests, all 503" "4 4" "$(wc -l < "$SRV_LOG") $(cut -f5 "$SRV_LOG
 expect_eq "override untouched" "$OVR_SHA $OVR_MTIME" "$(sha "$OVR") $(stat -c %Y.%y "$OVR")"
 
 run_rc rc g catalog update --provider aws > /dev/null 2> "$T/e.txt"
-expect_eq "update --provider aws: exit 6" 6 "$rc"
-expect_eq "says what it needs" "gpuctl: error: aws: refreshing prices needs DescribeSpotPriceHistory with AWS credentials; the aws provider is not built into this gpuctl yet" "$(cat "$T/e.txt")"
+expect_eq "update --provider aws without AWS credentials: exit 20 (auth)" 20 "$rc"
+expect_match "says what it tried" "gpuctl: error: no AWS credentials found" "$(cat "$T/e.txt")"
 run_rc rc g -o json catalog update --provider aliyun > "$T/ealiyun.json" 2> /dev/null
 expect_eq "update --provider aliyun: exit 6" 6 "$rc"
 check_schema "$T/ealiyun.json" error

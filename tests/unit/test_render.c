@@ -127,7 +127,10 @@ static gpc_node_ctx base_node(void)
     return n;
 }
 
-static char *render_boot(const gpc_spec *s, const gpc_node_ctx *n, const char *prov)
+/* noinline: inlined, gcc 12 -O2 takes the returned heap pointer for one
+ * into this frame (a false -Wdangling-pointer) */
+__attribute__((noinline)) static char *render_boot(const gpc_spec *s, const gpc_node_ctx *n,
+                                                   const char *prov)
 {
     char *out = NULL;
     gpc_error e;

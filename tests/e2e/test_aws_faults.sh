@@ -1,0 +1,395 @@
+#!/bin/bash
+# The aws provider against the fake EC2 endpoint (tests/fake/ec2.py) when
+# things go wrong, and the spec fields test_aws.sh leaves out.  Each part
+# has its own fake, state directory and cache (so the action sequences do
+# not depend on the order of the parts), answers in one page
+# (--page-size 0) unless said, and pending for one DescribeInstances:
+#  a. a partial launch: the fake takes a worker back at once (stateReason
+#     Server.InsufficientInstanceCapacity); the attempt fails while the
+#     nodes start, zone a is cleared and zone b used;
+#  b. an InternalError (500) on RunInstances and slow DescribeInstances:
+#     the retried RunInstances carries the same ClientToken;
+#  c. spot preemption seen by status;
+#  d. the user's own SSH public key is imported as is;
+#  e. a non-EFA type: one NIC with a public address, no placement group;
+#     an explicit AMI; an io2 root disk;
+#  f. an on-demand head with spot workers;
+#  g. apply killed after RunInstances, before the record: the re-run finds
+#     the instances by client token, launches nothing twice;
+#  h. refused and missing credentials: exit 20, nothing made, no secret;
+#  i. no capacity in any zone: exit 22, the zones named, the record closed,
+#     what the try made deleted; the zones skipped for a while.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work" "$T/home"
+cd "$T/work"
+export GPUCTL_CONFIG_DIR="$T/config"
+unset GPUCTL_CATALOG XDG_CONFIG_HOME AWS_PROFILE AWS_DEFAULT_PROFILE AWS_REGION \
+      AWS_DEFAULT_REGION AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_ENDPOINT_URL \
+      GPUCTL_SSH_PUBLIC_KEY GPUCTL_SSH_CIDR GPUCTL_CAPACITY_SKIP_S GPUCTL_TEST_FAULT
+export HOME="$T/home"                      # no ~/.aws, no ~/.ssh
+export AWS_CONFIG_FILE="$T/home/aws-config" AWS_SHARED_CREDENTIALS_FILE="$T/home/aws-creds"
+export AWS_EC2_METADATA_DISABLED=true
+SECRET=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=$SECRET
+export GPUCTL_AWS_POLL_S=0.05
+P=(--poll-interval 0.05)
+fake() { curl -sS --noproxy '*' "$@"; }   # the fake's control API
+
+# part NAME FAKE-ARGS...: a fresh fake (log $T/NAME.log), state and cache
+part() {
+    local name=$1; shift
+    echo "# --- $name"
+    start_fake "$name" ec2.py --page-size 0 --pending-polls 1 "$@"
+    PORT=$FAKE_PORT
+    URL="http://127.0.0.1:$PORT"
+    LOG="$T/$name.log"
+    STATE="$T/state-$name"
+    export AWS_ENDPOINT_URL_EC2="$URL"
+    export GPUCTL_CHECKIP_URL="$URL/_fake/checkip"
+    export GPUCTL_CACHE_DIR="$T/cache-$name"
+}
+log_lines() { if [ -f "$LOG" ]; then wc -l < "$LOG"; else echo 0; fi; }
+# actions FROM: the EC2 actions logged after line FROM ("!code" on errors)
+actions() { python3 - "$LOG" "$1" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
+print(" ".join(l["action"] + ("!" + l["error"] if l["error"] else "") for l in lines
+               if l["action"] and not l["action"].startswith("_fake/")))
+PY
+}
+# calls ACTION EXPR [FROM]: EXPR on the list `r` of the logged params of
+# ACTION (after line FROM), each with "_error" (the EC2 code or None)
+calls() { python3 - "$LOG" "$1" "$2" "${3:-0}" <<'PY'
+import base64, json, sys
+r = [l["params"] | {"_error": l["error"]} for l in map(json.loads, list(open(sys.argv[1]))[int(sys.argv[4]):])
+     if l["action"] == sys.argv[2]]
+print(eval(sys.argv[3]))
+PY
+}
+# logq EXPR [FROM]: EXPR on the list `L` of the log's lines (after FROM)
+logq() { python3 - "$LOG" "$1" "${2:-0}" <<'PY'
+import base64, json, sys
+L = [json.loads(l) for l in list(open(sys.argv[1]))[int(sys.argv[3]):]]
+print(eval(sys.argv[2]))
+PY
+}
+# world EXPR: EXPR on the fake's state `d`
+world() { fake "$URL/_fake/state" > "$T/world.json"; json_get "$T/world.json" "$1"; }
+# st EXPR: EXPR on `gpuctl -o json status --all` (d)
+st() { g -o json status --all > "$T/st.json"; json_get "$T/st.json" "$1"; }
+no_secret() {
+    if grep -rqF -- "$1" "$STATE" "$T"/*.json "$T"/*.txt "$T"/*.err "$T/$2.log" 2>/dev/null; then
+        fail "$3: the secret appears in state, output or the request log"
+    else
+        ok "$3: the secret appears nowhere"
+    fi
+}
+# spec NAME NODES TYPE GPU [EXTRA-YAML]
+spec() {
+    cat > "$1.yaml" <<EOF
+name: $1
+provider: aws
+nodes: $2
+resources:
+  gpu: $4
+  instance_types: $3
+region: us-east-1
+${5:-}
+run:
+  command: python train.py
+EOF
+}
+# attempts EXPR-FILTER: "attempt:rank:zone:outcome:error_code" of cluster NAME
+attempts() {
+    st "' '.join(':'.join(str(a[k]) for k in ('attempt', 'rank', 'zone', 'outcome', 'error_code')) for a in [c for c in d['clusters'] if c['name'] == '$1'][-1]['attempts'])"
+}
+
+# ---- a. a partial launch ------------------------------------------------------
+echo '[{"action": "RunInstances", "zone": "us-east-1a", "partial": 1}]' > "$T/a-faults.json"
+part a --faults "$T/a-faults.json"
+spec parta 3 p4d.24xlarge A100-40GB:8 ""
+run_rc rc g -y -o json apply -f parta.yaml "${P[@]}" > "$T/a.json" 2> "$T/a.err"
+[ "$rc" = 0 ] || cat "$T/a.err"
+expect_eq "a: apply exits 0" 0 "$rc"
+U8=$(json_get "$T/a.json" 'd["cluster_status"]["uid"][:8]')
+# Hand-checked: zones (a b c: d has no p*), the type, the image, VPC,
+# subnet a, key, group and its rules, placement group a; the head, the
+# workers' batch (the fake brings up the first of the two); the first poll
+# shows worker 2 terminated for want of capacity: the three nodes of
+# zone a are terminated one by one; zone b: subnet, placement group, head,
+# workers, two polls (pending, running) and the apply's refresh.
+expect_eq "a: the EC2 calls of the apply, in order" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+    "$(actions 0)"
+expect_eq "a: RunInstances: head and workers in a, then in b" \
+    "1/us-east-1a/parta-0-$U8-a1 2/us-east-1a/parta-w1-$U8-a1 1/us-east-1b/parta-0-$U8-a2 2/us-east-1b/parta-w1-$U8-a2" \
+    "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] + "/" + p["ClientToken"] for p in r)')"
+expect_eq "a: zone a's three instances terminated one per call, in rank order" \
+    "i-00000000000000001 i-00000000000000002 i-00000000000000003" \
+    "$(calls TerminateInstances '" ".join(p["InstanceId.1"] + ("+" if "InstanceId.2" in p else "") for p in r)')"
+expect_eq "a: the fake: zone a's three terminated (worker 2 for want of capacity), zone b's three running" \
+    "us-east-1a:head:terminated:user us-east-1a:worker:terminated:user us-east-1a:worker:terminated:capacity us-east-1b:head:running:None us-east-1b:worker:running:None us-east-1b:worker:running:None" \
+    "$(world '" ".join(i["zone"] + ":" + i["tags"]["gpuctl:role"] + ":" + i["state"] + ":" + str(i["state_reason"]) for i in d["instances"])')"
+expect_eq "a: the nodes run in us-east-1b" \
+    "0:running:us-east-1b:i-00000000000000004 1:running:us-east-1b:i-00000000000000005 2:running:us-east-1b:i-00000000000000006" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["phase"] + ":" + n["zone"] + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+# Zone a's batch was made, then lost worker 2 while starting: the attempts
+# must say so (and status shows the failover table), not "created" only.
+expect_match "a: the attempts of zone a: rank 2 lost for want of capacity" "(^| )1:2:us-east-1a:error:capacity( |$)" \
+    "$(st "' '.join(':'.join(str(a[k]) for k in ('attempt', 'rank', 'zone', 'outcome', 'error_code')) for a in d['clusters'][0]['attempts'] if a['attempt'] == 1)")"
+expect_eq "a: the attempts: zone b made all three" "2:0:us-east-1b:created 2:1:us-east-1b:created 2:2:us-east-1b:created" \
+    "$(st "' '.join(':'.join(str(a[k]) for k in ('attempt', 'rank', 'zone', 'outcome')) for a in d['clusters'][0]['attempts'] if a['attempt'] == 2)")"
+expect_match "a: status shows the failover" "launch attempts \(failover\)" "$(g status parta 2>&1)"
+expect_eq "a: three nodes created (zone b's; zone a's were taken back)" 3 "$(json_get "$T/a.json" 'd["created"]')"
+expect_match "a: it moves on to zone b" "no capacity for p4d.24xlarge in us-east-1a; trying zone us-east-1b" "$(cat "$T/a.err")"
+expect_match "a: it says why it left zone a" "node parta-2 \(i-00000000000000003\) ended while starting: instance terminated: Server.InsufficientInstanceCapacity" \
+    "$(cat "$T/a.err")"
+g -y destroy parta > /dev/null 2>&1
+expect_eq "a: destroy leaves nothing" "True 0 0 0" \
+    "$(world '" ".join(str(x) for x in (all(i["state"] == "terminated" for i in d["instances"]), sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+
+# ---- b. InternalError once on RunInstances; slow DescribeInstances ---------------
+cat > "$T/b-faults.json" <<'EOF'
+[{"action": "RunInstances", "code": "InternalError", "times": 1},
+ {"action": "DescribeInstances", "delay_ms": 2000}]
+EOF
+part b --faults "$T/b-faults.json"
+spec slow 2 g4dn.xlarge T4:1 ""
+run_rc rc g -y -o json apply -f slow.yaml "${P[@]}" > "$T/b.json" 2> "$T/b.err"
+[ "$rc" = 0 ] || cat "$T/b.err"
+expect_eq "b: apply exits 0" 0 "$rc"
+U8=$(json_get "$T/b.json" 'd["cluster_status"]["uid"][:8]')
+# g4dn.xlarge: all four zones; no EFA: no placement group; the head's
+# RunInstances answered 500 InternalError once and was retried; the worker
+# alone (no batch); two slow polls and the refresh.
+expect_eq "b: the EC2 calls of the apply, in order" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances!InternalError RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+    "$(actions 0)"
+expect_eq "b: the retried RunInstances carries the same ClientToken (and body)" \
+    "slow-0-$U8-a1:500 slow-0-$U8-a1:200 slow-1-$U8-a1:200 True" \
+    "$(logq '" ".join(l["client_token"] + ":" + str(l["status"]) for l in L if l["action"] == "RunInstances") + " " + str([l["params"] for l in L if l["action"] == "RunInstances"][0] == [l["params"] for l in L if l["action"] == "RunInstances"][1])')"
+expect_eq "b: every DescribeInstances was delayed" "delay delay delay" \
+    "$(logq '" ".join(l["fault"] for l in L if l["action"] == "DescribeInstances")')"
+expect_eq "b: two instances, both running, none twice" "running running" \
+    "$(world '" ".join(i["state"] for i in d["instances"])')"
+expect_eq "b: status: both nodes running" "running running" \
+    "$(st '" ".join(n["phase"] for n in d["clusters"][0]["nodes"])')"
+g -y destroy slow > /dev/null 2>&1
+
+# ---- f. an on-demand head, spot workers; c. a worker preempted ---------------------
+part f
+spec mixed 3 g4dn.xlarge T4:1 "spot: {policy: spot, head: on-demand}"
+run_rc rc g -y -o json apply -f mixed.yaml "${P[@]}" > "$T/f.json" 2> "$T/f.err"
+[ "$rc" = 0 ] || cat "$T/f.err"
+expect_eq "f: apply exits 0" 0 "$rc"
+expect_eq "f: the head's RunInstances: one node, no InstanceMarketOptions" "1 []" \
+    "$(calls RunInstances 'r[0]["MinCount"] + " " + str(sorted(k for k in r[0] if k.startswith("InstanceMarketOptions")))')"
+expect_eq "f: the workers' RunInstances: two nodes, spot, one-time, terminate, no MaxPrice" \
+    "2 spot one-time terminate False" \
+    "$(calls RunInstances '" ".join([r[1]["MinCount"], r[1]["InstanceMarketOptions.MarketType"], r[1]["InstanceMarketOptions.SpotOptions.SpotInstanceType"], r[1]["InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior"], str("InstanceMarketOptions.SpotOptions.MaxPrice" in r[1])])')"
+expect_eq "f: only the workers' call tags a spot request" "3 4" \
+    "$(calls RunInstances '" ".join(str(sum(1 for k in p if k.endswith(".ResourceType"))) for p in r)')"
+expect_eq "f: the fake: head on-demand, workers spot" "head:None worker:spot worker:spot" \
+    "$(world '" ".join(i["tags"]["gpuctl:role"] + ":" + str(i["lifecycle"]) for i in d["instances"])')"
+expect_eq "f: status: the nodes' market" "0:False 1:True 2:True" \
+    "$(st '" ".join(str(n["rank"]) + ":" + str(n["spot"]) for n in d["clusters"][0]["nodes"])')"
+W1=$(st '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
+H0=$(st '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
+fake -X POST -d "{\"instance_id\": \"$W1\"}" "$URL/_fake/preempt" > "$T/preempt.json"
+expect_eq "c: the fake preempts worker 1" "{'ok': True}" "$(json_get "$T/preempt.json" 'd')"
+expect_match "c: the on-demand head cannot be preempted" "is not a spot instance" \
+    "$(fake -X POST -d "{\"instance_id\": \"$H0\"}" "$URL/_fake/preempt")"
+n0=$(log_lines)
+g -o json status mixed > "$T/c.json"
+expect_eq "c: status: worker 1 preempted, the others running, the cluster running" \
+    "running 0:running 1:preempted 2:running" \
+    "$(json_get "$T/c.json" 'd["clusters"][0]["phase"] + " " + " ".join(str(n["rank"]) + ":" + n["phase"] for n in d["clusters"][0]["nodes"])')"
+expect_eq "c: the preempted node has ended" "True" \
+    "$(json_get "$T/c.json" '[n["ended_at"] is not None for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')"
+expect_eq "c: status asked once, by tag" "DescribeInstances" "$(actions "$n0")"
+g -y destroy mixed > /dev/null 2>&1
+
+# ---- d. the user's own key; e. a non-EFA type, an explicit AMI, an io2 disk -------
+part e
+# an ed25519 public key line: string "ssh-ed25519", then a 32-byte key
+KEYLINE=$(python3 -c 'import base64, struct; t = b"ssh-ed25519"; k = bytes(range(32)); print("ssh-ed25519 " + base64.b64encode(struct.pack(">I", len(t)) + t + struct.pack(">I", 32) + k).decode() + " alice@example")')
+printf '%s\n' "$KEYLINE" > "$T/alice.pub"
+spec plain 2 g4dn.xlarge T4:1 "image: ami-01000000000000008"
+sed -i 's/^resources:$/resources:\n  interconnect: none\n  disk: {size: 200GB, tier: nvme, iops: 20000}/' plain.yaml
+run_rc rc env GPUCTL_SSH_PUBLIC_KEY="$T/alice.pub" "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
+    apply -f plain.yaml "${P[@]}" > "$T/e.json" 2> "$T/e.err"
+[ "$rc" = 0 ] || cat "$T/e.err"
+expect_eq "e: apply exits 0" 0 "$rc"
+U8=$(json_get "$T/e.json" 'd["cluster_status"]["uid"][:8]')
+expect_eq "e: the EC2 calls: no placement group" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+    "$(actions 0)"
+expect_eq "e: the explicit image looked up by its id alone" "{'ImageId.1': 'ami-01000000000000008', '_error': None}" \
+    "$(calls DescribeImages 'r[0]')"
+expect_eq "e: both launches use it as is" "ami-01000000000000008 ami-01000000000000008" \
+    "$(calls RunInstances '" ".join(p["ImageId"] for p in r)')"
+expect_eq "e: one NIC: device 0, a public address, no interface type or card" \
+    "NetworkInterface.1.AssociatePublicIpAddress=true NetworkInterface.1.DeleteOnTermination=true NetworkInterface.1.DeviceIndex=0 NetworkInterface.1.SecurityGroupId.1=sg NetworkInterface.1.SubnetId=subnet-01000000000000001" \
+    "$(calls RunInstances '" ".join(sorted(k + "=" + v.split("-")[0] if k.endswith("SecurityGroupId.1") else k + "=" + v for k, v in r[0].items() if k.startswith("NetworkInterface")))')"
+expect_eq "e: the worker's launch has the same NIC" "True" \
+    "$(calls RunInstances 'str({k: v for k, v in r[0].items() if k.startswith("NetworkInterface")} == {k: v for k, v in r[1].items() if k.startswith("NetworkInterface")})')"
+expect_eq "e: no placement group in either launch" "[]" \
+    "$(calls RunInstances 'sorted(k for p in r for k in p if k.startswith("Placement.") and k != "Placement.AvailabilityZone")')"
+expect_eq "e: the root disk: io2, 200 GiB, 20000 IOPS, deleted with the instance" \
+    "/dev/sda1 io2 200 20000 true" \
+    "$(calls RunInstances '" ".join(r[-1]["BlockDeviceMapping.1." + k] for k in ("DeviceName", "Ebs.VolumeType", "Ebs.VolumeSize", "Ebs.Iops", "Ebs.DeleteOnTermination"))')"
+expect_eq "e: the fake: public addresses, io2 volumes of 200 GiB" \
+    "198.51.100.1:io2:200:20000 198.51.100.2:io2:200:20000" \
+    "$(world '" ".join(str(i["public_ip"]) + ":" + i["block_devices"][0]["type"] + ":" + str(i["block_devices"][0]["size"]) + ":" + str(i["block_devices"][0]["iops"]) for i in d["instances"])')"
+expect_eq "d: ImportKeyPair's PublicKeyMaterial is exactly the user's line" "$KEYLINE" \
+    "$(calls ImportKeyPair 'base64.b64decode(r[0]["PublicKeyMaterial"]).decode()')"
+expect_eq "d: the fake: one ed25519 key pair with that key, used by both instances" \
+    "gpuctl-plain-$U8 ed25519 True gpuctl-plain-$U8 gpuctl-plain-$U8" \
+    "$(world '" ".join([d["key_pairs"][0]["name"], d["key_pairs"][0]["type"], str(d["key_pairs"][0]["public_key"] == "'"$KEYLINE"'")] + [i["key_name"] for i in d["instances"]])')"
+expect_eq "d: nothing written under <state>/keys" "" "$(ls -A "$STATE/keys" 2>/dev/null)"
+g -y destroy plain > /dev/null 2>&1
+expect_eq "d: destroy deletes the imported key pair" "0" "$(world 'len(d["key_pairs"])')"
+expect_eq "d: and leaves the user's key file alone" "$KEYLINE" "$(cat "$T/alice.pub")"
+
+# ---- g. apply killed between RunInstances and the record --------------------------
+part g
+spec killed 4 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:2 "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    apply -f killed.yaml "${P[@]}" > /dev/null 2> "$T/g1.err"
+expect_eq "g: apply killed (SIGKILL) after the workers' RunInstances" 137 "$rc"
+expect_eq "g: the killed apply: head, then the three workers in one call" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances" \
+    "$(actions 0)"
+U8=$(st 'd["clusters"][0]["uid"][:8]')
+expect_eq "g: the state: the head recorded, the workers not" \
+    "0:i-00000000000000001 1: 2: 3:" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+expect_eq "g: the fake already has all four" 4 "$(world 'sum(1 for i in d["instances"] if i["state"] != "terminated")')"
+n0=$(log_lines)
+run_rc rc g -y -o json apply -f killed.yaml "${P[@]}" > "$T/g2.json" 2> "$T/g2.err"
+[ "$rc" = 0 ] || cat "$T/g2.err"
+expect_eq "g: the re-run apply exits 0" 0 "$rc"
+expect_eq "g: it creates nothing, it adopts three, so it is not unchanged" "0 3 False" \
+    "$(json_get "$T/g2.json" '" ".join(str(x) for x in (d["created"], d["adopted"], d["unchanged"]))')"
+expect_eq "g: it looks the workers up by client token, waits for them to run, refreshes" \
+    "DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
+    "$(actions "$n0")"
+expect_eq "g: by the batch's token (the launch index is picked from the answer)" \
+    "client-token=killed-w1-$U8-a1 client-token=killed-w1-$U8-a1 client-token=killed-w1-$U8-a1" \
+    "$(calls DescribeInstances '" ".join(p["Filter.1.Name"] + "=" + p["Filter.1.Value.1"] for p in r[:3])' "$n0")"
+expect_eq "g: each worker adopted as the instance of its launch index" \
+    "0:i-00000000000000001 1:i-00000000000000002 2:i-00000000000000003 3:i-00000000000000004" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+expect_eq "g: the fake: exactly four instances, none terminated, two launches" "4 4 2" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for i in d["instances"] if i["state"] != "terminated"), len(d["reservations"])))')"
+expect_eq "g: the workers' launch indexes" "0 1 2" \
+    "$(world '" ".join(str(i["launch_index"]) for i in d["instances"][1:])')"
+expect_eq "g: status: all four running" "running running running running" \
+    "$(st '" ".join(n["phase"] for n in d["clusters"][0]["nodes"])')"
+run_rc rc g -y destroy killed > /dev/null 2>&1
+expect_eq "g: destroy exits 0" 0 "$rc"
+expect_eq "g: destroy leaves nothing" "True 0 0 0" \
+    "$(world '" ".join(str(x) for x in (all(i["state"] == "terminated" for i in d["instances"]), sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+
+# ---- h. refused and missing credentials ---------------------------------------------
+part h
+spec denied 2 g4dn.xlarge T4:1 ""
+BAD=wrong-secret-h-0123456789
+run_rc rc env AWS_SECRET_ACCESS_KEY=$BAD "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
+    apply -f denied.yaml "${P[@]}" > "$T/h.json" 2> "$T/h.err"
+expect_eq "h: a wrong secret: exit 20" 20 "$rc"
+expect_eq "h: error auth, exit_status 20" "auth 20" \
+    "$(json_get "$T/h.json" 'd["error"]["code"] + " " + str(d["error"]["exit_status"])')"
+expect_match "h: the message is EC2's AuthFailure" "AuthFailure" "$(json_get "$T/h.json" 'd["error"]["message"]')"
+expect_eq "h: one call, refused" "DescribeInstanceTypeOfferings!AuthFailure" "$(actions 0)"
+expect_eq "h: nothing made at the fake" "0 0 0 0" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+g -o json status > "$T/h-status.json"
+expect_eq "h: no live cluster left in the state" "[]" "$(json_get "$T/h-status.json" '[c["name"] for c in d["clusters"]]')"
+no_secret "$BAD" h "h: wrong secret"
+no_secret "$SECRET" h "h: the real secret"
+run_rc rc env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    -o json apply -f denied.yaml "${P[@]}" > "$T/h2.json" 2> "$T/h2.err"
+expect_eq "h: no credentials at all: exit 20" 20 "$rc"
+expect_eq "h: error auth" "auth" "$(json_get "$T/h2.json" 'd["error"]["code"]')"
+# the chain (providers/aws/config.c): environment, the two files (shown
+# with ~ for $HOME), no container variables, metadata disabled
+expect_eq "h: the message lists what was tried" \
+    "no AWS credentials found for profile 'default': tried environment variables, shared credentials file ~/aws-creds (no such file), config file ~/aws-config (no such file), EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the profile keys (aws configure)" \
+    "$(json_get "$T/h2.json" 'd["error"]["message"]')"
+expect_eq "h: still no EC2 call made" "DescribeInstanceTypeOfferings!AuthFailure" "$(actions 0)"
+
+# ---- i. no capacity in any zone of the region -----------------------------------------
+echo '[{"action": "RunInstances", "region": "us-east-1", "code": "InsufficientInstanceCapacity"}]' > "$T/i-faults.json"
+part i --faults "$T/i-faults.json"
+spec full 2 p4d.24xlarge A100-40GB:8 ""
+run_rc rc g -y -o json apply -f full.yaml "${P[@]}" > "$T/i1.json" 2> "$T/i1.err"
+expect_eq "i: no capacity anywhere: exit 22" 22 "$rc"
+expect_eq "i: error capacity" "capacity 22" \
+    "$(json_get "$T/i1.json" 'd["error"]["code"] + " " + str(d["error"]["exit_status"])')"
+expect_match "i: the error lists the zones tried" \
+    "^aws: no capacity for p4d.24xlarge on-demand in us-east-1 \(zones tried: us-east-1a, us-east-1b, us-east-1c\); last: aws: RunInstances \(us-east-1\): InsufficientInstanceCapacity" \
+    "$(json_get "$T/i1.json" 'd["error"]["message"]')"
+# each zone: subnet, placement group, the head refused; then the cleanup by
+# tag: no instance; the three placement groups, the group, the key
+expect_eq "i: the EC2 calls, in order" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
+    "$(actions 0)"
+expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
+    "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
+U8=$(st '[c for c in d["clusters"] if c["name"] == "full"][-1]["uid"][:8]')
+expect_eq "i: the placement groups deleted are the three it made" \
+    "gpuctl-full-$U8-us-east-1a gpuctl-full-$U8-us-east-1b gpuctl-full-$U8-us-east-1c" \
+    "$(calls DeletePlacementGroup '" ".join(sorted(p["GroupName"] for p in r))')"
+expect_eq "i: the fake: no instance, group, key or placement group left" "0 0 0 0" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+expect_eq "i: the record is closed: failed, destroyed" "full:failed:True" \
+    "$(st '" ".join(c["name"] + ":" + c["phase"] + ":" + str(c["destroyed_at"] is not None) for c in d["clusters"])')"
+g -o json status > "$T/i-status.json"
+expect_eq "i: no live cluster" "[]" "$(json_get "$T/i-status.json" '[c["name"] for c in d["clusters"]]')"
+expect_eq "i: the attempts: each zone's head, no capacity" \
+    "1:0:us-east-1a:error:capacity 2:0:us-east-1b:error:capacity 3:0:us-east-1c:error:capacity" "$(attempts full)"
+n0=$(log_lines)
+run_rc rc g -y -o json apply -f full.yaml "${P[@]}" > "$T/i2.json" 2> "$T/i2.err"
+expect_eq "i: again at once: exit 22" 22 "$rc"
+expect_match "i: every zone skipped" \
+    "zones tried: us-east-1a \(skipped\), us-east-1b \(skipped\), us-east-1c \(skipped\)" \
+    "$(json_get "$T/i2.json" 'd["error"]["message"]')"
+expect_eq "i: the skipped attempts" \
+    "1:0:us-east-1a:skipped:capacity 2:0:us-east-1b:skipped:capacity 3:0:us-east-1c:skipped:capacity" "$(attempts full)"
+expect_eq "i: no launch, nothing made: the zones, then the cleanup finds nothing" \
+    "DescribeInstanceTypeOfferings DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" "$(actions "$n0")"
+expect_eq "i: two closed records" "failed failed" "$(st '" ".join(c["phase"] for c in d["clusters"] if c["name"] == "full")')"
+n0=$(log_lines)
+run_rc rc env GPUCTL_CAPACITY_SKIP_S=0 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
+    apply -f full.yaml "${P[@]}" > "$T/i3.json" 2> "$T/i3.err"
+expect_eq "i: GPUCTL_CAPACITY_SKIP_S=0: exit 22 again" 22 "$rc"
+expect_eq "i: ... after trying every zone again" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
+    "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)' "$n0")"
+expect_eq "i: its attempts" \
+    "1:0:us-east-1a:error:capacity 2:0:us-east-1b:error:capacity 3:0:us-east-1c:error:capacity" "$(attempts full)"
+expect_eq "i: and nothing left at the fake" "0 0 0 0" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+
+# ---- j. a plan offer whose type no zone of the spec offers: the next offer ------------
+# The plan: us-east-1 (cheaper), then ap-northeast-1.  zones: leaves us-east-1
+# only its zone d, which has no p* type (DescribeInstanceTypeOfferings): that
+# offer cannot launch, nothing was made, so the record closes and the next
+# offer is tried, as after a zone without capacity.
+part j
+spec zoned 1 p4d.24xlarge A100-40GB:8 ""
+sed -i 's/^region: us-east-1$/regions: [us-east-1, ap-northeast-1]\nzones: [us-east-1d, ap-northeast-1a]/' zoned.yaml
+run_rc rc g -y -o json apply -f zoned.yaml "${P[@]}" > "$T/j.json" 2> "$T/j.err"
+[ "$rc" = 0 ] || cat "$T/j.err"
+expect_eq "j: apply moves on to the next offer and exits 0" 0 "$rc"
+expect_eq "j: us-east-1 was only asked for its zones" "DescribeInstanceTypeOfferings" \
+    "$(logq '" ".join(l["action"] for l in L if l["region"] == "us-east-1")')"
+expect_eq "j: the node runs in ap-northeast-1a" "ap-northeast-1:ap-northeast-1a:running" \
+    "$(st '" ".join(n["region"] + ":" + n["zone"] + ":" + n["phase"] for c in d["clusters"] if c["destroyed_at"] is None for n in c["nodes"])')"
+expect_eq "j: the records: the us-east-1 try closed, the cluster running" "failed:True running:False" \
+    "$(st '" ".join(c["phase"] + ":" + str(c["destroyed_at"] is not None) for c in d["clusters"])')"
+g -y destroy zoned > /dev/null 2>&1
+
+no_secret "$SECRET" i "all parts"
+
+finish
