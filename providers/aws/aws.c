@@ -937,6 +937,58 @@ static int ensure_cluster(aws_ctx *c, const gpc_node_request *req, region_info *
     return rc;
 }
 
+/* Network interfaces per node: with EFA one per network card (as many
+ * as the type has EFA interfaces), else one. */
+static int nic_count(const gpc_spec *spec, const type_info *ti)
+{
+    if (!uses_efa(spec, ti))
+        return 1;
+    int n = ti->max_cards > 0 && ti->max_cards < ti->max_efa ? ti->max_cards : ti->max_efa;
+    return n < 1 ? 1 : n;
+}
+
+/*
+ * A node with several network interfaces gets no public address at launch
+ * (EC2 allows AssociatePublicIpAddress with one interface only), so in the
+ * default VPC it would have no way out to the internet: give its primary
+ * interface an Elastic IP (AllocateAddress + AssociateAddress, tagged with
+ * the cluster; released by cleanup).  Not fatal: the usual limit is 5
+ * Elastic IPs per region; a node left without one is said so.
+ */
+static void attach_public_ip(aws_ctx *c, const gpc_node_request *req, const char *region,
+                             const char *instance, const char *eni)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, "vpc", "Domain");
+    tag_spec(&p, 1, "elastic-ip", req->cluster, req->cluster_uid, NULL, NULL, NULL, 0);
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    char alloc[64] = "", ip[64] = "";
+    int rc = gpc_ec2_call(&c->ec2, region, "AllocateAddress", &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    if (!rc) {
+        gpc_xml_text(xmlDocGetRootElement(d), "allocationId", alloc, sizeof(alloc));
+        gpc_xml_text(xmlDocGetRootElement(d), "publicIp", ip, sizeof(ip));
+    }
+    xmlFreeDoc(d);
+    d = NULL;
+    if (!rc) {
+        gpc_ec2_params_init(&p);
+        gpc_ec2_param(&p, alloc, "AllocationId");
+        gpc_ec2_param(&p, eni, "NetworkInterfaceId");
+        rc = gpc_ec2_call(&c->ec2, region, "AssociateAddress", &p, &d, &e);
+        gpc_ec2_params_free(&p);
+        xmlFreeDoc(d);
+    }
+    if (rc)
+        gpc_info(c->out, "aws: warning: %s has several network interfaces and no public "
+                 "address (%s); it cannot reach the internet", instance, e.msg);
+    else
+        gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s)", instance, ip, alloc);
+}
+
 static const char *volume_type(const gpc_spec *spec)
 {
     return spec && spec->resources.disk_tier == GPC_DISK_NVME ? "io2" : "gp3";
@@ -971,11 +1023,7 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
     /* NICs: with EFA one per network card (card 0 device 0, the others
      * device 1), all EFA; else one plain NIC with a public address. */
     int efa = uses_efa(spec, ti);
-    int nics = efa ? (ti->max_cards > 0 && ti->max_cards < ti->max_efa ? ti->max_cards
-                                                                       : ti->max_efa)
-                   : 1;
-    if (nics < 1)
-        nics = 1;
+    int nics = nic_count(spec, ti);
     for (int k = 1; k <= nics; k++) {
         gpc_ec2_param(p, k == 1 ? "0" : "1", "NetworkInterface.%d.DeviceIndex", k);
         if (efa) {
@@ -1094,6 +1142,22 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
         got++;
         if (idx >= 0 && (size_t)idx < n && got <= n)
             out[idx] = tmp[got - 1];
+    }
+    /* several network interfaces: public addresses by Elastic IP */
+    for (xmlNode *it = gpc_xml_items(xmlDocGetRootElement(d), "instancesSet");
+         !rc && nic_count(req->spec, ti) > 1 && it; it = gpc_xml_next(it)) {
+        char iid[32], eni[64] = "";
+        gpc_xml_text(it, "instanceId", iid, sizeof(iid));
+        for (xmlNode *ni = gpc_xml_items(it, "networkInterfaceSet"); ni && !eni[0];
+             ni = gpc_xml_next(ni)) {
+            char dev[8], card[8];
+            gpc_xml_text(ni, "attachment/deviceIndex", dev, sizeof(dev));
+            gpc_xml_text(ni, "attachment/networkCardIndex", card, sizeof(card));
+            if (strcmp(dev, "0") == 0 && (!card[0] || strcmp(card, "0") == 0))
+                gpc_xml_text(ni, "networkInterfaceId", eni, sizeof(eni));
+        }
+        if (eni[0])
+            attach_public_ip(c, req, of->region, iid, eni);
     }
     xmlFreeDoc(d);
     int complete = !rc && got == n;
@@ -1348,7 +1412,8 @@ static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
             if (!drc || strstr(c->ec2.last_code, "NotFound") || strstr(c->ec2.last_code, "Unknown"))
                 break;
             int busy = strcmp(c->ec2.last_code, "DependencyViolation") == 0 ||
-                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0;
+                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0 ||
+                       strcmp(c->ec2.last_code, "InvalidIPAddress.InUse") == 0;
             if (!busy || tries >= 5) {
                 gpc_buf_addf(left, NULL, "%s%s %s (%s)", left->len ? "; " : "", del + 6,
                              a.names[i], e.msg);
@@ -1412,6 +1477,8 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
                       "securityGroupInfo", "groupId", "DeleteSecurityGroup", "GroupId", &left);
         delete_tagged(c, region, ref->cluster_uid, "DescribeKeyPairs", "keySet", "keyName",
                       "DeleteKeyPair", "KeyName", &left);
+        delete_tagged(c, region, ref->cluster_uid, "DescribeAddresses", "addressesSet",
+                      "allocationId", "ReleaseAddress", "AllocationId", &left);
     }
     if (!rc && left.len)
         rc = gpc_fail(err, GPC_ERR_PARTIAL, "aws: left behind: %s", gpc_buf_str(&left));

@@ -43,7 +43,7 @@ static const char *const capacity_codes[] = {
 static const char *const quota_codes[] = {
     "InstanceLimitExceeded", "VcpuLimitExceeded", "MaxSpotInstanceCountExceeded",
     "ResourceLimitExceeded", "PlacementGroupLimitExceeded", "SecurityGroupLimitExceeded",
-    "KeyPairLimitExceeded", NULL,
+    "KeyPairLimitExceeded", "AddressLimitExceeded", NULL,
 };
 /* The SDKs' "standard" retry mode throttling codes (aws.md section 3.3). */
 static const char *const throttle_codes[] = {

@@ -137,12 +137,14 @@ U8=${UID_:0:8}
 # in pages of 2), VPC, subnet, key, group, its two rule sets, placement
 # group and the head's launch; the workers' launch meets no capacity (room
 # for one); the head is terminated; zone b: its subnet and placement
-# group, the head (throttled once, then retried), the workers; then two
+# group, the head (throttled once, then retried), the workers; each
+# launched node has four network interfaces (EFA), so no public address
+# at launch: an Elastic IP each for its primary interface; then two
 # polls until all run and the apply's refresh, each one DescribeInstances
 # by tag over five instances in pages of two (3 calls).
 SEQ=$(actions "$n0")
 expect_eq "the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
     "$SEQ"
 # run_params PYEXPR: evaluate on the list `r` of logged RunInstances params
 runs() { python3 - "$LOG" "$1" <<'PY'
@@ -191,6 +193,8 @@ expect_eq "every instance tagged with the cluster, its uid, role and labels" "Tr
 expect_eq "the running ones in us-east-1b, one head and three workers by launch index" \
     "us-east-1b:head:0 us-east-1b:worker:0 us-east-1b:worker:1 us-east-1b:worker:2" \
     "$(world '" ".join(sorted(i["zone"] + ":" + i["tags"]["gpuctl:role"] + ":" + str(i["launch_index"]) for i in d["instances"] if i["state"] == "running"))')"
+expect_eq "each running node reached by an Elastic IP on its primary interface" "4 4" \
+    "$(world '" ".join(str(x) for x in (sum(1 for i in d["instances"] if i["state"] == "running" and i["public_ip"] and i["public_ip"].startswith("203.0.113.")), sum(1 for a in d["addresses"] if a["instance_id"] and a["tags"].get("gpuctl:cluster-uid") == "'$UID_'")))')"
 expect_eq "security group rules: all traffic from and to the group itself, SSH from the caller" \
     "egress:-1:None:None:self ingress:-1:None:None:self ingress:tcp:22:22:203.0.113.7/32" \
     "$(world '" ".join(sorted(("egress" if r["egress"] else "ingress") + ":" + r["protocol"] + ":" + str(r["from"]) + ":" + str(r["to"]) + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"] == "gpuctl-effa-'$U8'" for r in g["rules"] if r["egress"] is False or r["group"]))')"
@@ -220,12 +224,12 @@ run_rc rc g -y destroy effa > "$T/destroy.txt" 2>&1
 expect_eq "destroy: exit 0" 0 "$rc"
 SEQ=$(actions "$n0")
 expect_match "destroy: terminate by tag, wait, then the rest" \
-    "^DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair$" \
+    "^DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress$" \
     "$SEQ"
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world2.json"
-expect_eq "nothing left: all instances terminated, no group, placement group or key" \
-    "True 0 0 0" \
-    "$(json_get "$T/world2.json" '" ".join(str(x) for x in (all(i["state"] == "terminated" for i in d["instances"]), sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+expect_eq "nothing left: all instances terminated, no group, placement group, key or address" \
+    "True 0 0 0 0" \
+    "$(json_get "$T/world2.json" '" ".join(str(x) for x in (all(i["state"] == "terminated" for i in d["instances"]), sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-")), len(d["placement_groups"]), len(d["key_pairs"]), len(d["addresses"])))')"
 expect_eq "the generated key is gone too" "no" "$([ -e "$STATE/keys/gpuctl-effa-$U8" ] && echo yes || echo no)"
 n0=$(log_lines)
 run_rc rc g -y destroy effa > /dev/null 2>&1
@@ -233,7 +237,7 @@ expect_eq "destroy again: exit 0 (idempotent), no EC2 call" "0 " "$rc $(actions 
 
 # ---- 4b. quota: the next region; a pool that just had no capacity is skipped ----------
 fake -X DELETE "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
-fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}]' \
+fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}, {"action": "AllocateAddress", "region": "us-west-2", "code": "AddressLimitExceeded", "status": 400, "message": "The maximum number of addresses has been reached."}]' \
     "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
 sed -i 's/^region: us-east-1$/regions: [us-east-1, us-west-2]/' job.yaml
 n0=$(log_lines)
@@ -250,6 +254,10 @@ run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply3.json"
 expect_eq "quota in us-east-1: apply still exits 0" 0 "$rc"
 expect_match "it says it moves on" "trying offer 2 of 2: aws p4d.24xlarge us-west-2" \
     "$(cat "$T/apply3.err")"
+expect_match "no Elastic IP left in us-west-2: a warning per node, not a failure" \
+    "aws: warning: i-[0-9a-f]+ has several network interfaces and no public address \(aws: AllocateAddress \(us-west-2\): AddressLimitExceeded" \
+    "$(cat "$T/apply3.err")"
+expect_eq "four such warnings" 4 "$(grep -c 'no public address' "$T/apply3.err")"
 g -o json status --all > "$T/status3.json"
 expect_eq "the cluster runs in us-west-2" "us-west-2 us-west-2 us-west-2 us-west-2" \
     "$(json_get "$T/status3.json" '" ".join(n["region"] for n in d["clusters"][-1]["nodes"])')"
@@ -260,6 +268,31 @@ fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world3.json"
 expect_eq "the abandoned try in us-east-1 left no group or key behind" "0 0" \
     "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1")))')"
 g -y destroy effa > /dev/null 2>&1
+
+# The IAM policy in the docs lists exactly the EC2 actions the code can
+# call (plus CreateTags, which tagging at creation needs), and every
+# action this test saw is in it.
+expect_eq "docs/providers/aws-iam-policy.json: exactly the actions in providers/aws/" "ok" \
+    "$(python3 - "$GPUCTL_SOURCE_DIR" "$LOG" <<'PY'
+import json, re, sys
+src, log = sys.argv[1], sys.argv[2]
+code = open(src + "/providers/aws/aws.c").read() + open(src + "/providers/aws/ec2.c").read()
+used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Release)[A-Z][A-Za-z]+)"', code))
+policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
+allowed = set()
+for st in policy["Statement"]:
+    acts = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+    allowed |= {a.split(":", 1)[1] for a in acts if a.startswith("ec2:")}
+seen = {json.loads(l)["action"] for l in open(log)} - {a for a in [] }
+seen = {a for a in seen if not a.startswith("_fake/")}
+problems = []
+if allowed - {"CreateTags"} != used:
+    problems.append("policy %s vs code %s" % (sorted(allowed - {"CreateTags"} - used), sorted(used - allowed)))
+if not seen <= allowed:
+    problems.append("called but not allowed: %s" % sorted(seen - allowed))
+print("; ".join(problems) or "ok")
+PY
+)"
 
 if grep -rq "wJalrXUtnFEMI" "$STATE" "$T"/*.json "$T"/*.txt "$T"/*.err 2>/dev/null; then
     fail "the secret key appears in state or output"

@@ -119,7 +119,7 @@ U8=$(json_get "$T/a.json" 'd["cluster_status"]["uid"][:8]')
 # zone a are terminated one by one; zone b: subnet, placement group, head,
 # workers, two polls (pending, running) and the apply's refresh.
 expect_eq "a: the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
     "$(actions 0)"
 expect_eq "a: RunInstances: head and workers in a, then in b" \
     "1/us-east-1a/parta-0-$U8-a1 2/us-east-1a/parta-w1-$U8-a1 1/us-east-1b/parta-0-$U8-a2 2/us-east-1b/parta-w1-$U8-a2" \
@@ -333,7 +333,7 @@ expect_match "i: the error lists the zones tried" \
 # each zone: subnet, placement group, the head refused; then the cleanup by
 # tag: no instance; the three placement groups, the group, the key
 expect_eq "i: the EC2 calls, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
     "$(actions 0)"
 expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
     "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
@@ -358,7 +358,7 @@ expect_match "i: every zone skipped" \
 expect_eq "i: the skipped attempts" \
     "1:0:us-east-1a:skipped:capacity 2:0:us-east-1b:skipped:capacity 3:0:us-east-1c:skipped:capacity" "$(attempts full)"
 expect_eq "i: no launch, nothing made: the zones, then the cleanup finds nothing" \
-    "DescribeInstanceTypeOfferings DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" "$(actions "$n0")"
+    "DescribeInstanceTypeOfferings DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs DescribeAddresses" "$(actions "$n0")"
 expect_eq "i: two closed records" "failed failed" "$(st '" ".join(c["phase"] for c in d["clusters"] if c["name"] == "full")')"
 n0=$(log_lines)
 run_rc rc env GPUCTL_CAPACITY_SKIP_S=0 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \

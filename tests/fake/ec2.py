@@ -718,6 +718,7 @@ class World:
         self.key_pairs = {}        # (region, name) -> key pair
         self.security_groups = {}  # id -> group
         self.placement_groups = {}  # (region, name) -> group
+        self.addresses = {}        # allocation id -> Elastic IP
         for r in self.regions.values():
             sg = r["default_security_group"]
             self.security_groups[sg] = {
@@ -799,6 +800,11 @@ class World:
             inst["metadata"]["state"] = "applied"
         if state == "terminated":
             self.release_placement(inst)
+            # an Elastic IP comes off a terminated instance (it stays allocated)
+            for a in self.addresses.values():
+                if a["instance_id"] == inst["id"]:
+                    a["instance_id"] = a["network_interface_id"] = a["association_id"] = None
+            inst["public_ip"] = None
 
     def release_placement(self, inst):
         pg = self.placement_groups.get((inst["region"], inst["placement_group"])) if inst["placement_group"] else None
@@ -816,6 +822,7 @@ class World:
             "security_groups": list(self.security_groups.values()),
             "key_pairs": list(self.key_pairs.values()),
             "placement_groups": list(self.placement_groups.values()),
+            "addresses": list(self.addresses.values()),
             "vpcs": [dict(r["vpc"], region=r["name"]) for r in self.regions.values()],
             "subnets": [dict(s, region=r["name"]) for r in self.regions.values() for s in r["subnets"]],
             "faults": FAULTS,
@@ -2061,6 +2068,103 @@ def delete_placement_group(ctx):
         raise ApiError("InvalidPlacementGroup.InUse", "The placement group '%s' is in use and may not be deleted." % name)
     ctx.dry_run_point()
     del w.placement_groups[(region["name"], name)]
+    return x("return", True)
+
+
+# ---- Elastic IPs (EC2 API Reference: AllocateAddress, AssociateAddress,
+# DescribeAddresses, ReleaseAddress; VPC domain only) ----
+
+def address_xml(a):
+    return [x("publicIp", a["public_ip"]), x("allocationId", a["id"]), x("domain", "vpc"),
+            x("associationId", a["association_id"]), x("instanceId", a["instance_id"]),
+            x("networkInterfaceId", a["network_interface_id"]), x("networkBorderGroup", a["region"]),
+            tag_set(a["tags"])]
+
+
+@action("AllocateAddress", {"Domain", "TagSpecification", "NetworkBorderGroup"})
+def allocate_address(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    domain = p.get("Domain")
+    if domain not in (None, "vpc"):
+        raise bad_value("Invalid value '%s' for domain." % domain)
+    tags = tags_from_specs(p, {"elastic-ip"}).get("elastic-ip", {})
+    ctx.dry_run_point()
+    n = w.next("eip")
+    a = {"id": "eipalloc-0%016x" % n, "region": region["name"], "public_ip": "203.0.113.%d" % (100 + n % 150),
+         "association_id": None, "instance_id": None, "network_interface_id": None, "tags": tags}
+    w.addresses[a["id"]] = a
+    return x("publicIp", a["public_ip"]) + x("allocationId", a["id"]) + x("domain", "vpc") + \
+        x("networkBorderGroup", region["name"]) + (tag_set(tags) if tags else "")
+
+
+@action("AssociateAddress", {"AllocationId", "NetworkInterfaceId", "InstanceId", "AllowReassociation",
+                             "PrivateIpAddress"})
+def associate_address(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    aid = p.require("AllocationId")
+    a = w.addresses.get(aid)
+    if a is None or a["region"] != region["name"]:
+        raise ApiError("InvalidAllocationID.NotFound", "The allocation ID '%s' does not exist" % aid)
+    eni, iid = p.get("NetworkInterfaceId"), p.get("InstanceId")
+    if bool(eni) == bool(iid):
+        raise ApiError("InvalidParameterCombination", "Exactly one of InstanceId and NetworkInterfaceId is required")
+    target = None
+    for inst in w.instances.values():
+        if inst["region"] != region["name"] or not w.live(inst):
+            continue
+        if iid and inst["id"] == iid:
+            if len(inst["network_interfaces"]) > 1:
+                raise ApiError("InvalidInstanceID", "There are multiple interfaces attached to instance "
+                               "'%s'. Please specify an interface ID for the operation instead." % iid)
+            target = (inst, inst["network_interfaces"][0])
+        for nic in inst["network_interfaces"]:
+            if eni and nic["id"] == eni:
+                target = (inst, nic)
+    if target is None:
+        raise ApiError("InvalidNetworkInterfaceID.NotFound" if eni else "InvalidInstanceID.NotFound",
+                       "The resource '%s' does not exist" % (eni or iid))
+    inst, nic = target
+    if a["association_id"] and not p.bool("AllowReassociation", False):
+        raise ApiError("Resource.AlreadyAssociated", "resource %s is already associated with %s"
+                       % (aid, a["association_id"]))
+    ctx.dry_run_point()
+    a["association_id"] = "eipassoc-0%016x" % w.next("eipassoc")
+    a["instance_id"], a["network_interface_id"] = inst["id"], nic["id"]
+    if nic["device"] == 0 and nic["card"] == 0:
+        inst["public_ip"] = a["public_ip"]
+    return x("return", True) + x("associationId", a["association_id"])
+
+
+ADDRESS_FILTERS = {"allocation-id": lambda a: a["id"], "public-ip": lambda a: a["public_ip"],
+                   "instance-id": lambda a: a["instance_id"], "association-id": lambda a: a["association_id"],
+                   "network-interface-id": lambda a: a["network_interface_id"], "domain": lambda a: "vpc"}
+
+
+@action("DescribeAddresses", {"Filter", "AllocationId", "PublicIp"}, mutates=False)
+def describe_addresses(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    mine = [a for a in w.addresses.values() if a["region"] == region["name"]]
+    ids = p.list("AllocationId")
+    for i in ids:
+        if not any(a["id"] == i for a in mine):
+            raise ApiError("InvalidAllocationID.NotFound", "The allocation ID '%s' does not exist" % i)
+    filters = parse_filters(p, ADDRESS_FILTERS)
+    rows = [a for a in mine if (not ids or a["id"] in ids)
+            and filters_match(a, filters, ADDRESS_FILTERS, lambda a: a["tags"])]
+    return item_set("addressesSet", [address_xml(a) for a in rows])
+
+
+@action("ReleaseAddress", {"AllocationId", "PublicIp", "NetworkBorderGroup"})
+def release_address(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    aid = p.require("AllocationId")
+    a = w.addresses.get(aid)
+    if a is None or a["region"] != region["name"]:
+        raise ApiError("InvalidAllocationID.NotFound", "The allocation ID '%s' does not exist" % aid)
+    if a["association_id"]:
+        raise ApiError("InvalidIPAddress.InUse", "Address %s is in use." % a["public_ip"])
+    ctx.dry_run_point()
+    del w.addresses[aid]
     return x("return", True)
 
 
