@@ -39,6 +39,7 @@ void gpc_install_signal_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal: clean up as for ^C */
 }
 
 /* ---- session ---------------------------------------------------------- */
@@ -159,7 +160,7 @@ static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, 
     int any_created = 0;
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].rank == 0)
-            head = &nodes[i];
+            head = &nodes[i]; /* by rank then id: the newest row of rank 0 */
         if (nodes[i].provider_id[0])
             any_created = 1;
     }
@@ -341,9 +342,15 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
                 break;
             }
         }
+        /* the summary reads every row: a head that is gone (terminated)
+         * still decides the cluster's phase */
+        gpc_node_rec *all = NULL;
+        size_t nall = 0;
+        if (!rc && !c->destroyed_at)
+            rc = gpc_node_list(s->st, c->id, 1, &all, &nall, err);
         if (!rc && !c->destroyed_at) {
             int exit_code;
-            gpc_phase ph = summarise(c, cur, ncur, &exit_code);
+            gpc_phase ph = summarise(c, all, nall, &exit_code);
             if (ph != c->phase || exit_code != c->exit_code) {
                 if (ph != c->phase)
                     event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
@@ -354,6 +361,7 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
                 rc = gpc_cluster_update(s->st, c, err);
             }
         }
+        gpc_node_list_free(all, nall);
         if (!rc)
             rc = gpc_state_commit(s->st, err);
         else
@@ -1144,6 +1152,11 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             if (ok)
                 memmove(zones[kept++], zones[z], sizeof(zones[z]));
         }
+        if (!rc && nz > 0 && kept == 0)
+            rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is offered in %zu zone(s) of %s (%s%s), "
+                          "none of them among the spec's zones", s->prov->name,
+                          chosen->worker.instance_type, nz, chosen->worker.region, zones[0],
+                          nz > 1 ? ", ..." : "");
         nz = rc ? nz : kept;
         if (!rc && nz == 0)
             rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is not offered in any zone of %s",
@@ -1685,6 +1698,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
      * security group and key pair); the nodes are then gone too. */
     int by_tag = s->prov->cleanup_cluster != NULL;
     size_t todo = n;
+    gpc_code by_tag_code = GPC_OK;
     if (by_tag) {
         gpc_error e;
         gpc_error_clear(&e);
@@ -1693,6 +1707,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
                 gpc_fail(&e, (gpc_code)fault_code, "%s: injected %s failure deleting %s",
                          s->prov->name, gpc_code_name((gpc_code)fault_code), nodes[i].name);
         if (e.code || cleanup_resources(s, c, &e) != 0) {
+            by_tag_code = e.code;
             nleft = 1;
             gpc_buf_addf(&left, NULL, "%s", e.msg);
             event(s, c->id, -1, "error", "cleanup failed: %s", e.msg);
@@ -1744,8 +1759,9 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         if (!rc)
             event(s, c->id, -1, "destroy", "cluster destroyed");
     } else if (!rc) {
-        rc = by_tag ? gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s' stays recorded: %s; run "
-                               "destroy again", c->name, gpc_buf_str(&left))
+        rc = by_tag ? gpc_fail(err, by_tag_code == GPC_ERR_AUTH ? GPC_ERR_AUTH : GPC_ERR_PARTIAL,
+                               "cluster '%s' stays recorded: %s; run destroy again", c->name,
+                               gpc_buf_str(&left))
                     : gpc_fail(err, GPC_ERR_PARTIAL,
                                "cluster '%s': %d node(s) could not be deleted and stay "
                                "recorded: %s", c->name, nleft, gpc_buf_str(&left));
@@ -1901,7 +1917,7 @@ int gpc_cluster_print_attempts(gpc_session *s, const gpc_cluster_rec *c, gpc_err
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && a[j].attempt == a[i].attempt && strcmp(a[j].zone, a[i].zone) == 0 &&
-               strcmp(a[j].outcome, a[i].outcome) == 0 &&
+               a[j].spot == a[i].spot && strcmp(a[j].outcome, a[i].outcome) == 0 &&
                strcmp(a[j].error_message, a[i].error_message) == 0)
             j++;
         char att[16], ranks[32], where[112];

@@ -31,7 +31,10 @@ static int apply_opt(int opt, const char *arg, void *ud)
         return *end || a->opts.timeout_s <= 0 ? -1 : 0;
     case 'p':
         a->opts.poll_s = strtod(arg, &end);
-        return *end || a->opts.poll_s <= 0 ? -1 : 0;
+        if (*end || !(a->opts.poll_s >= 0.05) || a->opts.poll_s > 3600)
+            return gpc_opt_fail("--poll-interval: '%s' is not a number of seconds from 0.05 "
+                                "to 3600", arg);
+        return 0;
     }
     return -1;
 }

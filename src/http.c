@@ -197,6 +197,8 @@ static const char *const secret_words[] = {
     "signature", "token", "secret", "password", "credential",
 };
 
+static int equals_ci(const char *s, size_t len, const char *word);
+
 /* Does s[0..len) hold word (lower case) anywhere, case-insensitively? */
 static int holds_word(const char *s, size_t len, const char *word)
 {
@@ -207,8 +209,24 @@ static int holds_word(const char *s, size_t len, const char *word)
     return 0;
 }
 
+/* Names that hold a secret word but no secret: EC2's idempotency and
+ * pagination tokens and the IMDSv2 setting (the last dotted part). */
+static int known_public(const char *s, size_t len)
+{
+    static const char *const names[] = {"ClientToken", "NextToken", "HttpTokens"};
+    size_t off = len;
+    while (off > 0 && s[off - 1] != '.')
+        off--;
+    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+        if (equals_ci(s + off, len - off, names[i]))
+            return 1;
+    return 0;
+}
+
 static int secret_name(const char *s, size_t len)
 {
+    if (known_public(s, len))
+        return 0;
     for (size_t i = 0; i < sizeof(secret_words) / sizeof(*secret_words); i++)
         if (holds_word(s, len, secret_words[i]))
             return 1;

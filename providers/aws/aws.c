@@ -94,6 +94,8 @@ typedef struct aws_ctx {
     char key_name[160];
     char pg_zone[48];
     char pg[224];
+    const gpc_label *labels;  /* the spec's, while a create runs (borrowed) */
+    size_t n_labels;
 } aws_ctx;
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -480,26 +482,34 @@ static int newest_image(void *arg, xmlNode *it, gpc_error *err)
 
 /* The image cache file: $GPUCTL_CACHE_DIR|$XDG_CACHE_HOME/gpuctl|~/.cache/gpuctl
  * /aws/images-<region>.txt, lines "<image> <ami> <root dev> <GiB> <unix time>". */
-static int image_cache_path(const char *region, char *out, size_t size)
+static int image_cache_path(const aws_ctx *c, const char *region, char *out, size_t size)
 {
     const char *d = getenv("GPUCTL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
                *h = getenv("HOME");
+    /* one file per endpoint: a mock's images are not AWS's */
+    char sum[65], tag[16] = "";
+    const char *ep = c->ec2.cfg.ec2_endpoint;
+    if (ep && *ep) {
+        gpc_sha256_hex(ep, strlen(ep), sum);
+        snprintf(tag, sizeof(tag), "-%.8s", sum);
+    }
     int n;
     if (d && *d)
-        n = snprintf(out, size, "%s/aws/images-%s.txt", d, region);
+        n = snprintf(out, size, "%s/aws/images-%s%s.txt", d, region, tag);
     else if (x && *x)
-        n = snprintf(out, size, "%s/gpuctl/aws/images-%s.txt", x, region);
+        n = snprintf(out, size, "%s/gpuctl/aws/images-%s%s.txt", x, region, tag);
     else if (h && *h)
-        n = snprintf(out, size, "%s/.cache/gpuctl/aws/images-%s.txt", h, region);
+        n = snprintf(out, size, "%s/.cache/gpuctl/aws/images-%s%s.txt", h, region, tag);
     else
         return -1;
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
-static int image_cache_read(const char *region, const char *image, region_info *r)
+static int image_cache_read(const aws_ctx *c, const char *region, const char *image,
+                            region_info *r)
 {
     char path[PATH_MAX];
-    if (image_cache_path(region, path, sizeof(path)))
+    if (image_cache_path(c, region, path, sizeof(path)))
         return -1;
     FILE *f = fopen(path, "r");
     if (!f)
@@ -521,10 +531,11 @@ static int image_cache_read(const char *region, const char *image, region_info *
     return found;
 }
 
-static void image_cache_write(const char *region, const char *image, const region_info *r)
+static void image_cache_write(const aws_ctx *c, const char *region, const char *image,
+                              const region_info *r)
 {
     char path[PATH_MAX], dir[PATH_MAX];
-    if (image_cache_path(region, path, sizeof(path)))
+    if (image_cache_path(c, region, path, sizeof(path)))
         return;
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
@@ -556,7 +567,7 @@ static int resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_erro
         return gpc_fail(err, GPC_ERR_SPEC, "aws: image '%s' is neither 'pytorch' (the AWS "
                         "Deep Learning AMI) nor an AMI id (ami-...)", image);
     snprintf(r->ami_for, sizeof(r->ami_for), "%s", image);
-    if (!explicit_id && image_cache_read(r->region, image, r) == 0) {
+    if (!explicit_id && image_cache_read(c, r->region, image, r) == 0) {
         gpc_debug(c->out, "aws: image %s in %s is %s (cached)", image, r->region, r->ami);
         return 0;
     }
@@ -588,7 +599,7 @@ static int resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_erro
     snprintf(r->root_dev, sizeof(r->root_dev), "%s", best.root[0] ? best.root : "/dev/sda1");
     r->ami_gib = best.gib;
     if (!explicit_id)
-        image_cache_write(r->region, image, r);
+        image_cache_write(c, r->region, image, r);
     gpc_debug(c->out, "aws: image %s in %s is %s (created %s)", image, r->region, r->ami,
               best.created);
     return 0;
@@ -740,7 +751,7 @@ static int ensure_key(aws_ctx *c, const char *region, const char *kname, const c
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, kname, "KeyName");
     gpc_ec2_param(&p, b64, "PublicKeyMaterial");
-    tag_spec(&p, 1, "key-pair", cluster, uid, NULL, NULL, NULL, 0);
+    tag_spec(&p, 1, "key-pair", cluster, uid, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -791,20 +802,22 @@ static void ssh_cidr(aws_ctx *c, char *out, size_t size)
                  e.code ? e.msg : "unexpected answer");
 }
 
-/* Authorize one rule set; an existing rule is fine. */
+/* Authorize one rule: SSH from `cidr`, or (cidr NULL) all traffic from
+ * the group itself; an existing rule is fine. */
 static int authorize(aws_ctx *c, const char *region, const char *action, const char *sg,
                      const char *cidr, gpc_error *err)
 {
     gpc_ec2_params p;
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, sg, "GroupId");
-    gpc_ec2_param(&p, "-1", "IpPermissions.1.IpProtocol");
-    gpc_ec2_param(&p, sg, "IpPermissions.1.Groups.1.GroupId");
     if (cidr && *cidr) {
-        gpc_ec2_param(&p, "tcp", "IpPermissions.2.IpProtocol");
-        gpc_ec2_param(&p, "22", "IpPermissions.2.FromPort");
-        gpc_ec2_param(&p, "22", "IpPermissions.2.ToPort");
-        gpc_ec2_param(&p, cidr, "IpPermissions.2.IpRanges.1.CidrIp");
+        gpc_ec2_param(&p, "tcp", "IpPermissions.1.IpProtocol");
+        gpc_ec2_param(&p, "22", "IpPermissions.1.FromPort");
+        gpc_ec2_param(&p, "22", "IpPermissions.1.ToPort");
+        gpc_ec2_param(&p, cidr, "IpPermissions.1.IpRanges.1.CidrIp");
+    } else {
+        gpc_ec2_param(&p, "-1", "IpPermissions.1.IpProtocol");
+        gpc_ec2_param(&p, sg, "IpPermissions.1.Groups.1.GroupId");
     }
     xmlDoc *d = NULL;
     gpc_error e;
@@ -851,7 +864,7 @@ static int ensure_group(aws_ctx *c, region_info *r, const char *name, const char
     gpc_ec2_param(&p, name, "GroupName");
     gpc_ec2_param(&p, desc, "GroupDescription");
     gpc_ec2_param(&p, r->vpc, "VpcId");
-    tag_spec(&p, 1, "security-group", cluster, uid, name, NULL, NULL, 0);
+    tag_spec(&p, 1, "security-group", cluster, uid, name, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -867,7 +880,11 @@ static int ensure_group(aws_ctx *c, region_info *r, const char *name, const char
         return gpc_fail(err, e.code, "%s", e.msg);
     char cidr[64];
     ssh_cidr(c, cidr, sizeof(cidr));
-    rc = authorize(c, r->region, "AuthorizeSecurityGroupIngress", sg, cidr, err);
+    /* one rule a call: EC2 refuses a whole call for one rule it has, so
+     * a rule set changed between applies (another SSH address) still lands */
+    rc = authorize(c, r->region, "AuthorizeSecurityGroupIngress", sg, NULL, err);
+    if (!rc && cidr[0])
+        rc = authorize(c, r->region, "AuthorizeSecurityGroupIngress", sg, cidr, err);
     if (!rc)
         rc = authorize(c, r->region, "AuthorizeSecurityGroupEgress", sg, NULL, err);
     return rc;
@@ -880,7 +897,7 @@ static int ensure_placement(aws_ctx *c, const char *region, const char *name,
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, name, "GroupName");
     gpc_ec2_param(&p, "cluster", "Strategy");
-    tag_spec(&p, 1, "placement-group", cluster, uid, NULL, NULL, NULL, 0);
+    tag_spec(&p, 1, "placement-group", cluster, uid, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -908,6 +925,8 @@ static int ensure_cluster(aws_ctx *c, const gpc_node_request *req, region_info *
     char key[160];
     snprintf(key, sizeof(key), "%s %s", r->region, req->cluster_uid);
     int same = strcmp(key, c->res_key) == 0;
+    c->labels = req->spec ? req->spec->labels : NULL;
+    c->n_labels = req->spec ? req->spec->n_labels : 0;
     char base[160];
     base_name(req->cluster, req->cluster_uid, base, sizeof(base));
     int rc = 0;
@@ -955,13 +974,13 @@ static int nic_count(const gpc_spec *spec, const type_info *ti)
  * the cluster; released by cleanup).  Not fatal: the usual limit is 5
  * Elastic IPs per region; a node left without one is said so.
  */
-static void attach_public_ip(aws_ctx *c, const gpc_node_request *req, const char *region,
-                             const char *instance, const char *eni)
+static void attach_public_ip(aws_ctx *c, const char *cluster, const char *uid,
+                             const char *region, const char *instance, const char *eni)
 {
     gpc_ec2_params p;
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, "vpc", "Domain");
-    tag_spec(&p, 1, "elastic-ip", req->cluster, req->cluster_uid, NULL, NULL, NULL, 0);
+    tag_spec(&p, 1, "elastic-ip", cluster, uid, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -1124,6 +1143,13 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     if (!rc)
         rc = gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, err);
     gpc_ec2_params_free(&p);
+    if (rc && strncmp(c->ec2.last_code, "InvalidAMIID", 12) == 0) {
+        /* the image went away (deregistered): forget it, cached or not */
+        char path[PATH_MAX];
+        if (image_cache_path(c, r->region, path, sizeof(path)) == 0)
+            unlink(path);
+        r->ami[0] = r->ami_for[0] = '\0';
+    }
     if (rc)
         return rc;
     size_t got = 0;
@@ -1157,7 +1183,7 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
                 gpc_xml_text(ni, "networkInterfaceId", eni, sizeof(eni));
         }
         if (eni[0])
-            attach_public_ip(c, req, of->region, iid, eni);
+            attach_public_ip(c, req->cluster, req->cluster_uid, of->region, iid, eni);
     }
     xmlFreeDoc(d);
     int complete = !rc && got == n;
@@ -1196,7 +1222,36 @@ typedef struct find_acc {
     long want_index;        /* -1: any */
     gpc_node_status *out;
     int found;
+    int nics;               /* its network interfaces */
+    int has_public;         /* it has a public address */
+    char eni[64];           /* its primary interface */
+    char cluster[128], uid[64]; /* its gpuctl tags */
 } find_acc;
+
+/* What a found instance needs to finish its launch (find_acc's extras). */
+static void launch_facts(xmlNode *it, find_acc *a)
+{
+    char v[64];
+    a->nics = 0;
+    a->eni[0] = a->cluster[0] = a->uid[0] = '\0';
+    a->has_public = gpc_xml_text(it, "ipAddress", v, sizeof(v))[0] != '\0';
+    for (xmlNode *ni = gpc_xml_items(it, "networkInterfaceSet"); ni; ni = gpc_xml_next(ni)) {
+        char dev[8], card[8];
+        a->nics++;
+        gpc_xml_text(ni, "attachment/deviceIndex", dev, sizeof(dev));
+        gpc_xml_text(ni, "attachment/networkCardIndex", card, sizeof(card));
+        if (strcmp(dev, "0") == 0 && (!card[0] || strcmp(card, "0") == 0))
+            gpc_xml_text(ni, "networkInterfaceId", a->eni, sizeof(a->eni));
+    }
+    for (xmlNode *t = gpc_xml_items(it, "tagSet"); t; t = gpc_xml_next(t)) {
+        char k[64];
+        gpc_xml_text(t, "key", k, sizeof(k));
+        if (strcmp(k, TAG_CLUSTER) == 0)
+            gpc_xml_text(t, "value", a->cluster, sizeof(a->cluster));
+        else if (strcmp(k, TAG_UID) == 0)
+            gpc_xml_text(t, "value", a->uid, sizeof(a->uid));
+    }
+}
 
 static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
 {
@@ -1208,6 +1263,7 @@ static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
         if (a->found || (a->want_index >= 0 && idx != a->want_index))
             continue;
         instance_status(it, a->out);
+        launch_facts(it, a);
         a->found = 1;
     }
     return 0;
@@ -1236,6 +1292,10 @@ static int aws_find(void *ctx, const char *region, const char *token, gpc_node_s
     gpc_ec2_params_free(&p);
     if (!rc && (!a.found || out->phase == GPC_PHASE_TERMINATED))
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: no live instance with client token %s", tok);
+    /* a gpuctl killed after RunInstances may not have given it its public
+     * address yet (several network interfaces: an Elastic IP) */
+    if (!rc && a.nics > 1 && !a.has_public && a.eni[0] && a.cluster[0] && a.uid[0])
+        attach_public_ip(c, a.cluster, a.uid, region, out->provider_id, a.eni);
     return rc;
 }
 

@@ -229,7 +229,12 @@ void gpc_ec2_close(gpc_ec2 *e)
 
 int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err)
 {
-    if (e->have_creds && !gpc_aws_creds_expiring(&e->creds, gpc_now(), 300))
+    /* refresh 5 minutes before they expire (aws.md 4.4), but not more than
+     * once a minute: a credential_process that hands out short-lived keys
+     * (or prompts for MFA) must not run before every request */
+    int64_t now = gpc_now();
+    if (e->have_creds && (!gpc_aws_creds_expiring(&e->creds, now, 300) ||
+                          (now - e->creds_at < 60 && !gpc_aws_creds_expiring(&e->creds, now, 0))))
         return 0;
     if (e->have_creds) {
         gpc_aws_creds_free(&e->creds);
@@ -238,6 +243,7 @@ int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err)
     int rc = gpc_aws_credentials(&e->cfg, &e->opts, &e->creds, err);
     if (!rc) {
         e->have_creds = 1;
+        e->creds_at = now;
         gpc_debug(e->out, "aws: credentials from %s", e->creds.source);
     }
     return rc;

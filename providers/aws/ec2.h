@@ -48,6 +48,7 @@ typedef struct gpc_ec2 {
     gpc_aws_config cfg;
     gpc_aws_creds creds;
     int have_creds;
+    int64_t creds_at;         /* when they were resolved (Unix seconds) */
     gpc_http_client *http;
     long clock_offset_s;      /* AWS time - our time, from a RequestExpired */
     const struct gpc_out *out;

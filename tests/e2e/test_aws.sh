@@ -134,7 +134,8 @@ UID_=$(json_get "$T/apply.json" 'd["cluster_status"]["uid"]')
 U8=${UID_:0:8}
 # Hand-checked sequence: zones (2 pages: a b | c; d has no p4d), then in
 # zone a the type's EFA facts, the image (3 amazon PyTorch x86_64 images
-# in pages of 2), VPC, subnet, key, group, its two rule sets, placement
+# in pages of 2), VPC, subnet, key, group, its rules one a call (all from
+# the group itself, SSH from the caller, all to the group), placement
 # group and the head's launch; the workers' launch meets no capacity (room
 # for one); the head is terminated; zone b: its subnet and placement
 # group, the head (throttled once, then retried), the workers; each
@@ -144,7 +145,7 @@ U8=${UID_:0:8}
 # by tag over five instances in pages of two (3 calls).
 SEQ=$(actions "$n0")
 expect_eq "the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
     "$SEQ"
 # run_params PYEXPR: evaluate on the list `r` of logged RunInstances params
 runs() { python3 - "$LOG" "$1" <<'PY'
@@ -267,6 +268,19 @@ expect_eq "the failed try skipped us-east-1a (no capacity a moment ago), then me
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world3.json"
 expect_eq "the abandoned try in us-east-1 left no group or key behind" "0 0" \
     "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1")))')"
+# The head taken back (spot interruption): the cluster is over, and stays
+# so however often it is looked at (regression: it turned 'pending' once the
+# head's row was terminated), and --wait ends at once with 11 (node lost).
+HEAD_ID=$(json_get "$T/status3.json" '[n["provider_id"] for n in d["clusters"][-1]["nodes"] if n["rank"] == 0][0]')
+fake -X POST -d "{\"instance_id\": \"$HEAD_ID\"}" "http://127.0.0.1:$FAKE_PORT/_fake/preempt" > /dev/null
+for i in 1 2 3; do
+    g -o json status effa > "$T/pre$i.json"
+done
+expect_eq "head preempted: the cluster says so, three looks in a row" "preempted preempted preempted" \
+    "$(for i in 1 2 3; do json_get "$T/pre$i.json" 'd["clusters"][0]["phase"]'; done | tr '\n' ' ' | sed 's/ $//')"
+run_rc rc timeout 60 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f job.yaml --wait --timeout 30 \
+    --poll-interval 0.05 > /dev/null 2>&1
+expect_eq "apply --wait on it: exit 11 (node lost), at once" 11 "$rc"
 g -y destroy effa > /dev/null 2>&1
 
 # The IAM policy in the docs lists exactly the EC2 actions the code can

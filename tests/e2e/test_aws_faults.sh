@@ -11,6 +11,7 @@
 #     the retried RunInstances carries the same ClientToken;
 #  c. spot preemption seen by status;
 #  d. the user's own SSH public key is imported as is;
+#  k. a changed SSH source address reaches the security group on a re-run;
 #  e. a non-EFA type: one NIC with a public address, no placement group;
 #     an explicit AMI; an io2 root disk;
 #  f. an on-demand head with spot workers;
@@ -119,7 +120,7 @@ U8=$(json_get "$T/a.json" 'd["cluster_status"]["uid"][:8]')
 # zone a are terminated one by one; zone b: subnet, placement group, head,
 # workers, two polls (pending, running) and the apply's refresh.
 expect_eq "a: the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
     "$(actions 0)"
 expect_eq "a: RunInstances: head and workers in a, then in b" \
     "1/us-east-1a/parta-0-$U8-a1 2/us-east-1a/parta-w1-$U8-a1 1/us-east-1b/parta-0-$U8-a2 2/us-east-1b/parta-w1-$U8-a2" \
@@ -163,7 +164,7 @@ U8=$(json_get "$T/b.json" 'd["cluster_status"]["uid"][:8]')
 # RunInstances answered 500 InternalError once and was retried; the worker
 # alone (no batch); two slow polls and the refresh.
 expect_eq "b: the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances!InternalError RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances!InternalError RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
     "$(actions 0)"
 expect_eq "b: the retried RunInstances carries the same ClientToken (and body)" \
     "slow-0-$U8-a1:500 slow-0-$U8-a1:200 slow-1-$U8-a1:200 True" \
@@ -222,7 +223,7 @@ run_rc rc env GPUCTL_SSH_PUBLIC_KEY="$T/alice.pub" "$GPUCTL_BIN" --state-dir "$S
 expect_eq "e: apply exits 0" 0 "$rc"
 U8=$(json_get "$T/e.json" 'd["cluster_status"]["uid"][:8]')
 expect_eq "e: the EC2 calls: no placement group" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances" \
     "$(actions 0)"
 expect_eq "e: the explicit image looked up by its id alone" "{'ImageId.1': 'ami-01000000000000008', '_error': None}" \
     "$(calls DescribeImages 'r[0]')"
@@ -258,7 +259,7 @@ run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:2 "$GPUCTL_BIN" --state-dir "
     apply -f killed.yaml "${P[@]}" > /dev/null 2> "$T/g1.err"
 expect_eq "g: apply killed (SIGKILL) after the workers' RunInstances" 137 "$rc"
 expect_eq "g: the killed apply: head, then the three workers in one call" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress RunInstances RunInstances" \
     "$(actions 0)"
 U8=$(st 'd["clusters"][0]["uid"][:8]')
 expect_eq "g: the state: the head recorded, the workers not" \
@@ -333,7 +334,7 @@ expect_match "i: the error lists the zones tried" \
 # each zone: subnet, placement group, the head refused; then the cleanup by
 # tag: no instance; the three placement groups, the group, the key
 expect_eq "i: the EC2 calls, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
     "$(actions 0)"
 expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
     "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
@@ -389,6 +390,24 @@ expect_eq "j: the node runs in ap-northeast-1a" "ap-northeast-1:ap-northeast-1a:
 expect_eq "j: the records: the us-east-1 try closed, the cluster running" "failed:True running:False" \
     "$(st '" ".join(c["phase"] + ":" + str(c["destroyed_at"] is not None) for c in d["clusters"])')"
 g -y destroy zoned > /dev/null 2>&1
+
+# ---- k. an apply killed after the security group was made, run again from
+# another address: the new SSH rule is added (regression: the rules went in
+# one call, which EC2 refuses whole when one of them exists)
+echo '[{"action": "RunInstances", "delay_ms": 4000, "times": 1}]' > "$T/k-faults.json"
+part k --faults "$T/k-faults.json"
+spec sshk 1 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_SSH_CIDR=198.51.100.0/24 timeout -s KILL 2 \
+    "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f sshk.yaml "${P[@]}" > /dev/null 2>&1
+expect_eq "k: the first apply is killed while RunInstances hangs" 137 "$rc"
+run_rc rc env GPUCTL_SSH_CIDR=192.0.2.0/24 "$GPUCTL_BIN" --state-dir "$STATE" -y apply \
+    -f sshk.yaml "${P[@]}" > /dev/null 2> "$T/k.err"
+[ "$rc" = 0 ] || cat "$T/k.err"
+expect_eq "k: the second apply exits 0" 0 "$rc"
+expect_eq "k: SSH from both addresses, the group's own rule once" \
+    "-1:self tcp:192.0.2.0/24 tcp:198.51.100.0/24" \
+    "$(world '" ".join(sorted(r["protocol"] + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"].startswith("gpuctl-sshk-") for r in g["rules"] if not r["egress"]))')"
+g -y destroy sshk > /dev/null 2>&1
 
 no_secret "$SECRET" i "all parts"
 

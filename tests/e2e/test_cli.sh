@@ -106,6 +106,9 @@ expect_eq "-f given twice: exit 3" 3 "$rc"
 expect_match "says so" "option '-f' given twice" "$(cat "$T/e.txt")"
 run_rc rc g apply -f quickstart.yaml --timeout 5 2> "$T/e.txt"
 expect_eq "--timeout without --wait: exit 3" 3 "$rc"
+run_rc rc g apply -f quickstart.yaml --poll-interval 0.001 2> "$T/e.txt"
+expect_eq "--poll-interval below 0.05 s (a hammered API): exit 3" 3 "$rc"
+expect_match "says the range" "--poll-interval: '0.001' is not a number of seconds from 0.05 to 3600" "$(cat "$T/e.txt")"
 
 # Provider candidates: the cheapest offer among them wins (local costs 0).
 printf 'name: cand\nprovider: [aws, local]\nrun: {command: "true"}\n' > cand.yaml

@@ -1086,6 +1086,15 @@ static void test_redact_form(void **state)
     gpc_buf_reset(&b);
     gpc_http_redact_form("", 0, &b);
     assert_string_equal(gpc_buf_str(&b), "");
+    /* EC2's idempotency and pagination tokens and the IMDSv2 setting are
+     * not secrets: shown as they are */
+    gpc_buf_reset(&b);
+    const char *pub = "ClientToken=c-1&NextToken=n%2F2&MetadataOptions.HttpTokens=required"
+                      "&X.SessionToken=s";
+    gpc_http_redact_form(pub, strlen(pub), &b);
+    assert_string_equal(gpc_buf_str(&b), "ClientToken=c-1&NextToken=n%2F2"
+                        "&MetadataOptions.HttpTokens=required&X.SessionToken=[redacted]");
+    gpc_buf_reset(&b);
     gpc_http_redact_form("a=1&Token=2", 3, &b); /* only len bytes */
     assert_string_equal(gpc_buf_str(&b), "a=1");
     gpc_buf_free(&b);
@@ -1256,7 +1265,7 @@ static void test_trace(void **state)
     assert_non_null(strstr(t, "http: > Cookie: [redacted]\n"));
     assert_non_null(strstr(t, "http: > X-Attempt: 1\n"));
     assert_non_null(strstr(t, "http: > Action=RunInstances&KeyName=mykey&Signature=[redacted]"
-                              "&UserData=[15 bytes]&ClientToken=[redacted]\n"));
+                              "&UserData=[15 bytes]&ClientToken=t-1\n"));
     assert_non_null(strstr(t, "http: < 200 ("));
     assert_null(strstr(t, "\"method\"")); /* no success body */
     snprintf(want, sizeof(want), "http: > POST %s/xmlerr?code=503&times=1&echo_body=1 "
