@@ -27,11 +27,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake/aws_env.h"
 #include "fake/spawn.h"
 #include "gpuctl/aws_config.h"
 #include "gpuctl/util.h"
 
-extern char **environ;
 
 #define AKID   "AKIDEXAMPLE"
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -46,29 +46,9 @@ typedef struct fixture {
     fake_server srv;
 } fixture;
 
-static void clear_aws_env(void)
-{
-    char *names[256];
-    size_t n = 0;
-    for (char **e = environ; *e && n < 256; e++)
-        if (strncmp(*e, "AWS_", 4) == 0)
-            names[n++] = strndup(*e, strcspn(*e, "="));
-    for (size_t i = 0; i < n; i++) {
-        if (names[i])
-            unsetenv(names[i]);
-        free(names[i]);
-    }
-}
-
 static int setup(void **state)
 {
-    clear_aws_env();
-    unsetenv("GPUCTL_FAKE_NOW");
-    /* A proxy from the environment must not swallow 127.0.0.1. */
-    setenv("NO_PROXY", "127.0.0.1,localhost", 1);
-    setenv("no_proxy", "127.0.0.1,localhost", 1);
-    /* Never ask a real instance metadata service. */
-    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+    aws_env_reset(); /* no AWS_* of this machine, no proxy, no IMDS */
     fixture *f = calloc(1, sizeof(*f));
     if (!f)
         return -1;
@@ -91,7 +71,7 @@ static int teardown(void **state)
     fake_stop(&f->srv);
     gpc_rm_rf(f->home, NULL);
     free(f);
-    clear_aws_env();
+    aws_env_reset();
     unsetenv("GPUCTL_FAKE_NOW");
     return 0;
 }

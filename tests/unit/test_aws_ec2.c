@@ -34,12 +34,12 @@
 #include <libxml/tree.h>
 
 #include "aws/ec2.h"
+#include "fake/aws_env.h"
 #include "fake/spawn.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 #include "output.h"
 
-extern char **environ;
 
 #define AKID   "AKIDEXAMPLE"
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -61,29 +61,10 @@ typedef struct fixture {
     int opened;
 } fixture;
 
-static void clear_aws_env(void)
-{
-    char *names[256];
-    size_t n = 0;
-    for (char **e = environ; *e && n < 256; e++)
-        if (strncmp(*e, "AWS_", 4) == 0)
-            names[n++] = strndup(*e, strcspn(*e, "="));
-    for (size_t i = 0; i < n; i++) {
-        if (names[i])
-            unsetenv(names[i]);
-        free(names[i]);
-    }
-}
-
 static int setup(void **state)
 {
-    clear_aws_env();
-    unsetenv("GPUCTL_FAKE_NOW");
-    /* A proxy from the environment must not swallow 127.0.0.1. */
-    setenv("NO_PROXY", "127.0.0.1,localhost", 1);
-    setenv("no_proxy", "127.0.0.1,localhost", 1);
+    aws_env_reset(); /* no AWS_* of this machine, no proxy, no IMDS */
     /* only the environment's keys: no files, no instance metadata */
-    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
     setenv("AWS_CONFIG_FILE", "/nonexistent/gpuctl-test/aws-config", 1);
     setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/gpuctl-test/aws-credentials", 1);
     setenv("AWS_ACCESS_KEY_ID", AKID, 1);
@@ -105,7 +86,7 @@ static int teardown(void **state)
     if (f->faults[0])
         unlink(f->faults);
     free(f);
-    clear_aws_env();
+    aws_env_reset();
     return 0;
 }
 
