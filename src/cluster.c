@@ -1557,6 +1557,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     for (uint32_t r = 0; r < nt; r++)
         gpc_buf_init(&parts[r], 1u << 20);
     int64_t head_end = 0, bad_since = 0;
+    int head_lost = 0;
     char bad_name[128] = "";
     int bad_exit = -1;
     for (int final = 0; !final;) {
@@ -1580,10 +1581,14 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
             if (!bad && nodes[i].rank > 0 && nodes[i].phase == GPC_PHASE_FAILED)
                 bad = &nodes[i];
         }
+        /* rank 0 gone without an exit status (preempted, lost): the other
+         * nodes cannot finish without its rendezvous; no grace */
+        head_lost = c->phase == GPC_PHASE_PREEMPTED ||
+                    (c->phase == GPC_PHASE_FAILED && c->exit_code < 0);
         if (is_terminal(c->phase)) {
             if (!head_end)
                 head_end = now;
-            final = all_done || now - head_end >= WAIT_GRACE_S;
+            final = all_done || head_lost || now - head_end >= WAIT_GRACE_S;
         } else if (bad) {
             if (!bad_since)
                 bad_since = now;
@@ -1625,6 +1630,8 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         if (final) {
             if (bad_name[0])
                 stop_stragglers(s, c, 1, "a worker failed and the job cannot finish");
+            else if (head_lost)
+                stop_stragglers(s, c, 1, "rank 0 is gone and the job cannot finish");
             else
                 stop_stragglers(s, c, 0, "the job ended before this node joined");
             break;

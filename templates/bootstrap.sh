@@ -96,6 +96,12 @@ gpuctl_on_exit() {
     fi
     gpuctl_write exit_status "$rc"
     gpuctl_say "exit status $rc"
+    if [ "$GPUCTL_METADATA" != local ]; then
+      ## The control plane reads this line back from the serial console
+      ## (EC2 GetConsoleOutput) once the node has powered itself off.
+      printf 'gpuctl-node-exit: cluster=%s rank=%s status=%s\n' "$GPUCTL_CLUSTER_ID" \
+        "$GPUCTL_NODE_RANK" "$rc" >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
+    fi
   fi
   if [ "$GPUCTL_METADATA" != local ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
     case ${GPUCTL_POWEROFF_DELAY:-0} in

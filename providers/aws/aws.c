@@ -1269,6 +1269,8 @@ static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
     return 0;
 }
 
+static void job_result(aws_ctx *c, const char *region, gpc_node_status *ns);
+
 static int aws_find(void *ctx, const char *region, const char *token, gpc_node_status *out,
                     gpc_error *err)
 {
@@ -1322,7 +1324,81 @@ static int aws_describe(void *ctx, const char *region, const char *id, gpc_node_
         snprintf(out->detail, sizeof(out->detail), "instance no longer listed");
         return 0;
     }
+    if (!rc)
+        job_result(c, region, out);
     return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+}
+
+/*
+ * A node that powered itself off (stateReason
+ * Client.InstanceInitiatedShutdown) did so at the end of its job: its
+ * bootstrap wrote "gpuctl-node-exit: cluster=.. rank=.. status=N" to the
+ * serial console first.  Read it back (GetConsoleOutput; EC2 keeps the
+ * console output for at least an hour after the instance's last post,
+ * which termination makes) and report the job's result.  Without the line
+ * the node stays TERMINATED with no exit status.
+ */
+static void job_result(aws_ctx *c, const char *region, gpc_node_status *ns)
+{
+    if (ns->phase != GPC_PHASE_TERMINATED ||
+        !strstr(ns->detail, "Client.InstanceInitiatedShutdown"))
+        return;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, ns->provider_id, "InstanceId");
+    xmlDoc *d = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_ec2_call(&c->ec2, region, "GetConsoleOutput", &p, &d, &e);
+    gpc_ec2_params_free(&p);
+    gpc_buf b64;
+    gpc_buf_init(&b64, 1u << 20);
+    if (!rc) {
+        xmlNode *o = gpc_xml_child(xmlDocGetRootElement(d), "output");
+        xmlChar *t = o ? xmlNodeGetContent(o) : NULL;
+        if (t) {
+            /* base64 of up to 64 KiB; drop the line breaks some answers have */
+            for (const xmlChar *q = t; *q; q++)
+                if (*q != '\n' && *q != '\r' && *q != ' ')
+                    gpc_buf_add(&b64, q, 1, NULL);
+            xmlFree(t);
+        }
+    }
+    xmlFreeDoc(d);
+    unsigned char *text = NULL;
+    size_t len = 0;
+    if (!rc && b64.len && gpc_base64_decode(gpc_buf_str(&b64), b64.len, &text, &len, NULL) == 0) {
+        /* the last such line wins */
+        const char *key = "gpuctl-node-exit: ";
+        long status = -1;
+        for (size_t i = 0; i + strlen(key) <= len; i++) {
+            if (memcmp(text + i, key, strlen(key)) != 0)
+                continue;
+            const char *line = (const char *)text + i;
+            const char *eol = memchr(line, '\n', len - i);
+            size_t ll = eol ? (size_t)(eol - line) : len - i;
+            const char *st = NULL;
+            for (size_t k = 0; !st && k + 8 <= ll; k++)
+                if (memcmp(line + k, " status=", 8) == 0)
+                    st = line + k;
+            if (st) {
+                char *end;
+                long v = strtol(st + 8, &end, 10);
+                if (end != st + 8 && v >= 0 && v <= 255)
+                    status = v;
+            }
+        }
+        if (status >= 0) {
+            ns->exit_code = (int)status;
+            ns->phase = status == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
+            snprintf(ns->detail, sizeof(ns->detail), "the job ended with exit status %ld; the "
+                     "node powered itself off", status);
+        }
+    }
+    if (rc)
+        gpc_debug(c->out, "aws: %s: no console output (%s)", ns->provider_id, e.msg);
+    free(text);
+    gpc_buf_free(&b64);
 }
 
 typedef struct tagged_acc {
@@ -1372,8 +1448,15 @@ static int aws_describe_many(void *ctx, const gpc_cluster_ref *ref, const char *
     aws_ctx *c = ctx;
     tagged_acc a = {0};
     int rc = 0;
-    for (size_t r = 0; !rc && r < ref->n_regions; r++)
+    for (size_t r = 0; !rc && r < ref->n_regions; r++) {
+        size_t from = a.n;
         rc = list_tagged(c, ref->regions[r], ref->cluster_uid, 0, &a, err);
+        /* the job's result of the asked nodes that powered themselves off */
+        for (size_t j = from; !rc && j < a.n; j++)
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(a.st[j].provider_id, ids[i]) == 0)
+                    job_result(c, ref->regions[r], &a.st[j]);
+    }
     for (size_t i = 0; !rc && i < n; i++) {
         int hit = 0;
         for (size_t j = 0; !hit && j < a.n; j++)

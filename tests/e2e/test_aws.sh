@@ -283,6 +283,54 @@ run_rc rc timeout 60 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f job.yaml --w
 expect_eq "apply --wait on it: exit 11 (node lost), at once" 11 "$rc"
 g -y destroy effa > /dev/null 2>&1
 
+# ---- 5. the job's result: a node that powers itself off at the end of its
+# job left "gpuctl-node-exit: ... status=N" on its serial console, which
+# gpuctl reads back (GetConsoleOutput): apply --wait ends with the job
+cat > done.yaml <<'EOF'
+name: done
+provider: aws
+nodes: 2
+resources:
+  gpu: T4:1
+  instance_types: g4dn.xlarge
+region: us-east-1
+run:
+  command: python train.py
+EOF
+fake -X DELETE "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
+# finish_node ID RANK STATUS: the node's job ended with STATUS
+finish_node() {
+    python3 -c 'import json,sys; print(json.dumps({"instance_id": sys.argv[1], "console": "[  42.1] cloud-init[812]: ok\ngpuctl-node-exit: cluster=%s rank=%s status=%s\n" % tuple(sys.argv[2:])}))' \
+        "$1" "$DUID" "$2" "$3" > "$T/finish.json"
+    fake -X POST --data-binary @"$T/finish.json" "http://127.0.0.1:$FAKE_PORT/_fake/finish" > /dev/null
+}
+run_rc rc g -y -o json apply -f done.yaml --poll-interval 0.05 > "$T/done.json" 2> /dev/null
+expect_eq "a 2-node job: apply exits 0" 0 "$rc"
+DUID=$(json_get "$T/done.json" 'd["cluster_status"]["uid"]')
+IDS=($(json_get "$T/done.json" '" ".join(n["provider_id"] for n in sorted(d["cluster_status"]["nodes"], key=lambda n: n["rank"]))'))
+finish_node "${IDS[1]}" 1 0
+finish_node "${IDS[0]}" 0 0
+n0=$(log_lines)
+run_rc rc timeout 120 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json apply -f done.yaml --wait \
+    --timeout 60 --poll-interval 0.05 > "$T/done-wait.json" 2> /dev/null
+expect_eq "both nodes finished with 0: apply --wait exits 0" 0 "$rc"
+expect_eq "the cluster succeeded with rank 0's exit status 0" "succeeded 0 succeeded succeeded" \
+    "$(json_get "$T/done-wait.json" '" ".join(str(x) for x in [d["phase"], d["exit_code"]] + [n["phase"] for n in sorted(d["cluster_status"]["nodes"], key=lambda n: n["rank"])])')"
+expect_eq "each node's console read once" "2" \
+    "$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]).readlines()[int(sys.argv[2]):] if json.loads(l)["action"] == "GetConsoleOutput"))' "$LOG" "$n0")"
+g -y destroy done > /dev/null 2>&1
+# a failing job: rank 0 reports 3
+run_rc rc g -y -o json apply -f done.yaml --poll-interval 0.05 > "$T/done2.json" 2> /dev/null
+DUID=$(json_get "$T/done2.json" 'd["cluster_status"]["uid"]')
+IDS=($(json_get "$T/done2.json" '" ".join(n["provider_id"] for n in sorted(d["cluster_status"]["nodes"], key=lambda n: n["rank"]))'))
+finish_node "${IDS[0]}" 0 3
+finish_node "${IDS[1]}" 1 3
+run_rc rc timeout 120 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f done.yaml --wait \
+    --timeout 60 --poll-interval 0.05 > "$T/done2-wait.txt" 2>&1
+expect_eq "rank 0 exited 3: apply --wait exits 10 (job failed)" 10 "$rc"
+expect_match "and says rank 0's status" "job failed: rank 0 exit status 3" "$(cat "$T/done2-wait.txt")"
+g -y destroy done > /dev/null 2>&1
+
 # The IAM policy in the docs lists exactly the EC2 actions the code can
 # call (plus CreateTags, which tagging at creation needs), and every
 # action this test saw is in it.
@@ -291,7 +339,7 @@ expect_eq "docs/providers/aws-iam-policy.json: exactly the actions in providers/
 import json, re, sys
 src, log = sys.argv[1], sys.argv[2]
 code = open(src + "/providers/aws/aws.c").read() + open(src + "/providers/aws/ec2.c").read()
-used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Release)[A-Z][A-Za-z]+)"', code))
+used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Release|Get)[A-Z][A-Za-z]+)"', code))
 policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
 allowed = set()
 for st in policy["Statement"]:

@@ -250,6 +250,11 @@ Control endpoints (no signature; logged as action "_fake/<name>")
                          instance is terminated at once with stateReason
                          Server.SpotInstanceTermination (404 unknown, 400 not
                          spot, 409 already shutting down or terminated)
+  POST   /_fake/finish   {"instance_id": "..", "console": "text"}: the node's
+                         job ended: the text is added to its serial console
+                         (GetConsoleOutput) and the instance is terminated
+                         with stateReason Client.InstanceInitiatedShutdown
+                         (404 unknown, 409 already shutting down or terminated)
   POST   /_fake/advance  finish every transition now: pending -> running,
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
@@ -346,6 +351,8 @@ REASONS = {
     "spot": ("Server.SpotInstanceTermination", "Server.SpotInstanceTermination: Spot instance termination"),
     "capacity": ("Server.InsufficientInstanceCapacity",
                  "Server.InsufficientInstanceCapacity: Insufficient capacity to satisfy the request"),
+    "guest": ("Client.InstanceInitiatedShutdown",
+              "Client.InstanceInitiatedShutdown: Instance initiated shutdown"),
 }
 
 
@@ -2071,6 +2078,22 @@ def delete_placement_group(ctx):
     return x("return", True)
 
 
+# ---- console output (EC2 API Reference: GetConsoleOutput): the serial
+# console's text, base64; kept after termination (EC2 keeps the last 64 KB
+# for at least an hour after the last post, which termination makes) ----
+
+@action("GetConsoleOutput", {"InstanceId", "Latest"}, mutates=False)
+def get_console_output(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    iid = p.require("InstanceId")
+    inst = w.instances.get(iid)
+    if inst is None or inst["region"] != region["name"]:
+        raise ApiError("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist" % iid)
+    text = inst.get("console", "")[-65536:]
+    return x("instanceId", iid) + x("timestamp", iso(now())) + \
+        x("output", base64.b64encode(text.encode("utf-8")).decode("ascii") if text else None)
+
+
 # ---- Elastic IPs (EC2 API Reference: AllocateAddress, AssociateAddress,
 # DescribeAddresses, ReleaseAddress; VPC domain only) ----
 
@@ -2573,6 +2596,19 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "spot")
+            elif route == ("POST", "finish"):
+                # the node's job ended: its bootstrap wrote a line to the
+                # serial console and powered the instance off
+                iid = doc.get("instance_id") if isinstance(doc, dict) else None
+                inst = WORLD.instances.get(iid)
+                if inst is None:
+                    status, out = 404, {"error": "no instance %r" % iid}
+                elif inst["state"] in ("shutting-down", "terminated"):
+                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                else:
+                    inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
+                    inst["doomed"] = False
+                    WORLD.set_state(inst, "terminated", "guest")
             elif route == ("GET", "checkip"):
                 out, ctype = CHECKIP, "text/plain"
             elif route == ("GET", "faults"):

@@ -902,6 +902,7 @@ typedef struct node_run {
     size_t env_len;
     char *ran; /* what the run command wrote */
     char *shutdown; /* the arguments `shutdown` got, one call a line */
+    char *console;  /* what it wrote to the serial console (GPUCTL_CONSOLE) */
 } node_run;
 
 static void node_run_free(node_run *r)
@@ -913,6 +914,7 @@ static void node_run_free(node_run *r)
     free(r->env);
     free(r->ran);
     free(r->shutdown);
+    free(r->console);
 }
 
 /*
@@ -1019,8 +1021,9 @@ static void node_exec(node_run *r, const char *script, const char *extra)
     fmt(path, sizeof(path), "%s/bootstrap.sh", r->dir);
     write_file(path, script, strlen(script), 0700);
     r->status = sh("cd '%s' && env -i PATH='%s/stub:/usr/bin:/bin' LANG=C.UTF-8 "
-                   "GPUCTL_HOME='%s' STUB_OUT='%s' %s /bin/bash '%s' </dev/null",
-                   r->dir, r->dir, r->home, r->out, extra ? extra : "", path);
+                   "GPUCTL_HOME='%s' STUB_OUT='%s' GPUCTL_CONSOLE='%s/console' %s "
+                   "/bin/bash '%s' </dev/null",
+                   r->dir, r->dir, r->home, r->out, r->out, extra ? extra : "", path);
     fmt(f, sizeof(f), "%s/exit_status", r->home);
     r->exit_status = slurp(f, NULL);
     fmt(f, sizeof(f), "%s/phase", r->home);
@@ -1035,6 +1038,8 @@ static void node_exec(node_run *r, const char *script, const char *extra)
     r->ran = slurp(f, NULL);
     fmt(f, sizeof(f), "%s/shutdown", r->out);
     r->shutdown = slurp(f, NULL);
+    fmt(f, sizeof(f), "%s/console", r->out);
+    r->console = slurp(f, NULL);
 }
 
 static void assert_outcome(const node_run *r, int status, const char *phase)
@@ -1281,7 +1286,22 @@ static void test_run_job_fails(void **state)
     assert_non_null(strstr(r.log, "boom\n"));
     assert_non_null(strstr(r.log, "torchrun exited 1; local rank 0 exited 3\n"));
     assert_non_null(strstr(r.log, "gpuctl: exit status 3\n"));
+    assert_null(r.console); /* local: nothing on the console */
     node_run_free(&r);
+
+    /* on a cloud the failing status reaches the serial console too */
+    node_prepare(&r, "runfailaws", "2.4.0", 0);
+    n.rank = 1;
+    n.head_ip = "10.0.0.1";
+    b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, "GPUCTL_HEAD_WAIT_S=0");
+    free(b);
+    assert_outcome(&r, 3, "failed\n");
+    assert_non_null(r.console);
+    assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=1 status=3\n");
+    node_run_free(&r);
+    n.rank = 0;
+    n.head_ip = NULL;
 
     /* a worker killed by a signal: torchrun's status stands */
     node_prepare(&r, "runkilled", "2.4.0", 0);
@@ -1499,6 +1519,9 @@ static void test_run_cloud_metadata(void **state)
         } else {
             assert_null(r.shutdown);
         }
+        /* the exit status on the serial console, for the control plane */
+        assert_non_null(r.console);
+        assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=0 status=0\n");
         node_run_free(&r);
     }
 }
