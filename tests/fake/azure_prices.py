@@ -41,10 +41,10 @@ import argparse
 import json
 import os
 import re
-import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import quote, unquote
+
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 
 ARGS = None
 ITEMS = []
@@ -255,14 +255,6 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, body)
 
 
-def watch_stdin():
-    try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    finally:
-        os._exit(0)
-
-
 def main():
     global ARGS, ITEMS
     here = os.path.dirname(os.path.abspath(__file__))
@@ -283,11 +275,8 @@ def main():
     ARGS = ap.parse_args()
     with open(ARGS.items, encoding="utf-8") as f:
         ITEMS = json.load(f)["Items"]
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    print("PORT %d" % server.server_address[1], flush=True)
-    if ARGS.exit_on_stdin_eof:
-        threading.Thread(target=watch_stdin, daemon=True).start()
-    server.serve_forever()
+    server = fakeserve.listen(Handler, threaded=False)
+    fakeserve.serve(server, ARGS.exit_on_stdin_eof)
 
 
 if __name__ == "__main__":

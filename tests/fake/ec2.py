@@ -301,7 +301,7 @@ import sys
 import threading
 import time
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
 
@@ -309,6 +309,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
+
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 
 API_VERSION = "2016-11-15"
 NS = "http://ec2.amazonaws.com/doc/%s/" % API_VERSION
@@ -2629,21 +2631,6 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(status, text, ctype, rid)
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-def watch_stdin():
-    try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    finally:
-        os._exit(0)
-
-
 SEED = None
 
 
@@ -2682,11 +2669,8 @@ def main():
                 FAULTS.extend(load_faults(json.load(f)))
             except ValueError as e:
                 ap.error("--faults %s: %s" % (ARGS.faults, e))
-    server = Server(("127.0.0.1", 0), Handler)
-    print("PORT %d" % server.server_address[1], flush=True)
-    if ARGS.exit_on_stdin_eof:
-        threading.Thread(target=watch_stdin, daemon=True).start()
-    server.serve_forever()
+    server = fakeserve.listen(Handler)
+    fakeserve.serve(server, ARGS.exit_on_stdin_eof)
 
 
 if __name__ == "__main__":

@@ -35,12 +35,13 @@ import argparse
 import json
 import os
 import ssl
-import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 
 LOCK = threading.Lock()
 COUNTS = {}
@@ -146,21 +147,6 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client that timed out and left is not an error here
-
-
-def watch_stdin():
-    try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    finally:
-        os._exit(0)
-
-
 def main():
     global LOG
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -169,7 +155,7 @@ def main():
     ap.add_argument("--tls", action="store_true")
     args = ap.parse_args()
     LOG = args.log
-    server = Server(("127.0.0.1", 0), Handler)
+    server = fakeserve.listen(Handler)
     if args.tls:
         with tempfile.TemporaryDirectory() as d:
             key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
@@ -180,10 +166,7 @@ def main():
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(cert, key)
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    print("PORT %d" % server.server_address[1], flush=True)
-    if args.exit_on_stdin_eof:
-        threading.Thread(target=watch_stdin, daemon=True).start()
-    server.serve_forever()
+    fakeserve.serve(server, args.exit_on_stdin_eof)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,11 @@ crashed test leaves nothing behind.
 """
 import argparse
 import json
-import os
 import secrets
-import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 
 LOCK = threading.Lock()
 TOKENS = set()
@@ -120,21 +120,6 @@ class Handler(BaseHTTPRequestHandler):
     do_DELETE = do_PATCH = do_POST
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client that timed out and left is not an error here
-
-
-def watch_stdin():
-    try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    finally:
-        os._exit(0)
-
-
 def main():
     global ARGS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -149,11 +134,8 @@ def main():
     ap.add_argument("--secret-key", default=EXAMPLE_SECRET_KEY)
     ap.add_argument("--session-token", default=EXAMPLE_TOKEN)
     ARGS = ap.parse_args()
-    server = Server(("127.0.0.1", 0), Handler)
-    print("PORT %d" % server.server_address[1], flush=True)
-    if ARGS.exit_on_stdin_eof:
-        threading.Thread(target=watch_stdin, daemon=True).start()
-    server.serve_forever()
+    server = fakeserve.listen(Handler)
+    fakeserve.serve(server, ARGS.exit_on_stdin_eof)
 
 
 if __name__ == "__main__":
