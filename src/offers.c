@@ -298,6 +298,26 @@ static bool fabric_ok(gpc_interconnect want, gpc_fabric have)
 }
 
 /* Row-level checks that do not depend on the purchase option. */
+/* Zone `z` named after region `r`: r, then a letter or '-' ("us-east-1a",
+ * "us-east-1-bos-1a", "cn-hangzhou-h"). */
+static bool zone_in_region(const char *z, const char *r)
+{
+    size_t n = strlen(r);
+    return strncmp(z, r, n) == 0 && ((z[n] >= 'a' && z[n] <= 'z') || z[n] == '-');
+}
+
+/* Does some zone of the query lie in region r, or name no region at all
+ * (Azure's 1, 2, 3)?  True without zones. */
+static bool zones_allow(const gpc_offer_query *q, const char *r)
+{
+    for (size_t i = 0; i < q->n_zones; i++) {
+        const char *z = q->zones[i];
+        if (zone_in_region(z, r) || strspn(z, "0123456789") == strlen(z))
+            return true;
+    }
+    return q->n_zones == 0;
+}
+
 static gpc_verdict row_verdict(scan *sc, const gpc_catalog_row *row)
 {
     const gpc_offer_query *q = sc->q;
@@ -323,7 +343,8 @@ static gpc_verdict row_verdict(scan *sc, const gpc_catalog_row *row)
     if (!fabric_ok(q->interconnect, row->fabric))
         return GPC_LOST_INTERCONNECT;
     if (!row->region || !row->region[0] ||
-        (q->n_regions && !in_list(row->region, q->regions, q->n_regions)))
+        (q->n_regions && !in_list(row->region, q->regions, q->n_regions)) ||
+        !zones_allow(q, row->region))
         return GPC_LOST_REGION;  /* no region: nowhere to create the node */
     return GPC_FIT;
 }
@@ -517,9 +538,15 @@ static void explain(char *why, size_t n, const gpc_catalog_row *row, const gpc_o
             sb_add(&b, "the catalog states no region for it");
             break;
         }
-        sb_add(&b, "region %s not in [", row->region);
-        sb_list(&b, q->regions, q->n_regions, ", ", n, 1);
-        sb_add(&b, "]");
+        if (q->n_regions && !in_list(row->region, q->regions, q->n_regions)) {
+            sb_add(&b, "region %s not in [", row->region);
+            sb_list(&b, q->regions, q->n_regions, ", ", n, 1);
+            sb_add(&b, "]");
+        } else {
+            sb_add(&b, "none of the zones [");
+            sb_list(&b, q->zones, q->n_zones, ", ", n, 1);
+            sb_add(&b, "] is in region %s", row->region);
+        }
         break;
     case GPC_LOST_NO_PRICE: {
         bool od_missing = (!spot || !head_spot) && row->price_ondemand < 0;
@@ -721,6 +748,8 @@ void gpc_offer_query_from_spec(const gpc_spec *spec, gpc_offer_query *q)
     q->n_providers = spec->n_providers;
     q->regions = (const char *const *)spec->regions;
     q->n_regions = spec->n_regions;
+    q->zones = (const char *const *)spec->zones;
+    q->n_zones = spec->n_zones;
     q->instance_types = (const char *const *)spec->resources.instance_types;
     q->n_instance_types = spec->resources.n_instance_types;
     q->policy = spec->spot.policy;

@@ -48,6 +48,11 @@ typedef struct gpc_offer_query {
     size_t n_providers;
     const char *const *regions;    /* allowed regions; n = 0: all */
     size_t n_regions;
+    const char *const *zones;      /* allowed zones; n = 0: all.  A zone named
+                                      after its region (AWS us-east-1a, Aliyun
+                                      cn-hangzhou-h) keeps only that region;
+                                      a bare one (Azure 1, 2, 3) any region */
+    size_t n_zones;
     const char *const *instance_types; /* pinned types; n = 0: all */
     size_t n_instance_types;
     gpc_spot_policy policy;    /* workers: ON_DEMAND, SPOT or AUTO (both) */

@@ -879,6 +879,50 @@ static void test_region(void **state)
     gpc_selection_free(&s);
 }
 
+/* Zones named after their region keep only that region (regression: a
+ * spec with zone us-west-2b planned us-east-1 and then launched in
+ * us-west-2); bare zone numbers (Azure) keep every region. */
+static void test_zones(void **state)
+{
+    (void)state;
+    gpc_catalog_row rows[] = {
+        R("aws", "p4de.24xlarge", "us-east-1", &A100_80, 8, 96, 1152, EFA, 40.96, -1),
+        R("aws", "p4de.24xlarge", "us-west-2", &A100_80, 8, 96, 1152, EFA, 41.0, -1),
+        R("aws", "p4de.24xlarge", "us-east-10", &A100_80, 8, 96, 1152, EFA, 39.0, -1),
+        R("azure", AZ, "eastus", &A100_80, 8, 96, 1900, IB, 42.0, -1),
+    };
+    gpc_catalog cat = CAT(rows, 4);
+    gpc_offer_query q = Q(&A100_80x8, 1, 1);
+    gpc_selection s;
+
+    q.zones = (const char *const[]){"us-west-2b"};
+    q.n_zones = 1;
+    select_ok(&cat, &q, &s);
+    assert_string_equal(fits(&s), "p4de.24xlarge");
+    assert_string_equal(s.fit[0].row->region, "us-west-2");
+    assert_int_equal(s.lost_by[GPC_LOST_REGION], 3);
+    /* lost, cheapest first; us-east-10 does not own "us-west-2b", nor
+     * does us-east-1 own "us-east-10a"-like names below */
+    assert_string_equal(s.lost[0].why, "none of the zones [us-west-2b] is in region us-east-10");
+    gpc_selection_free(&s);
+
+    /* a local zone and another region's zone */
+    q.zones = (const char *const[]){"us-east-1-bos-1a", "us-east-10c"};
+    q.n_zones = 2;
+    select_ok(&cat, &q, &s);
+    assert_int_equal(s.n_fit, 2);
+    assert_string_equal(s.fit[0].row->region, "us-east-10");
+    assert_string_equal(s.fit[1].row->region, "us-east-1");
+    gpc_selection_free(&s);
+
+    /* Azure's zone numbers name no region: every region stays */
+    q.zones = (const char *const[]){"2"};
+    q.n_zones = 1;
+    select_ok(&cat, &q, &s);
+    assert_int_equal(s.n_fit, 4);
+    gpc_selection_free(&s);
+}
+
 static void test_pinned_and_providers(void **state)
 {
     (void)state;
@@ -1218,6 +1262,7 @@ int main(void)
         cmocka_unit_test(test_family_matching),
         cmocka_unit_test(test_cpu_memory),
         cmocka_unit_test(test_region),
+        cmocka_unit_test(test_zones),
         cmocka_unit_test(test_why_precision),
         cmocka_unit_test(test_pinned_and_providers),
         cmocka_unit_test(test_extra_rows),
