@@ -1358,6 +1358,38 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     }
     if (rc)
         goto out_c;
+    /* What can be known before any call: the provider takes the spec
+     * (aws: the image), and the user-data of the head and of a worker fits
+     * the provider's transport (a placeholder head address, a full one). */
+    if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
+        const gpc_offer *of = &plan->offers[0].worker;
+        const gpc_provider *pv = gpc_provider_find(of->provider);
+        if (pv && pv->check_spec)
+            rc = pv->check_spec(spec, err);
+        const gpc_userdata_rules *rules = gpc_userdata_rules_for(of->provider);
+        for (uint32_t r = 0; !rc && pv && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
+            gpc_node_ctx ctx = {
+                .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
+                .rank = r, .nnodes = spec->nodes,
+                .head_ip = r ? "255.255.255.255" : NULL, .rdzv_port = 65535,
+                .workdir = workdir, .checkpoint_dir = ckpt,
+                .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
+                              ? of->fabric : NULL,
+                .instance_type = of->instance_type,
+                .rank_from_launch_index = r > 0 && pv->create_nodes && spec->nodes > 2 &&
+                                          rules->metadata == GPC_MD_AWS,
+            };
+            char *ud = NULL, *enc = NULL;
+            size_t enc_len;
+            rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
+            if (!rc)
+                rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, NULL, err);
+            free(ud);
+            free(enc);
+        }
+        if (rc)
+            goto out_c;
+    }
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;

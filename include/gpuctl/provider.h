@@ -109,6 +109,11 @@ typedef struct gpc_provider {
     const char *summary;      /* one line for `gpuctl help providers` */
     unsigned caps;            /* GPC_CAP_* */
 
+    /* Optional: refuse what this provider cannot do with the spec before
+     * anything is made (aws: an image that is neither `pytorch` nor an AMI
+     * id).  GPC_ERR_SPEC naming the field.  Needs no session. */
+    int (*check_spec)(const gpc_spec *spec, gpc_error *err);
+
     /* Open a session; *ctx (owned by the provider) goes to every call. */
     int (*open)(const gpc_provider_config *cfg, void **ctx, gpc_error *err);
     void (*close)(void *ctx);

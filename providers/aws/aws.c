@@ -1811,10 +1811,26 @@ static int aws_check(void *ctx, char *detail, size_t size, gpc_error *err)
     return rc;
 }
 
+/* The image: "pytorch" (the Deep Learning AMI) or an AMI id, ami- and 8
+ * or 17 hex digits (EC2 User Guide, "Amazon Machine Images"). */
+static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
+{
+    const char *img = spec->image && *spec->image ? spec->image : "pytorch";
+    if (strcmp(img, "pytorch") == 0)
+        return 0;
+    size_t hex = strncmp(img, "ami-", 4) == 0 ? strspn(img + 4, "0123456789abcdef") : 0;
+    if (hex && img[4 + hex] == '\0' && (hex == 8 || hex == 17))
+        return 0;
+    return gpc_fail(err, GPC_ERR_SPEC, "%s: image: '%s' is neither 'pytorch' (the AWS Deep "
+                    "Learning AMI with PyTorch) nor an AMI id (ami- and 8 or 17 hex digits)",
+                    spec->source ? spec->source : "spec", img);
+}
+
 const gpc_provider gpc_provider_aws = {
     .name = "aws",
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
     .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    .check_spec = aws_check_spec,
     .open = aws_open,
     .close = aws_close,
     .list_offers = NULL,

@@ -123,6 +123,17 @@ run_rc rc g -y apply -f ck.yaml --dry-run > /dev/null 2> "$T/ck.err"
 expect_eq "a relative checkpoint_dir on aws: exit 4" 4 "$rc"
 expect_match "says it must be absolute" "checkpoint_dir: 'ckpt' must be an absolute path on the aws nodes" "$(cat "$T/ck.err")"
 expect_eq "and nothing was made here" "no" "$([ -e ckpt ] && echo yes || echo no)"
+n0=$(log_lines)
+{ cat job.yaml; echo "image: ubuntu"; } > img.yaml
+run_rc rc g -y apply -f img.yaml --dry-run > /dev/null 2> "$T/img.err"
+expect_eq "an image aws cannot use: exit 4, also in a dry run" 4 "$rc"
+expect_match "names the field" "img.yaml: image: 'ubuntu' is neither 'pytorch'" "$(cat "$T/img.err")"
+# 40 KB of random (incompressible) env: over 16 KB even gzipped
+{ cat job.yaml; echo "env:"; printf '  BIG: "%s"\n' "$(head -c 30000 /dev/urandom | base64 -w0)"; } > big.yaml
+run_rc rc g -y apply -f big.yaml > /dev/null 2> "$T/big.err"
+expect_eq "user-data over EC2's 16 KB even gzipped: exit 4" 4 "$rc"
+expect_match "says the sizes" "user-data is [0-9]+ bytes after gzip; aws allows 16384" "$(cat "$T/big.err")"
+expect_eq "neither made an EC2 call" "" "$(actions "$n0")"
 
 # ---- 1. apply -------------------------------------------------------------------
 n0=$(log_lines)
