@@ -1736,7 +1736,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
      * tag (EC2: terminate, wait until terminated, then the placement group,
      * security group and key pair); the nodes are then gone too. */
     int by_tag = s->prov->cleanup_cluster != NULL;
-    size_t todo = n;
+    size_t to_mark = n;
     gpc_code by_tag_code = GPC_OK;
     if (by_tag) {
         gpc_error e;
@@ -1750,10 +1750,10 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
             nleft = 1;
             gpc_buf_addf(&left, NULL, "%s", e.msg);
             event(s, c->id, -1, "error", "cleanup failed: %s", e.msg);
-            todo = 0; /* nothing is marked deleted: destroy again to finish */
+            to_mark = 0; /* nothing is marked deleted: destroy again to finish */
         }
     }
-    for (size_t i = 0; i < todo; i++) {
+    for (size_t i = 0; i < to_mark; i++) {
         gpc_node_rec *nd = &nodes[i];
         gpc_error e;
         gpc_error_clear(&e);

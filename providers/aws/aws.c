@@ -1008,6 +1008,23 @@ static void attach_public_ip(aws_ctx *c, const char *cluster, const char *uid,
         gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s)", instance, ip, alloc);
 }
 
+/* The id of an instance <item>'s primary network interface (card 0,
+ * device 0) into out ("" when none); returns how many interfaces it has. */
+static int primary_eni(xmlNode *it, char *out, size_t size)
+{
+    int n = 0;
+    out[0] = '\0';
+    for (xmlNode *ni = gpc_xml_items(it, "networkInterfaceSet"); ni; ni = gpc_xml_next(ni)) {
+        char dev[8], card[8];
+        n++;
+        gpc_xml_text(ni, "attachment/deviceIndex", dev, sizeof(dev));
+        gpc_xml_text(ni, "attachment/networkCardIndex", card, sizeof(card));
+        if (!out[0] && strcmp(dev, "0") == 0 && (!card[0] || strcmp(card, "0") == 0))
+            gpc_xml_text(ni, "networkInterfaceId", out, size);
+    }
+    return n;
+}
+
 static const char *volume_type(const gpc_spec *spec)
 {
     return spec && spec->resources.disk_tier == GPC_DISK_NVME ? "io2" : "gp3";
@@ -1172,16 +1189,9 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     /* several network interfaces: public addresses by Elastic IP */
     for (xmlNode *it = gpc_xml_items(xmlDocGetRootElement(d), "instancesSet");
          !rc && nic_count(req->spec, ti) > 1 && it; it = gpc_xml_next(it)) {
-        char iid[32], eni[64] = "";
+        char iid[32], eni[64];
         gpc_xml_text(it, "instanceId", iid, sizeof(iid));
-        for (xmlNode *ni = gpc_xml_items(it, "networkInterfaceSet"); ni && !eni[0];
-             ni = gpc_xml_next(ni)) {
-            char dev[8], card[8];
-            gpc_xml_text(ni, "attachment/deviceIndex", dev, sizeof(dev));
-            gpc_xml_text(ni, "attachment/networkCardIndex", card, sizeof(card));
-            if (strcmp(dev, "0") == 0 && (!card[0] || strcmp(card, "0") == 0))
-                gpc_xml_text(ni, "networkInterfaceId", eni, sizeof(eni));
-        }
+        primary_eni(it, eni, sizeof(eni));
         if (eni[0])
             attach_public_ip(c, req->cluster, req->cluster_uid, of->region, iid, eni);
     }
@@ -1235,14 +1245,7 @@ static void launch_facts(xmlNode *it, find_acc *a)
     a->nics = 0;
     a->eni[0] = a->cluster[0] = a->uid[0] = '\0';
     a->has_public = gpc_xml_text(it, "ipAddress", v, sizeof(v))[0] != '\0';
-    for (xmlNode *ni = gpc_xml_items(it, "networkInterfaceSet"); ni; ni = gpc_xml_next(ni)) {
-        char dev[8], card[8];
-        a->nics++;
-        gpc_xml_text(ni, "attachment/deviceIndex", dev, sizeof(dev));
-        gpc_xml_text(ni, "attachment/networkCardIndex", card, sizeof(card));
-        if (strcmp(dev, "0") == 0 && (!card[0] || strcmp(card, "0") == 0))
-            gpc_xml_text(ni, "networkInterfaceId", a->eni, sizeof(a->eni));
-    }
+    a->nics = primary_eni(it, a->eni, sizeof(a->eni));
     for (xmlNode *t = gpc_xml_items(it, "tagSet"); t; t = gpc_xml_next(t)) {
         char k[64];
         gpc_xml_text(t, "key", k, sizeof(k));
@@ -1788,7 +1791,15 @@ static int aws_check(void *ctx, char *detail, size_t size, gpc_error *err)
     int rc = gpc_ec2_credentials(&c->ec2, err);
     if (rc)
         return rc;
-    const char *region = c->ec2.cfg.region[0] ? c->ec2.cfg.region : "us-east-1";
+    /* the configured region, else this EC2 machine's (IMDS, as the AWS CLI
+     * does), else us-east-1 */
+    char imds_region[64] = "";
+    gpc_error ie;
+    gpc_error_clear(&ie);
+    if (!c->ec2.cfg.region[0])
+        gpc_aws_imds_region(imds_region, sizeof(imds_region), &ie);
+    const char *region = c->ec2.cfg.region[0] ? c->ec2.cfg.region
+                       : imds_region[0]       ? imds_region : "us-east-1";
     char *url = NULL;
     rc = gpc_aws_ec2_endpoint(&c->ec2.cfg, region, &url, err);
     xmlDoc *d = NULL;
@@ -1805,8 +1816,10 @@ static int aws_check(void *ctx, char *detail, size_t size, gpc_error *err)
     if (!rc)
         snprintf(detail, size, "credentials from %s; region %s%s%s%s; endpoint %s; "
                  "DescribeRegions answered %zu region(s)", c->ec2.creds.source, region,
-                 c->ec2.cfg.region[0] ? " (from " : " (none configured: us-east-1 used",
-                 c->ec2.cfg.region[0] ? c->ec2.cfg.region_from : "", ")", safe, nreg);
+                 c->ec2.cfg.region[0] ? " (from " : imds_region[0] ? " (from "
+                                                      : " (none configured: us-east-1 used",
+                 c->ec2.cfg.region[0] ? c->ec2.cfg.region_from
+                 : imds_region[0]     ? "EC2 instance metadata" : "", ")", safe, nreg);
     free(url);
     return rc;
 }

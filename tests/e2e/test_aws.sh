@@ -102,6 +102,15 @@ run_rc rc g check aws > "$T/check.txt" 2>&1
 expect_eq "check aws: exit 0" 0 "$rc"
 expect_match "check names the source and the endpoint" \
     "aws +ok +credentials from environment.*endpoint http://127.0.0.1:$FAKE_PORT" "$(cat "$T/check.txt")"
+# No region configured, on an EC2 machine: the region its metadata gives
+EC2_PORT=$FAKE_PORT
+start_fake imds imds.py --region ap-northeast-1
+run_rc rc env -u AWS_EC2_METADATA_DISABLED AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$FAKE_PORT" \
+    "$GPUCTL_BIN" --state-dir "$STATE" check aws > "$T/check-imds.txt" 2>&1
+FAKE_PORT=$EC2_PORT
+expect_eq "check aws on EC2 without a region: exit 0" 0 "$rc"
+expect_match "uses the instance's region" "region ap-northeast-1 \(from EC2 instance metadata\)" \
+    "$(cat "$T/check-imds.txt")"
 run_rc rc env AWS_SECRET_ACCESS_KEY=wrong-secret-not-this "$GPUCTL_BIN" --state-dir "$STATE" \
     -o json check aws > "$T/check-bad.json" 2> /dev/null
 expect_eq "check with a wrong secret: exit 20 (auth)" 20 "$rc"
