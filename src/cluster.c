@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -439,9 +440,10 @@ static void batch_token(const gpc_cluster_rec *c, uint32_t rank, uint32_t attemp
  * Fault injection for the end-to-end tests (docs/testing.md): with
  * GPUCTL_TEST_FAULT=<point>:<rank>[:<code>], gpuctl kills itself (SIGKILL)
  * or fails at that point for that rank, so that crash recovery and the exit
- * code contract are tested for real.  Points: kill-before-record (created at
- * the provider, not yet recorded), kill-after-record, fail-create,
- * fail-delete.  <code> (a gpc_code name such as auth or quota; default
+ * code contract are tested for real.  Points: kill-in-create (SIGKILL
+ * while the create call is in flight: fault_kill_in_create),
+ * kill-before-record (created at the provider, not yet recorded),
+ * kill-after-record, fail-create, fail-delete.  <code> (a gpc_code name such as auth or quota; default
  * provider) is the error a failing point reports, as a provider would.
  */
 static int fault_code = GPC_ERR_PROVIDER;
@@ -461,6 +463,31 @@ static int fault(const char *point, uint32_t rank)
     if (strncmp(point, "kill", 4) == 0)
         raise(SIGKILL);
     return 1;
+}
+
+static void kill_now(int sig)
+{
+    (void)sig;
+    raise(SIGKILL);
+}
+
+/* kill-in-create:<rank>[:<ms>]: SIGKILL <ms> (default 300) after the
+ * create of <rank> starts, while the provider's call is in flight. */
+static void fault_kill_in_create(uint32_t rank)
+{
+    const char *f = getenv("GPUCTL_TEST_FAULT");
+    const char *point = "kill-in-create:";
+    char *end;
+    if (!f || strncmp(f, point, strlen(point)) != 0 ||
+        strtoul(f + strlen(point), &end, 10) != rank)
+        return;
+    long ms = *end == ':' ? strtol(end + 1, NULL, 10) : 300;
+    struct itimerval it;
+    memset(&it, 0, sizeof(it));
+    it.it_value.tv_sec = ms / 1000;
+    it.it_value.tv_usec = (ms % 1000) * 1000;
+    signal(SIGALRM, kill_now);
+    setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
@@ -577,6 +604,40 @@ static int record_intent(gpc_session *s, gpc_node_rec *nd, const gpc_offer *of,
     return gpc_node_update(s->st, nd, err);
 }
 
+/*
+ * A node whose create may have happened: its intent (client token and
+ * where) is recorded, and no answer was: gpuctl was killed while the call
+ * was in flight, or the call failed in a way that does not say whether the
+ * provider acted on it.  Such a node is looked up by its token and, when
+ * the provider says there is none, created again with the SAME token, so
+ * that the provider's idempotency makes one node however often it is asked
+ * (a new token could make a second one while the first call lands).
+ */
+static int outcome_unknown(const gpc_node_rec *nd)
+{
+    return !nd->provider_id[0] && nd->client_token[0] && nd->region[0];
+}
+
+/*
+ * After a create of nds[0..n-1] failed with `code`: when nothing was sent
+ * (!sent), or the answer says for sure that nothing was made (no capacity,
+ * a quota: the codes the failover walk moves on from), the token is done
+ * with and dropped, so that the next try gets a new one.  Any other
+ * failure leaves the intent as it is (outcome unknown).
+ */
+static void settle_intent(gpc_session *s, gpc_node_rec **nds, size_t n, int code, int sent)
+{
+    if (sent && code != GPC_ERR_CAPACITY && code != GPC_ERR_QUOTA)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        set_str(&nds[i]->client_token, "");
+        if (gpc_node_update(s->st, nds[i], &e))
+            gpc_debug(s->out, "could not record node %s: %s", nds[i]->name, e.msg);
+    }
+}
+
 /* Record what the provider made for node `nd`; on failure take it back. */
 static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
                           const gpc_offer *of, const gpc_node_status *ns, gpc_error *err)
@@ -656,7 +717,9 @@ static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec
     return req;
 }
 
-/* Render and create node `nd`; record it.  head_ip NULL for rank 0. */
+/* Render and create node `nd`; record it.  head_ip NULL for rank 0.  A
+ * node whose create has an unknown outcome goes again with its own token
+ * (and `offer` is the one it was made with: recorded_offer). */
 static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
                       gpc_node_rec *nd, const launch *l, const gpc_offer *offer,
                       const char *head_ip, const char *workdir, const char *ckpt,
@@ -664,26 +727,32 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
 {
     char name[128], token[72];
     node_ids(c, nd->rank, l->attempt, name, sizeof(name), token, sizeof(token));
-    int rc = record_intent(s, nd, offer, token, err);
     char *ud = NULL;
-    if (!rc)
-        rc = render_for(s, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
+    int resumed = outcome_unknown(nd);
+    int rc = render_for(s, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
+    if (!rc && !resumed)
+        rc = record_intent(s, nd, offer, token, err);
+    int sent = 0;
     gpc_node_status ns;
     memset(&ns, 0, sizeof(ns));
     if (!rc) {
         gpc_node_request req = node_request(spec, c, nd, offer, ud, l->attempt);
         gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
-        if (fault("fail-create", nd->rank))
+        if (fault("fail-create", nd->rank)) {
             rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
                           s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name);
-        else
+        } else {
+            sent = 1;
+            fault_kill_in_create(nd->rank);
             rc = s->prov->create_node(s->pctx, &req, &ns, err);
+        }
         fault("kill-before-record", nd->rank);
     }
     free(ud);
     record_attempt(s, c, nd->rank, l, offer, rc ? "error" : "created", rc ? err : NULL);
     if (rc) {
         event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
+        settle_intent(s, &nd, 1, rc, sent || resumed);
         return rc;
     }
     rc = record_created(s, c, nd, offer, &ns, err);
@@ -698,25 +767,32 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
  * made[i] is set for each node recorded.
  */
 static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
-                        gpc_node_rec **nds, size_t n, const launch *l, const char *head_ip,
-                        const char *workdir, const char *ckpt, int *made, gpc_error *err)
+                        gpc_node_rec **nds, size_t n, const launch *l, const gpc_offer *of,
+                        const char *head_ip, const char *workdir, const char *ckpt, int *made,
+                        gpc_error *err)
 {
     char token[72];
-    batch_token(c, nds[0]->rank, l->attempt, token, sizeof(token));
-    const gpc_offer *of = l->worker;
-    int rc = gpc_state_begin(s->st, err);
-    for (size_t i = 0; !rc && i < n; i++) {
-        char sub[96];
-        snprintf(sub, sizeof(sub), "%s/%zu", token, i);
-        rc = record_intent(s, nds[i], of, sub, err);
-    }
-    if (!rc)
-        rc = gpc_state_commit(s->st, err);
-    else
-        gpc_state_rollback(s->st);
     char *ud = NULL;
-    if (!rc)
-        rc = render_for(s, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
+    int resumed = outcome_unknown(nds[0]);
+    int rc = render_for(s, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
+    if (!rc && resumed) {
+        /* the same batch again, with its own token (launch_attempt) */
+        size_t tl = strcspn(nds[0]->client_token, "/");
+        snprintf(token, sizeof(token), "%.*s", (int)tl, nds[0]->client_token);
+    } else if (!rc) {
+        batch_token(c, nds[0]->rank, l->attempt, token, sizeof(token));
+        rc = gpc_state_begin(s->st, err);
+        for (size_t i = 0; !rc && i < n; i++) {
+            char sub[96];
+            snprintf(sub, sizeof(sub), "%s/%zu", token, i);
+            rc = record_intent(s, nds[i], of, sub, err);
+        }
+        if (!rc)
+            rc = gpc_state_commit(s->st, err);
+        else
+            gpc_state_rollback(s->st);
+    }
+    int sent = 0;
     gpc_node_request *reqs = rc ? NULL : calloc(n, sizeof(*reqs));
     gpc_node_status *ns = rc ? NULL : calloc(n, sizeof(*ns));
     if (!rc && (!reqs || !ns))
@@ -733,16 +809,22 @@ static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
                 rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
                               s->prov->name, gpc_code_name((gpc_code)fault_code),
                               nds[i]->name);
-        if (!rc)
+        if (!rc) {
+            sent = 1;
+            for (size_t i = 0; i < n; i++)
+                fault_kill_in_create(nds[i]->rank);
             rc = s->prov->create_nodes(s->pctx, reqs, n, ns, err);
+        }
         for (size_t i = 0; i < n; i++)
             fault("kill-before-record", nds[i]->rank);
     }
     for (size_t i = 0; i < n; i++)
         record_attempt(s, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
-    if (rc)
+    if (rc) {
         event(s, c->id, (int)nds[0]->rank, "error", "create of %zu node(s) failed: %s", n,
               err->msg);
+        settle_intent(s, nds, n, rc, sent || resumed);
+    }
     for (size_t i = 0; !rc && i < n; i++) {
         rc = record_created(s, c, nds[i], of, &ns[i], err);
         if (!rc) {
@@ -765,29 +847,50 @@ static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
 }
 
 /*
- * A node recorded without a provider id may still exist: a gpuctl killed
- * between the provider's create and the record made it.  Ask the provider
- * by client token and record what it says.  1 when a node was found.
+ * A node whose create has an unknown outcome (outcome_unknown) may exist:
+ * ask the provider by its client token and record what it says.  *found
+ * is 1 when the provider has it, 0 when the provider says it has none.
+ * A lookup that fails is not "none": its error is returned and nothing is
+ * recorded, so that no caller makes the node again on a guess.
  */
-static int adopt(gpc_session *s, gpc_node_rec *nd)
+static int adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
 {
-    if (nd->provider_id[0] || !nd->client_token[0] || !s->prov->find_node)
+    *found = 0;
+    if (!outcome_unknown(nd) || !s->prov->find_node)
         return 0;
     gpc_node_status ns;
     gpc_error e;
     gpc_error_clear(&e);
-    if (s->prov->find_node(s->pctx, nd->region, nd->client_token, &ns, &e) != 0)
+    int rc = s->prov->find_node(s->pctx, nd->region, nd->client_token, &ns, &e);
+    if (rc == GPC_ERR_NOT_FOUND)
         return 0;
+    if (rc)
+        return gpc_fail(err, e.code, "could not look up node %s (client token %s), which an "
+                        "interrupted apply may have created: %s", nd->name, nd->client_token,
+                        e.msg);
     set_str(&nd->provider_id, ns.provider_id);
     set_str(&nd->private_ip, ns.private_ip);
     nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
     if (!nd->started_at)
         nd->started_at = gpc_now();
-    gpc_error_clear(&e);
-    gpc_node_update(s->st, nd, &e);
+    /* recorded as a create's answer would have been: the node and its
+     * ledger entry (it bills from now on, as far as gpuctl can tell) */
+    rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_node_update(s->st, nd, err);
+    if (!rc)
+        rc = gpc_ledger_open(s->st, nd->cluster_id, nd->id, s->prov->name, nd->instance_type,
+                             nd->price_hourly, nd->started_at, err);
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    if (rc)
+        return rc;
     event(s, nd->cluster_id, (int)nd->rank, "adopt",
           "found %s by its client token (created, never recorded)", nd->provider_id);
-    return 1;
+    *found = 1;
+    return 0;
 }
 
 /*
@@ -813,6 +916,7 @@ static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *no
             event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
                   nd->provider_id);
             set_str(&nd->provider_id, "");
+            set_str(&nd->client_token, ""); /* its create is settled: gone */
             set_str(&nd->private_ip, "");
             nd->phase = GPC_PHASE_PENDING;
             nd->exit_code = -1;
@@ -945,10 +1049,61 @@ static long capacity_skip_s(void)
     return v && *v && *end == '\0' && x >= 0 ? x : 600;
 }
 
+/* The batch token of a node created in a batch ("<batch>/<index>"): 1 and
+ * *index when it is one, 0 for a node created alone. */
+static int batch_member(const gpc_node_rec *nd, char *batch, size_t size, long *index)
+{
+    const char *slash = strchr(nd->client_token, '/');
+    if (!slash)
+        return 0;
+    snprintf(batch, size, "%.*s", (int)(slash - nd->client_token), nd->client_token);
+    *index = strtol(slash + 1, NULL, 10);
+    return 1;
+}
+
+/* The launch attempt a token of node_ids / batch_token names ("...-a<N>",
+ * maybe followed by "/<index>"), or `dflt` when it names none. */
+static uint32_t token_attempt(const char *token, uint32_t dflt)
+{
+    size_t end = strcspn(token, "/");
+    size_t i = end;
+    while (i > 0 && token[i - 1] >= '0' && token[i - 1] <= '9')
+        i--;
+    if (i == end || i < 2 || token[i - 1] != 'a' || token[i - 2] != '-')
+        return dflt;
+    unsigned long v = strtoul(token + i, NULL, 10);
+    return v > 0 && v <= UINT32_MAX ? (uint32_t)v : dflt;
+}
+
+/* The offer a node whose create has an unknown outcome was made with: the
+ * plan's `base` with the node's recorded region, zone, instance type,
+ * market and price (the same request again, for the same token). */
+static gpc_offer recorded_offer(const gpc_offer *base, const gpc_node_rec *nd)
+{
+    gpc_offer of = *base;
+    snprintf(of.region, sizeof(of.region), "%s", nd->region);
+    snprintf(of.zone, sizeof(of.zone), "%s", nd->zone);
+    snprintf(of.instance_type, sizeof(of.instance_type), "%s", nd->instance_type);
+    of.spot = nd->spot;
+    of.price_hourly = nd->price_hourly;
+    return of;
+}
+
+static void note_created(gpc_session *s, const gpc_node_rec *nd, int *made,
+                         gpc_apply_result *res)
+{
+    *made = 1;
+    res->created++;
+    gpc_info(s->out, "created node %s (%s)", nd->name, nd->provider_id);
+}
+
 /*
  * One launch attempt: the head (when missing), then every missing worker
  * (in one create_nodes call per run of consecutive ranks when the provider
- * has it), all in l's zone.  made[i] marks the nodes this call recorded.
+ * has it), all in l's zone.  A create whose outcome is unknown is made
+ * again as it was: the same token, offer and batch (whose nodes then come
+ * back as one run), under its own attempt number.  made[i] marks the
+ * nodes this call recorded.
  */
 static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
                           gpc_node_rec *nodes, size_t n, const launch *l, const char *workdir,
@@ -961,12 +1116,16 @@ static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     if (!head->provider_id[0]) {
         if (gpc_interrupted)
             return gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
-        rc = create_one(s, spec, c, head, l, l->head, NULL, workdir, ckpt, err);
+        launch hl = *l;
+        gpc_offer hof = *l->head;
+        if (outcome_unknown(head)) {
+            hof = recorded_offer(l->head, head);
+            hl.attempt = token_attempt(head->client_token, l->attempt);
+        }
+        rc = create_one(s, spec, c, head, &hl, &hof, NULL, workdir, ckpt, err);
         if (rc)
             return rc;
-        made[0] = 1;
-        res->created++;
-        gpc_info(s->out, "created node %s (%s)", head->name, head->provider_id);
+        note_created(s, head, &made[0], res);
     }
     if (!head->private_ip[0]) {
         gpc_node_status hs;
@@ -991,30 +1150,46 @@ static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             rc = gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
             break;
         }
-        /* a run of consecutive missing ranks */
         size_t k = 0, start = i;
-        while (i < n && !nodes[i].provider_id[0] &&
-               (k == 0 || nodes[i].rank == run[k - 1]->rank + 1))
+        launch rl = *l;
+        gpc_offer of = *l->worker;
+        char batch[72] = "";
+        int in_batch = 0;
+        if (outcome_unknown(&nodes[i])) {
+            /* a create to make again: the node, or its whole batch */
+            long first = 0, idx;
+            char b[72];
+            in_batch = batch_member(&nodes[i], batch, sizeof(batch), &first);
             run[k++] = &nodes[i++];
-        if (k > 1 && s->prov->create_nodes) {
-            rc = create_batch(s, spec, c, run, k, l, head->private_ip, workdir, ckpt,
-                              made + start, err);
+            while (in_batch && i < n && outcome_unknown(&nodes[i]) &&
+                   batch_member(&nodes[i], b, sizeof(b), &idx) && strcmp(b, batch) == 0 &&
+                   idx == first + (long)k)
+                run[k++] = &nodes[i++];
+            of = recorded_offer(l->worker, run[0]);
+            rl.attempt = token_attempt(run[0]->client_token, l->attempt);
+        } else {
+            /* a run of consecutive missing ranks, new creates all */
+            while (i < n && !nodes[i].provider_id[0] && !outcome_unknown(&nodes[i]) &&
+                   (k == 0 || nodes[i].rank == run[k - 1]->rank + 1))
+                run[k++] = &nodes[i++];
+            in_batch = k > 1;
+        }
+        if (in_batch && s->prov->create_nodes) {
+            int *m = made + start;
+            rc = create_batch(s, spec, c, run, k, &rl, &of, head->private_ip, workdir, ckpt,
+                              m, err);
             for (size_t j = 0; j < k; j++)
-                if (made[start + j]) {
-                    res->created++;
-                    gpc_info(s->out, "created node %s (%s)", run[j]->name,
-                             run[j]->provider_id);
+                if (m[j]) {
+                    m[j] = 0;
+                    note_created(s, run[j], &m[j], res);
                 }
             continue;
         }
         for (size_t j = 0; !rc && j < k; j++) {
-            rc = create_one(s, spec, c, run[j], l, l->worker, head->private_ip, workdir,
-                            ckpt, err);
-            if (!rc) {
-                made[start + j] = 1;
-                res->created++;
-                gpc_info(s->out, "created node %s (%s)", run[j]->name, run[j]->provider_id);
-            }
+            rc = create_one(s, spec, c, run[j], &rl, &of, head->private_ip, workdir, ckpt,
+                            err);
+            if (!rc)
+                note_created(s, run[j], &made[start + j], res);
         }
     }
     free(run);
@@ -1085,13 +1260,23 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
     }
 }
 
-/* The zone the cluster's live nodes are in ("" when none or unknown). */
+/* The zone the cluster's live nodes are in, or its creates of unknown
+ * outcome went to ("" when none or unknown). */
 static const char *live_zone(const gpc_node_rec *nodes, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (nodes[i].provider_id[0] && nodes[i].zone[0])
+        if ((nodes[i].provider_id[0] || outcome_unknown(&nodes[i])) && nodes[i].zone[0])
             return nodes[i].zone;
     return "";
+}
+
+/* Some node's create has an unknown outcome. */
+static int any_unknown(const gpc_node_rec *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (outcome_unknown(&nodes[i]))
+            return 1;
+    return 0;
 }
 
 /*
@@ -1114,16 +1299,44 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     if (rc)
         return rc;
     /* A gpuctl killed between a create and its record left nodes that the
-     * provider knows by their client tokens: take them in first. */
+     * provider knows by their client tokens: take them in first.  Those
+     * the provider does not know are made again with the same token
+     * (launch_attempt); a lookup that fails stops here, before anything
+     * new is made. */
     size_t missing = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!nodes[i].provider_id[0] && adopt(s, &nodes[i])) {
+    int *found = calloc(n ? n : 1, sizeof(int));
+    if (!found)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = adopt(s, &nodes[i], &found[i], err);
+        if (!rc && found[i]) {
             res->adopted++;
             gpc_info(s->out, "found node %s (%s) made by an interrupted apply", nodes[i].name,
                      nodes[i].provider_id);
         }
-        missing += !nodes[i].provider_id[0];
     }
+    /* A batch launches all or nothing: once one of its nodes is found, the
+     * batch's answer is known, and its nodes the provider does not have
+     * are gone (taken back at once); they are made anew. */
+    for (size_t i = 0; !rc && i < n; i++) {
+        char b[72], b2[72];
+        long idx;
+        if (!found[i] || !batch_member(&nodes[i], b, sizeof(b), &idx))
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            gpc_node_rec *nd = &nodes[j];
+            if (outcome_unknown(nd) && batch_member(nd, b2, sizeof(b2), &idx) &&
+                strcmp(b, b2) == 0)
+                settle_intent(s, &nd, 1, GPC_ERR_INTERNAL, 0);
+        }
+    }
+    free(found);
+    if (rc) {
+        gpc_node_list_free(nodes, n);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        missing += !nodes[i].provider_id[0];
     int alive_before = missing < n;
     if (!missing) {
         gpc_node_list_free(nodes, n);
@@ -1251,9 +1464,10 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             rc = gpc_fail(err, last_err.code ? last_err.code : (gpc_code)last, "%s",
                           last_err.msg);
     }
-    if (rc && !left && !res->created && !alive_before) {
+    if (rc && !left && !res->created && !alive_before && !any_unknown(nodes, n)) {
         /* nothing of this cluster lives: close it, after the provider's
-         * own resources are gone (else it stays recorded for destroy) */
+         * own resources are gone (else it stays recorded for destroy).  A
+         * create of unknown outcome keeps it recorded: its node may come. */
         gpc_error ce;
         gpc_error_clear(&ce);
         if (cleanup_resources(s, c, &ce) == 0)
@@ -1757,9 +1971,11 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         gpc_node_rec *nd = &nodes[i];
         gpc_error e;
         gpc_error_clear(&e);
-        if (!by_tag)
-            adopt(s, nd); /* a node created but never recorded is deleted too */
-        int drc = !nd->provider_id[0] || by_tag ? 0
+        int found = 0;
+        /* a node created but never recorded is deleted too; one that
+         * cannot be looked up stays recorded */
+        int drc = by_tag ? 0 : adopt(s, nd, &found, &e);
+        drc = drc ? drc : !nd->provider_id[0] || by_tag ? 0
                 : fault("fail-delete", nd->rank)
                 ? gpc_fail(&e, (gpc_code)fault_code, "%s: injected %s failure deleting %s",
                            s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name)

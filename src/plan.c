@@ -682,7 +682,11 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
         q.providers = only;
         q.n_providers = 1;
         for (size_t i = 0; i < n_nodes; i++) {
-            if (!nodes[i].provider_id[0] || !nodes[i].instance_type[0])
+            /* a node that exists, or whose create may have made it (its
+             * intent recorded, no answer: apply makes it again there) */
+            int placed = nodes[i].provider_id[0] ||
+                         (nodes[i].client_token[0] && nodes[i].region[0]);
+            if (!placed || !nodes[i].instance_type[0])
                 continue;
             type[0] = nodes[i].instance_type;
             q.instance_types = type;

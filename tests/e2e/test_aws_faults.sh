@@ -19,7 +19,10 @@
 #     the instances by client token, launches nothing twice;
 #  h. refused and missing credentials: exit 20, nothing made, no secret;
 #  i. no capacity in any zone: exit 22, the zones named, the record closed,
-#     what the try made deleted; the zones skipped for a while.
+#     what the try made deleted; the zones skipped for a while;
+#  l. apply killed while the workers' RunInstances is in flight: the re-run
+#     sends it again with the same token, exactly 4 instances for 4 nodes;
+#  m. a failed lookup by client token stops the re-run before any launch.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -74,6 +77,8 @@ L = [json.loads(l) for l in list(open(sys.argv[1]))[int(sys.argv[3]):]]
 print(eval(sys.argv[2]))
 PY
 }
+# db SQL: the first column of SQL's rows on this part's state database
+db() { python3 -c 'import sqlite3, sys; print("\n".join(str(r[0]) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))' "$STATE/gpuctl.db" "$1"; }
 # world EXPR: EXPR on the fake's state `d`
 world() { fake "$URL/_fake/state" > "$T/world.json"; json_get "$T/world.json" "$1"; }
 # st EXPR: EXPR on `gpuctl -o json status --all` (d)
@@ -408,6 +413,60 @@ expect_eq "k: SSH from both addresses, the group's own rule once" \
     "-1:self tcp:192.0.2.0/24 tcp:198.51.100.0/24" \
     "$(world '" ".join(sorted(r["protocol"] + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"].startswith("gpuctl-sshk-") for r in g["rules"] if not r["egress"]))')"
 g -y destroy sshk > /dev/null 2>&1
+
+# ---- l. apply killed while the workers' RunInstances is in flight (regression:
+# the re-run found nothing by client token, since the call had not landed yet,
+# and launched the workers again under a new token: 7 instances for 4 nodes)
+echo '[{"action": "RunInstances", "delay_ms": 1000}]' > "$T/l-faults.json"
+part l --faults "$T/l-faults.json"
+spec inflight 4 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_TEST_FAULT=kill-in-create:1:300 "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    apply -f inflight.yaml "${P[@]}" > /dev/null 2> "$T/l1.err"
+expect_eq "l: apply killed (SIGKILL) 0.3 s into the workers' RunInstances" 137 "$rc"
+U8=$(st 'd["clusters"][0]["uid"][:8]')
+n0=$(log_lines)
+run_rc rc g -y -o json apply -f inflight.yaml "${P[@]}" > "$T/l2.json" 2> "$T/l2.err"
+[ "$rc" = 0 ] || cat "$T/l2.err"
+expect_eq "l: the re-run apply exits 0" 0 "$rc"
+expect_eq "l: the re-run looked the workers up while the first call was still in flight" \
+    "DescribeInstances DescribeInstances DescribeInstances RunInstances RunInstances" \
+    "$(logq '" ".join(l["action"] for l in L if l["action"] == "RunInstances" or any(v.startswith("inflight-w1-") for v in l["params"].values()))' "$n0")"
+expect_eq "l: both RunInstances carried the workers' first token" \
+    "inflight-w1-$U8-a1 inflight-w1-$U8-a1" \
+    "$(calls RunInstances '" ".join(p["ClientToken"] for p in r)' "$n0")"
+expect_eq "l: the fake: exactly 4 instances, all live, in 2 launches" "4 4 2" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for i in d["instances"] if i["state"] != "terminated"), len(d["reservations"])))')"
+expect_eq "l: exactly 4 node records, each with its own instance" \
+    "0:i-00000000000000001 1:i-00000000000000002 2:i-00000000000000003 3:i-00000000000000004" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+expect_eq "l: every node bills in the ledger once" "0 1 2 3" "$(db 'SELECT GROUP_CONCAT(n.rank, " ") FROM ledger l JOIN nodes n ON n.id = l.node_id WHERE l.stop_at IS NULL')"
+run_rc rc g -y destroy inflight > /dev/null 2>&1
+expect_eq "l: destroy exits 0 and leaves no instance running" "0 True" \
+    "$rc $(world 'all(i["state"] == "terminated" for i in d["instances"])')"
+
+# ---- m. a lookup that fails is not "no such node": the re-run stops --------------------
+part m
+spec lookup 2 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:1 "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    apply -f lookup.yaml "${P[@]}" > /dev/null 2> "$T/m1.err"
+expect_eq "m: apply killed after the worker's RunInstances, before its record" 137 "$rc"
+U8=$(st 'd["clusters"][0]["uid"][:8]')
+fake -X POST -d '{"action": "DescribeInstances", "code": "UnauthorizedOperation"}' \
+    "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f lookup.yaml "${P[@]}" > /dev/null 2> "$T/m2.err"
+expect_eq "m: the re-run exits 20 when the lookup by client token is refused" 20 "$rc"
+expect_match "m: it names the node and its token" \
+    "could not look up node lookup-1 \\(client token lookup-1-$U8-a1\\)" "$(cat "$T/m2.err")"
+expect_eq "m: it launched nothing" "DescribeInstances!UnauthorizedOperation" "$(actions "$n0")"
+expect_eq "m: the worker's intent stays recorded: its token, no instance" "lookup-1-$U8-a1|" \
+    "$(db 'SELECT client_token || "|" || provider_id FROM nodes WHERE rank = 1')"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y -o json apply -f lookup.yaml "${P[@]}" > "$T/m3.json" 2> "$T/m3.err"
+expect_eq "m: once the lookup works, the re-run adopts the worker" "0 0 1" \
+    "$rc $(json_get "$T/m3.json" '" ".join(str(x) for x in (d["created"], d["adopted"]))')"
+expect_eq "m: the fake: exactly 2 instances" "2" "$(world 'len(d["instances"])')"
+g -y destroy lookup > /dev/null 2>&1
 
 no_secret "$SECRET" i "all parts"
 

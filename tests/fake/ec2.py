@@ -177,7 +177,9 @@ Resources and rules (beyond aws.md 2.2-2.12)
   * RunInstances validation order: ClientToken (<= 64 chars; the same token
     with the same parameters in the region answers the original reservation,
     current states, nothing new; with other parameters ->
-    IdempotentParameterMismatch; only successful launches record a token),
+    IdempotentParameterMismatch; only successful launches record a token; a
+    request whose token is in flight in another request, delays included,
+    waits for that one to end first, so one token never launches twice),
     MinCount/MaxCount, InstanceType, ImageId (InvalidAMIID.Malformed /
     .NotFound; an arm64 image on an x86_64 type -> InvalidParameterValue),
     NetworkInterface.N vs SecurityGroupId/SubnetId ->
@@ -325,6 +327,7 @@ ARGS = None
 LOCK = threading.RLock()      # guards WORLD, FAULTS, the sequence and the log
 WORLD = None
 FAULTS = []
+INFLIGHT = {}                 # (region, ClientToken) -> lock held while a RunInstances runs
 SEQ = {"n": 0}
 
 # Default HTTP status per error code (aws.md 3.2); anything else is 400.
@@ -2518,7 +2521,21 @@ class Handler(BaseHTTPRequestHandler):
         for k in params:
             if k.split(".", 1)[0] not in allowed:
                 return fail("UnknownParameter", "The parameter %s is not recognized" % k)
+        token = params.get("ClientToken") if name == "RunInstances" else None
+        if token:
+            # EC2 makes at most one launch per token, also for a request that
+            # arrives while the first with that token is still in flight
+            # (aws.md 2.2; "Ensuring idempotency"): it waits for the first,
+            # then answers as that one did (its reservation, or a fresh try
+            # when it failed).
+            with LOCK:
+                gate = INFLIGHT.setdefault((region_name, token), threading.Lock())
+            with gate:
+                return self.carry_out(entry, rid, name, region_name, params, fail)
+        return self.carry_out(entry, rid, name, region_name, params, fail)
 
+    def carry_out(self, entry, rid, name, region_name, params, fail):
+        fn, _, mutates = ACTIONS[name]
         with LOCK:
             ctx = Ctx(name, WORLD.regions[region_name], Params({k: v for k, v in params.items()
                                                                  if k not in ("Action", "Version")}), rid)
