@@ -490,6 +490,8 @@ static void fault_kill_in_create(uint32_t rank)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
+static int adopt_late(gpc_session *s, gpc_node_rec **nds, size_t n, gpc_error *err);
+
 static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                        const char *hash, gpc_cluster_rec *c, gpc_error *err)
 {
@@ -749,6 +751,10 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
         fault("kill-before-record", nd->rank);
     }
     free(ud);
+    if (rc && resumed && sent && adopt_late(s, &nd, 1, err) == 0) {
+        record_attempt(s, c, nd->rank, l, offer, "created", NULL);
+        return 0;
+    }
     record_attempt(s, c, nd->rank, l, offer, rc ? "error" : "created", rc ? err : NULL);
     if (rc) {
         event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
@@ -817,6 +823,16 @@ static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
         }
         for (size_t i = 0; i < n; i++)
             fault("kill-before-record", nds[i]->rank);
+    }
+    if (rc && resumed && sent && adopt_late(s, nds, n, err) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            made[i] = 1;
+            record_attempt(s, c, nds[i]->rank, l, of, "created", NULL);
+        }
+        free(ud);
+        free(reqs);
+        free(ns);
+        return 0;
     }
     for (size_t i = 0; i < n; i++)
         record_attempt(s, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
@@ -890,6 +906,28 @@ static int adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
     event(s, nd->cluster_id, (int)nd->rank, "adopt",
           "found %s by its client token (created, never recorded)", nd->provider_id);
     *found = 1;
+    return 0;
+}
+
+/*
+ * A create made again with its own token failed (EC2: the first call
+ * landed after all, with other parameters: IdempotentParameterMismatch):
+ * when the provider now has every node of it by token, they are the
+ * nodes, recorded, and the create's error is dropped (0).  Else the
+ * error stands (non-zero, err untouched).
+ */
+static int adopt_late(gpc_session *s, gpc_node_rec **nds, size_t n, gpc_error *err)
+{
+    int all = 1;
+    for (size_t i = 0; all && i < n; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        int found = 0;
+        all = adopt(s, nds[i], &found, &e) == 0 && (found || nds[i]->provider_id[0]);
+    }
+    if (!all)
+        return GPC_ERR_NOT_FOUND;
+    gpc_error_clear(err);
     return 0;
 }
 

@@ -22,7 +22,9 @@
 #     what the try made deleted; the zones skipped for a while;
 #  l. apply killed while the workers' RunInstances is in flight: the re-run
 #     sends it again with the same token, exactly 4 instances for 4 nodes;
-#  m. a failed lookup by client token stops the re-run before any launch.
+#  m. a failed lookup by client token stops the re-run before any launch;
+#  n. as l, and the resent call meets IdempotentParameterMismatch: the
+#     nodes of the first call are taken in by token.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -402,7 +404,9 @@ g -y destroy zoned > /dev/null 2>&1
 echo '[{"action": "RunInstances", "delay_ms": 4000, "times": 1}]' > "$T/k-faults.json"
 part k --faults "$T/k-faults.json"
 spec sshk 1 g4dn.xlarge T4:1 ""
-run_rc rc env GPUCTL_SSH_CIDR=198.51.100.0/24 timeout -s KILL 2 \
+# (the user's key: no key to generate, so the kill lands in RunInstances)
+export GPUCTL_SSH_PUBLIC_KEY="$T/alice.pub"
+run_rc rc env GPUCTL_SSH_CIDR=198.51.100.0/24 GPUCTL_TEST_FAULT=kill-in-create:0:1000 \
     "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f sshk.yaml "${P[@]}" > /dev/null 2>&1
 expect_eq "k: the first apply is killed while RunInstances hangs" 137 "$rc"
 run_rc rc env GPUCTL_SSH_CIDR=192.0.2.0/24 "$GPUCTL_BIN" --state-dir "$STATE" -y apply \
@@ -413,6 +417,7 @@ expect_eq "k: SSH from both addresses, the group's own rule once" \
     "-1:self tcp:192.0.2.0/24 tcp:198.51.100.0/24" \
     "$(world '" ".join(sorted(r["protocol"] + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"].startswith("gpuctl-sshk-") for r in g["rules"] if not r["egress"]))')"
 g -y destroy sshk > /dev/null 2>&1
+unset GPUCTL_SSH_PUBLIC_KEY
 
 # ---- l. apply killed while the workers' RunInstances is in flight (regression:
 # the re-run found nothing by client token, since the call had not landed yet,
@@ -467,6 +472,26 @@ expect_eq "m: once the lookup works, the re-run adopts the worker" "0 0 1" \
     "$rc $(json_get "$T/m3.json" '" ".join(str(x) for x in (d["created"], d["adopted"]))')"
 expect_eq "m: the fake: exactly 2 instances" "2" "$(world 'len(d["instances"])')"
 g -y destroy lookup > /dev/null 2>&1
+
+# ---- n. as l, and the call sent again is refused as IdempotentParameterMismatch
+# (the first landed after the lookup, with other parameters): its nodes are
+# taken in by token, nothing more is launched
+part n --faults "$T/l-faults.json"
+spec latecall 3 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_TEST_FAULT=kill-in-create:1:300 "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    apply -f latecall.yaml "${P[@]}" > /dev/null 2> "$T/n1.err"
+expect_eq "n: apply killed while the workers' RunInstances is in flight" 137 "$rc"
+fake -X POST -d '{"action": "RunInstances", "code": "IdempotentParameterMismatch", "times": 1}' \
+    "$URL/_fake/faults" > /dev/null
+run_rc rc g -y apply -f latecall.yaml "${P[@]}" > /dev/null 2> "$T/n2.err"
+[ "$rc" = 0 ] || cat "$T/n2.err"
+expect_eq "n: the re-run exits 0" 0 "$rc"
+expect_eq "n: the fake: exactly 3 instances, all live" "3 3" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for i in d["instances"] if i["state"] != "terminated")))')"
+expect_eq "n: the workers recorded as the first call's instances" \
+    "0:i-00000000000000001 1:i-00000000000000002 2:i-00000000000000003" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+g -y destroy latecall > /dev/null 2>&1
 
 no_secret "$SECRET" i "all parts"
 
