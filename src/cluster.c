@@ -17,6 +17,7 @@
 #include "cluster.h"
 #include "plan.h"
 #include "gpuctl/buf.h"
+#include "gpuctl/http.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
@@ -29,11 +30,19 @@ volatile sig_atomic_t gpc_interrupted;
 static void on_signal(int sig)
 {
     (void)sig;
-    gpc_interrupted = 1;
+    /* a count: the HTTP layer ends calls in flight on the second
+     * (gpc_http_set_interrupt) */
+    if (gpc_interrupted < 1000)
+        gpc_interrupted = gpc_interrupted + 1;
+    static const char note[] = "\ngpuctl: interrupted: stopping at the next safe point "
+                               "(interrupt again to end the calls in flight too)\n";
+    if (gpc_interrupted == 1 && write(STDERR_FILENO, note, sizeof(note) - 1) < 0)
+        return;
 }
 
 void gpc_install_signal_handlers(void)
 {
+    gpc_http_set_interrupt(&gpc_interrupted);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -1471,6 +1480,10 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         }
         gpc_fail_replace(&last_err, e.code, "%s", e.msg);
         gpc_buf_addf(&tried, NULL, "%s%s", tried.len ? ", " : "", zones[z][0] ? zones[z] : "-");
+        /* interrupted: the safe point; what follows cleans up, and its
+         * calls go through unless interrupted again */
+        if (gpc_interrupted)
+            gpc_http_interrupt_ack();
         int any = 0;
         for (size_t i = 0; i < n; i++)
             any |= made[i];
@@ -1519,6 +1532,39 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     free(zones);
     gpc_node_list_free(nodes, n);
     return rc;
+}
+
+/* After an interrupted apply: add to err's message what it left. */
+static void say_left(gpc_session *s, int64_t cid, gpc_error *err)
+{
+    gpc_cluster_rec c;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_cluster_get_by_id(s->st, cid, &c, &e))
+        return;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0, live = 0, unknown = 0;
+    if (!c.destroyed_at && gpc_node_list(s->st, cid, 0, &nodes, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++) {
+            live += nodes[i].provider_id[0] && nodes[i].phase != GPC_PHASE_TERMINATED;
+            unknown += outcome_unknown(&nodes[i]);
+        }
+    char msg[GPC_ERROR_MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    if (c.destroyed_at)
+        gpc_fail_replace(err, err->code, "%s; nothing is left of cluster '%s' (what this "
+                         "apply made was removed)", msg, c.name);
+    else if (unknown)
+        gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s) "
+                         "and %zu whose create has no answer (they may exist): gpuctl apply "
+                         "finishes it, gpuctl destroy %s removes it", msg, c.name, live,
+                         unknown, c.name);
+    else
+        gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s): "
+                         "gpuctl apply finishes it, gpuctl destroy %s removes it", msg,
+                         c.name, live, c.name);
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec_free(&c);
 }
 
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
@@ -1712,6 +1758,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             gpc_fail(err, e.code, "%s", e.msg);
         break;
     }
+    if (rc == GPC_ERR_INTERRUPTED && res->cluster_id)
+        say_left(s, res->cluster_id, err);
     if (rc && !res->cluster_id)
         goto out_c;
     res->unchanged = !rc && res->created == 0 && res->adopted == 0;

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,32 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- interrupts ----------------------------------------------------------- */
+
+/* Longest wait between two looks at the interrupt flag, ms. */
+#define INTERRUPT_CHECK_MS 100
+
+static const volatile sig_atomic_t *interrupt_flag; /* gpc_http_set_interrupt */
+static sig_atomic_t interrupt_acked;                /* its value taken as seen */
+
+void gpc_http_set_interrupt(const volatile sig_atomic_t *flag)
+{
+    interrupt_flag = flag;
+    interrupt_acked = flag ? *flag : 0;
+}
+
+void gpc_http_interrupt_ack(void)
+{
+    if (interrupt_flag)
+        interrupt_acked = *interrupt_flag;
+}
+
+/* Interrupts since the last acknowledgement. */
+static long interrupts(void)
+{
+    return interrupt_flag ? (long)*interrupt_flag - (long)interrupt_acked : 0;
 }
 
 static void sleep_ms(long ms)
@@ -1159,8 +1186,10 @@ static int want_retry(const engine *e, const slot *s, int by_default)
     return v == GPC_HTTP_RETRY ? 1 : v == GPC_HTTP_STOP ? 0 : by_default;
 }
 
-static void slot_retry_in(slot *s, long ms)
+static void slot_retry_in(const engine *e, slot *s, long ms)
 {
+    if (e->o->on_retry)
+        e->o->on_retry(e->o->arg, s->req, s->resp, s->attempt, ms);
     if (trace_fp) {
         gpc_buf b;
         gpc_buf_init(&b, 256);
@@ -1196,7 +1225,7 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
     }
     if (cc != CURLE_OK) {
         if (want_retry(e, s, transient_curl_error(cc)) && attempt < e->max_attempts) {
-            slot_retry_in(s, backoff_ms(attempt, e->base_ms, e->cap_ms));
+            slot_retry_in(e, s, backoff_ms(attempt, e->base_ms, e->cap_ms));
             return;
         }
         if (attempt > 1)
@@ -1214,9 +1243,9 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
     if (want_retry(e, s, retryable_status(resp->status)) && attempt < e->max_attempts) {
         long cap = e->cap_ms;
         if (resp->retry_after_s >= 0)
-            slot_retry_in(s, resp->retry_after_s > cap / 1000 ? cap : resp->retry_after_s * 1000);
+            slot_retry_in(e, s, resp->retry_after_s > cap / 1000 ? cap : resp->retry_after_s * 1000);
         else
-            slot_retry_in(s, backoff_ms(attempt, e->base_ms, cap));
+            slot_retry_in(e, s, backoff_ms(attempt, e->base_ms, cap));
         return;
     }
     if (attempt > 1)
@@ -1240,11 +1269,44 @@ static void fail_all(const engine *e, slot *s, size_t n, const char *why)
     }
 }
 
+/*
+ * After an interrupt (gpc_http_set_interrupt): every request not yet sent
+ * or waiting to be retried ends with GPC_ERR_INTERRUPTED; after a second
+ * one, those in flight too (whether the server acted on them is then
+ * unknown).  Returns how many running transfers it ended.
+ */
+static size_t interrupt_slots(const engine *e, slot *s, size_t n)
+{
+    long k = interrupts();
+    size_t ended = 0;
+    for (size_t i = 0; k > 0 && i < n; i++) {
+        if (s[i].state == SLOT_WAIT) {
+            if (s[i].attempt > 0)
+                slot_done(&s[i], gpc_fail(s[i].err, GPC_ERR_INTERRUPTED, "%s: %s %s: "
+                                          "interrupted while waiting to retry (after %d "
+                                          "attempt%s)", e->what, s[i].method, s[i].shown,
+                                          s[i].attempt, s[i].attempt > 1 ? "s" : ""));
+            else
+                slot_done(&s[i], gpc_fail(s[i].err, GPC_ERR_INTERRUPTED, "%s: %s %s: "
+                                          "interrupted before it was sent", e->what,
+                                          s[i].method, s[i].shown));
+        } else if (s[i].state == SLOT_RUN && k > 1) {
+            curl_multi_remove_handle(e->multi, s[i].h);
+            ended++;
+            slot_done(&s[i], gpc_fail(s[i].err, GPC_ERR_INTERRUPTED, "%s: %s %s: interrupted "
+                                      "while in flight (whether it was carried out is "
+                                      "unknown)", e->what, s[i].method, s[i].shown));
+        }
+    }
+    return ended;
+}
+
 /* Run every prepared slot to its end. */
 static void run(engine *e, slot *s, size_t n, size_t max_parallel)
 {
     size_t running = 0;
     for (;;) {
+        running -= interrupt_slots(e, s, n);
         double now = now_ms();
         for (size_t i = 0; i < n && running < max_parallel; i++)
             if (s[i].state == SLOT_WAIT && s[i].due_ms <= now) {
@@ -1258,7 +1320,9 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
                     next = s[i].due_ms;
             if (next < 0)
                 return; /* all done */
-            sleep_ms((long)(next - now_ms()) + 1);
+            /* in short naps, so that an interrupt ends the wait at once */
+            long ms = (long)(next - now_ms()) + 1;
+            sleep_ms(ms < INTERRUPT_CHECK_MS ? ms : INTERRUPT_CHECK_MS);
             continue;
         }
         int still;
@@ -1293,6 +1357,8 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
             }
         if (ready || !running)
             continue;
+        if (wait > INTERRUPT_CHECK_MS)
+            wait = INTERRUPT_CHECK_MS;
         mc = curl_multi_poll(e->multi, NULL, 0, (int)wait + 1, NULL);
         if (mc != CURLM_OK) {
             fail_all(e, s, n, curl_multi_strerror(mc));

@@ -47,6 +47,7 @@
 #ifndef GPUCTL_HTTP_H
 #define GPUCTL_HTTP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -182,6 +183,16 @@ enum {
 typedef int (*gpc_http_retry_fn)(void *arg, const gpc_http_response *resp);
 
 /*
+ * Called when a failed attempt will be retried: resp holds that attempt's
+ * reply (status 0 for a transport failure), `attempt` its number, and
+ * delay_ms the wait before the next one.  For progress lines ("retrying
+ * in 1.2 s"); it must not keep resp.
+ */
+typedef void (*gpc_http_retry_note_fn)(void *arg, const gpc_http_request *req,
+                                       const gpc_http_response *resp, int attempt,
+                                       long delay_ms);
+
+/*
  * How to send.  A zeroed struct (or opts == NULL) means every default.
  *
  * The delay before retry k (k = 1, 2, ...) is a uniformly random number of
@@ -208,7 +219,8 @@ typedef struct gpc_http_opts {
     gpc_http_client *client;
     gpc_http_before_fn before_attempt;  /* NULL = none */
     gpc_http_retry_fn should_retry;     /* NULL = the built-in rule */
-    void *arg;                          /* passed to both callbacks */
+    gpc_http_retry_note_fn on_retry;    /* NULL = none */
+    void *arg;                          /* passed to the callbacks */
 } gpc_http_opts;
 
 /*
@@ -255,6 +267,23 @@ int gpc_http_send(const gpc_http_request *req, const gpc_http_opts *opts,
 int gpc_http_send_all(const gpc_http_request *reqs, size_t n, const gpc_http_opts *opts,
                       size_t max_parallel, gpc_http_response *resps, int *rcs,
                       gpc_error *errs);
+
+/*
+ * Interrupts (Ctrl-C).  With gpc_http_set_interrupt(flag), where *flag is
+ * a counter a signal handler raises by one per signal, every request
+ * watches it (at least every 100 ms, also while it waits to be retried):
+ * once *flag is past the value last acknowledged, a request not yet sent
+ * or waiting for a retry ends at once with GPC_ERR_INTERRUPTED
+ * ("interrupted while waiting to retry (after N attempts)"), and one in
+ * flight is let finish, so that its answer is not lost; once it is two
+ * past, transfers in flight end too ("interrupted while in flight (whether
+ * it was carried out is unknown)").  gpc_http_interrupt_ack() takes the
+ * interrupts so far as seen: the requests a caller makes afterwards to
+ * clean up go through until the next one.  flag NULL turns it off.  The
+ * setting is process-wide; neither function is for signal handlers.
+ */
+void gpc_http_set_interrupt(const volatile sig_atomic_t *flag);
+void gpc_http_interrupt_ack(void);
 
 /* Release what *resp holds; it may then be reused.  resp may be NULL. */
 void gpc_http_response_free(gpc_http_response *resp);

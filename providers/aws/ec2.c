@@ -254,6 +254,7 @@ int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err)
 typedef struct call_ctx {
     gpc_ec2 *e;
     const char *region;
+    const char *action;
 } call_ctx;
 
 /* host[:port] as libcurl sends it in Host: (default ports left out), and
@@ -353,6 +354,14 @@ static void error_fields(const gpc_buf *body, char *code, size_t cs, char *msg, 
     xmlFreeDoc(d);
 }
 
+/*
+ * What is worth another try (aws.md 3.3): transport failures (the HTTP
+ * layer's list), EC2's throttling and transient codes, and a gateway's
+ * 429, 502, 503 or 504 without an EC2 error document.  Everything else is
+ * the answer, at once: capacity (a 500), auth, quota, a bad request, and a
+ * reply that is no EC2 error at all (an HTML 500 from an endpoint that
+ * does not serve the action, any other 4xx), which no retry cures.
+ */
 static int retry_rule(void *arg, const gpc_http_response *resp)
 {
     (void)arg;
@@ -360,11 +369,37 @@ static int retry_rule(void *arg, const gpc_http_response *resp)
         return GPC_HTTP_DEFAULT; /* transport: the built-in rule */
     char code[96], msg[8], rid[8];
     error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
-    if (!code[0])
-        return GPC_HTTP_DEFAULT;
-    if (gpc_ec2_code_is_throttle(code))
-        return GPC_HTTP_RETRY;
-    return GPC_HTTP_STOP; /* capacity (a 500), auth, quota, bad request */
+    if (code[0])
+        return gpc_ec2_code_is_throttle(code) ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
+    long st = resp->status;
+    return st == 429 || st == 502 || st == 503 || st == 504 ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
+}
+
+/* A progress line for each retry, so that a slow call says why. */
+static void say_retry(const gpc_ec2 *e, const char *action, const char *region,
+                      const gpc_http_response *resp, int attempt, long delay_ms)
+{
+    char code[96], msg[8], rid[8];
+    code[0] = '\0';
+    if (resp->status)
+        error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+    char why[128];
+    if (code[0])
+        snprintf(why, sizeof(why), "%s (HTTP %ld)", code, resp->status);
+    else if (resp->status)
+        snprintf(why, sizeof(why), "HTTP %ld", resp->status);
+    else
+        snprintf(why, sizeof(why), "no answer");
+    gpc_info(e->out, "aws: %s (%s): %s; retrying in %.1f s (attempt %d of %d)", action, region,
+             why, (double)delay_ms / 1000.0, attempt + 1, EC2_MAX_ATTEMPTS);
+}
+
+static void note_retry(void *arg, const gpc_http_request *req, const gpc_http_response *resp,
+                       int attempt, long delay_ms)
+{
+    (void)req;
+    const call_ctx *cc = arg;
+    say_retry(cc->e, cc->action, cc->region, resp, attempt, delay_ms);
 }
 
 /* Seconds AWS's clock is ahead of ours, from a reply's Date header. */
@@ -411,8 +446,18 @@ static int finish(gpc_ec2 *e, const char *what, int hrc, const gpc_error *he,
         return *doc ? 0 : gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)",
                                    what, resp->status);
     }
+    if (hrc == GPC_ERR_INTERRUPTED) /* not the reply of an earlier attempt */
+        return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
     char code[96], msg[600], rid[128];
     error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+    if (!code[0] && resp->status && hrc == GPC_ERR_PROVIDER) {
+        char ctype[96];
+        if (!gpc_http_header(resp, "Content-Type", ctype, sizeof(ctype)))
+            snprintf(ctype, sizeof(ctype), "none");
+        return gpc_fail(err, GPC_ERR_PROVIDER, "%s: HTTP %ld with no EC2 error in the answer "
+                        "(Content-Type %s): the endpoint may not serve this action", what,
+                        resp->status, ctype);
+    }
     if (!code[0])
         return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
     snprintf(e->last_code, sizeof(e->last_code), "%s", code);
@@ -445,10 +490,11 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         .method = "POST", .url = url, .headers = hdrs, .n_headers = 1,
         .body = body.data, .body_len = body.len,
     };
-    call_ctx cc = {.e = e, .region = region};
+    call_ctx cc = {.e = e, .region = region, .action = action};
     gpc_http_opts o = {
         .what = what, .client = e->http, .before_attempt = sign_attempt,
-        .should_retry = retry_rule, .arg = &cc, .max_attempts = EC2_MAX_ATTEMPTS,
+        .should_retry = retry_rule, .on_retry = note_retry, .arg = &cc,
+        .max_attempts = EC2_MAX_ATTEMPTS,
     };
     /* at most twice: once more, re-signed with AWS's time, after a
      * RequestExpired that tells how far off our clock is */
@@ -496,8 +542,17 @@ static int sign_many(void *arg, const gpc_http_request *req, int attempt,
     size_t i = (size_t)(req - m->reqs);
     if (req < m->reqs || i >= m->n)
         return gpc_fail(err, GPC_ERR_INTERNAL, "aws: unknown request in a batch");
-    call_ctx cc = {.e = m->e, .region = m->items[i].region};
+    call_ctx cc = {.e = m->e, .region = m->items[i].region, .action = m->items[i].action};
     return sign_attempt(&cc, req, attempt, extra, err);
+}
+
+static void note_retry_many(void *arg, const gpc_http_request *req,
+                            const gpc_http_response *resp, int attempt, long delay_ms)
+{
+    const many_ctx *m = arg;
+    size_t i = (size_t)(req - m->reqs);
+    if (req >= m->reqs && i < m->n)
+        say_retry(m->e, m->items[i].action, m->items[i].region, resp, attempt, delay_ms);
 }
 
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err)
@@ -532,7 +587,8 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
     many_ctx m = {.e = e, .reqs = reqs, .items = items, .n = n};
     gpc_http_opts o = {
         .what = "aws", .client = e->http, .before_attempt = sign_many,
-        .should_retry = retry_rule, .arg = &m, .max_attempts = EC2_MAX_ATTEMPTS,
+        .should_retry = retry_rule, .on_retry = note_retry_many, .arg = &m,
+        .max_attempts = EC2_MAX_ATTEMPTS,
     };
     if (!rc) {
         e->calls += n;

@@ -24,7 +24,9 @@
 #     sends it again with the same token, exactly 4 instances for 4 nodes;
 #  m. a failed lookup by client token stops the re-run before any launch;
 #  n. as l, and the resent call meets IdempotentParameterMismatch: the
-#     nodes of the first call are taken in by token.
+#     nodes of the first call are taken in by token;
+#  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
+#     retries show as progress lines; SIGINT ends a call waiting to retry.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -492,6 +494,57 @@ expect_eq "n: the workers recorded as the first call's instances" \
     "0:i-00000000000000001 1:i-00000000000000002 2:i-00000000000000003" \
     "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
 g -y destroy latecall > /dev/null 2>&1
+
+# ---- o. what retrying cannot cure fails at once; retries show; Ctrl-C ends a call
+# (regression: an HTML 500 and other answers without an EC2 error were retried
+# six times in silence, 24-36 s, and SIGINT waited for all of it)
+part o
+spec html 1 g4dn.xlarge T4:1 ""
+fake -X POST -d '{"action": "RunInstances", "body": "<html><body>501 Not Implemented</body></html>", "times": 1}' \
+    "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o1.err"
+expect_eq "o: an HTML 500 on RunInstances: exit 6" 6 "$rc"
+expect_eq "o: sent once, not retried" 1 "$(calls RunInstances 'len(r)' "$n0")"
+expect_match "o: the error says the answer was no EC2 error" \
+    "RunInstances \\(us-east-1\\): HTTP 500 with no EC2 error in the answer \\(Content-Type text/html\\): the endpoint may not serve this action" \
+    "$(cat "$T/o1.err")"
+g -y destroy html > /dev/null 2>&1
+fake -X POST -d '{"action": "RunInstances", "body": "{\"message\": \"no\"}", "status": 404, "content_type": "application/json", "times": 1}' \
+    "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o2.err"
+expect_eq "o: a JSON 404: exit 6, sent once" "6 1" "$rc $(calls RunInstances 'len(r)' "$n0")"
+g -y destroy html > /dev/null 2>&1
+fake -X POST -d '{"action": "RunInstances", "code": "RequestLimitExceeded", "times": 2}' \
+    "$URL/_fake/faults" > /dev/null
+run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o3.err"
+expect_eq "o: throttled twice, then launched: exit 0" 0 "$rc"
+expect_eq "o: each retry is a progress line" \
+    "aws: RunInstances (us-east-1): RequestLimitExceeded (HTTP 503); retrying in (attempt 2 of 6)|aws: RunInstances (us-east-1): RequestLimitExceeded (HTTP 503); retrying in (attempt 3 of 6)" \
+    "$(grep retrying "$T/o3.err" | sed 's/retrying in [0-9.]* s/retrying in/' | paste -sd'|')"
+g -y destroy html > /dev/null 2>&1
+# Ctrl-C while RunInstances waits to be retried: the call ends at once
+fake -X POST -d '{"action": "RunInstances", "code": "InternalError"}' "$URL/_fake/faults" > /dev/null
+spec intr 1 g4dn.xlarge T4:1 ""
+"$GPUCTL_BIN" --state-dir "$STATE" -y apply -f intr.yaml "${P[@]}" > /dev/null 2> "$T/o4.err" &
+apid=$!
+for _ in $(seq 1 400); do grep -q retrying "$T/o4.err" 2>/dev/null && break; sleep 0.05; done
+kill -INT "$apid"
+t0=$(date +%s%N)
+run_rc rc wait "$apid"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect_eq "o: SIGINT while RunInstances waits to be retried: exit 130" 130 "$rc"
+if [ "$ms" -lt 2000 ]; then ok "o: it ended within 2 s of the signal (${ms} ms)"; else fail "o: it took ${ms} ms after the signal"; fi
+expect_match "o: it says what it left" \
+    "interrupted while waiting to retry \\(after [0-9] attempts?\\); cluster 'intr' stays recorded with 0 node\\(s\\) and 1 whose create has no answer \\(they may exist\\): gpuctl apply finishes it, gpuctl destroy intr removes it" \
+    "$(cat "$T/o4.err")"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y apply -f intr.yaml "${P[@]}" > /dev/null 2> "$T/o5.err"
+U8=$(st '[c for c in d["clusters"] if c["name"] == "intr"][0]["uid"][:8]')
+expect_eq "o: apply again finishes it with the same token: one instance" "0 intr-0-$U8-a1" \
+    "$rc $(world '" ".join(i["client_token"] for i in d["instances"] if i["client_token"].startswith("intr-"))')"
+g -y destroy intr > /dev/null 2>&1
 
 no_secret "$SECRET" i "all parts"
 

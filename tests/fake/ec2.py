@@ -233,6 +233,11 @@ Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
     "capacity": K        RunInstances launches at most K instances (fewer
                          than MinCount -> InsufficientInstanceCapacity, nothing
                          starts)
+    "body": TEXT [, "status": S, "content_type": T]
+                         answer TEXT as it is with status S (default 500) and
+                         Content-Type T (default text/html), no EC2 error
+                         document: what a stand-in that does not implement an
+                         action, or a proxy, may answer
     "times": N           apply to the first N matching requests (default:
                          every one)
   Rules are tried in order after authentication and the Version/Action
@@ -2199,8 +2204,9 @@ def release_address(ctx):
 # ---------------------------------------------------------- faults ----
 
 FAULT_KEYS = {"action", "region", "zone", "instance_type", "market", "code", "status", "message",
-              "delay_ms", "drop", "lose_reply", "partial", "capacity", "times", "comment"}
-EFFECTS = ("code", "delay_ms", "drop", "lose_reply", "partial", "capacity")
+              "delay_ms", "drop", "lose_reply", "partial", "capacity", "body", "content_type",
+              "times", "comment"}
+EFFECTS = ("code", "delay_ms", "drop", "lose_reply", "partial", "capacity", "body")
 
 
 def check_fault(rule):
@@ -2555,6 +2561,12 @@ class Handler(BaseHTTPRequestHandler):
             if rule["effect"] == "code":
                 code = rule["code"]
                 return fail(code, rule.get("message") or fault_message(code, facts), rule.get("status"))
+            if rule["effect"] == "body":
+                status = rule.get("status", 500)
+                entry.update(status=status, error="HTTP %d" % status)
+                with LOCK:
+                    log(entry)
+                return self.reply(status, rule["body"], rule.get("content_type", "text/html"), rid)
             if rule["effect"] == "partial":
                 ctx.partial = rule["partial"]
             if rule["effect"] == "capacity":

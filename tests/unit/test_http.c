@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -245,6 +246,165 @@ static void test_retries_exhausted(void **state)
     assert_int_equal(get(s, "/down2?code=502", &o, &resp, &err), GPC_ERR_PROVIDER);
     assert_int_equal(resp.attempts, 4);
     gpc_http_response_free(&resp);
+}
+
+/* ---- interrupts and retry notes ---------------------------------------- */
+
+static volatile sig_atomic_t intr_flag;
+
+typedef struct notes {
+    int calls;
+    int attempt[8];
+    long status[8];
+    long delay[8];
+    int raise_on;        /* raise intr_flag by one in note number raise_on (1, 2, ...) */
+} notes;
+
+static void note(void *arg, const gpc_http_request *req, const gpc_http_response *resp,
+                 int attempt, long delay_ms)
+{
+    (void)req;
+    notes *n = arg;
+    if (n->calls < 8) {
+        n->attempt[n->calls] = attempt;
+        n->status[n->calls] = resp->status;
+        n->delay[n->calls] = delay_ms;
+    }
+    if (++n->calls == n->raise_on)
+        intr_flag = intr_flag + 1;
+}
+
+static int raise_twice(void *arg, const gpc_http_request *req, int attempt,
+                       gpc_http_headers *extra, gpc_error *err)
+{
+    (void)arg, (void)req, (void)attempt, (void)extra, (void)err;
+    intr_flag = intr_flag + 2;
+    return 0;
+}
+
+static void test_on_retry_notes(void **state)
+{
+    fake_server *s = *state;
+    notes n = {0};
+    gpc_http_opts o = quick;
+    o.on_retry = note;
+    o.arg = &n;
+    gpc_http_response resp;
+    gpc_error err;
+    assert_int_equal(get(s, "/note?code=503&times=2", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 3);
+    assert_int_equal(n.calls, 2);
+    assert_int_equal(n.attempt[0], 1);
+    assert_int_equal(n.attempt[1], 2);
+    assert_int_equal(n.status[0], 503);
+    assert_int_equal(n.status[1], 503);
+    /* full jitter under quick's ceilings: base 1 ms, then 2, capped at 5 */
+    assert_in_range(n.delay[0], 0, 1);
+    assert_in_range(n.delay[1], 0, 2);
+    gpc_http_response_free(&resp);
+}
+
+static void test_interrupt_before_send(void **state)
+{
+    fake_server *s = *state;
+    intr_flag = 0;
+    gpc_http_set_interrupt(&intr_flag);
+    intr_flag = 1;
+    gpc_http_response resp;
+    gpc_error err;
+    assert_int_equal(get(s, "/never", &quick, &resp, &err), GPC_ERR_INTERRUPTED);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/never: interrupted before it was sent",
+             s->base);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(resp.attempts, 0);
+    gpc_http_response_free(&resp);
+    char *log = fake_log(s);
+    assert_int_equal(fake_log_lines(log), 0);
+    free(log);
+    /* once acknowledged, requests (a clean-up, say) go through again */
+    gpc_http_interrupt_ack();
+    assert_int_equal(get(s, "/after", &quick, &resp, &err), 0);
+    gpc_http_response_free(&resp);
+    gpc_http_set_interrupt(NULL);
+}
+
+static void test_interrupt_ends_retry_wait(void **state)
+{
+    fake_server *s = *state;
+    intr_flag = 0;
+    gpc_http_set_interrupt(&intr_flag);
+    /* a long wait before the retry (Retry-After: 20 s, capped at 20 s); the
+     * interrupt comes as the retry is planned and ends the wait at once */
+    notes n = {.raise_on = 1};
+    gpc_http_opts o = {.what = "http test", .backoff_cap_ms = 20000, .on_retry = note,
+                       .arg = &n};
+    gpc_http_response resp;
+    gpc_error err;
+    double t0 = now_ms();
+    assert_int_equal(get(s, "/slow?code=503&retry_after=20", &o, &resp, &err),
+                     GPC_ERR_INTERRUPTED);
+    assert_true(now_ms() - t0 < 5000);
+    assert_int_equal(n.calls, 1);
+    assert_int_equal(n.delay[0], 20000);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/slow: interrupted while waiting to retry "
+             "(after 1 attempt)", s->base);
+    assert_string_equal(err.msg, want);
+    /* the last reply stays readable */
+    assert_int_equal(resp.status, 503);
+    gpc_http_response_free(&resp);
+    char *log = fake_log(s);
+    assert_int_equal(fake_log_lines(log), 1);
+    free(log);
+    gpc_http_set_interrupt(NULL);
+}
+
+static void test_interrupt_twice_ends_transfer(void **state)
+{
+    fake_server *s = *state;
+    intr_flag = 0;
+    gpc_http_set_interrupt(&intr_flag);
+    /* the server takes 20 s to answer; two interrupts while it is in
+     * flight end the transfer */
+    gpc_http_opts o = quick;
+    o.before_attempt = raise_twice;
+    gpc_http_response resp;
+    gpc_error err;
+    double t0 = now_ms();
+    assert_int_equal(get(s, "/hang?code=200&ms=20000", &o, &resp, &err), GPC_ERR_INTERRUPTED);
+    assert_true(now_ms() - t0 < 5000);
+    char want[256];
+    snprintf(want, sizeof(want), "http test: GET %s/hang: interrupted while in flight (whether "
+             "it was carried out is unknown)", s->base);
+    assert_string_equal(err.msg, want);
+    gpc_http_response_free(&resp);
+    gpc_http_set_interrupt(NULL);
+}
+
+static int raise_once(void *arg, const gpc_http_request *req, int attempt,
+                      gpc_http_headers *extra, gpc_error *err)
+{
+    (void)arg, (void)req, (void)attempt, (void)extra, (void)err;
+    intr_flag = intr_flag + 1;
+    return 0;
+}
+
+static void test_interrupt_lets_flight_finish(void **state)
+{
+    fake_server *s = *state;
+    intr_flag = 0;
+    gpc_http_set_interrupt(&intr_flag);
+    /* one interrupt while a request is in flight: its answer is not lost */
+    gpc_http_opts o = quick;
+    o.before_attempt = raise_once;
+    gpc_http_response resp;
+    gpc_error err;
+    assert_int_equal(get(s, "/fly?code=200&ms=300", &o, &resp, &err), 0);
+    assert_int_equal(resp.status, 200);
+    assert_int_equal(resp.attempts, 1);
+    gpc_http_response_free(&resp);
+    gpc_http_set_interrupt(NULL);
 }
 
 static void test_retry_after_honoured(void **state)
@@ -1338,6 +1498,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_4xx_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_after_honoured, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_on_retry_notes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_before_send, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_ends_retry_wait, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_twice_ends_transfer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_lets_flight_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
         cmocka_unit_test(test_connection_refused),
         cmocka_unit_test_setup_teardown(test_transient_transport_errors, setup, teardown),
