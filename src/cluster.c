@@ -159,9 +159,12 @@ static void set_str(char **dst, const char *src)
     }
 }
 
-/* Derive the cluster's phase from its nodes: rank 0 decides the job. */
+/* Derive the cluster's phase from its nodes: rank 0 decides the job.  A
+ * cluster none of whose nodes was made is `pending`, or `failed` when its
+ * last launch attempt failed (launch_failed: an apply that failed and
+ * could not close the record). */
 static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, size_t n,
-                           int *exit_code)
+                           int launch_failed, int *exit_code)
 {
     *exit_code = -1;
     if (c->destroyed_at)
@@ -175,7 +178,7 @@ static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, 
             any_created = 1;
     }
     if (!any_created || !head)
-        return GPC_PHASE_PENDING;
+        return launch_failed ? GPC_PHASE_FAILED : GPC_PHASE_PENDING;
     *exit_code = head->exit_code;
     switch (head->phase) {
     case GPC_PHASE_SUCCEEDED:
@@ -317,6 +320,19 @@ static int describe_cluster(gpc_session *s, const gpc_cluster_rec *c, gpc_node_r
     return describe_live(s, c, *nodes, *n, *ns, *have, err);
 }
 
+/* The cluster's last launch attempt (the newest row) did not create. */
+static int last_attempt_failed(gpc_session *s, const gpc_cluster_rec *c)
+{
+    gpc_attempt_rec *att = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int failed = gpc_attempt_list(s->st, c->id, &att, &n, &e) == 0 && n > 0 &&
+                 strcmp(att[n - 1].outcome, "created") != 0;
+    gpc_attempt_list_free(att, n);
+    return failed;
+}
+
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
     int rc = reload(s, c, err);
@@ -360,7 +376,7 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
             rc = gpc_node_list(s->st, c->id, 1, &all, &nall, err);
         if (!rc && !c->destroyed_at) {
             int exit_code;
-            gpc_phase ph = summarise(c, all, nall, &exit_code);
+            gpc_phase ph = summarise(c, all, nall, last_attempt_failed(s, c), &exit_code);
             if (ph != c->phase || exit_code != c->exit_code) {
                 if (ph != c->phase)
                     event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
@@ -1526,6 +1542,15 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         else
             gpc_info(s->out, "gpuctl: %s; cluster '%s' stays recorded: run 'gpuctl destroy %s'",
                      ce.msg, c->name, c->name);
+    }
+    if (rc && !res->created && !alive_before && !c->destroyed_at) {
+        /* the record stays (a clean-up left something, or a create has no
+         * answer): it shows as failed until an apply makes its nodes */
+        gpc_error ue;
+        gpc_error_clear(&ue);
+        c->phase = GPC_PHASE_FAILED;
+        c->updated_at = gpc_now();
+        gpc_cluster_update(s->st, c, &ue);
     }
     gpc_buf_free(&tried);
     free(made);

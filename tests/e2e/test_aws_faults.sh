@@ -26,7 +26,8 @@
 #  n. as l, and the resent call meets IdempotentParameterMismatch: the
 #     nodes of the first call are taken in by token;
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
-#     retries show as progress lines; SIGINT ends a call waiting to retry.
+#     retries show as progress lines; SIGINT ends a call waiting to retry;
+#  p. a failed apply whose clean-up cannot finish shows as failed.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -545,6 +546,22 @@ U8=$(st '[c for c in d["clusters"] if c["name"] == "intr"][0]["uid"][:8]')
 expect_eq "o: apply again finishes it with the same token: one instance" "0 intr-0-$U8-a1" \
     "$rc $(world '" ".join(i["client_token"] for i in d["instances"] if i["client_token"].startswith("intr-"))')"
 g -y destroy intr > /dev/null 2>&1
+
+# ---- p. a failed apply whose clean-up cannot finish stays recorded as failed
+# (regression: it showed as pending in status --all)
+echo '[{"action": "RunInstances", "code": "InsufficientInstanceCapacity"}, {"action": "DeleteSecurityGroup", "code": "UnauthorizedOperation"}]' > "$T/p-faults.json"
+part p --faults "$T/p-faults.json"
+spec stuck 2 g4dn.xlarge T4:1 ""
+run_rc rc g -y apply -f stuck.yaml "${P[@]}" > /dev/null 2> "$T/p1.err"
+expect_eq "p: no capacity anywhere: exit 22" 22 "$rc"
+expect_match "p: it says the cluster stays recorded" "cluster 'stuck' stays recorded: run 'gpuctl destroy stuck'" "$(cat "$T/p1.err")"
+expect_eq "p: status --all: failed, not destroyed" "failed False" \
+    "$(st '" ".join(str(x) for c in d["clusters"] if c["name"] == "stuck" for x in (c["phase"], c["destroyed_at"] is not None))')"
+expect_match "p: the table says failed too" "stuck +aws +2 +failed" "$(g status --all 2>&1)"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y destroy stuck > /dev/null 2>&1
+expect_eq "p: destroy removes what was left: exit 0, no group left" "0 0" \
+    "$rc $(world 'sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-"))')"
 
 no_secret "$SECRET" i "all parts"
 
