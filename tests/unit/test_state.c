@@ -587,7 +587,7 @@ static const sqlite3_io_methods shim_io = {
     shim_shm_lock, shim_shm_barrier, shim_shm_unmap, shim_fetch, shim_unfetch,
 };
 
-static int shim_open(sqlite3_vfs *v, sqlite3_filename name, sqlite3_file *f, int flags,
+static int shim_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags,
                      int *out_flags)
 {
     (void)v;
