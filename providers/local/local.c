@@ -822,12 +822,12 @@ static int sweep_leftovers(const local_ctx *c, const char *id, int self)
     return removed;
 }
 
-/* GPUCTL_TEST_FAULT=kill-in-create:<rank> (docs/cli.md, test hooks): kill
+/* GPUCTL_TEST_FAULT=kill-after-node-dir:<rank> (docs/cli.md, test hooks): kill
  * this gpuctl in the middle of a create, with the node directory written
  * and the node not started, as a crash or a SIGKILL there would. */
-static void fault_kill_in_create(uint32_t rank)
+static void fault_kill_after_node_dir(uint32_t rank)
 {
-    static const char point[] = "kill-in-create:";
+    static const char point[] = "kill-after-node-dir:";
     const char *f = getenv("GPUCTL_TEST_FAULT");
     char *end;
     if (f && strncmp(f, point, sizeof(point) - 1) == 0 &&
@@ -959,7 +959,7 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     if (!rc)
         rc = cloud_init(dir, req->userdata, req->userdata_len, err);
     if (!rc)
-        fault_kill_in_create(req->rank);
+        fault_kill_after_node_dir(req->rank);
     if (!rc)
         rc = spawn_node(dir, cuda, &pgid, err);
     if (rc && leftover(dir))

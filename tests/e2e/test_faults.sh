@@ -47,7 +47,7 @@ g -y destroy faulty > /dev/null
 expect_eq "destroy removed both" 0 "$(node_dirs)"
 
 # 2b. (regression) apply killed in the middle of the provider's create
-#     (GPUCTL_TEST_FAULT=kill-in-create: the node directory written, the
+#     (GPUCTL_TEST_FAULT=kill-after-node-dir: the node directory written, the
 #     node not started) left local/<node>-a1/ with the user-data and the
 #     job's env values, which neither a re-apply nor destroy removed.
 cat > leaky.yaml <<'YAML'
@@ -60,7 +60,7 @@ run:
 YAML
 unstarted() { local k=0 d; for d in "$STATE"/local/*/; do [ -d "$d" ] && [ ! -s "$d/pid" ] && k=$((k + 1)); done; echo $k; }
 secret_files() { grep -rl hunter2-e2e-secret "$STATE/local" 2>/dev/null | wc -l; }
-run_rc rc env GPUCTL_TEST_FAULT=kill-in-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-node-dir:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
 expect_eq "apply killed inside node 1's create" 137 "$rc"
 expect_eq "node 1's directory is there, not started" "2 1" "$(node_dirs) $(unstarted)"
 expect_eq "and it holds the env value" yes "$(grep -rlq hunter2-e2e-secret "$STATE"/local/leaky-1-*-a1 && echo yes || echo no)"
@@ -69,7 +69,7 @@ expect_eq "re-apply creates node 1 and the job runs" "0 1" "$rc $(json_get "$T/a
 expect_eq "two node directories, not three; none left unstarted" "2 0" "$(node_dirs) $(unstarted)"
 g -y destroy leaky > /dev/null
 expect_eq "destroy leaves no node directory and no env value" "0 0" "$(node_dirs) $(secret_files)"
-run_rc rc env GPUCTL_TEST_FAULT=kill-in-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-node-dir:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
 expect_eq "killed inside node 1's create again" "137 2 1" "$rc $(node_dirs) $(unstarted)"
 run_rc rc g -y destroy leaky > "$T/d2b.txt"
 expect_eq "destroy right after: exit 0, node 0 deleted" "0 cluster leaky: destroyed (1 node(s) deleted)" "$rc $(cat "$T/d2b.txt")"

@@ -205,7 +205,7 @@ static int dir_exists(fixture *f, const char *id)
 }
 
 /* A gpuctl killed in the middle of create_node (the fault hook
- * kill-in-create, in a child process): the node directory holds the
+ * kill-after-node-dir, in a child process): the node directory holds the
  * user-data and its files, and no node runs. */
 static void killed_create(fixture *f, const char *token, uint32_t rank)
 {
@@ -214,7 +214,7 @@ static void killed_create(fixture *f, const char *token, uint32_t rank)
     assert_true(pid >= 0);
     if (pid == 0) {
         char fault[64];
-        snprintf(fault, sizeof(fault), "kill-in-create:%u", rank);
+        snprintf(fault, sizeof(fault), "kill-after-node-dir:%u", rank);
         setenv("GPUCTL_TEST_FAULT", fault, 1);
         gpc_offer offer;
         memset(&offer, 0, sizeof(offer));
