@@ -61,7 +61,11 @@ int gpc_session_open(gpc_session *s, const gpc_out *o, gpc_error *err)
     int rc = o->state_dir ? ((s->state_dir = gpc_strdup(o->state_dir, err)) ? 0 : GPC_ERR_NOMEM)
                           : gpc_state_dir_default(&s->state_dir, err);
     if (!rc)
-        rc = gpc_state_open(s->state_dir, &s->st, err);
+        rc = gpc_state_open_ex(s->state_dir, o->state_reads_only ? GPC_STATE_READ_ONLY_OK : 0,
+                               &s->st, err);
+    if (!rc && gpc_state_read_only(s->st))
+        fprintf(stderr, "gpuctl: warning: the disk holding %s is full: the state is open "
+                "read-only, as last recorded; nothing is refreshed or recorded\n", s->state_dir);
     return rc;
 }
 

@@ -1,4 +1,5 @@
 /* cmd_apply.c - `gpuctl apply` and `gpuctl destroy`. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,7 +7,9 @@
 
 #include "cluster.h"
 #include "commands.h"
+#include "gpuctl/buf.h"
 #include "gpuctl/spec.h"
+#include "gpuctl/util.h"
 #include "plan.h"
 
 typedef struct apply_args {
@@ -196,6 +199,85 @@ typedef struct destroy_args {
     const char *file;
 } destroy_args;
 
+/* At most this many did-you-mean names for a destroy of an unknown name. */
+#define DESTROY_SUGGEST_MAX 3
+
+typedef struct suggestion {
+    const char *name; /* owned by the cluster list */
+    size_t dist;
+    int live;
+} suggestion;
+
+static int suggestion_cmp(const void *x, const void *y)
+{
+    const suggestion *a = x, *b = y;
+    if (a->dist != b->dist)
+        return a->dist < b->dist ? -1 : 1;
+    if (a->live != b->live)
+        return a->live ? -1 : 1; /* a live cluster is the likelier target */
+    return strcmp(a->name, b->name);
+}
+
+/*
+ * `name` has no live cluster.  When some record (a destroyed cluster)
+ * has that name, set *destroyed: destroy is idempotent.  Otherwise the
+ * name was never recorded: GPC_ERR_NOT_FOUND with the closest recorded
+ * names (at most 1 edit for names of up to 4 letters, 2 up to 10, else
+ * 3), which are also added to `sugg` (a JSON array).
+ */
+static int never_recorded(gpc_session *s, const char *name, int *destroyed, cJSON *sugg,
+                          gpc_error *err)
+{
+    *destroyed = 0;
+    gpc_cluster_rec *list = NULL;
+    size_t n = 0;
+    int rc = gpc_cluster_list(s->st, 1, &list, &n, err);
+    if (rc)
+        return rc;
+    suggestion *near = calloc(n ? n : 1, sizeof(*near));
+    if (!near) {
+        gpc_cluster_list_free(list, n);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    size_t len = strlen(name), limit = len <= 4 ? 1 : len <= 10 ? 2 : 3, k = 0;
+    for (size_t i = 0; i < n && !*destroyed; i++) {
+        size_t d = gpc_edit_distance(name, list[i].name);
+        if (d == 0)
+            *destroyed = 1;
+        if (d == 0 || d == SIZE_MAX || d > limit)
+            continue;
+        size_t j = 0; /* one entry per name; live if any of its records is */
+        while (j < k && strcmp(near[j].name, list[i].name) != 0)
+            j++;
+        if (j == k)
+            near[k++] = (suggestion){list[i].name, d, 0};
+        near[j].live |= list[i].destroyed_at == 0;
+    }
+    if (!*destroyed) {
+        qsort(near, k, sizeof(*near), suggestion_cmp);
+        if (k > DESTROY_SUGGEST_MAX)
+            k = DESTROY_SUGGEST_MAX;
+        gpc_buf hint;
+        gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
+        for (size_t j = 0; j < k; j++) {
+            gpc_buf_addf(&hint, NULL, "%s'%s'%s",
+                         j == 0 ? "; did you mean " : j + 1 == k ? " or " : ", ", near[j].name,
+                         near[j].live ? "" : " (destroyed)");
+            cJSON_AddItemToArray(sugg, cJSON_CreateString(near[j].name));
+        }
+        if (k)
+            gpc_buf_adds(&hint, "?", NULL);
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND,
+                      "no cluster named '%s' was ever recorded in the state at %s%s",
+                      name, s->state_dir,
+                      k ? gpc_buf_str(&hint) : " (gpuctl status --all lists the recorded ones)");
+        gpc_buf_free(&hint);
+    }
+    free(near);
+    gpc_cluster_list_free(list, n);
+    return rc;
+}
+
 static int destroy_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
@@ -243,8 +325,10 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_report_error(o, &err);
     }
     gpc_session s;
-    int lockfd = -1, deleted = 0, found = 0;
-    rc = gpc_session_open(&s, o, &err);
+    memset(&s, 0, sizeof(s));
+    int lockfd = -1, deleted = 0, found = 0, destroyed_before = 0;
+    cJSON *sugg = cJSON_CreateArray();
+    rc = sugg ? gpc_session_open(&s, o, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
     if (!rc)
         rc = gpc_cluster_lock(&s, name, 1, &lockfd, &err);
     gpc_cluster_rec cr;
@@ -252,8 +336,9 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc) {
         rc = gpc_cluster_get(s.st, name, &cr, &err);
         if (rc == GPC_ERR_NOT_FOUND) {
-            rc = 0;
+            /* destroyed before: fine (idempotent); never recorded: a typo? */
             gpc_error_clear(&err);
+            rc = never_recorded(&s, name, &destroyed_before, sugg, &err);
         } else if (!rc) {
             found = 1;
         }
@@ -273,6 +358,8 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         cJSON_AddStringToObject(doc, "cluster", name);
         cJSON_AddBoolToObject(doc, "found", found);
         cJSON_AddNumberToObject(doc, "deleted", deleted);
+        cJSON_AddItemToObject(doc, "suggestions", sugg);
+        sugg = NULL;
         if (rc) {
             cJSON *e = cJSON_AddObjectToObject(doc, "error");
             cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
@@ -286,7 +373,7 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     } else if (rc) {
         gpc_report_error(o, &err);
     } else if (!found) {
-        printf("cluster %s: not found, nothing to destroy\n", name);
+        printf("cluster %s: already destroyed, nothing to destroy\n", name);
     } else {
         printf("cluster %s: destroyed (%d node(s) deleted)\n", name, deleted);
     }
@@ -294,6 +381,7 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_cluster_unlock(lockfd);
     if (s.st || s.state_dir)
         gpc_session_close(&s);
+    cJSON_Delete(sugg);
     free(name);
     return rc ? gpc_exit_status(err.code) : 0;
 }

@@ -61,6 +61,7 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_session s;
     gpc_error err;
     gpc_error_clear(&err);
+    o->state_reads_only = 1;
     rc = res ? gpc_session_open(&s, o, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
     if (rc) {
         free(res);

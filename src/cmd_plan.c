@@ -416,6 +416,7 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_plan p;
     memset(&p, 0, sizeof(p));
     rc = gpc_spec_load_file_text(a.file, &spec, &text, &err);
+    o->state_reads_only = 1;
     if (!rc)
         rc = gpc_session_open(&s, o, &err);
     if (!rc) {

@@ -40,6 +40,7 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_session s;
     gpc_cluster_rec *list = NULL;
     size_t n = 0;
+    o->state_reads_only = 1; /* on a full disk: what was last recorded */
     rc = gpc_session_open(&s, o, &err);
     if (!rc) {
         rc = gpc_cluster_list(s.st, all, &list, &n, &err);
@@ -58,8 +59,9 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
                               all ? "" : " (gpuctl status --all shows destroyed ones)");
         }
     }
-    /* Ask the providers what changed since we last looked. */
-    for (size_t i = 0; !rc && i < n; i++) {
+    /* Ask the providers what changed since we last looked (not when the
+     * state is read-only: what they say could not be recorded). */
+    for (size_t i = 0; !rc && !gpc_state_read_only(s.st) && i < n; i++) {
         gpc_error e;
         gpc_error_clear(&e);
         if (gpc_cluster_refresh(&s, &list[i], &e))
@@ -205,6 +207,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&cr, 0, sizeof(cr));
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
+    o->state_reads_only = !a.follow; /* --follow records the phases it sees */
     rc = gpc_session_open(&s, o, &err);
     if (!rc)
         rc = gpc_cluster_get(s.st, name, &cr, &err);

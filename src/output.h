@@ -31,6 +31,8 @@ typedef struct gpc_out {
     const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
     const char *endpoint;  /* --endpoint URL: the provider API endpoint, or NULL */
     const char *profile;   /* --profile NAME: the provider credentials profile, or NULL */
+    int state_reads_only;  /* set by a command that only reads the state: on a
+                              full disk it opens it read-only (state.h) */
 } gpc_out;
 
 /* Fill from the environment: isatty, NO_COLOR, TERM. */

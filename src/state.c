@@ -26,7 +26,17 @@
  * Schema: versioned by PRAGMA user_version; pending migrations are applied in
  * one BEGIN IMMEDIATE transaction, so concurrent first runs are safe.  Phases
  * are stored as their names (gpc_phase_name) and validated in C on write and
- * read (no CHECK constraint, so a new phase needs no table rebuild).
+ * read (no CHECK constraint, so a new phase needs no table rebuild).  The
+ * version is read before anything writes, so a database of a newer gpuctl
+ * is refused untouched.
+ *
+ * Creation: a new database is built whole (schema, WAL) as gpuctl.db.new
+ * under a lock on the state directory and renamed into place; an empty
+ * gpuctl.db is therefore never one being made, and is refused.
+ *
+ * Full disk: errors that come from it (SQLITE_FULL, or an I/O error with
+ * ENOSPC/EDQUOT or no space left) say so.  A caller that only reads may
+ * then get a read-only handle (GPC_STATE_READ_ONLY_OK).
  *
  * Ledger: at most one open entry (stop_at IS NULL) per node; opening another
  * while one is open is a no-op (keeps the first start), so a resumed command
@@ -38,12 +48,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "gpuctl/buf.h"
 #include "gpuctl/state.h"
 #include "gpuctl/util.h"
 
@@ -56,6 +69,8 @@ struct gpc_state {
     char *dbpath; /* dir/gpuctl.db */
     int depth;    /* gpc_state_begin nesting */
     int doomed;   /* rolled back inside a nested transaction */
+    int full;     /* an error said the disk is full */
+    int readonly; /* opened read-only (GPC_STATE_READ_ONLY_OK) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -195,8 +210,38 @@ static const char *const migrations[] = {
 /* ------------------------------------------------------------------ */
 /* Low-level helpers                                                   */
 
+/*
+ * Is the last error of db a full disk (or a full quota)?  SQLite reports
+ * ENOSPC on a write as SQLITE_FULL, but as a plain I/O error where it
+ * grows the wal-index (-shm); there the errno tells, or else the space
+ * left on the file system of `dir`.
+ */
+static int disk_full(const char *dir, sqlite3 *db)
+{
+    int x = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
+    if ((x & 0xff) == SQLITE_FULL)
+        return 1;
+    if ((x & 0xff) != SQLITE_IOERR)
+        return 0;
+    int e = sqlite3_system_errno(db);
+    if (e == ENOSPC || e == EDQUOT)
+        return 1;
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) != 0)
+        return 0;
+    double blocks = geteuid() == 0 ? (double)vfs.f_bfree : (double)vfs.f_bavail;
+    return blocks * (double)vfs.f_frsize < 65536.0; /* less than a wal-index */
+}
+
 static int st_fail(gpc_state *st, gpc_error *err, const char *what)
 {
+    if (disk_full(st->dir, st->db)) {
+        st->full = 1;
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: the disk holding %s is full (%s: %s); free some space "
+                        "there and run the command again", st->dbpath, st->dir,
+                        sqlite3_errmsg(st->db), what);
+    }
     return gpc_fail(err, GPC_ERR_STATE, "state %s: %s (%s)", st->dbpath,
                     sqlite3_errmsg(st->db), what);
 }
@@ -336,9 +381,19 @@ static int commit_raw(gpc_state *st, gpc_error *err)
     }
 }
 
+static int read_only_fail(gpc_state *st, gpc_error *err)
+{
+    return gpc_fail(err, GPC_ERR_STATE,
+                    "state %s: the disk holding %s is full, so the state was opened "
+                    "read-only and this change cannot be recorded; free some space there "
+                    "and run the command again", st->dbpath, st->dir);
+}
+
 /* Checked before every write. */
 static int write_guard(gpc_state *st, gpc_error *err)
 {
+    if (st->readonly)
+        return read_only_fail(st, err);
     if (st->depth > 0 && !st->doomed && sqlite3_get_autocommit(st->db))
         st->doomed = 1; /* SQLite rolled the transaction back on an error */
     if (st->doomed)
@@ -406,15 +461,12 @@ int gpc_state_dir_default(char **out, gpc_error *err)
     return 0;
 }
 
-/* Create the database file 0600 if missing (umask cannot loosen or tighten it). */
+/* Create the database file 0600 (umask cannot loosen or tighten it). */
 static int create_db_file(const char *path, gpc_error *err)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        if (errno == EEXIST)
-            return 0;
+    if (fd < 0)
         return gpc_fail(err, GPC_ERR_IO, "state %s: %s", path, strerror(errno));
-    }
     int rc = 0;
     if (fchmod(fd, 0600) != 0)
         rc = gpc_fail(err, GPC_ERR_IO, "state %s: chmod: %s", path, strerror(errno));
@@ -436,6 +488,16 @@ static void chmod_siblings(const gpc_state *st)
     }
 }
 
+/* Remove a database that was never handed out, and its companions. */
+static void unlink_db(const char *path)
+{
+    static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+    char p[PATH_MAX];
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+        if (snprintf(p, sizeof(p), "%s%s", path, sfx[i]) < (int)sizeof(p))
+            (void)unlink(p);
+}
+
 static int user_version(gpc_state *st, int *out, gpc_error *err)
 {
     sqlite3_stmt *stmt;
@@ -448,6 +510,33 @@ static int user_version(gpc_state *st, int *out, gpc_error *err)
     return rc == SQLITE_ROW ? 0 : GPC_ERR_STATE;
 }
 
+static int too_new(gpc_state *st, int v, gpc_error *err)
+{
+    return gpc_fail(err, GPC_ERR_STATE,
+                    "state %s: schema version %d is newer than this gpuctl supports (%d); "
+                    "the file was left as it is: use the newer gpuctl that wrote it",
+                    st->dbpath, v, GPC_SCHEMA_VERSION);
+}
+
+/*
+ * Read the schema version before anything writes: a database of a newer
+ * gpuctl is refused untouched (not even switched to WAL).  Without
+ * `can_migrate` (read-only) an older schema is refused too.
+ */
+static int check_version(gpc_state *st, int can_migrate, gpc_error *err)
+{
+    int v = 0;
+    if (user_version(st, &v, err))
+        return GPC_ERR_STATE;
+    if (v > GPC_SCHEMA_VERSION || v < 0)
+        return too_new(st, v, err);
+    if (!can_migrate && v != GPC_SCHEMA_VERSION)
+        return gpc_fail(err, GPC_ERR_STATE,
+                        "state %s: schema version %d needs an upgrade to %d, which cannot "
+                        "be written now", st->dbpath, v, GPC_SCHEMA_VERSION);
+    return 0;
+}
+
 static int migrate(gpc_state *st, gpc_error *err)
 {
     int v = 0;
@@ -456,20 +545,23 @@ static int migrate(gpc_state *st, gpc_error *err)
     if (v == GPC_SCHEMA_VERSION)
         return 0;
     if (v > GPC_SCHEMA_VERSION || v < 0)
-        return gpc_fail(err, GPC_ERR_STATE,
-                        "state %s: schema version %d is newer than this gpuctl "
-                        "supports (%d)", st->dbpath, v, GPC_SCHEMA_VERSION);
+        return too_new(st, v, err);
     if (begin_immediate(st, err))
         return GPC_ERR_STATE;
     /* Another process may have migrated while we waited for the lock. */
     if (user_version(st, &v, err))
         goto fail;
+    if (v > GPC_SCHEMA_VERSION || v < 0) {
+        too_new(st, v, err);
+        goto fail;
+    }
     for (; v < GPC_SCHEMA_VERSION; v++) {
         char *msg = NULL;
         if (sqlite3_exec(st->db, migrations[v], NULL, NULL, &msg) != SQLITE_OK) {
-            gpc_fail(err, GPC_ERR_STATE, "state %s: %s (migration to version %d)",
-                     st->dbpath, msg ? msg : sqlite3_errmsg(st->db), v + 1);
             sqlite3_free(msg);
+            char what[64];
+            snprintf(what, sizeof(what), "migration to version %d", v + 1);
+            st_fail(st, err, what);
             goto fail;
         }
     }
@@ -506,7 +598,175 @@ static int set_wal(gpc_state *st, gpc_error *err)
     return ok ? 0 : GPC_ERR_STATE;
 }
 
+/* Open st->db on `path` (a file name, or a URI with SQLITE_OPEN_URI). */
+static int db_open(gpc_state *st, const char *path, int flags, gpc_error *err)
+{
+    if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
+        int rc = st->db ? st_fail(st, err, "open")
+                        : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        sqlite3_close_v2(st->db);
+        st->db = NULL;
+        return rc;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, GPC_STATE_BUSY_MS);
+    return 0;
+}
+
+/*
+ * Make a new database at st->dbpath: built whole (schema, WAL mode) as
+ * gpuctl.db.new, then renamed into place, so that gpuctl.db never exists
+ * half-made and an empty gpuctl.db always means lost content.  The caller
+ * holds the lock on the state directory (dfd).
+ */
+static int create_db(gpc_state *st, int dfd, gpc_error *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s.new", st->dbpath) >= (int)sizeof(tmp))
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: path too long", st->dbpath);
+    unlink_db(tmp); /* left by a gpuctl killed here */
+    int rc = create_db_file(tmp, err);
+    if (rc)
+        return rc;
+    gpc_state t = {.dir = st->dir, .dbpath = st->dbpath};
+    rc = db_open(&t, tmp, SQLITE_OPEN_READWRITE, err);
+    if (!rc && (exec1(&t, "PRAGMA synchronous=FULL", "PRAGMA synchronous", err) ||
+                migrate(&t, err) || set_wal(&t, err)))
+        rc = GPC_ERR_STATE;
+    if (t.db && sqlite3_close(t.db) != SQLITE_OK && !rc)
+        rc = gpc_fail(err, GPC_ERR_STATE, "state %s: cannot close the new database",
+                      st->dbpath);
+    if (!rc && rename(tmp, st->dbpath) != 0)
+        rc = gpc_fail(err, GPC_ERR_IO, "state %s: rename: %s", st->dbpath, strerror(errno));
+    if (!rc)
+        (void)fsync(dfd);
+    else
+        unlink_db(tmp);
+    st->full |= t.full;
+    return rc;
+}
+
+static int empty_db(const gpc_state *st, gpc_error *err)
+{
+    return gpc_fail(err, GPC_ERR_STATE,
+                    "state %s is empty (0 bytes): the clusters it recorded are unknown "
+                    "(lost to a full disk, a truncation or a bad copy?), and gpuctl will "
+                    "not start a new state over it. Restore the file from a backup if "
+                    "you have one. Otherwise its nodes may still be running and billing: "
+                    "find them at the provider by the tag gpuctl:cluster (aws: 'aws ec2 "
+                    "describe-instances --filters Name=tag-key,Values=gpuctl:cluster' in "
+                    "each region; local: the node directories in %s/local) and delete "
+                    "them there; then move the file aside to start a new state: mv %s "
+                    "%s.empty", st->dbpath, st->dir, st->dbpath, st->dbpath);
+}
+
+/*
+ * The database file, made when missing.  A missing or empty file is
+ * looked at again under a lock on the state directory, which a gpuctl
+ * making the database holds until the database is in place: an empty
+ * file seen under the lock is not one being made, and is refused.
+ */
+static int ensure_db(gpc_state *st, gpc_error *err)
+{
+    struct stat sb;
+    if (stat(st->dbpath, &sb) == 0 && sb.st_size > 0)
+        return 0;
+    int dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return gpc_fail(err, GPC_ERR_IO, "state %s: %s", st->dir, strerror(errno));
+    int rc = 0;
+    while (flock(dfd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            rc = gpc_fail(err, GPC_ERR_IO, "state %s: lock: %s", st->dir, strerror(errno));
+            break;
+        }
+    }
+    if (!rc) {
+        if (stat(st->dbpath, &sb) == 0)
+            rc = sb.st_size > 0 ? 0 : empty_db(st, err);
+        else if (errno == ENOENT)
+            rc = create_db(st, dfd, err);
+        else
+            rc = gpc_fail(err, GPC_ERR_IO, "state %s: %s", st->dbpath, strerror(errno));
+    }
+    close(dfd); /* and the lock with it */
+    return rc;
+}
+
+/* The normal way in: read-write, WAL, migrated. */
+static int open_rw(gpc_state *st, gpc_error *err)
+{
+    int rc = db_open(st, st->dbpath, SQLITE_OPEN_READWRITE, err);
+    if (!rc && (check_version(st, 1, err) || set_wal(st, err) ||
+                exec1(st, "PRAGMA synchronous=FULL", "PRAGMA synchronous", err) ||
+                exec1(st, "PRAGMA foreign_keys=ON", "PRAGMA foreign_keys", err) ||
+                migrate(st, err)))
+        rc = GPC_ERR_STATE;
+    if (!rc)
+        chmod_siblings(st);
+    return rc;
+}
+
+/* Does the WAL hold nothing (missing or empty file)? */
+static int wal_empty(const gpc_state *st)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    if (snprintf(p, sizeof(p), "%s-wal", st->dbpath) >= (int)sizeof(p))
+        return 0;
+    if (stat(p, &sb) != 0)
+        return errno == ENOENT;
+    return sb.st_size == 0;
+}
+
+/*
+ * Read-only, for a disk too full for the read-write way: SQLite reads a
+ * WAL database read-only when its wal-index (-shm) exists, else only as
+ * "immutable" (no locks, no WAL), which is exact when the WAL is empty:
+ * then no other gpuctl has the database open, and none can write to the
+ * full disk.
+ */
+static int open_ro(gpc_state *st, gpc_error *err)
+{
+    sqlite3_close_v2(st->db);
+    st->db = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = db_open(st, st->dbpath, SQLITE_OPEN_READONLY, &e);
+    if (!rc)
+        rc = check_version(st, 0, &e);
+    if (rc && e.code == GPC_ERR_STATE && st->db && disk_full(st->dir, st->db) &&
+        wal_empty(st)) {
+        sqlite3_close_v2(st->db);
+        st->db = NULL;
+        gpc_buf uri;
+        gpc_buf_init(&uri, PATH_MAX * 3 + 64);
+        rc = gpc_buf_adds(&uri, "file:", err);
+        for (const char *p = st->dbpath; !rc && *p; p++)
+            rc = *p == '%' || *p == '?' || *p == '#'
+                     ? gpc_buf_addf(&uri, err, "%%%02x", (unsigned char)*p)
+                     : gpc_buf_add(&uri, p, 1, err);
+        if (!rc)
+            rc = gpc_buf_adds(&uri, "?mode=ro&immutable=1", err);
+        gpc_error_clear(&e);
+        if (!rc)
+            rc = db_open(st, gpc_buf_str(&uri), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, &e);
+        gpc_buf_free(&uri);
+        if (!rc)
+            rc = check_version(st, 0, &e);
+    }
+    if (rc)
+        return gpc_fail(err, e.code ? e.code : (gpc_code)rc, "%s", e.msg);
+    st->readonly = 1;
+    return 0;
+}
+
 int gpc_state_open(const char *dir, gpc_state **out, gpc_error *err)
+{
+    return gpc_state_open_ex(dir, 0, out, err);
+}
+
+int gpc_state_open_ex(const char *dir, unsigned flags, gpc_state **out, gpc_error *err)
 {
     *out = NULL;
     if (!dir || !*dir)
@@ -525,31 +785,29 @@ int gpc_state_open(const char *dir, gpc_state **out, gpc_error *err)
     }
     snprintf(st->dbpath, n, "%s/%s", dir, GPC_STATE_DB_NAME);
 
-    int rc = create_db_file(st->dbpath, err);
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = ensure_db(st, &e);
+    if (!rc)
+        rc = open_rw(st, &e);
+    /* A full disk: a command that only reads may still read. */
+    if (rc && st->full && (flags & GPC_STATE_READ_ONLY_OK) && st->db) {
+        gpc_error ro;
+        gpc_error_clear(&ro);
+        if (open_ro(st, &ro) == 0)
+            rc = 0;
+    }
     if (rc) {
         gpc_state_close(st);
-        return rc;
+        return gpc_fail(err, e.code ? e.code : (gpc_code)rc, "%s", e.msg);
     }
-    if (sqlite3_open_v2(st->dbpath, &st->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        if (st->db)
-            st_fail(st, err, "open");
-        else
-            gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        gpc_state_close(st);
-        return GPC_ERR_STATE;
-    }
-    sqlite3_extended_result_codes(st->db, 1);
-    sqlite3_busy_timeout(st->db, GPC_STATE_BUSY_MS);
-    if (set_wal(st, err) ||
-        exec1(st, "PRAGMA synchronous=FULL", "PRAGMA synchronous", err) ||
-        exec1(st, "PRAGMA foreign_keys=ON", "PRAGMA foreign_keys", err) ||
-        migrate(st, err)) {
-        gpc_state_close(st);
-        return GPC_ERR_STATE;
-    }
-    chmod_siblings(st);
     *out = st;
     return 0;
+}
+
+int gpc_state_read_only(const gpc_state *st)
+{
+    return st && st->readonly;
 }
 
 void gpc_state_close(gpc_state *st)
@@ -576,6 +834,8 @@ const char *gpc_state_path(const gpc_state *st)
 
 int gpc_state_begin(gpc_state *st, gpc_error *err)
 {
+    if (st->readonly)
+        return read_only_fail(st, err);
     if (st->depth > 0) {
         if (write_guard(st, err))
             return GPC_ERR_STATE;

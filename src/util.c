@@ -328,26 +328,26 @@ static int lower_ascii(int c)
 size_t gpc_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
-    size_t d[33][33];
-    if (la > 32 || lb > 32)
+    unsigned char d[65][65]; /* a distance is at most 64 */
+    if (la > 64 || lb > 64)
         return SIZE_MAX;
     for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
+        d[i][0] = (unsigned char)i;
     for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
+        d[0][j] = (unsigned char)j;
     for (size_t i = 1; i <= la; i++) {
         for (size_t j = 1; j <= lb; j++) {
             int ca = lower_ascii((unsigned char)a[i - 1]);
             int cb = lower_ascii((unsigned char)b[j - 1]);
-            size_t best = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
+            size_t best = (size_t)d[i - 1][j - 1] + (ca != cb);
+            if ((size_t)d[i - 1][j] + 1 < best)
+                best = (size_t)d[i - 1][j] + 1;
+            if ((size_t)d[i][j - 1] + 1 < best)
+                best = (size_t)d[i][j - 1] + 1;
             if (i > 1 && j > 1 && ca == lower_ascii((unsigned char)b[j - 2]) &&
-                lower_ascii((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
+                lower_ascii((unsigned char)a[i - 2]) == cb && (size_t)d[i - 2][j - 2] + 1 < best)
+                best = (size_t)d[i - 2][j - 2] + 1;
+            d[i][j] = (unsigned char)best;
         }
     }
     return d[la][lb];

@@ -96,8 +96,26 @@ int gpc_state_dir_default(char **out, gpc_error *err);
  * Open (creating it and the directory, mode 0700 / 0600, when missing) the
  * database in `dir`.  Applies the schema migrations.  Returns 0 or
  * GPC_ERR_STATE / GPC_ERR_IO.
+ *
+ * A new database is built whole next to its final name and renamed into
+ * place, so an empty (0-byte) gpuctl.db is never one being made: it is
+ * refused (GPC_ERR_STATE, saying how to recover) instead of being taken
+ * for an empty state.  A database of a newer schema is refused before
+ * anything writes to it.  On a full disk the message says so.
  */
 int gpc_state_open(const char *dir, gpc_state **out, gpc_error *err);
+
+/* Flags of gpc_state_open_ex. */
+enum {
+    /* The caller only reads: when the disk is too full to open the state
+     * read-write, open it read-only (writes then fail with a message
+     * naming the full disk; gpc_state_read_only tells). */
+    GPC_STATE_READ_ONLY_OK = 1,
+};
+int gpc_state_open_ex(const char *dir, unsigned flags, gpc_state **out, gpc_error *err);
+
+/* 1 when the state was opened read-only (GPC_STATE_READ_ONLY_OK). */
+int gpc_state_read_only(const gpc_state *st);
 void gpc_state_close(gpc_state *st);
 
 /* Directory the state lives in (owned by st). */

@@ -71,7 +71,7 @@ int gpc_realpath(const char *path, char **out, gpc_error *err);
 /*
  * Optimal-string-alignment distance between a and b, ASCII letters
  * compared without case (for "did you mean" hints); SIZE_MAX when either
- * is longer than 32 bytes.
+ * is longer than 64 bytes (a cluster name has at most 63).
  */
 size_t gpc_edit_distance(const char *a, const char *b);
 

@@ -19,6 +19,19 @@
  *
  * This is also how gpuctl runs on your own deep-learning server: install
  * gpuctl there and apply a spec with `provider: local`.
+ *
+ * Leftovers: a node directory without a pid file and without processes
+ * is the leftover of a create that failed or whose gpuctl was killed
+ * before it started the node; it holds the user-data, with the job's env
+ * values.  A create that fails removes its directory; a create repeated
+ * with the token (idempotent) starts that directory over; find_node, which
+ * the core asks before it creates again or destroys, removes such a
+ * leftover of the token and of the node's other launch attempts (tokens
+ * "<cluster>-<rank>-<uid>-a<N>" that differ in N only), and so does
+ * delete_node for the other attempts.  Creates hold a lock on the local/
+ * directory from the mkdir until the pid file is written, and a leftover
+ * is only judged under that lock, so a create in progress (in another
+ * gpuctl) is never taken for one.
  */
 #define _GNU_SOURCE 1 /* pipe2 */
 #include <dirent.h>
@@ -31,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -713,6 +727,114 @@ static int read_pid(const char *dir, long *pgid, unsigned long long *start)
     return sscanf(buf, "%ld %llu", pgid, start) == 2 ? 0 : -1;
 }
 
+/* ---- leftovers of creates that did not finish ------------------------- */
+
+/* Lock the local/ directory (creates hold it until the node's pid file is
+ * written); returns the descriptor to close, or -1 when it cannot lock
+ * (then nothing is judged a leftover). */
+static int root_lock(const local_ctx *c)
+{
+    int fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* Closing drops the lock once no forked copy of the descriptor is left
+ * (a node's session holds one until it execs, after its pid file). */
+static void root_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Is the node directory `dir` a leftover: there, no pid file, no
+ * process?  Only under root_lock. */
+static int leftover(const char *dir)
+{
+    struct stat sb;
+    long sid;
+    unsigned long long start;
+    return lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && read_pid(dir, &sid, &start) != 0 &&
+           !node_alive(-1, 0, dir);
+}
+
+/* Length of the part of a client token "<cluster>-<rank>-<uid8>-a<N>"
+ * that the node's launch attempts share (up to and with "-a"); 0 when
+ * the token is not of that form. */
+static size_t attempt_prefix(const char *id)
+{
+    size_t n = strlen(id), i = n;
+    while (i > 0 && id[i - 1] >= '0' && id[i - 1] <= '9')
+        i--;
+    if (i == n || i < 2 || id[i - 1] != 'a' || id[i - 2] != '-')
+        return 0;
+    size_t p = i; /* after "-a" */
+    i -= 2;       /* at the '-' before 'a' */
+    size_t h = i;
+    while (h > 0 && ((id[h - 1] >= '0' && id[h - 1] <= '9') || (id[h - 1] >= 'a' && id[h - 1] <= 'f')))
+        h--;
+    if (i - h != 8 || h < 2 || id[h - 1] != '-')
+        return 0;
+    size_t r = h - 1;
+    while (r > 0 && id[r - 1] >= '0' && id[r - 1] <= '9')
+        r--;
+    if (r == h - 1 || r < 2 || id[r - 1] != '-')
+        return 0;
+    return p;
+}
+
+/*
+ * Remove the leftovers among the node directories of `id`'s other launch
+ * attempts (and of `id` itself when `self`).  Only under root_lock.
+ * Returns how many were removed.
+ */
+static int sweep_leftovers(const local_ctx *c, const char *id, int self)
+{
+    size_t pl = attempt_prefix(id);
+    int removed = 0;
+    char dir[PATH_MAX];
+    if (self && snprintf(dir, sizeof(dir), "%s/%s", c->root, id) < (int)sizeof(dir) &&
+        leftover(dir) && gpc_rm_rf(dir, NULL) == 0)
+        removed++;
+    if (!pl)
+        return removed;
+    DIR *d = opendir(c->root);
+    if (!d)
+        return removed;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, id, pl) != 0 || strcmp(n, id) == 0 || !n[pl] ||
+            strspn(n + pl, "0123456789") != strlen(n + pl))
+            continue;
+        if (snprintf(dir, sizeof(dir), "%s/%s", c->root, n) < (int)sizeof(dir) &&
+            leftover(dir) && gpc_rm_rf(dir, NULL) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+/* GPUCTL_TEST_FAULT=kill-after-node-dir:<rank> (docs/cli.md, test hooks): kill
+ * this gpuctl in the middle of a create, with the node directory written
+ * and the node not started, as a crash or a SIGKILL there would. */
+static void fault_kill_after_node_dir(uint32_t rank)
+{
+    static const char point[] = "kill-after-node-dir:";
+    const char *f = getenv("GPUCTL_TEST_FAULT");
+    char *end;
+    if (f && strncmp(f, point, sizeof(point) - 1) == 0 &&
+        strtoul(f + sizeof(point) - 1, &end, 10) == rank && (*end == '\0' || *end == ':'))
+        raise(SIGKILL);
+}
+
 static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_error *err)
 {
     local_ctx *c = ctx;
@@ -772,8 +894,17 @@ static int local_find(void *ctx, const char *token, gpc_node_status *out, gpc_er
         return rc;
     long sid;
     unsigned long long start;
-    if (read_pid(dir, &sid, &start) != 0)
+    int lk = root_lock(c);
+    if (read_pid(dir, &sid, &start) != 0) {
+        /* Not created.  What a create that never started the node left
+         * (the user-data, with the job's env values) goes now: the core
+         * asks before it creates again or destroys. */
+        if (lk >= 0)
+            sweep_leftovers(c, token, 1);
+        root_unlock(lk);
         return gpc_fail(err, GPC_ERR_NOT_FOUND, "local: no node with token %s", token);
+    }
+    root_unlock(lk);
     return local_describe(ctx, token, out, err);
 }
 
@@ -787,17 +918,6 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
         return rc;
     long pgid;
     unsigned long long start;
-    if (read_pid(dir, &pgid, &start) == 0) /* created before: same node */
-        return local_describe(ctx, req->client_token, out, err);
-
-    rc = gpc_mkdir_p(dir, 0700, err);
-    char path[PATH_MAX];
-    if (!rc) {
-        join(path, sizeof(path), dir, "user-data");
-        rc = gpc_write_file_atomic(path, req->userdata, req->userdata_len, 0600, err);
-    }
-    if (!rc)
-        rc = cloud_init(dir, req->userdata, req->userdata_len, err);
     /* Several nodes on one multi-GPU machine: each gets its own share of
      * the GPUs (NCCL refuses two ranks on one GPU). */
     char cuda[256] = "";
@@ -811,8 +931,40 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
             snprintf(cuda + l, sizeof(cuda) - l, "%s%u", i ? "," : "", req->rank * per + i);
         }
     }
+    /* From here until the node's pid file exists, hold the lock that
+     * tells a create in progress from a leftover. */
+    int lk = root_lock(c);
+    if (lk < 0)
+        return gpc_fail(err, GPC_ERR_IO, "local: cannot lock %s: %s", c->root, strerror(errno));
+    if (read_pid(dir, &pgid, &start) == 0) { /* created before: same node */
+        root_unlock(lk);
+        return local_describe(ctx, req->client_token, out, err);
+    }
+    /* The token's own leftover (a create repeated after a crash) starts
+     * over; the node's other attempts' leftovers go. */
+    sweep_leftovers(c, req->client_token, 1);
+    struct stat sb;
+    if (lstat(dir, &sb) == 0) {
+        root_unlock(lk);
+        return gpc_fail(err, GPC_ERR_PROVIDER,
+                        "local: node directory %s has processes but no pid file; "
+                        "gpuctl destroy stops them", dir);
+    }
+    rc = gpc_mkdir_p(dir, 0700, err);
+    char path[PATH_MAX];
+    if (!rc) {
+        join(path, sizeof(path), dir, "user-data");
+        rc = gpc_write_file_atomic(path, req->userdata, req->userdata_len, 0600, err);
+    }
+    if (!rc)
+        rc = cloud_init(dir, req->userdata, req->userdata_len, err);
+    if (!rc)
+        fault_kill_after_node_dir(req->rank);
     if (!rc)
         rc = spawn_node(dir, cuda, &pgid, err);
+    if (rc && leftover(dir))
+        gpc_rm_rf(dir, NULL); /* a failed create leaves nothing behind */
+    root_unlock(lk);
     if (rc)
         return rc;
     return local_describe(ctx, req->client_token, out, err);
@@ -847,7 +999,13 @@ static int local_delete(void *ctx, const char *id, gpc_error *err)
     if (node_signal(sid, start, dir, SIGTERM) > 0 && !wait_gone(sid, start, dir, 0, 10000) &&
         !wait_gone(sid, start, dir, SIGKILL, 5000))
         return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s survived SIGKILL", id);
-    return gpc_rm_rf(dir, err);
+    rc = gpc_rm_rf(dir, err);
+    /* and what earlier attempts at this node left */
+    int lk = rc ? -1 : root_lock(c);
+    if (lk >= 0)
+        sweep_leftovers(c, id, 0);
+    root_unlock(lk);
+    return rc;
 }
 
 /*

@@ -136,6 +136,48 @@ run_rc rc g apply -f wd.yaml --dry-run 2> "$T/wd.err"
 expect_eq "missing workdir: exit 4" 4 "$rc"
 expect_match "names the field" "^gpuctl: error: wd.yaml: workdir: directory './nope' does not exist" "$(cat "$T/wd.err")"
 
+# (regression) destroy of a name never recorded (a typo) exited 0 with
+# "not found, nothing to destroy", so a script carried on while the real
+# cluster ran: it exits 7 and suggests the closest recorded names.  A
+# cluster recorded and destroyed still exits 0 (destroy is idempotent).
+printf 'name: my-cluster\nrun: {command: "sleep 300", nproc_per_node: 1}\n' > mine.yaml
+printf 'name: my-clusters\nrun: {command: "true", nproc_per_node: 1}\n' > gone.yaml
+printf 'name: my-clustr\nrun: {command: "true", nproc_per_node: 1}\n' > typo.yaml
+g -q apply -f mine.yaml > /dev/null
+g -q apply -f gone.yaml > /dev/null
+g -y destroy my-clusters > /dev/null
+run_rc rc g -y destroy my-clustr > "$T/dt.txt" 2> "$T/dt.err"
+expect_eq "destroy of a never-recorded name: exit 7" 7 "$rc"
+expect_eq "nothing on stdout" "" "$(cat "$T/dt.txt")"
+expect_eq "names the state, suggests the live name first, then the destroyed one" \
+    "gpuctl: error: no cluster named 'my-clustr' was ever recorded in the state at $STATE; did you mean 'my-cluster' or 'my-clusters' (destroyed)?" \
+    "$(cat "$T/dt.err")"
+run_rc rc g -y -o json destroy my-clustr > "$T/dt.json" 2> /dev/null
+expect_eq "-o json: exit 7" 7 "$rc"
+check_schema "$T/dt.json" destroy
+expect_eq "-o json: not found, nothing deleted, the suggestions, error not_found 7" \
+    "False 0 ['my-cluster', 'my-clusters'] not_found 7" \
+    "$(json_get "$T/dt.json" '" ".join(str(x) for x in (d["found"], d["deleted"], d["suggestions"], d["error"]["code"], d["error"]["exit_status"]))')"
+run_rc rc g -y destroy -f typo.yaml 2> "$T/dtf.err"
+expect_eq "destroy -f of a spec never applied: exit 7" 7 "$rc"
+expect_match "and suggests too" "did you mean 'my-cluster' or 'my-clusters' \(destroyed\)\?$" "$(cat "$T/dtf.err")"
+run_rc rc g -y destroy zzz 2> "$T/dtz.err"
+expect_eq "nothing close: exit 7, says where to look" \
+    "7 gpuctl: error: no cluster named 'zzz' was ever recorded in the state at $STATE (gpuctl status --all lists the recorded ones)" \
+    "$rc $(cat "$T/dtz.err")"
+run_rc rc g -y destroy my-clusters > "$T/dd.txt"
+expect_eq "destroy of a destroyed cluster: exit 0" \
+    "0 cluster my-clusters: already destroyed, nothing to destroy" "$rc $(cat "$T/dd.txt")"
+run_rc rc g -y -o json destroy -f gone.yaml > "$T/dd.json"
+check_schema "$T/dd.json" destroy
+expect_eq "-o json, -f: exit 0, not found, no error, no suggestions" "0 False 0 [] None" \
+    "$rc $(json_get "$T/dd.json" '" ".join(str(x) for x in (d["found"], d["deleted"], d["suggestions"], d["error"]))')"
+g -o json status > "$T/dlive.json"
+expect_eq "the real cluster was left alone" "my-cluster" \
+    "$(json_get "$T/dlive.json" '" ".join(c["name"] for c in d["clusters"])')"
+run_rc rc g -y destroy my-cluster > "$T/dm.txt"
+expect_eq "and destroy of its right name works" "0 cluster my-cluster: destroyed (1 node(s) deleted)" "$rc $(cat "$T/dm.txt")"
+
 # render -o json
 g -o json render -f quickstart.yaml --provider aws > "$T/render.json" 2>/dev/null
 check_schema "$T/render.json" render

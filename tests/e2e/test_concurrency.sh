@@ -39,7 +39,7 @@ done
 wait "${pids[@]}"
 expect_eq "twenty concurrent status calls exit 0" 0 "$(cat "$T"/rr* | grep -vc '^0$' || true)"
 
-# Two destroys at once: one deletes, the other finds nothing left.
+# Two destroys at once: one deletes, the other finds it already destroyed.
 ( set +e; g -y destroy racer > "$T/d1.txt" 2>&1; echo $? > "$T/dr1" ) &
 p1=$!
 ( set +e; g -y destroy racer > "$T/d2.txt" 2>&1; echo $? > "$T/dr2" ) &
@@ -47,6 +47,6 @@ p2=$!
 wait $p1 $p2
 expect_eq "both destroys exit 0" "0 0" "$(cat "$T/dr1") $(cat "$T/dr2")"
 expect_eq "one destroyed, one found nothing" "1 1" \
-    "$(cat "$T/d1.txt" "$T/d2.txt" | grep -c 'destroyed (2 node') $(cat "$T/d1.txt" "$T/d2.txt" | grep -c 'not found')"
+    "$(cat "$T/d1.txt" "$T/d2.txt" | grep -c 'destroyed (2 node') $(cat "$T/d1.txt" "$T/d2.txt" | grep -c 'already destroyed, nothing to destroy')"
 expect_eq "no node directories left" 0 "$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d | wc -l)"
 finish

@@ -4,6 +4,8 @@
 #    missing node is created, none twice;
 #  - apply killed after the provider made a node but before it was recorded:
 #    the client token finds that node again, no duplicate;
+#  - apply killed inside the provider's create: the half-made node
+#    directory (user-data, env values) goes on re-apply and on destroy;
 #  - a create that fails removes what the apply made; nothing stays running;
 #  - a job that fails: apply --wait exits 10 and reports rank 0's status.
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +45,35 @@ expect_eq "node 1 recorded once" 1 \
     "$(json_get "$T/a2.json" 'sum(1 for n in d["cluster_status"]["nodes"] if n["rank"] == 1)')"
 g -y destroy faulty > /dev/null
 expect_eq "destroy removed both" 0 "$(node_dirs)"
+
+# 2b. (regression) apply killed in the middle of the provider's create
+#     (GPUCTL_TEST_FAULT=kill-after-node-dir: the node directory written, the
+#     node not started) left local/<node>-a1/ with the user-data and the
+#     job's env values, which neither a re-apply nor destroy removed.
+cat > leaky.yaml <<'YAML'
+name: leaky
+nodes: 2
+env: { API_TOKEN: hunter2-e2e-secret }
+run:
+  command: python3 -c "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"
+  nproc_per_node: 1
+YAML
+unstarted() { local k=0 d; for d in "$STATE"/local/*/; do [ -d "$d" ] && [ ! -s "$d/pid" ] && k=$((k + 1)); done; echo $k; }
+secret_files() { grep -rl hunter2-e2e-secret "$STATE/local" 2>/dev/null | wc -l; }
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-node-dir:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
+expect_eq "apply killed inside node 1's create" 137 "$rc"
+expect_eq "node 1's directory is there, not started" "2 1" "$(node_dirs) $(unstarted)"
+expect_eq "and it holds the env value" yes "$(grep -rlq hunter2-e2e-secret "$STATE"/local/leaky-1-*-a1 && echo yes || echo no)"
+run_rc rc g -o json apply -f leaky.yaml --wait --timeout 300 > "$T/a2b.json"
+expect_eq "re-apply creates node 1 and the job runs" "0 1" "$rc $(json_get "$T/a2b.json" 'd["created"]')"
+expect_eq "two node directories, not three; none left unstarted" "2 0" "$(node_dirs) $(unstarted)"
+g -y destroy leaky > /dev/null
+expect_eq "destroy leaves no node directory and no env value" "0 0" "$(node_dirs) $(secret_files)"
+run_rc rc env GPUCTL_TEST_FAULT=kill-after-node-dir:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f leaky.yaml
+expect_eq "killed inside node 1's create again" "137 2 1" "$rc $(node_dirs) $(unstarted)"
+run_rc rc g -y destroy leaky > "$T/d2b.txt"
+expect_eq "destroy right after: exit 0, node 0 deleted" "0 cluster leaky: destroyed (1 node(s) deleted)" "$rc $(cat "$T/d2b.txt")"
+expect_eq "and node 1's leftover is gone too, env value and all" "0 0" "$(node_dirs) $(secret_files)"
 
 # 3. a failing create cleans up what the apply made
 run_rc rc env GPUCTL_TEST_FAULT=fail-create:1 "$GPUCTL_BIN" --state-dir "$STATE" apply -f job.yaml 2> "$T/err3.txt"

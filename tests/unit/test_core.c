@@ -149,6 +149,30 @@ static void test_gzip_round_trip(void **state)
     free(z);
 }
 
+/* Did-you-mean distances, up to the longest cluster name (63). */
+static void test_edit_distance(void **state)
+{
+    (void)state;
+    assert_int_equal(gpc_edit_distance("", ""), 0);
+    assert_int_equal(gpc_edit_distance("gpu", "cpu"), 1);
+    assert_int_equal(gpc_edit_distance("my-clustr", "my-cluster"), 1);
+    assert_int_equal(gpc_edit_distance("my-cluetsr", "my-cluster"), 2); /* a swap is one */
+    assert_int_equal(gpc_edit_distance("Nodes", "nodes"), 0);
+    assert_int_equal(gpc_edit_distance("abc", ""), 3);
+    char a[80], b[80];
+    memset(a, 'a', 63);
+    a[63] = '\0';
+    memcpy(b, a, 64);
+    b[40] = 'b';
+    assert_int_equal(gpc_edit_distance(a, b), 1);
+    memset(b, 'b', 64);
+    b[64] = '\0';
+    assert_int_equal(gpc_edit_distance(a, b), 64);
+    b[65] = '\0';
+    b[64] = 'b';
+    assert_int_equal(gpc_edit_distance(a, b), SIZE_MAX); /* 65 bytes */
+}
+
 static void test_files(void **state)
 {
     (void)state;
@@ -185,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_base64_rfc4648),
         cmocka_unit_test(test_gzip_round_trip),
+        cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

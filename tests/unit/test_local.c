@@ -8,10 +8,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,6 +175,163 @@ static void test_rejects_what_it_cannot_do(void **state)
     gpc_error_clear(&err);
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
     assert_string_equal(err.msg, "local: invalid node id '../escape'");
+    /* (regression) a failed create left its directory, user-data and all */
+    char path[256];
+    struct stat sb;
+    snprintf(path, sizeof(path), "%s/local/r-0", f->dir);
+    assert_int_equal(lstat(path, &sb), -1);
+    snprintf(path, sizeof(path), "%s/local/r-1", f->dir);
+    assert_int_equal(lstat(path, &sb), -1);
+}
+
+/* ---- leftovers of creates that never started their node -------------- */
+
+static const char secret_ud[] =
+    "#cloud-config\n"
+    "write_files:\n"
+    "- path: /var/lib/gpuctl/env\n"
+    "  permissions: '0600'\n"
+    "  content: |\n"
+    "    API_TOKEN=hunter2-secret\n"
+    "runcmd:\n"
+    "- [sh, -c, 'echo 0 > \"$GPUCTL_HOME/exit_status\"']\n";
+
+static int dir_exists(fixture *f, const char *id)
+{
+    char path[256];
+    struct stat sb;
+    snprintf(path, sizeof(path), "%s/local/%s", f->dir, id);
+    return lstat(path, &sb) == 0;
+}
+
+/* A gpuctl killed in the middle of create_node (the fault hook
+ * kill-after-node-dir, in a child process): the node directory holds the
+ * user-data and its files, and no node runs. */
+static void killed_create(fixture *f, const char *token, uint32_t rank)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char fault[64];
+        snprintf(fault, sizeof(fault), "kill-after-node-dir:%u", rank);
+        setenv("GPUCTL_TEST_FAULT", fault, 1);
+        gpc_offer offer;
+        memset(&offer, 0, sizeof(offer));
+        gpc_node_request req = {.rank = rank, .name = "lo", .client_token = token,
+                                .offer = &offer, .userdata = secret_ud,
+                                .userdata_len = strlen(secret_ud)};
+        gpc_node_status ns;
+        f->p->create_node(f->ctx, &req, &ns, NULL);
+        _exit(3); /* not reached */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    char path[256], *data;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/local/%s/env", f->dir, token);
+    assert_int_equal(gpc_read_file(path, 1000, &data, &len, NULL), 0);
+    assert_string_equal(data, "API_TOKEN=hunter2-secret\n");
+    free(data);
+    snprintf(path, sizeof(path), "%s/local/%s/pid", f->dir, token);
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), -1);
+}
+
+static int create_ok(fixture *f, const char *token, uint32_t rank, gpc_node_status *ns)
+{
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_node_request req = {.rank = rank, .name = "lo", .client_token = token, .offer = &offer,
+                            .userdata = secret_ud, .userdata_len = strlen(secret_ud)};
+    return f->p->create_node(f->ctx, &req, ns, NULL);
+}
+
+/*
+ * (regression) A killed create left <state>/local/<token>/ with the
+ * user-data (the job's env values) that neither a re-apply nor destroy
+ * removed.  find_node (asked before either) removes it, and the leftovers
+ * of the node's other attempts; create_node with the token starts it
+ * over; delete_node takes the other attempts' leftovers too.  Another
+ * cluster's, another rank's and a live node's directories stay.
+ */
+static void test_leftovers(void **state)
+{
+    fixture *f = *state;
+    gpc_node_status ns;
+    gpc_error err;
+    static const char a1[] = "lo-1-0123abcd-a1", a2[] = "lo-1-0123abcd-a2",
+                      a3[] = "lo-1-0123abcd-a3", rank2[] = "lo-2-0123abcd-a1",
+                      other[] = "lo-1-99999999-a1";
+
+    /* find: not found, and the leftover is gone */
+    killed_create(f, a1, 1);
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->find_node(f->ctx, "", a1, &ns, &err), GPC_ERR_NOT_FOUND);
+    assert_string_equal(err.msg, "local: no node with token lo-1-0123abcd-a1");
+    assert_false(dir_exists(f, a1));
+
+    /* find of a later attempt takes the earlier attempts' leftovers, not
+     * another rank's or another cluster's */
+    killed_create(f, a1, 1);
+    killed_create(f, rank2, 2);
+    killed_create(f, other, 1);
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->find_node(f->ctx, "", a2, &ns, &err), GPC_ERR_NOT_FOUND);
+    assert_false(dir_exists(f, a1));
+    assert_true(dir_exists(f, rank2));
+    assert_true(dir_exists(f, other));
+
+    /* create with the token of its own leftover: that node, started over */
+    killed_create(f, a2, 1);
+    assert_int_equal(create_ok(f, a2, 1, &ns), 0);
+    assert_string_equal(ns.provider_id, a2);
+    wait_phase(f, a2, GPC_PHASE_SUCCEEDED, &ns);
+    assert_int_equal(ns.exit_code, 0);
+    /* ... and again: the same node (idempotent) */
+    assert_int_equal(create_ok(f, a2, 1, &ns), 0);
+    assert_int_equal(ns.phase, GPC_PHASE_SUCCEEDED);
+
+    /* a live node is never a leftover, even without its pid file */
+    static const char sleeper[] =
+        "#cloud-config\nruncmd:\n- [sh, -c, 'echo running > \"$GPUCTL_HOME/phase\"; sleep 600']\n";
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_node_request req = {.rank = 1, .name = "lo", .client_token = a3, .offer = &offer,
+                            .userdata = sleeper, .userdata_len = strlen(sleeper)};
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+    wait_phase(f, a3, GPC_PHASE_RUNNING, &ns);
+    char pid[256];
+    snprintf(pid, sizeof(pid), "%s/local/%s/pid", f->dir, a3);
+    assert_int_equal(truncate(pid, 0), 0);
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->find_node(f->ctx, "", a3, &ns, &err), GPC_ERR_NOT_FOUND);
+    assert_true(dir_exists(f, a3));
+    assert_int_equal(f->p->describe_node(f->ctx, "", a3, &ns, NULL), 0);
+    assert_int_equal(ns.phase, GPC_PHASE_FAILED); /* its processes still run */
+    assert_int_equal(ns.stopped, 0);
+    gpc_error_clear(&err);
+    assert_int_equal(create_ok(f, a3, 1, &ns), GPC_ERR_PROVIDER);
+    assert_int_equal(f->p->delete_node(f->ctx, "", a3, NULL), 0);
+    assert_false(dir_exists(f, a3));
+
+    /* delete of the node takes its other attempts' leftovers */
+    killed_create(f, a1, 1);
+    killed_create(f, a3, 1);
+    assert_int_equal(f->p->delete_node(f->ctx, "", a2, NULL), 0);
+    assert_false(dir_exists(f, a1));
+    assert_false(dir_exists(f, a2));
+    assert_false(dir_exists(f, a3));
+    assert_true(dir_exists(f, rank2));
+    assert_true(dir_exists(f, other));
+    /* the secret lingers nowhere but in the two leftovers left on purpose */
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "test -z \"$(grep -rl hunter2-secret %s | grep -Fv -e /%s/ -e /%s/)\"", f->dir,
+             rank2, other);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_offer_and_port(void **state)
@@ -301,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_status_never_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

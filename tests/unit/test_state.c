@@ -316,7 +316,7 @@ static void test_open_errors(void **pstate)
     gpc_error_clear(&ge);
     assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
     assert_null(st);
-    char want[PATH_MAX + 64];
+    char want[PATH_MAX + 256];
     snprintf(want, sizeof(want), "state %s: file is not a database (", p);
     assert_memory_equal(ge.msg, want, strlen(want));
 
@@ -331,7 +331,8 @@ static void test_open_errors(void **pstate)
     assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
     assert_null(st);
     snprintf(want, sizeof(want),
-             "state %s: schema version 99 is newer than this gpuctl supports (2)", p);
+             "state %s: schema version 99 is newer than this gpuctl supports (2); the file "
+             "was left as it is: use the newer gpuctl that wrote it", p);
     assert_string_equal(ge.msg, want);
 
     /* The state directory cannot be created. */
@@ -343,6 +344,421 @@ static void test_open_errors(void **pstate)
     gpc_error_clear(&ge);
     assert_int_equal(gpc_state_open(p, &st, &ge), GPC_ERR_IO);
     assert_null(st);
+}
+
+/* The whole content of a file (NULL when missing); *len its size. */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    char *text = NULL;
+    gpc_error ge;
+    gpc_error_clear(&ge);
+    if (gpc_read_file(path, 64u << 20, &text, len, &ge) != 0)
+        return NULL;
+    return (unsigned char *)text;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* (regression) A zero-byte gpuctl.db was taken for an empty state: every
+ * record was lost in silence.  It is refused, named, and left alone. */
+static void test_open_empty_file(void **pstate)
+{
+    fx *f = *pstate;
+    char p[PATH_MAX], q[PATH_MAX + 16];
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    snprintf(p, sizeof(p), "%s/gpuctl.db", f->state);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+
+    gpc_state *st = NULL;
+    gpc_error ge;
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
+    assert_null(st);
+    char want[4 * PATH_MAX + 1024];
+    snprintf(want, sizeof(want),
+             "state %s is empty (0 bytes): the clusters it recorded are unknown (lost to a "
+             "full disk, a truncation or a bad copy?), and gpuctl will not start a new state "
+             "over it. Restore the file from a backup if you have one. Otherwise its nodes "
+             "may still be running and billing: find them at the provider by the tag "
+             "gpuctl:cluster (aws: 'aws ec2 describe-instances --filters "
+             "Name=tag-key,Values=gpuctl:cluster' in each region; local: the node "
+             "directories in %s/local) and delete them there; then move the file aside to "
+             "start a new state: mv %s %s.empty", p, f->state, p, p);
+    assert_string_equal(ge.msg, want);
+    /* untouched: still empty, nothing next to it */
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+    static const char *const sfx[] = {"-wal", "-shm", "-journal", ".new"};
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+        snprintf(q, sizeof(q), "%s%s", p, sfx[i]);
+        assert_false(exists(q));
+    }
+    /* the read-only way refuses it just the same */
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_open_ex(f->state, GPC_STATE_READ_ONLY_OK, &st, &ge),
+                     GPC_ERR_STATE);
+    assert_string_equal(ge.msg, want);
+
+    /* Moved aside as the message says, a new state starts. */
+    snprintf(q, sizeof(q), "%s.empty", p);
+    assert_int_equal(rename(p, q), 0);
+    st = open_ok(f->state);
+    gpc_state_close(st);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_true(sb.st_size > 0);
+    snprintf(q, sizeof(q), "%s.new", p);
+    assert_false(exists(q));
+}
+
+/* A new database arrives whole: many first runs at once all succeed,
+ * none sees the file half-made (and refuses it as empty). */
+static void test_open_fresh_concurrent(void **pstate)
+{
+    fx *f = *pstate;
+    enum { N = 8 };
+    fflush(NULL);
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            gpc_state *st = NULL;
+            gpc_error ge;
+            gpc_error_clear(&ge);
+            int rc = gpc_state_open(f->state, &st, &ge);
+            if (rc)
+                fprintf(stderr, "child %d: %s\n", i, ge.msg);
+            gpc_state_close(st);
+            _exit(rc ? 1 : 0);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    gpc_state *st = open_ok(f->state);
+    insert_cluster(st, "fresh");
+    gpc_state_close(st);
+}
+
+/* (regression) A database of a newer schema was switched to WAL before it
+ * was refused: the file changed.  Now nothing touches it. */
+static void test_open_newer_untouched(void **pstate)
+{
+    fx *f = *pstate;
+    char p[PATH_MAX], q[PATH_MAX + 16];
+    gpc_state *st = open_ok(f->state);
+    insert_cluster(st, "keep");
+    gpc_state_close(st);
+    snprintf(p, sizeof(p), "%s/gpuctl.db", f->state);
+    for (int wal = 0; wal <= 1; wal++) {
+        /* as a newer gpuctl might leave it: rollback journal, then WAL */
+        sqlite3 *db = raw_open(f->state);
+        raw_exec(db, wal ? "PRAGMA journal_mode = WAL" : "PRAGMA journal_mode = DELETE");
+        raw_exec(db, "PRAGMA user_version = 99");
+        sqlite3_close(db);
+        struct timespec old_times[2] = {{1000000000, 0}, {1000000000, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, p, old_times, 0), 0);
+        size_t before_len = 0, after_len = 0;
+        unsigned char *before = slurp(p, &before_len);
+        assert_non_null(before);
+        assert_int_equal(before[18], wal ? 2 : 1); /* journal mode in the header */
+
+        gpc_error ge;
+        gpc_error_clear(&ge);
+        assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
+        assert_null(st);
+        char want[PATH_MAX + 256];
+        snprintf(want, sizeof(want),
+                 "state %s: schema version 99 is newer than this gpuctl supports (2); the "
+                 "file was left as it is: use the newer gpuctl that wrote it", p);
+        assert_string_equal(ge.msg, want);
+
+        unsigned char *after = slurp(p, &after_len);
+        assert_non_null(after);
+        assert_int_equal(after_len, before_len);
+        assert_memory_equal(after, before, before_len);
+        free(before);
+        free(after);
+        struct stat sb;
+        assert_int_equal(stat(p, &sb), 0);
+        assert_int_equal(sb.st_mtim.tv_sec, 1000000000);
+        assert_int_equal(sb.st_mtim.tv_nsec, 0);
+        snprintf(q, sizeof(q), "%s-wal", p);
+        assert_false(exists(q));
+        snprintf(q, sizeof(q), "%s-journal", p);
+        assert_false(exists(q));
+    }
+}
+
+/* ---- a full disk, through a SQLite VFS that says so ---------------- */
+
+/* The default VFS, wrapped: while `shim_full` is set every write fails
+ * as the unix VFS fails on ENOSPC (SQLITE_FULL), and the wal-index cannot
+ * be made (SQLITE_IOERR_SHMSIZE), as on a file system with no free block. */
+static sqlite3_vfs *shim_real;
+static sqlite3_vfs shim_vfs;
+static int shim_full;
+static int shim_errno;
+
+typedef struct shim_file {
+    sqlite3_file base;
+    sqlite3_file *real;
+} shim_file;
+
+#define REAL(f) (((shim_file *)(f))->real)
+
+static int shim_close(sqlite3_file *f) { return REAL(f)->pMethods->xClose(REAL(f)); }
+static int shim_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o)
+{
+    return REAL(f)->pMethods->xRead(REAL(f), b, n, o);
+}
+static int shim_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o)
+{
+    if (shim_full) {
+        shim_errno = errno = ENOSPC;
+        return SQLITE_FULL;
+    }
+    return REAL(f)->pMethods->xWrite(REAL(f), b, n, o);
+}
+static int shim_truncate(sqlite3_file *f, sqlite3_int64 n)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), n);
+}
+static int shim_sync(sqlite3_file *f, int fl) { return REAL(f)->pMethods->xSync(REAL(f), fl); }
+static int shim_size(sqlite3_file *f, sqlite3_int64 *n)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), n);
+}
+static int shim_lock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xLock(REAL(f), l); }
+static int shim_unlock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xUnlock(REAL(f), l); }
+static int shim_reserved(sqlite3_file *f, int *r)
+{
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), r);
+}
+static int shim_fcntl(sqlite3_file *f, int op, void *a)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, a);
+}
+static int shim_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int shim_devchar(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+static int shim_shm_map(sqlite3_file *f, int pg, int sz, int extend, void volatile **pp)
+{
+    if (shim_full) {
+        *pp = NULL;
+        shim_errno = errno = ENOSPC;
+        return SQLITE_IOERR_SHMSIZE;
+    }
+    return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, extend, pp);
+}
+static int shim_shm_lock(sqlite3_file *f, int o, int n, int fl)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), o, n, fl);
+}
+static void shim_shm_barrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int shim_shm_unmap(sqlite3_file *f, int del)
+{
+    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+static int shim_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **pp)
+{
+    return REAL(f)->pMethods->xFetch(REAL(f), o, n, pp);
+}
+static int shim_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p)
+{
+    return REAL(f)->pMethods->xUnfetch(REAL(f), o, p);
+}
+
+static const sqlite3_io_methods shim_io = {
+    3, shim_close, shim_read, shim_write, shim_truncate, shim_sync, shim_size, shim_lock,
+    shim_unlock, shim_reserved, shim_fcntl, shim_sector, shim_devchar, shim_shm_map,
+    shim_shm_lock, shim_shm_barrier, shim_shm_unmap, shim_fetch, shim_unfetch,
+};
+
+static int shim_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags,
+                     int *out_flags)
+{
+    (void)v;
+    shim_file *sf = (shim_file *)f;
+    sf->real = (sqlite3_file *)(sf + 1);
+    int rc = shim_real->xOpen(shim_real, name, sf->real, flags, out_flags);
+    sf->base.pMethods = sf->real->pMethods ? &shim_io : NULL;
+    return rc;
+}
+static int shim_delete(sqlite3_vfs *v, const char *n, int s)
+{
+    (void)v;
+    return shim_real->xDelete(shim_real, n, s);
+}
+static int shim_access(sqlite3_vfs *v, const char *n, int fl, int *r)
+{
+    (void)v;
+    return shim_real->xAccess(shim_real, n, fl, r);
+}
+static int shim_fullpath(sqlite3_vfs *v, const char *n, int sz, char *out)
+{
+    (void)v;
+    return shim_real->xFullPathname(shim_real, n, sz, out);
+}
+static int shim_random(sqlite3_vfs *v, int n, char *out)
+{
+    (void)v;
+    return shim_real->xRandomness(shim_real, n, out);
+}
+static int shim_sleep(sqlite3_vfs *v, int us)
+{
+    (void)v;
+    return shim_real->xSleep(shim_real, us);
+}
+static int shim_time(sqlite3_vfs *v, double *t)
+{
+    (void)v;
+    return shim_real->xCurrentTime(shim_real, t);
+}
+static int shim_last_error(sqlite3_vfs *v, int n, char *buf)
+{
+    (void)v;
+    return shim_errno ? shim_errno : shim_real->xGetLastError(shim_real, n, buf);
+}
+static int shim_time64(sqlite3_vfs *v, sqlite3_int64 *t)
+{
+    (void)v;
+    return shim_real->xCurrentTimeInt64(shim_real, t);
+}
+
+static void shim_install(void)
+{
+    shim_real = sqlite3_vfs_find(NULL);
+    assert_non_null(shim_real);
+    memset(&shim_vfs, 0, sizeof(shim_vfs));
+    shim_vfs.iVersion = 2;
+    shim_vfs.szOsFile = (int)sizeof(shim_file) + shim_real->szOsFile;
+    shim_vfs.mxPathname = shim_real->mxPathname;
+    shim_vfs.zName = "gpuctl-test-full";
+    shim_vfs.xOpen = shim_open;
+    shim_vfs.xDelete = shim_delete;
+    shim_vfs.xAccess = shim_access;
+    shim_vfs.xFullPathname = shim_fullpath;
+    shim_vfs.xRandomness = shim_random;
+    shim_vfs.xSleep = shim_sleep;
+    shim_vfs.xCurrentTime = shim_time;
+    shim_vfs.xGetLastError = shim_last_error;
+    shim_vfs.xCurrentTimeInt64 = shim_time64;
+    assert_int_equal(sqlite3_vfs_register(&shim_vfs, 1), SQLITE_OK);
+    shim_full = 0;
+    shim_errno = 0;
+}
+
+/* Teardown of the full-disk test: the default VFS back, whatever failed. */
+static int teardown_shim(void **pstate)
+{
+    shim_full = 0;
+    shim_errno = 0;
+    if (shim_real) {
+        sqlite3_vfs_unregister(&shim_vfs);
+        shim_real = NULL;
+    }
+    return teardown(pstate);
+}
+
+/* (regression) On a full disk every command failed with "disk I/O error
+ * (PRAGMA journal_mode=WAL)".  The message says the disk is full, and a
+ * command that only reads may read. */
+static void test_open_disk_full(void **pstate)
+{
+    fx *f = *pstate;
+    char p[PATH_MAX], want[PATH_MAX * 3];
+    shim_install();
+    gpc_state *st = open_ok(f->state);
+    insert_cluster(st, "keep");
+    gpc_state_close(st);
+    snprintf(p, sizeof(p), "%s/gpuctl.db", f->state);
+
+    shim_full = 1;
+    gpc_error ge;
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
+    assert_null(st);
+    snprintf(want, sizeof(want),
+             "state %s: the disk holding %s is full (disk I/O error: PRAGMA user_version); "
+             "free some space there and run the command again", p, f->state);
+    assert_string_equal(ge.msg, want);
+
+    /* Read-only is fine: the records are there, writes are refused. */
+    shim_errno = 0;
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_open_ex(f->state, GPC_STATE_READ_ONLY_OK, &st, &ge), 0);
+    assert_non_null(st);
+    assert_int_equal(gpc_state_read_only(st), 1);
+    gpc_cluster_rec c;
+    OK(gpc_cluster_get(st, "keep", &c, err));
+    assert_string_equal(c.name, "keep");
+    gpc_cluster_rec_free(&c);
+    gpc_cluster_rec nc = cluster_tmpl("new");
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_cluster_insert(st, &nc, &ge), GPC_ERR_STATE);
+    snprintf(want, sizeof(want),
+             "state %s: the disk holding %s is full, so the state was opened read-only and "
+             "this change cannot be recorded; free some space there and run the command "
+             "again", p, f->state);
+    assert_string_equal(ge.msg, want);
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_begin(st, &ge), GPC_ERR_STATE);
+    assert_string_equal(ge.msg, want);
+    gpc_state_close(st);
+
+    /* A write that meets the full disk on an open state says so too. */
+    shim_full = 0;
+    shim_errno = 0;
+    st = open_ok(f->state);
+    assert_int_equal(gpc_state_read_only(st), 0);
+    shim_full = 1;
+    gpc_error_clear(&ge);
+    nc = cluster_tmpl("new");
+    assert_int_equal(gpc_cluster_insert(st, &nc, &ge), GPC_ERR_STATE);
+    snprintf(want, sizeof(want), "state %s: the disk holding %s is full (", p, f->state);
+    assert_memory_equal(ge.msg, want, strlen(want));
+    shim_full = 0;
+    shim_errno = 0;
+    gpc_state_close(st);
+
+    /* A first run on a full disk leaves no (empty) gpuctl.db behind that
+     * the next run would refuse. */
+    char fresh[256];
+    snprintf(fresh, sizeof(fresh), "%s/fresh", f->dir);
+    shim_full = 1;
+    gpc_error_clear(&ge);
+    assert_int_equal(gpc_state_open_ex(fresh, GPC_STATE_READ_ONLY_OK, &st, &ge),
+                     GPC_ERR_STATE);
+    snprintf(want, sizeof(want), "state %s/gpuctl.db: the disk holding %s is full (", fresh,
+             fresh);
+    assert_memory_equal(ge.msg, want, strlen(want));
+    snprintf(p, sizeof(p), "%s/gpuctl.db", fresh);
+    assert_false(exists(p));
+    snprintf(p, sizeof(p), "%s/gpuctl.db.new", fresh);
+    assert_false(exists(p));
+    shim_full = 0;
+    shim_errno = 0;
+    st = open_ok(fresh);
+    insert_cluster(st, "after");
+    gpc_state_close(st);
+
+    /* With the space back, everything works again. */
+    st = open_ok(f->state);
+    insert_cluster(st, "new");
+    gpc_state_close(st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1291,6 +1707,10 @@ int main(void)
         cmocka_unit_test(test_dir_default),
         cmocka_unit_test_setup_teardown(test_open_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_empty_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_fresh_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_newer_untouched, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_disk_full, setup, teardown_shim),
         cmocka_unit_test_setup_teardown(test_cluster_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_unique_live_name, setup, teardown),
