@@ -472,8 +472,9 @@ static void batch_token(const gpc_cluster_rec *c, uint32_t rank, uint32_t attemp
  * code contract are tested for real.  Points: kill-in-create (SIGKILL
  * while the create call is in flight: fault_kill_in_create),
  * kill-before-record (created at the provider, not yet recorded),
- * kill-after-record, fail-create, fail-delete.  <code> (a gpc_code name such as auth or quota; default
- * provider) is the error a failing point reports, as a provider would.
+ * kill-after-record, fail-create, fail-delete.  <code> (a gpc_code name
+ * such as auth or quota; default provider) is the error a failing point
+ * reports, as a provider would.
  */
 static int fault_code = GPC_ERR_PROVIDER;
 

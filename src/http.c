@@ -1243,7 +1243,8 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
     if (want_retry(e, s, retryable_status(resp->status)) && attempt < e->max_attempts) {
         long cap = e->cap_ms;
         if (resp->retry_after_s >= 0)
-            slot_retry_in(e, s, resp->retry_after_s > cap / 1000 ? cap : resp->retry_after_s * 1000);
+            slot_retry_in(e, s, resp->retry_after_s > cap / 1000 ? cap
+                                                                 : resp->retry_after_s * 1000);
         else
             slot_retry_in(e, s, backoff_ms(attempt, e->base_ms, cap));
         return;
