@@ -313,7 +313,10 @@ static int zones_for(aws_ctx *c, const char *region, const char *type, const zon
         free(z->zones);
         return rc;
     }
-    qsort(z->zones, z->n, sizeof(z->zones[0]), cmp_zone);
+    /* none at all is an answer too (and qsort's array may not be NULL,
+     * even for no element: C11 7.22.5) */
+    if (z->n > 1)
+        qsort(z->zones, z->n, sizeof(z->zones[0]), cmp_zone);
     c->n_zl++;
     *out = z;
     return 0;

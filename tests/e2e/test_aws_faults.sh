@@ -27,7 +27,10 @@
 #     nodes of the first call are taken in by token;
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
 #     retries show as progress lines; SIGINT ends a call waiting to retry;
-#  p. a failed apply whose clean-up cannot finish shows as failed.
+#  p. a failed apply whose clean-up cannot finish shows as failed;
+#  q. a type that no zone of the region offers: exit 22, nothing made
+#     (regression: an empty zone list was sorted as qsort(NULL, 0), which
+#     the sanitizer build aborts on).
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -562,6 +565,28 @@ fake -X DELETE "$URL/_fake/faults" > /dev/null
 run_rc rc g -y destroy stuck > /dev/null 2>&1
 expect_eq "p: destroy removes what was left: exit 0, no group left" "0 0" \
     "$rc $(world 'sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-"))')"
+
+# ---- q. a type no zone of the region offers ---------------------------------------------
+# The fake's us-east-1 offers p4d.24xlarge in none of its zones, so
+# DescribeInstanceTypeOfferings answers an empty list.
+python3 "$GPUCTL_SOURCE_DIR/tests/fake/ec2.py" --print-seed | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for r in d["regions"]:
+    if r["name"] == "us-east-1":
+        r["unoffered"] = {z: ["p4d.*"] for z in r["zones"]}
+json.dump({"regions": d["regions"]}, sys.stdout)' > "$T/q-seed.json"
+part q --seed "$T/q-seed.json"
+spec nowhere 2 p4d.24xlarge A100-40GB:8 ""
+run_rc rc g -y -o json apply -f nowhere.yaml "${P[@]}" > "$T/q.json" 2> "$T/q.err"
+expect_eq "q: offered in no zone: exit 22 (capacity), no sanitizer abort" "22 capacity" \
+    "$rc $(json_get "$T/q.json" 'd["error"]["code"]' 2>/dev/null)"
+expect_eq "q: the error says so" "aws: p4d.24xlarge is not offered in any zone of us-east-1" \
+    "$(json_get "$T/q.json" 'd["error"]["message"]' 2>/dev/null)"
+expect_eq "q: only the zones asked (no attempt: nothing to clean)" "DescribeInstanceTypeOfferings" \
+    "$(actions 0)"
+expect_eq "q: nothing made at the fake" "0 0 0 0" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
 
 no_secret "$SECRET" i "all parts"
 
