@@ -126,14 +126,18 @@ run_rc rc g -y -o json apply -f parta.yaml "${P[@]}" > "$T/a.json" 2> "$T/a.err"
 [ "$rc" = 0 ] || cat "$T/a.err"
 expect_eq "a: apply exits 0" 0 "$rc"
 U8=$(json_get "$T/a.json" 'd["cluster_status"]["uid"][:8]')
-# Hand-checked: zones (a b c: d has no p*), the type, the image, VPC,
-# subnet a, key, group and its rules, placement group a; the head, the
-# workers' batch (the fake brings up the first of the two); the first poll
-# shows worker 2 terminated for want of capacity: the three nodes of
-# zone a are terminated one by one; zone b: subnet, placement group, head,
-# workers, two polls (pending, running) and the apply's refresh.
+# Hand-checked: zones (a b c: d has no p*), the type, the Elastic IP
+# quota and addresses (p4d nodes have several network interfaces), the
+# image, VPC, subnet a, key, group and its rules, placement group a; the
+# head, the workers' batch (the fake brings up the first of the two); the
+# first poll shows worker 2 terminated for want of capacity: the three
+# nodes of zone a are terminated one by one (none had an Elastic IP yet:
+# those come once all run); zone b: subnet, placement group, head,
+# workers, two polls (pending, running); the running nodes and the
+# cluster's addresses (none), three Elastic IPs allocated at once and
+# associated at once; the apply's refresh.
 expect_eq "a: the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances DescribeAddresses AllocateAddress AllocateAddress AllocateAddress AssociateAddress AssociateAddress AssociateAddress DescribeInstances" \
     "$(actions 0)"
 expect_eq "a: RunInstances: head and workers in a, then in b" \
     "1/us-east-1a/parta-0-$U8-a1 2/us-east-1a/parta-w1-$U8-a1 1/us-east-1b/parta-0-$U8-a2 2/us-east-1b/parta-w1-$U8-a2" \
@@ -344,10 +348,11 @@ expect_eq "i: error capacity" "capacity 22" \
 expect_match "i: the error lists the zones tried" \
     "^aws: no capacity for p4d.24xlarge on-demand in us-east-1 \(zones tried: us-east-1a, us-east-1b, us-east-1c\); last: aws: RunInstances \(us-east-1\): InsufficientInstanceCapacity" \
     "$(json_get "$T/i1.json" 'd["error"]["message"]')"
-# each zone: subnet, placement group, the head refused; then the cleanup by
-# tag: no instance; the three placement groups, the group, the key
+# the Elastic IP quota once for the region; each zone: subnet, placement
+# group, the head refused; then the cleanup by tag: no address, no
+# instance; the three placement groups, the group, the key
 expect_eq "i: the EC2 calls, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeAddresses DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
     "$(actions 0)"
 expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
     "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
@@ -372,7 +377,7 @@ expect_match "i: every zone skipped" \
 expect_eq "i: the skipped attempts" \
     "1:0:us-east-1a:skipped:capacity 2:0:us-east-1b:skipped:capacity 3:0:us-east-1c:skipped:capacity" "$(attempts full)"
 expect_eq "i: no launch, nothing made: the zones, then the cleanup finds nothing" \
-    "DescribeInstanceTypeOfferings DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs DescribeAddresses" "$(actions "$n0")"
+    "DescribeInstanceTypeOfferings DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" "$(actions "$n0")"
 expect_eq "i: two closed records" "failed failed" "$(st '" ".join(c["phase"] for c in d["clusters"] if c["name"] == "full")')"
 n0=$(log_lines)
 run_rc rc env GPUCTL_CAPACITY_SKIP_S=0 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
