@@ -1328,6 +1328,35 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
     }
 }
 
+/* After wait_booted: the provider finishes the running nodes
+ * (nodes_running; EC2: their Elastic IPs).  Its failure fails the launch. */
+static int finish_nodes(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+{
+    if (!s->prov->nodes_running)
+        return 0;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0, k = 0, nr = 0;
+    char **regions = NULL;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    const char **ids = rc ? NULL : calloc(n ? n : 1, sizeof(*ids));
+    if (!rc && !ids)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++)
+        if (nodes[i].provider_id[0] && !(is_terminal(nodes[i].phase) && nodes[i].ended_at))
+            ids[k++] = nodes[i].provider_id;
+    if (!rc && k)
+        rc = cluster_regions(s, c, &regions, &nr, err);
+    if (!rc && k) {
+        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
+                               .regions = (const char *const *)regions, .n_regions = nr};
+        rc = s->prov->nodes_running(s->pctx, &ref, ids, k, err);
+    }
+    free_strv(regions, nr);
+    free(ids);
+    gpc_node_list_free(nodes, n);
+    return rc;
+}
+
 /* The zone the cluster's live nodes are in, or its creates of unknown
  * outcome went to ("" when none or unknown). */
 static const char *live_zone(const gpc_node_rec *nodes, size_t n)
@@ -1408,8 +1437,10 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     int alive_before = missing < n;
     if (!missing) {
         gpc_node_list_free(nodes, n);
-        /* what an interrupted apply launched must still come up */
-        return res->adopted ? wait_booted(s, c, poll_s, err) : 0;
+        /* what an interrupted apply launched must still come up, and be
+         * finished (also when it was recorded: killed in nodes_running) */
+        rc = res->adopted ? wait_booted(s, c, poll_s, err) : 0;
+        return rc ? rc : finish_nodes(s, c, err);
     }
     /* Where to try: the live nodes' zone, else the provider's zones. */
     char (*zones)[48] = NULL;
@@ -1478,6 +1509,8 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         last = launch_attempt(s, spec, c, nodes, n, &l, workdir, ckpt, made, res, &e);
         if (!last) {
             last = wait_booted(s, c, poll_s, &e);
+            if (!last)
+                last = finish_nodes(s, c, &e);
             /* the nodes launched, then did not come up: the attempt failed */
             for (size_t i = 0; last && i < n; i++)
                 if (made[i])

@@ -151,6 +151,21 @@ typedef struct gpc_provider {
     int (*describe_nodes)(void *ctx, const gpc_cluster_ref *c, const char *const *ids,
                           size_t n, gpc_node_status *out, gpc_error *err);
 
+    /* Optional: finish nodes once they run, before a launch counts as
+     * done (EC2: an Elastic IP on the primary interface of each node with
+     * several network cards, which EC2 refuses while a node is pending;
+     * docs/providers/aws.md).  ids: the provider ids (n of them, borrowed)
+     * of the cluster's live nodes, which the core has just seen running
+     * after a launch or adoption; on an apply with nothing to create it
+     * calls it too (a killed apply may have left its nodes unfinished),
+     * and a node may then still be starting.  Idempotent: a node already
+     * finished is left as it is, and what a killed earlier call half made
+     * is reused or removed.  An error fails the launch attempt like a node
+     * that did not boot; GPC_ERR_QUOTA (EC2: AddressLimitExceeded) makes
+     * the core leave the region. */
+    int (*nodes_running)(void *ctx, const gpc_cluster_ref *c, const char *const *ids, size_t n,
+                         gpc_error *err);
+
     /* Delete a node; succeeds when it is already gone. */
     int (*delete_node)(void *ctx, const char *region, const char *provider_id,
                        gpc_error *err);

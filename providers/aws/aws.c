@@ -17,7 +17,13 @@
  *    one RunInstances with the head's address in the user-data (each finds
  *    its rank from its ami-launch-index); ClientToken from the cluster and
  *    the attempt; IMDSv2 only; shutdown terminates; spot as one-time
- *    requests with the spec's max price; every EFA card of the type.
+ *    requests with the spec's max price; every EFA card of the type (an
+ *    ENA primary interface and efa-only interfaces on types with several
+ *    network cards, see run_params);
+ *  - an Elastic IP per node with several network interfaces, on its primary
+ *    interface once it runs (nodes_running), after a check that the
+ *    region's Elastic IP quota has room for them before the first launch
+ *    there (eip_quota).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -96,6 +102,9 @@ typedef struct aws_ctx {
     char pg[224];
     const gpc_label *labels;  /* the spec's, while a create runs (borrowed) */
     size_t n_labels;
+    char quota_key[160];      /* "<region> <uid>" whose Elastic IP quota was checked */
+    char nic_uid[64];         /* the cluster whose instances this process has listed */
+    int multi_nic;            /* a node with several network interfaces was seen */
 } aws_ctx;
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -313,7 +322,10 @@ static int zones_for(aws_ctx *c, const char *region, const char *type, const zon
         free(z->zones);
         return rc;
     }
-    qsort(z->zones, z->n, sizeof(z->zones[0]), cmp_zone);
+    /* none at all is an answer too (and qsort's array may not be NULL,
+     * even for no element: C11 7.22.5) */
+    if (z->n > 1)
+        qsort(z->zones, z->n, sizeof(z->zones[0]), cmp_zone);
     c->n_zl++;
     *out = z;
     return 0;
@@ -956,56 +968,22 @@ static int ensure_cluster(aws_ctx *c, const gpc_node_request *req, region_info *
     return rc;
 }
 
-/* Network interfaces per node: with EFA one per network card (as many
- * as the type has EFA interfaces), else one. */
-static int nic_count(const gpc_spec *spec, const type_info *ti)
+/* EFA interfaces per node: one per network card (as many as the type has
+ * EFA interfaces, aws.md 2.7), 0 without EFA. */
+static int efa_cards(const gpc_spec *spec, const type_info *ti)
 {
     if (!uses_efa(spec, ti))
-        return 1;
+        return 0;
     int n = ti->max_cards > 0 && ti->max_cards < ti->max_efa ? ti->max_cards : ti->max_efa;
     return n < 1 ? 1 : n;
 }
 
-/*
- * A node with several network interfaces gets no public address at launch
- * (EC2 allows AssociatePublicIpAddress with one interface only), so in the
- * default VPC it would have no way out to the internet: give its primary
- * interface an Elastic IP (AllocateAddress + AssociateAddress, tagged with
- * the cluster; released by cleanup).  Not fatal: the usual limit is 5
- * Elastic IPs per region; a node left without one is said so.
- */
-static void attach_public_ip(aws_ctx *c, const char *cluster, const char *uid,
-                             const char *region, const char *instance, const char *eni)
+/* Network interfaces per node: one, or with EFA on several network cards
+ * an ENA primary and one EFA interface per card (run_params). */
+static int nic_count(const gpc_spec *spec, const type_info *ti)
 {
-    gpc_ec2_params p;
-    gpc_ec2_params_init(&p);
-    gpc_ec2_param(&p, "vpc", "Domain");
-    tag_spec(&p, 1, "elastic-ip", cluster, uid, NULL, NULL, c->labels, c->n_labels);
-    xmlDoc *d = NULL;
-    gpc_error e;
-    gpc_error_clear(&e);
-    char alloc[64] = "", ip[64] = "";
-    int rc = gpc_ec2_call(&c->ec2, region, "AllocateAddress", &p, &d, &e);
-    gpc_ec2_params_free(&p);
-    if (!rc) {
-        gpc_xml_text(xmlDocGetRootElement(d), "allocationId", alloc, sizeof(alloc));
-        gpc_xml_text(xmlDocGetRootElement(d), "publicIp", ip, sizeof(ip));
-    }
-    xmlFreeDoc(d);
-    d = NULL;
-    if (!rc) {
-        gpc_ec2_params_init(&p);
-        gpc_ec2_param(&p, alloc, "AllocationId");
-        gpc_ec2_param(&p, eni, "NetworkInterfaceId");
-        rc = gpc_ec2_call(&c->ec2, region, "AssociateAddress", &p, &d, &e);
-        gpc_ec2_params_free(&p);
-        xmlFreeDoc(d);
-    }
-    if (rc)
-        gpc_info(c->out, "aws: warning: %s has several network interfaces and no public "
-                 "address (%s); it cannot reach the internet", instance, e.msg);
-    else
-        gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s)", instance, ip, alloc);
+    int k = efa_cards(spec, ti);
+    return k > 1 ? k + 1 : 1;
 }
 
 /* The id of an instance <item>'s primary network interface (card 0,
@@ -1056,17 +1034,36 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
     gpc_ec2_param(p, req->offer->zone, "Placement.AvailabilityZone");
     if (c->pg[0])
         gpc_ec2_param(p, c->pg, "Placement.GroupName");
-    /* NICs: with EFA one per network card (card 0 device 0, the others
-     * device 1), all EFA; else one plain NIC with a public address. */
-    int efa = uses_efa(spec, ti);
+    /*
+     * NICs.  Without EFA, or with EFA on one network card: one interface
+     * (InterfaceType efa, "EFA with ENA", when EFA) with a public address
+     * at launch.  With EFA on several cards, the layout the EC2 User Guide
+     * recommends ("Maximize network bandwidth on Amazon EC2 instances with
+     * multiple network cards", efa-acc-inst-types.html; aws.md, "Public
+     * addresses on EFA (multi-card) nodes" sections 4-5): card 0 device 0
+     * an ENA `interface` (the primary: it may not be efa-only), card 0
+     * device 1 and device 0 of every other card `efa-only` (an EFA device
+     * without ENA: no IP address, no multi-homed routing).  For P5/P5e/P5en
+     * this is the guide's P5 use case that keeps one private IP (all of
+     * the EFA bandwidth, the primary's IP bandwidth); its other use case
+     * adds ENA to more cards for IP traffic, which NCCL over EFA does not
+     * need.  EC2 refuses AssociatePublicIpAddress with more than one
+     * interface, so such a node gets an Elastic IP once it runs
+     * (aws_nodes_running).  Every interface: the zone's default subnet, the
+     * cluster's group, deleted with the instance.
+     */
+    int cards = efa_cards(spec, ti);
     int nics = nic_count(spec, ti);
     for (int k = 1; k <= nics; k++) {
-        gpc_ec2_param(p, k == 1 ? "0" : "1", "NetworkInterface.%d.DeviceIndex", k);
-        if (efa) {
-            char card[16];
-            snprintf(card, sizeof(card), "%d", k - 1);
-            gpc_ec2_param(p, card, "NetworkInterface.%d.NetworkCardIndex", k);
-            gpc_ec2_param(p, "efa", "NetworkInterface.%d.InterfaceType", k);
+        int card = k <= 2 ? 0 : k - 2, dev = k == 2;
+        char num_s[16];
+        snprintf(num_s, sizeof(num_s), "%d", dev);
+        gpc_ec2_param(p, num_s, "NetworkInterface.%d.DeviceIndex", k);
+        if (cards) {
+            snprintf(num_s, sizeof(num_s), "%d", card);
+            gpc_ec2_param(p, num_s, "NetworkInterface.%d.NetworkCardIndex", k);
+            gpc_ec2_param(p, nics == 1 ? "efa" : k == 1 ? "interface" : "efa-only",
+                          "NetworkInterface.%d.InterfaceType", k);
         }
         gpc_ec2_param(p, subnet, "NetworkInterface.%d.SubnetId", k);
         gpc_ec2_param(p, c->sg, "NetworkInterface.%d.SecurityGroupId.1", k);
@@ -1124,6 +1121,8 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
 
 static int terminate_ids(aws_ctx *c, const char *region, const char *const *ids, size_t n,
                          gpc_error *err);
+static int eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region,
+                     const type_info *ti, gpc_error *err);
 
 /* Launch n nodes like reqs[0] in one RunInstances; out[i] by launch index. */
 static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int batch,
@@ -1145,6 +1144,11 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
                       of->instance_type, of->zone, of->region);
     if (!rc)
         rc = type_facts(c, of->region, of->instance_type, &ti, err);
+    /* nodes that will need Elastic IPs: room for them, before anything is made */
+    if (!rc && nic_count(req->spec, ti) > 1) {
+        c->multi_nic = 1;
+        rc = eip_quota(c, req, of->region, ti, err);
+    }
     if (!rc)
         rc = resolve_image(c, r, req->image, err);
     char subnet[64] = "";
@@ -1186,15 +1190,6 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
         if (idx >= 0 && (size_t)idx < n && got <= n)
             out[idx] = tmp[got - 1];
     }
-    /* several network interfaces: public addresses by Elastic IP */
-    for (xmlNode *it = gpc_xml_items(xmlDocGetRootElement(d), "instancesSet");
-         !rc && nic_count(req->spec, ti) > 1 && it; it = gpc_xml_next(it)) {
-        char iid[32], eni[64];
-        gpc_xml_text(it, "instanceId", iid, sizeof(iid));
-        primary_eni(it, eni, sizeof(eni));
-        if (eni[0])
-            attach_public_ip(c, req->cluster, req->cluster_uid, of->region, iid, eni);
-    }
     xmlFreeDoc(d);
     int complete = !rc && got == n;
     for (size_t i = 0; complete && i < n; i++)
@@ -1233,28 +1228,7 @@ typedef struct find_acc {
     gpc_node_status *out;
     int found;
     int nics;               /* its network interfaces */
-    int has_public;         /* it has a public address */
-    char eni[64];           /* its primary interface */
-    char cluster[128], uid[64]; /* its gpuctl tags */
 } find_acc;
-
-/* What a found instance needs to finish its launch (find_acc's extras). */
-static void launch_facts(xmlNode *it, find_acc *a)
-{
-    char v[64];
-    a->nics = 0;
-    a->eni[0] = a->cluster[0] = a->uid[0] = '\0';
-    a->has_public = gpc_xml_text(it, "ipAddress", v, sizeof(v))[0] != '\0';
-    a->nics = primary_eni(it, a->eni, sizeof(a->eni));
-    for (xmlNode *t = gpc_xml_items(it, "tagSet"); t; t = gpc_xml_next(t)) {
-        char k[64];
-        gpc_xml_text(t, "key", k, sizeof(k));
-        if (strcmp(k, TAG_CLUSTER) == 0)
-            gpc_xml_text(t, "value", a->cluster, sizeof(a->cluster));
-        else if (strcmp(k, TAG_UID) == 0)
-            gpc_xml_text(t, "value", a->uid, sizeof(a->uid));
-    }
-}
 
 static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
 {
@@ -1265,8 +1239,9 @@ static int pick_instance(void *arg, xmlNode *res, gpc_error *err)
         long idx = strtol(gpc_xml_text(it, "amiLaunchIndex", v, sizeof(v)), NULL, 10);
         if (a->found || (a->want_index >= 0 && idx != a->want_index))
             continue;
+        char eni[64];
         instance_status(it, a->out);
-        launch_facts(it, a);
+        a->nics = primary_eni(it, eni, sizeof(eni));
         a->found = 1;
     }
     return 0;
@@ -1297,10 +1272,10 @@ static int aws_find(void *ctx, const char *region, const char *token, gpc_node_s
     gpc_ec2_params_free(&p);
     if (!rc && (!a.found || out->phase == GPC_PHASE_TERMINATED))
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: no live instance with client token %s", tok);
-    /* a gpuctl killed after RunInstances may not have given it its public
-     * address yet (several network interfaces: an Elastic IP) */
-    if (!rc && a.nics > 1 && !a.has_public && a.eni[0] && a.cluster[0] && a.uid[0])
-        attach_public_ip(c, a.cluster, a.uid, region, out->provider_id, a.eni);
+    /* a gpuctl killed after RunInstances: its Elastic IP comes once it runs
+     * (aws_nodes_running) */
+    if (!rc && a.nics > 1)
+        c->multi_nic = 1;
     return rc;
 }
 
@@ -1408,6 +1383,7 @@ typedef struct tagged_acc {
     char (*ids)[32];
     gpc_node_status *st;
     size_t n, cap;
+    int multi_nic;          /* one of them has several network interfaces */
 } tagged_acc;
 
 static int collect_tagged(void *arg, xmlNode *res, gpc_error *err)
@@ -1422,7 +1398,10 @@ static int collect_tagged(void *arg, xmlNode *res, gpc_error *err)
             a->st = s;
             a->cap = cap;
         }
+        char eni[64];
         instance_status(it, &a->st[a->n++]);
+        if (primary_eni(it, eni, sizeof(eni)) > 1)
+            a->multi_nic = 1;
     }
     return 0;
 }
@@ -1459,6 +1438,11 @@ static int aws_describe_many(void *ctx, const gpc_cluster_ref *ref, const char *
             for (size_t i = 0; i < n; i++)
                 if (strcmp(a.st[j].provider_id, ids[i]) == 0)
                     job_result(c, ref->regions[r], &a.st[j]);
+    }
+    /* aws_nodes_running has work, or none */
+    if (!rc) {
+        snprintf(c->nic_uid, sizeof(c->nic_uid), "%s", ref->cluster_uid);
+        c->multi_nic |= a.multi_nic;
     }
     for (size_t i = 0; !rc && i < n; i++) {
         int hit = 0;
@@ -1507,6 +1491,560 @@ static int aws_delete(void *ctx, const char *region, const char *id, gpc_error *
 {
     const char *ids[] = {id};
     return terminate_ids(ctx, region, ids, 1, err);
+}
+
+/* ---- Elastic IPs: the public addresses of multi-card nodes ---------------- */
+
+/*
+ * Facts (aws.md, "Public addresses on EFA (multi-card) nodes", sections
+ * 1-3 and 5; docs/providers/aws.md):
+ *  - EC2 gives a public IPv4 address at launch only to an instance with one
+ *    network interface (AssociatePublicIpAddress with more answers
+ *    InvalidParameterCombination), so in the default VPC a node with EFA on
+ *    several cards reaches and is reached from the internet only through
+ *    an Elastic IP;
+ *  - AssociateAddress refuses an instance that is still pending:
+ *    InvalidInstanceID "The pending instance 'i-..' is not in a valid state
+ *    for this operation." by instance id, IncorrectInstanceState "The
+ *    pending-instance-creation instance to which 'eni-..' is attached ..." by
+ *    interface id (behaviour its users report, e.g. terraform-provider-aws
+ *    #19699; not documented), and wants NetworkInterfaceId when the
+ *    instance has several interfaces (API reference, AssociateAddress);
+ *  - 5 Elastic IPs per region by default (quota "EC2-VPC Elastic IPs" in
+ *    Service Quotas), DescribeAccountAttributes vpc-max-elastic-ips says
+ *    how many; beyond it AllocateAddress answers AddressLimitExceeded;
+ *  - since 2024-02-01 every public IPv4 address costs $0.005 an hour, an
+ *    Elastic IP in use or idle alike (the same as the auto-assigned one it
+ *    replaces): one left allocated bills on, so each is tagged with the
+ *    cluster and released by destroy.
+ * So, as dstack does: each such node gets an Elastic IP (AllocateAddress,
+ * tagged) associated to its primary interface by NetworkInterfaceId, with
+ * AllowReassociation=false, once DescribeInstances says it runs; the
+ * pending refusals are retried a bounded number of times.
+ */
+
+/* AssociateAddress rounds for a node EC2 still calls pending, and the wait
+ * before round r (1, 2, ...): poll_s / 5 doubling, at most 2 x poll_s
+ * (1, 2, 4, 8, 10, 10, 10 s with the default 5 s: under a minute). */
+#define EIP_TRIES 8
+#define EIP_STR_(x) #x
+#define EIP_STR(x) EIP_STR_(x)
+
+static double eip_backoff(int round)
+{
+    double d = poll_s() / 5 * (double)(1u << (round < 16 ? round - 1 : 15));
+    return d < 2 * poll_s() ? d : 2 * poll_s();
+}
+
+/* An AssociateAddress refusal that means "not running yet" (see above). */
+static int eip_pending(const gpc_ec2_batch_item *it)
+{
+    return strcmp(it->code, "IncorrectInstanceState") == 0 ||
+           (strcmp(it->code, "InvalidInstanceID") == 0 && strstr(it->err.msg, "pending"));
+}
+
+/* One call of `action` in `region` per ps[i], at once (curl multi through
+ * gpc_ec2_call_many, GPC_HTTP_PARALLEL at a time); items[i] get each
+ * answer (the caller frees their docs).  A batch that could not start at
+ * all gives every item its error. */
+static void eip_batch(aws_ctx *c, const char *region, const char *action,
+                      const gpc_ec2_params *ps, gpc_ec2_batch_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        items[i] = (gpc_ec2_batch_item){.region = region, .action = action, .params = &ps[i]};
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_ec2_call_many(&c->ec2, items, n, &e);
+    for (size_t i = 0; i < n; i++)
+        if (!items[i].rc && !items[i].doc) {
+            items[i].rc = rc ? rc : GPC_ERR_INTERNAL;
+            gpc_fail(&items[i].err, (gpc_code)items[i].rc, "%s",
+                     rc ? e.msg : "aws: no answer in the batch");
+        }
+}
+
+static void eip_batch_free(gpc_ec2_params *ps, gpc_ec2_batch_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        gpc_ec2_params_free(&ps[i]);
+        xmlFreeDoc(items[i].doc);
+        items[i].doc = NULL;
+    }
+}
+
+/* An Elastic IP of the cluster (DescribeAddresses item). */
+typedef struct eip_addr {
+    char alloc[64];
+    char assoc[64];     /* "" when not associated */
+    char eni[64];
+    char ip[64];
+    int taken;          /* a node has it, or gets it */
+} eip_addr;
+
+/* A node with several network interfaces (DescribeInstances item). */
+typedef struct eip_node {
+    char id[32];
+    char eni[64];       /* its primary interface */
+    int done;           /* it has its address */
+    char alloc[64];     /* the address it gets ("" none yet) */
+    char ip[64];
+    int failed;
+    gpc_error err;      /* why it has none */
+} eip_node;
+
+typedef struct eip_scan {
+    const char *const *ids;  /* the nodes asked about */
+    size_t n_ids;
+    eip_node *nodes;
+    size_t n;
+    eip_addr *addrs;
+    size_t na;
+} eip_scan;
+
+static int eip_instance(void *arg, xmlNode *res, gpc_error *err)
+{
+    eip_scan *s = arg;
+    for (xmlNode *it = gpc_xml_items(res, "instancesSet"); it; it = gpc_xml_next(it)) {
+        char id[32], eni[64], ip[64];
+        gpc_xml_text(it, "instanceId", id, sizeof(id));
+        int asked = 0;
+        for (size_t i = 0; !asked && i < s->n_ids; i++)
+            asked = strcmp(s->ids[i], id) == 0;
+        if (!asked || primary_eni(it, eni, sizeof(eni)) < 2 || !eni[0])
+            continue;
+        eip_node *g = realloc(s->nodes, (s->n + 1) * sizeof(*g));
+        if (!g)
+            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        s->nodes = g;
+        eip_node *nd = &s->nodes[s->n++];
+        memset(nd, 0, sizeof(*nd));
+        snprintf(nd->id, sizeof(nd->id), "%s", id);
+        snprintf(nd->eni, sizeof(nd->eni), "%s", eni);
+        nd->done = gpc_xml_text(it, "ipAddress", ip, sizeof(ip))[0] != '\0';
+    }
+    return 0;
+}
+
+static int eip_address(void *arg, xmlNode *it, gpc_error *err)
+{
+    eip_scan *s = arg;
+    eip_addr *g = realloc(s->addrs, (s->na + 1) * sizeof(*g));
+    if (!g)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    s->addrs = g;
+    eip_addr *a = &s->addrs[s->na++];
+    memset(a, 0, sizeof(*a));
+    gpc_xml_text(it, "allocationId", a->alloc, sizeof(a->alloc));
+    gpc_xml_text(it, "associationId", a->assoc, sizeof(a->assoc));
+    gpc_xml_text(it, "networkInterfaceId", a->eni, sizeof(a->eni));
+    gpc_xml_text(it, "publicIp", a->ip, sizeof(a->ip));
+    return 0;
+}
+
+/* Every Elastic IP tagged with the cluster uid in `region`. */
+static int eip_list(aws_ctx *c, const char *region, const char *uid, eip_scan *s,
+                    gpc_error *err)
+{
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    const char *v[] = {uid};
+    gpc_ec2_filter(&p, 1, "tag:" TAG_UID, v, 1);
+    int rc = describe_all(c, region, "DescribeAddresses", &p, "addressesSet", eip_address, s, err);
+    gpc_ec2_params_free(&p);
+    return rc;
+}
+
+typedef struct addr_count {
+    const char *uid;
+    long total;         /* the region's addresses */
+    long mine;          /* those of the cluster */
+} addr_count;
+
+static int count_address(void *arg, xmlNode *it, gpc_error *err)
+{
+    (void)err;
+    addr_count *a = arg;
+    a->total++;
+    for (xmlNode *t = gpc_xml_items(it, "tagSet"); t; t = gpc_xml_next(t)) {
+        char k[64], v[80];
+        if (strcmp(gpc_xml_text(t, "key", k, sizeof(k)), TAG_UID) == 0 &&
+            strcmp(gpc_xml_text(t, "value", v, sizeof(v)), a->uid) == 0)
+            a->mine++;
+    }
+    return 0;
+}
+
+/*
+ * Before the first launch of req's cluster in `region` (once per process):
+ * refuse with GPC_ERR_QUOTA when the region's Elastic IP quota has no room
+ * for one address per node (DescribeAccountAttributes vpc-max-elastic-ips,
+ * less every address allocated there, DescribeAddresses; the cluster's own
+ * addresses serve its nodes again).  The core then leaves the region.
+ */
+static int eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region,
+                     const type_info *ti, gpc_error *err)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "%s %s", region, req->cluster_uid);
+    if (strcmp(c->quota_key, key) == 0)
+        return 0;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, "vpc-max-elastic-ips", "AttributeName.1");
+    xmlDoc *d = NULL;
+    int rc = gpc_ec2_call(&c->ec2, region, "DescribeAccountAttributes", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    long max = -1;
+    for (xmlNode *it = rc ? NULL : gpc_xml_items(xmlDocGetRootElement(d), "accountAttributeSet");
+         it; it = gpc_xml_next(it)) {
+        char name[64], v[32], *end;
+        if (strcmp(gpc_xml_text(it, "attributeName", name, sizeof(name)),
+                   "vpc-max-elastic-ips") != 0)
+            continue;
+        gpc_xml_text(gpc_xml_items(it, "attributeValueSet"), "attributeValue", v, sizeof(v));
+        long x = strtol(v, &end, 10);
+        if (v[0] && *end == '\0' && x >= 0)
+            max = x;
+    }
+    xmlFreeDoc(d);
+    if (!rc && max < 0)
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: DescribeAccountAttributes (%s) gave no "
+                      "vpc-max-elastic-ips", region);
+    addr_count a = {.uid = req->cluster_uid};
+    if (!rc)
+        rc = describe_all(c, region, "DescribeAddresses", NULL, "addressesSet", count_address,
+                          &a, err);
+    if (rc)
+        return rc;
+    long need = (long)req->nnodes - a.mine, room = max - a.total;
+    need = need > 0 ? need : 0;
+    room = room > 0 ? room : 0;
+    gpc_debug(c->out, "aws: Elastic IPs in %s: %ld of %ld allocated (%ld of them %s's); %s "
+              "needs %ld more", region, a.total, max, a.mine, req->cluster, req->cluster, need);
+    if (need > room) {
+        char mine[64] = "";
+        if (a.mine)
+            snprintf(mine, sizeof(mine), ", %ld of them this cluster's", a.mine);
+        return gpc_fail(err, GPC_ERR_QUOTA,
+                        "aws: cluster %s needs %ld more Elastic IP(s) in %s, one per node (%s "
+                        "has %d network cards, and EC2 gives no public address at launch to an "
+                        "instance with several network interfaces), but only %ld of the "
+                        "region's %ld (vpc-max-elastic-ips) are free (%ld allocated%s): raise "
+                        "the 'EC2-VPC Elastic IPs' quota in Service Quotas, release unused "
+                        "Elastic IPs, or use fewer nodes or another region",
+                        req->cluster, need, region, req->offer->instance_type,
+                        efa_cards(req->spec, ti), room, max, a.total, mine);
+    }
+    snprintf(c->quota_key, sizeof(c->quota_key), "%s", key);
+    return 0;
+}
+
+/* Release the Elastic IPs allocs[0..n-1] at once; what could not be
+ * released is added to `left`. */
+static void eip_release(aws_ctx *c, const char *region, const char *const *allocs, size_t n,
+                        gpc_buf *left)
+{
+    gpc_ec2_params *ps = calloc(n ? n : 1, sizeof(*ps));
+    gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
+    if (!ps || !items) {
+        gpc_buf_addf(left, NULL, "%sElastic IPs (out of memory)", left->len ? "; " : "");
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        gpc_ec2_params_init(&ps[i]);
+        gpc_ec2_param(&ps[i], allocs[i], "AllocationId");
+    }
+    if (n)
+        eip_batch(c, region, "ReleaseAddress", ps, items, n);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].rc && strcmp(items[i].code, "InvalidAllocationID.NotFound") != 0)
+            gpc_buf_addf(left, NULL, "%sElastic IP %s (%s)", left->len ? "; " : "", allocs[i],
+                         items[i].err.msg);
+    if (ps && items)
+        eip_batch_free(ps, items, n);
+    free(ps);
+    free(items);
+}
+
+/* Allocate an Elastic IP, tagged with the cluster, for each node of
+ * nds[0..n-1] at once. */
+static void eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *region,
+                         eip_node **nds, size_t n)
+{
+    gpc_ec2_params *ps = calloc(n ? n : 1, sizeof(*ps));
+    gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
+    for (size_t i = 0; i < n; i++)
+        if (!ps || !items) {
+            nds[i]->failed = 1;
+            gpc_fail(&nds[i]->err, GPC_ERR_NOMEM, "out of memory");
+        }
+    if (!ps || !items)
+        n = 0;
+    for (size_t i = 0; i < n; i++) {
+        gpc_ec2_params_init(&ps[i]);
+        gpc_ec2_param(&ps[i], "vpc", "Domain");
+        tag_spec(&ps[i], 1, "elastic-ip", ref->cluster, ref->cluster_uid, NULL, NULL, c->labels,
+                 c->n_labels);
+    }
+    if (n)
+        eip_batch(c, region, "AllocateAddress", ps, items, n);
+    for (size_t i = 0; i < n; i++) {
+        eip_node *nd = nds[i];
+        xmlNode *root = items[i].doc ? xmlDocGetRootElement(items[i].doc) : NULL;
+        if (root) {
+            gpc_xml_text(root, "allocationId", nd->alloc, sizeof(nd->alloc));
+            gpc_xml_text(root, "publicIp", nd->ip, sizeof(nd->ip));
+        }
+        if (items[i].rc || !nd->alloc[0]) {
+            nd->failed = 1;
+            if (!items[i].rc)
+                gpc_fail(&nd->err, GPC_ERR_PROVIDER, "aws: AllocateAddress (%s) gave no "
+                         "allocation id", region);
+            else if (strcmp(items[i].code, "AddressLimitExceeded") == 0)
+                gpc_fail(&nd->err, GPC_ERR_QUOTA, "%s: the room gpuctl saw in %s before "
+                         "the launch was taken meanwhile ('EC2-VPC Elastic IPs')",
+                         items[i].err.msg, region);
+            else
+                gpc_fail(&nd->err, (gpc_code)items[i].rc, "%s", items[i].err.msg);
+        }
+    }
+    if (ps && items)
+        eip_batch_free(ps, items, n);
+    free(ps);
+    free(items);
+}
+
+/* Associate each node's address with its primary interface, all at once,
+ * again for those EC2 still calls pending (EIP_TRIES rounds). */
+static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t n)
+{
+    gpc_ec2_params *ps = calloc(n ? n : 1, sizeof(*ps));
+    gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
+    eip_node **todo = calloc(n ? n : 1, sizeof(*todo));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ps && items && todo)
+            todo[k++] = nds[i];
+        else {
+            nds[i]->failed = 1;
+            gpc_fail(&nds[i]->err, GPC_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (int round = 1; k && round <= EIP_TRIES; round++) {
+        if (round > 1)
+            nap(eip_backoff(round - 1));
+        for (size_t i = 0; i < k; i++) {
+            gpc_ec2_params_init(&ps[i]);
+            gpc_ec2_param(&ps[i], todo[i]->alloc, "AllocationId");
+            gpc_ec2_param(&ps[i], todo[i]->eni, "NetworkInterfaceId");
+            gpc_ec2_param(&ps[i], "false", "AllowReassociation");
+        }
+        eip_batch(c, region, "AssociateAddress", ps, items, k);
+        size_t again = 0;
+        for (size_t i = 0; i < k; i++) {
+            eip_node *nd = todo[i];
+            if (!items[i].rc) {
+                nd->done = 1;
+                gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s on %s)", nd->id,
+                          nd->ip, nd->alloc, nd->eni);
+            } else if (eip_pending(&items[i]) && round < EIP_TRIES) {
+                todo[again++] = nd;
+            } else {
+                nd->failed = 1;
+                gpc_fail(&nd->err, (gpc_code)items[i].rc, "%s%s", items[i].err.msg,
+                         eip_pending(&items[i]) ? " (still so after " EIP_STR(EIP_TRIES)
+                                                  " tries)" : "");
+            }
+        }
+        eip_batch_free(ps, items, k);
+        if (again)
+            gpc_debug(c->out, "aws: %zu node(s) in %s not ready for an Elastic IP yet; again",
+                      again, region);
+        k = again;
+    }
+    free(ps);
+    free(items);
+    free(todo);
+}
+
+/*
+ * nodes_running: every node of ids[] with several network interfaces gets
+ * its Elastic IP (see above), per region: DescribeInstances by the
+ * cluster's tag (pending or running), DescribeAddresses by the tag, then
+ * AllocateAddress for the nodes without one at once, AssociateAddress at
+ * once.  Nothing at all when this process listed the cluster's instances
+ * (the core's wait) and none has several interfaces.  Idempotent: a node
+ * whose primary interface has an address keeps it; an address of the
+ * cluster associated with nothing (a gpuctl killed between AllocateAddress
+ * and AssociateAddress, a lost AllocateAddress answer retried, a node
+ * since removed) serves a node that needs one or is released.  When a node
+ * gets no address (AllocateAddress refused: no node is associated;
+ * AssociateAddress refused, or still "pending" after EIP_TRIES rounds) the
+ * call fails and the addresses not associated are released.
+ */
+static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *const *ids,
+                             size_t n, gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    if (!c->multi_nic && strcmp(c->nic_uid, ref->cluster_uid) == 0)
+        return 0; /* the cluster's instances were listed: none has several interfaces */
+    int rc = 0;
+    gpc_buf left;
+    gpc_buf_init(&left, GPC_BUF_LINE_MAX);
+    for (size_t r = 0; !rc && r < ref->n_regions; r++) {
+        const char *region = ref->regions[r];
+        eip_scan s = {.ids = ids, .n_ids = n};
+        gpc_ec2_params p;
+        gpc_ec2_params_init(&p);
+        /* pending too: a node recorded by a killed apply that the core did
+         * not wait for; its association is retried while EC2 refuses it */
+        const char *v[] = {ref->cluster_uid}, *st[] = {"pending", "running"};
+        gpc_ec2_filter(&p, 1, "tag:" TAG_UID, v, 1);
+        gpc_ec2_filter(&p, 2, "instance-state-name", st, 2);
+        rc = describe_all(c, region, "DescribeInstances", &p, "reservationSet", eip_instance, &s,
+                          err);
+        gpc_ec2_params_free(&p);
+        if (!rc && s.n)
+            rc = eip_list(c, region, ref->cluster_uid, &s, err);
+        eip_node **want = rc ? NULL : calloc(s.n ? s.n : 1, sizeof(*want));
+        const char **drop = rc ? NULL : calloc(s.na + s.n + 1, sizeof(*drop));
+        if (!rc && (!want || !drop))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        size_t nw = 0, nd = 0, fresh = 0;
+        /* who has an address already, who reuses a free one, who needs one */
+        for (size_t i = 0; !rc && i < s.na; i++)
+            s.addrs[i].taken = s.addrs[i].assoc[0] != '\0';
+        for (size_t i = 0; !rc && i < s.n; i++) {
+            eip_node *node = &s.nodes[i];
+            for (size_t j = 0; !node->done && j < s.na; j++)
+                node->done = s.addrs[j].assoc[0] && strcmp(s.addrs[j].eni, node->eni) == 0;
+            if (node->done)
+                continue;
+            for (size_t j = 0; !node->alloc[0] && j < s.na; j++)
+                if (!s.addrs[j].taken) {
+                    s.addrs[j].taken = 1;
+                    snprintf(node->alloc, sizeof(node->alloc), "%s", s.addrs[j].alloc);
+                    snprintf(node->ip, sizeof(node->ip), "%s", s.addrs[j].ip);
+                }
+            want[nw++] = node;
+        }
+        /* free addresses no node needs go back (they bill) */
+        for (size_t j = 0; !rc && j < s.na; j++)
+            if (!s.addrs[j].taken)
+                drop[nd++] = s.addrs[j].alloc;
+        eip_node **alloc = want ? calloc(nw ? nw : 1, sizeof(*alloc)) : NULL;
+        if (!rc && !alloc)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < nw; i++)
+            if (!want[i]->alloc[0])
+                alloc[fresh++] = want[i];
+        if (!rc && fresh)
+            eip_allocate(c, ref, region, alloc, fresh);
+        /* one could not be allocated: the launch fails, none is associated */
+        size_t k = 0;
+        int nofail = 1;
+        for (size_t i = 0; !rc && i < nw; i++)
+            nofail &= !want[i]->failed;
+        for (size_t i = 0; !rc && i < nw; i++)
+            if (!want[i]->failed && nofail)
+                want[k++] = want[i];
+            else if (!want[i]->failed && want[i]->alloc[0])
+                drop[nd++] = want[i]->alloc;
+        if (!rc && k) {
+            gpc_info(c->out, "aws: %zu node(s) of %s in %s: an Elastic IP each on the primary "
+                     "network interface", k, ref->cluster, region);
+            eip_associate(c, region, want, k);
+        }
+        /* a node that did not get its address: the address goes back, the call fails */
+        size_t failed = 0;
+        const eip_node *first = NULL;
+        for (size_t i = 0; !rc && i < s.n; i++) {
+            if (!s.nodes[i].failed)
+                continue;
+            if (!first)
+                first = &s.nodes[i];
+            failed++;
+            if (s.nodes[i].alloc[0])
+                drop[nd++] = s.nodes[i].alloc;
+        }
+        if (!rc && nd)
+            eip_release(c, region, drop, nd, &left);
+        if (!rc && first)
+            rc = gpc_fail(err, first->err.code ? first->err.code : GPC_ERR_PROVIDER,
+                          "aws: %zu node(s) of %s in %s got no public address (Elastic IP); "
+                          "%s: %s%s%s", failed, ref->cluster, region, first->id, first->err.msg,
+                          left.len ? "; left allocated: " : "", gpc_buf_str(&left));
+        else if (!rc && left.len)
+            gpc_info(c->out, "aws: warning: could not release unused Elastic IPs of %s in %s "
+                     "(destroy releases them): %s", ref->cluster, region, gpc_buf_str(&left));
+        gpc_buf_reset(&left);
+        free(alloc);
+        free(want);
+        free(drop);
+        free(s.nodes);
+        free(s.addrs);
+    }
+    gpc_buf_free(&left);
+    return rc;
+}
+
+/*
+ * Destroy: every Elastic IP tagged with the cluster uid in `region` is
+ * disassociated (when it is; termination would do it only once the
+ * instance is `terminated`, aws.md "Public addresses..." section 2,
+ * dstack's _release_eip) and then released, each step at once for all.
+ * What could not be is added to `left`.
+ */
+static void release_tagged_addresses(aws_ctx *c, const char *region, const char *uid,
+                                     gpc_buf *left)
+{
+    eip_scan s = {0};
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (eip_list(c, region, uid, &s, &e) != 0) {
+        gpc_buf_addf(left, NULL, "%sDescribeAddresses: %s", left->len ? "; " : "", e.msg);
+        free(s.addrs);
+        return;
+    }
+    size_t na = 0;
+    for (size_t i = 0; i < s.na; i++)
+        na += s.addrs[i].assoc[0] != '\0';
+    gpc_ec2_params *ps = calloc(s.na ? s.na : 1, sizeof(*ps));
+    gpc_ec2_batch_item *items = calloc(s.na ? s.na : 1, sizeof(*items));
+    const char **allocs = calloc(s.na ? s.na : 1, sizeof(*allocs));
+    size_t k = 0, nr = 0;
+    if (!ps || !items || !allocs) {
+        gpc_buf_addf(left, NULL, "%sElastic IPs (out of memory)", left->len ? "; " : "");
+        s.na = na = 0;
+    }
+    for (size_t i = 0; na && i < s.na; i++)
+        if (s.addrs[i].assoc[0]) {
+            gpc_ec2_params_init(&ps[k]);
+            gpc_ec2_param(&ps[k++], s.addrs[i].assoc, "AssociationId");
+        }
+    if (k)
+        eip_batch(c, region, "DisassociateAddress", ps, items, k);
+    k = 0;
+    for (size_t i = 0; i < s.na; i++) {
+        int gone = 1;
+        if (s.addrs[i].assoc[0]) {
+            gpc_ec2_batch_item *it = &items[k++];
+            gone = !it->rc || strcmp(it->code, "InvalidAssociationID.NotFound") == 0;
+            if (!gone)
+                gpc_buf_addf(left, NULL, "%sElastic IP %s (%s)", left->len ? "; " : "",
+                             s.addrs[i].alloc, it->err.msg);
+        }
+        if (gone)
+            allocs[nr++] = s.addrs[i].alloc;
+    }
+    if (ps && items)
+        eip_batch_free(ps, items, k);
+    if (nr)
+        eip_release(c, region, allocs, nr, left);
+    free(ps);
+    free(items);
+    free(allocs);
+    free(s.addrs);
 }
 
 /* ---- cleanup: by tag ------------------------------------------------------- */
@@ -1558,8 +2096,7 @@ static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
             if (!drc || strstr(c->ec2.last_code, "NotFound") || strstr(c->ec2.last_code, "Unknown"))
                 break;
             int busy = strcmp(c->ec2.last_code, "DependencyViolation") == 0 ||
-                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0 ||
-                       strcmp(c->ec2.last_code, "InvalidIPAddress.InUse") == 0;
+                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0;
             if (!busy || tries >= 5) {
                 gpc_buf_addf(left, NULL, "%s%s %s (%s)", left->len ? "; " : "", del + 6,
                              a.names[i], e.msg);
@@ -1582,7 +2119,10 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
     int rc = 0;
     for (size_t r = 0; !rc && r < ref->n_regions; r++) {
         const char *region = ref->regions[r];
-        /* 1. terminate what still carries the tag, and wait until it is gone */
+        /* 1. the Elastic IPs first: they bill until released, and nothing
+         * after this needs them */
+        release_tagged_addresses(c, region, ref->cluster_uid, &left);
+        /* 2. terminate what still carries the tag, and wait until it is gone */
         time_t start = time(NULL);
         for (int round = 0;; round++) {
             tagged_acc a = {0};
@@ -1615,7 +2155,7 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         }
         if (rc)
             break;
-        /* 2. then what the instances were using */
+        /* 3. then what the instances were using */
         delete_tagged(c, region, ref->cluster_uid, "DescribePlacementGroups",
                       "placementGroupSet", "groupName", "DeletePlacementGroup", "GroupName",
                       &left);
@@ -1623,8 +2163,6 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
                       "securityGroupInfo", "groupId", "DeleteSecurityGroup", "GroupId", &left);
         delete_tagged(c, region, ref->cluster_uid, "DescribeKeyPairs", "keySet", "keyName",
                       "DeleteKeyPair", "KeyName", &left);
-        delete_tagged(c, region, ref->cluster_uid, "DescribeAddresses", "addressesSet",
-                      "allocationId", "ReleaseAddress", "AllocationId", &left);
     }
     if (!rc && left.len)
         rc = gpc_fail(err, GPC_ERR_PARTIAL, "aws: left behind: %s", gpc_buf_str(&left));
@@ -1852,6 +2390,7 @@ const gpc_provider gpc_provider_aws = {
     .find_node = aws_find,
     .describe_node = aws_describe,
     .describe_nodes = aws_describe_many,
+    .nodes_running = aws_nodes_running,
     .delete_node = aws_delete,
     .list_zones = aws_list_zones,
     .create_nodes = aws_create_many,

@@ -576,6 +576,7 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
     for (size_t i = 0; !rc && i < n; i++, prepared++) {
         items[i].doc = NULL;
         items[i].rc = 0;
+        items[i].code[0] = '\0';
         gpc_error_clear(&items[i].err);
         rc = prepare(e, items[i].region, items[i].action, items[i].params, &urls[i],
                      &bodies[i], err);
@@ -595,12 +596,16 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
         gpc_debug(e->out, "aws: %zu calls at once (%s ...)", n, items[0].action);
         gpc_http_send_all(reqs, n, &o, 0, resps, rcs, errs);
     }
-    for (size_t i = 0; !rc && i < n; i++) {
+    /* every item's answer, also after a failed one */
+    int sent = !rc;
+    for (size_t i = 0; sent && i < n; i++) {
         char what[128];
         snprintf(what, sizeof(what), "aws: %s (%s)", items[i].action, items[i].region);
         long skew;
+        e->last_code[0] = '\0';
         items[i].rc = finish(e, what, rcs[i], &errs[i], &resps[i], &items[i].doc, &skew,
                              &items[i].err);
+        snprintf(items[i].code, sizeof(items[i].code), "%s", items[i].rc ? e->last_code : "");
         if (items[i].rc && !rc)
             rc = gpc_fail(err, items[i].err.code, "%s", items[i].err.msg);
     }

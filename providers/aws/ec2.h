@@ -90,7 +90,8 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
 /*
  * Several calls at once (src/http.c gpc_http_send_all, curl's multi
  * interface), e.g. one per region.  Each item's doc / rc / err receive what
- * gpc_ec2_call would have given (the caller frees every doc).  Returns 0
+ * gpc_ec2_call would have given (the caller frees every doc), and code
+ * what last_code would have held.  Returns 0
  * when all succeeded, else the first failure's code (items tell each).
  * Credentials are resolved once before the batch.  No clock-skew retry.
  */
@@ -101,6 +102,7 @@ typedef struct gpc_ec2_batch_item {
     xmlDoc *doc;                    /* out */
     int rc;                         /* out */
     gpc_error err;                  /* out */
+    char code[96];                  /* out: the EC2 error code, "" when none */
 } gpc_ec2_batch_item;
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);
 

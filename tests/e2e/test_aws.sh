@@ -153,19 +153,22 @@ expect_eq "four nodes created" 4 "$(json_get "$T/apply.json" 'd["created"]')"
 UID_=$(json_get "$T/apply.json" 'd["cluster_status"]["uid"]')
 U8=${UID_:0:8}
 # Hand-checked sequence: zones (2 pages: a b | c; d has no p4d), then in
-# zone a the type's EFA facts, the image (3 amazon PyTorch x86_64 images
-# in pages of 2), VPC, subnet, key, group, its rules one a call (all from
-# the group itself, SSH from the caller, all to the group), placement
-# group and the head's launch; the workers' launch meets no capacity (room
-# for one); the head is terminated; zone b: its subnet and placement
-# group, the head (throttled once, then retried), the workers; each
-# launched node has four network interfaces (EFA), so no public address
-# at launch: an Elastic IP each for its primary interface; then two
-# polls until all run and the apply's refresh, each one DescribeInstances
-# by tag over five instances in pages of two (3 calls).
+# zone a the type's EFA facts; its nodes have several network interfaces
+# (no public address at launch), so the region's Elastic IP quota (5) and
+# its addresses (none) are read before anything is made; the image (3
+# amazon PyTorch x86_64 images in pages of 2), VPC, subnet, key, group,
+# its rules one a call (all from the group itself, SSH from the caller,
+# all to the group), placement group and the head's launch; the workers'
+# launch meets no capacity (room for one); the head is terminated; zone
+# b: its subnet and placement group, the head (throttled once, then
+# retried), the workers; two polls until all run, each one
+# DescribeInstances by tag over five instances in pages of two (3 calls);
+# then the running ones (four: 2 pages) and the cluster's addresses
+# (none): an Elastic IP each, allocated at once, then associated at once;
+# last the apply's refresh (3 calls).
 SEQ=$(actions "$n0")
 expect_eq "the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances!InsufficientInstanceCapacity TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances!RequestLimitExceeded RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeInstances DescribeAddresses AllocateAddress AllocateAddress AllocateAddress AllocateAddress AssociateAddress AssociateAddress AssociateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
     "$SEQ"
 # run_params PYEXPR: evaluate on the list `r` of logged RunInstances params
 runs() { python3 - "$LOG" "$1" <<'PY'
@@ -182,9 +185,10 @@ expect_eq "client tokens: per cluster and attempt; the throttled call retried wi
     "$(runs '" ".join(p["ClientToken"] for p in r)')"
 expect_eq "placement group per zone" "gpuctl-effa-$U8-us-east-1b" \
     "$(runs 'r[-1]["Placement.GroupName"]')"
-expect_eq "four EFA cards, one per network card, device 0 then 1" \
-    "0:0:efa 1:1:efa 2:1:efa 3:1:efa" \
-    "$(runs '" ".join(r[-1][f"NetworkInterface.{k}.NetworkCardIndex"] + ":" + r[-1][f"NetworkInterface.{k}.DeviceIndex"] + ":" + r[-1][f"NetworkInterface.{k}.InterfaceType"] for k in range(1, 5))')"
+expect_eq "an ENA primary, then an efa-only interface on card 0 device 1 and on each other card's device 0" \
+    "0:0:interface 0:1:efa-only 1:0:efa-only 2:0:efa-only 3:0:efa-only" \
+    "$(runs '" ".join(r[-1][f"NetworkInterface.{k}.NetworkCardIndex"] + ":" + r[-1][f"NetworkInterface.{k}.DeviceIndex"] + ":" + r[-1][f"NetworkInterface.{k}.InterfaceType"] for k in range(1, 6))')"
+expect_eq "five interfaces, no sixth" "False" "$(runs '"NetworkInterface.6.DeviceIndex" in r[-1]')"
 expect_eq "no public address with several cards" "False" \
     "$(runs 'any(k.endswith("AssociatePublicIpAddress") for k in r[-1])')"
 expect_eq "spot, one-time, terminate on interruption, max price" \
@@ -216,6 +220,15 @@ expect_eq "the running ones in us-east-1b, one head and three workers by launch 
     "$(world '" ".join(sorted(i["zone"] + ":" + i["tags"]["gpuctl:role"] + ":" + str(i["launch_index"]) for i in d["instances"] if i["state"] == "running"))')"
 expect_eq "each running node reached by an Elastic IP on its primary interface" "4 4" \
     "$(world '" ".join(str(x) for x in (sum(1 for i in d["instances"] if i["state"] == "running" and i["public_ip"] and i["public_ip"].startswith("203.0.113.")), sum(1 for a in d["addresses"] if a["instance_id"] and a["tags"].get("gpuctl:cluster-uid") == "'$UID_'")))')"
+expect_eq "exactly four addresses, each on card 0 device 0 (the ENA interface) of its own running node, which shows it" \
+    "4 4 True" \
+    "$(world 'len(d["addresses"]), len({a["instance_id"] for a in d["addresses"]}), all(n["id"] == a["network_interface_id"] and (n["card"], n["device"], n["type"]) == (0, 0, "interface") and i["state"] == "running" and i["public_ip"] == a["public_ip"] for a in d["addresses"] for i in d["instances"] if i["id"] == a["instance_id"] for n in i["network_interfaces"] if n["id"] == a["network_interface_id"])' | tr -d '(),')"
+expect_eq "the addresses carry the cluster's tags and labels" \
+    "{'gpuctl:cluster': 'effa', 'gpuctl:cluster-uid': '$UID_', 'team': 'vision'}" \
+    "$(world 'sorted(set(str(a["tags"]) for a in d["addresses"]))[0] if len(set(str(a["tags"]) for a in d["addresses"])) == 1 else "differ"')"
+expect_eq "associated by interface, never by instance, without reassociation" \
+    "NetworkInterfaceId NetworkInterfaceId NetworkInterfaceId NetworkInterfaceId false" \
+    "$(python3 -c 'import json,sys; r=[l["params"] for l in map(json.loads, open(sys.argv[1])) if l["action"] == "AssociateAddress"]; print(" ".join(sorted(k for p in r for k in p if k in ("InstanceId", "NetworkInterfaceId"))), " ".join(sorted(set(p["AllowReassociation"] for p in r))))' "$LOG")"
 expect_eq "security group rules: all traffic from and to the group itself, SSH from the caller" \
     "egress:-1:None:None:self ingress:-1:None:None:self ingress:tcp:22:22:203.0.113.7/32" \
     "$(world '" ".join(sorted(("egress" if r["egress"] else "ingress") + ":" + r["protocol"] + ":" + str(r["from"]) + ":" + str(r["to"]) + ":" + ("self" if r["group"] == g["id"] else str(r["cidr"])) for g in d["security_groups"] if g["name"] == "gpuctl-effa-'$U8'" for r in g["rules"] if r["egress"] is False or r["group"]))')"
@@ -233,10 +246,12 @@ n0=$(log_lines)
 run_rc rc g -y apply -f job.yaml > "$T/apply2.txt" 2>&1
 expect_eq "second apply: exit 0" 0 "$rc"
 expect_match "second apply: unchanged" "cluster effa: unchanged" "$(cat "$T/apply2.txt")"
-# one refresh: the five tagged instances (four running, the abandoned head
-# terminated) in pages of two
-expect_eq "second apply: one refresh (three pages), nothing created" \
-    "DescribeInstances DescribeInstances DescribeInstances" "$(actions "$n0")"
+# the running nodes (four, pages of two) and the cluster's addresses (each
+# node has its own: nothing to do), then one refresh: the five tagged
+# instances (four running, the abandoned head terminated) in pages of two
+expect_eq "second apply: the Elastic IPs looked at, one refresh (three pages), nothing created" \
+    "DescribeInstances DescribeInstances DescribeAddresses DescribeInstances DescribeInstances DescribeInstances" \
+    "$(actions "$n0")"
 
 # ---- 3. destroy ----------------------------------------------------------------------------
 n0=$(log_lines)
@@ -244,8 +259,10 @@ run_rc rc g -y destroy effa > "$T/destroy.txt" 2>&1
 [ "$rc" = 0 ] || cat "$T/destroy.txt"
 expect_eq "destroy: exit 0" 0 "$rc"
 SEQ=$(actions "$n0")
-expect_match "destroy: terminate by tag, wait, then the rest" \
-    "^DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress$" \
+# the Elastic IPs first (disassociated, then released, each step at once),
+# then terminate by tag, wait, and the rest
+expect_match "destroy: the addresses, then terminate by tag, wait, then the rest" \
+    "^DescribeAddresses DisassociateAddress DisassociateAddress DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair$" \
     "$SEQ"
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world2.json"
 expect_eq "nothing left: all instances terminated, no group, placement group, key or address" \
@@ -258,7 +275,7 @@ expect_eq "destroy again: exit 0 (idempotent), no EC2 call" "0 " "$rc $(actions 
 
 # ---- 4b. quota: the next region; a pool that just had no capacity is skipped ----------
 fake -X DELETE "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
-fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}, {"action": "AllocateAddress", "region": "us-west-2", "code": "AddressLimitExceeded", "status": 400, "message": "The maximum number of addresses has been reached."}]' \
+fake -X POST -d '[{"action": "RunInstances", "region": "us-east-1", "code": "VcpuLimitExceeded"}]' \
     "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
 sed -i 's/^region: us-east-1$/regions: [us-east-1, us-west-2]/' job.yaml
 n0=$(log_lines)
@@ -275,10 +292,6 @@ run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply3.json"
 expect_eq "quota in us-east-1: apply still exits 0" 0 "$rc"
 expect_match "it says it moves on" "trying offer 2 of 2: aws p4d.24xlarge us-west-2" \
     "$(cat "$T/apply3.err")"
-expect_match "no Elastic IP left in us-west-2: a warning per node, not a failure" \
-    "aws: warning: i-[0-9a-f]+ has several network interfaces and no public address \(aws: AllocateAddress \(us-west-2\): AddressLimitExceeded" \
-    "$(cat "$T/apply3.err")"
-expect_eq "four such warnings" 4 "$(grep -c 'no public address' "$T/apply3.err")"
 g -o json status --all > "$T/status3.json"
 expect_eq "the cluster runs in us-west-2" "us-west-2 us-west-2 us-west-2 us-west-2" \
     "$(json_get "$T/status3.json" '" ".join(n["region"] for n in d["clusters"][-1]["nodes"])')"
@@ -286,8 +299,10 @@ expect_eq "the failed try skipped us-east-1a (no capacity a moment ago), then me
     "us-east-1a:skipped:capacity us-east-1b:error:quota" \
     "$(json_get "$T/status3.json" '" ".join(a["zone"] + ":" + a["outcome"] + ":" + a["error_code"] for a in d["clusters"][-2]["attempts"])')"
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world3.json"
-expect_eq "the abandoned try in us-east-1 left no group or key behind" "0 0" \
-    "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1")))')"
+expect_eq "the abandoned try in us-east-1 left no group, key or address behind" "0 0 0" \
+    "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1"), sum(1 for a in d["addresses"] if a["region"] == "us-east-1")))')"
+expect_eq "each us-west-2 node has its Elastic IP" "4 4" \
+    "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for a in d["addresses"] if a["region"] == "us-west-2" and a["association_id"]), sum(1 for i in d["instances"] if i["region"] == "us-west-2" and i["state"] == "running" and i["public_ip"])))')"
 # The head taken back (spot interruption): the cluster is over, and stays
 # so however often it is looked at (regression: it turned 'pending' once the
 # head's row was terminated), and --wait ends at once with 11 (node lost).
@@ -359,7 +374,7 @@ expect_eq "docs/providers/aws-iam-policy.json: exactly the actions in providers/
 import json, re, sys
 src, log = sys.argv[1], sys.argv[2]
 code = open(src + "/providers/aws/aws.c").read() + open(src + "/providers/aws/ec2.c").read()
-used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Release|Get)[A-Z][A-Za-z]+)"', code))
+used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Disassociate|Release|Get)[A-Z][A-Za-z]+)"', code))
 policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
 allowed = set()
 for st in policy["Statement"]:

@@ -27,7 +27,10 @@
 #     nodes of the first call are taken in by token;
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
 #     retries show as progress lines; SIGINT ends a call waiting to retry;
-#  p. a failed apply whose clean-up cannot finish shows as failed.
+#  p. a failed apply whose clean-up cannot finish shows as failed;
+#  q. a type that no zone of the region offers: exit 22, nothing made
+#     (regression: an empty zone list was sorted as qsort(NULL, 0), which
+#     the sanitizer build aborts on).
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
@@ -123,14 +126,18 @@ run_rc rc g -y -o json apply -f parta.yaml "${P[@]}" > "$T/a.json" 2> "$T/a.err"
 [ "$rc" = 0 ] || cat "$T/a.err"
 expect_eq "a: apply exits 0" 0 "$rc"
 U8=$(json_get "$T/a.json" 'd["cluster_status"]["uid"][:8]')
-# Hand-checked: zones (a b c: d has no p*), the type, the image, VPC,
-# subnet a, key, group and its rules, placement group a; the head, the
-# workers' batch (the fake brings up the first of the two); the first poll
-# shows worker 2 terminated for want of capacity: the three nodes of
-# zone a are terminated one by one; zone b: subnet, placement group, head,
-# workers, two polls (pending, running) and the apply's refresh.
+# Hand-checked: zones (a b c: d has no p*), the type, the Elastic IP
+# quota and addresses (p4d nodes have several network interfaces), the
+# image, VPC, subnet a, key, group and its rules, placement group a; the
+# head, the workers' batch (the fake brings up the first of the two); the
+# first poll shows worker 2 terminated for want of capacity: the three
+# nodes of zone a are terminated one by one (none had an Elastic IP yet:
+# those come once all run); zone b: subnet, placement group, head,
+# workers, two polls (pending, running); the running nodes and the
+# cluster's addresses (none), three Elastic IPs allocated at once and
+# associated at once; the apply's refresh.
 expect_eq "a: the EC2 calls of the apply, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances AllocateAddress AssociateAddress RunInstances AllocateAddress AssociateAddress AllocateAddress AssociateAddress DescribeInstances DescribeInstances DescribeInstances" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances RunInstances DescribeInstances TerminateInstances TerminateInstances TerminateInstances DescribeSubnets CreatePlacementGroup RunInstances RunInstances DescribeInstances DescribeInstances DescribeInstances DescribeAddresses AllocateAddress AllocateAddress AllocateAddress AssociateAddress AssociateAddress AssociateAddress DescribeInstances" \
     "$(actions 0)"
 expect_eq "a: RunInstances: head and workers in a, then in b" \
     "1/us-east-1a/parta-0-$U8-a1 2/us-east-1a/parta-w1-$U8-a1 1/us-east-1b/parta-0-$U8-a2 2/us-east-1b/parta-w1-$U8-a2" \
@@ -341,10 +348,11 @@ expect_eq "i: error capacity" "capacity 22" \
 expect_match "i: the error lists the zones tried" \
     "^aws: no capacity for p4d.24xlarge on-demand in us-east-1 \(zones tried: us-east-1a, us-east-1b, us-east-1c\); last: aws: RunInstances \(us-east-1\): InsufficientInstanceCapacity" \
     "$(json_get "$T/i1.json" 'd["error"]["message"]')"
-# each zone: subnet, placement group, the head refused; then the cleanup by
-# tag: no instance; the three placement groups, the group, the key
+# the Elastic IP quota once for the region; each zone: subnet, placement
+# group, the head refused; then the cleanup by tag: no address, no
+# instance; the three placement groups, the group, the key
 expect_eq "i: the EC2 calls, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeAddresses DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
     "$(actions 0)"
 expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
     "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
@@ -369,7 +377,7 @@ expect_match "i: every zone skipped" \
 expect_eq "i: the skipped attempts" \
     "1:0:us-east-1a:skipped:capacity 2:0:us-east-1b:skipped:capacity 3:0:us-east-1c:skipped:capacity" "$(attempts full)"
 expect_eq "i: no launch, nothing made: the zones, then the cleanup finds nothing" \
-    "DescribeInstanceTypeOfferings DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs DescribeAddresses" "$(actions "$n0")"
+    "DescribeInstanceTypeOfferings DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" "$(actions "$n0")"
 expect_eq "i: two closed records" "failed failed" "$(st '" ".join(c["phase"] for c in d["clusters"] if c["name"] == "full")')"
 n0=$(log_lines)
 run_rc rc env GPUCTL_CAPACITY_SKIP_S=0 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
@@ -562,6 +570,28 @@ fake -X DELETE "$URL/_fake/faults" > /dev/null
 run_rc rc g -y destroy stuck > /dev/null 2>&1
 expect_eq "p: destroy removes what was left: exit 0, no group left" "0 0" \
     "$rc $(world 'sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-"))')"
+
+# ---- q. a type no zone of the region offers ---------------------------------------------
+# The fake's us-east-1 offers p4d.24xlarge in none of its zones, so
+# DescribeInstanceTypeOfferings answers an empty list.
+python3 "$GPUCTL_SOURCE_DIR/tests/fake/ec2.py" --print-seed | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for r in d["regions"]:
+    if r["name"] == "us-east-1":
+        r["unoffered"] = {z: ["p4d.*"] for z in r["zones"]}
+json.dump({"regions": d["regions"]}, sys.stdout)' > "$T/q-seed.json"
+part q --seed "$T/q-seed.json"
+spec nowhere 2 p4d.24xlarge A100-40GB:8 ""
+run_rc rc g -y -o json apply -f nowhere.yaml "${P[@]}" > "$T/q.json" 2> "$T/q.err"
+expect_eq "q: offered in no zone: exit 22 (capacity), no sanitizer abort" "22 capacity" \
+    "$rc $(json_get "$T/q.json" 'd["error"]["code"]' 2>/dev/null)"
+expect_eq "q: the error says so" "aws: p4d.24xlarge is not offered in any zone of us-east-1" \
+    "$(json_get "$T/q.json" 'd["error"]["message"]' 2>/dev/null)"
+expect_eq "q: only the zones asked (no attempt: nothing to clean)" "DescribeInstanceTypeOfferings" \
+    "$(actions 0)"
+expect_eq "q: nothing made at the fake" "0 0 0 0" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
 
 no_secret "$SECRET" i "all parts"
 

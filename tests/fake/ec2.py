@@ -94,15 +94,18 @@ DescribeAvailabilityZones, DescribeVpcs, DescribeSubnets, ImportKeyPair,
 DescribeKeyPairs, DeleteKeyPair, CreateSecurityGroup, DescribeSecurityGroups,
 AuthorizeSecurityGroupIngress, AuthorizeSecurityGroupEgress,
 DeleteSecurityGroup, CreatePlacementGroup, DescribePlacementGroups,
-DeletePlacementGroup.  Filter values are ORed, filters ANDed, `*` and `?`
+DeletePlacementGroup, GetConsoleOutput, AllocateAddress, AssociateAddress,
+DisassociateAddress, DescribeAddresses, ReleaseAddress,
+DescribeAccountAttributes.  Filter values are ORed, filters ANDed, `*` and `?`
 are wildcards (`\\` escapes); an unsupported filter name -> 400
 InvalidParameterValue "The filter 'X' is invalid".  Paginated: DescribeInstances,
 -InstanceTypes (MaxResults 5..100), -InstanceTypeOfferings, -SpotPriceHistory
 (1..1000), -Images (1..1000; botocore 1.29's model lacks MaxResults/NextToken
 for it, later ones have them), -SecurityGroups, -Vpcs, -Subnets (5..1000
 unless said).
-DescribeKeyPairs, DescribePlacementGroups, DescribeRegions and
-DescribeAvailabilityZones answer everything at once, as EC2 does.
+DescribeKeyPairs, DescribePlacementGroups, DescribeRegions,
+DescribeAvailabilityZones, DescribeAddresses and DescribeAccountAttributes
+answer everything at once, as EC2 does.
 
 The default world (deterministic; --print-seed shows all of it)
   account 123456789012.  Region number c: us-east-1 = 1, us-west-2 = 2,
@@ -153,6 +156,8 @@ The default world (deterministic; --print-seed shows all of it)
   offering zone: price x (1 + 0.01 x zone index), 6 decimals, timestamp
   2026-11-29T00:00:00.000Z, product description Linux/UNIX.  StartTime is
   accepted; EndTime before the timestamp leaves the price out.
+  Elastic IP quota ("max_elastic_ips"): 5 per region, EC2's default (a
+  number for every region, or {region: number}).
 
 Resources and rules (beyond aws.md 2.2-2.12)
   * Ids from counters (reset by /_fake/reset): instances i-0<16 hex>
@@ -210,6 +215,55 @@ Resources and rules (beyond aws.md 2.2-2.12)
     non-terminated instance is in it -> InvalidPlacementGroup.InUse.
   * Key pairs: fingerprint is the MD5 of the key blob as colon hex for RSA,
     base64 SHA-256 (no padding) for ED25519, as EC2 documents for imports.
+  * Network interfaces (RunInstances NetworkInterface.N): InterfaceType
+    interface (ENA), efa (EFA with ENA) or efa-only (EFA only, no IP
+    address) -- efa and efa-only only on EFA types, at most
+    maximumEfaInterfaces of them; one per (card, device) pair; card 0
+    device 0 is required and may not be efa-only (InvalidParameterValue
+    "The primary network interface cannot be of type efa-only.", after the
+    EC2 User Guide: "You can't use an EFA-only network interface as the
+    primary network interface").  AssociatePublicIpAddress with more than
+    one interface -> InvalidParameterCombination (EC2's wording).
+  * Elastic IPs (VPC only; ids eipalloc-0<16 hex>, eipassoc-0..; public
+    addresses 203.0.113.<100 + n mod 150>): AllocateAddress beyond the
+    region's quota (DescribeAccountAttributes vpc-max-elastic-ips, see the
+    seed) -> AddressLimitExceeded "The maximum number of addresses has been
+    reached.".  AssociateAddress needs AllocationId and exactly one of
+    InstanceId / NetworkInterfaceId (else InvalidParameterCombination):
+      - by InstanceId of a `pending` instance -> InvalidInstanceID "The
+        pending instance 'i-..' is not in a valid state for this
+        operation."; of an instance with several interfaces ->
+        InvalidInstanceID "There are multiple interfaces attached to
+        instance 'i-..'. Please specify an interface ID for the operation
+        instead." (checked in this order);
+      - by NetworkInterfaceId of an interface whose instance is `pending`
+        -> IncorrectInstanceState "The pending-instance-creation instance
+        to which 'eni-..' is attached is not in a valid state for this
+        operation" (what EC2 answers while an instance is pending is
+        behaviour reported by its users, aws.md "Public addresses on EFA
+        (multi-card) nodes" section 1, not documentation; `pending` is the
+        state the last DescribeInstances showed, see Lifecycle);
+      - an efa-only interface -> InvalidParameterValue "You can't assign
+        an IP address to an EFA-only network interface (eni-..)." (the
+        User Guide's sentence; EC2's code for it is not documented);
+      - an address already associated, unless AllowReassociation=true ->
+        Resource.AlreadyAssociated;
+      - an interface that already has another address: that one comes
+        off (stays allocated), as EC2 documents.
+    The address of card 0 device 0 is the instance's public IP
+    (<ipAddress> while running; the interface's <association> shows
+    allocationId and associationId).  DisassociateAddress by AssociationId
+    (or PublicIp): unknown -> InvalidAssociationID.NotFound
+    (InvalidIPAddress.NotFound).  ReleaseAddress of an associated address
+    -> InvalidIPAddress.InUse; unknown -> InvalidAllocationID.NotFound.
+    An instance reaching `terminated` loses its addresses (they stay
+    allocated).  DescribeAddresses filters allocation-id, public-ip,
+    instance-id, association-id, network-interface-id, domain,
+    network-border-group, tag:K, tag-key, tag-value.
+    DescribeAccountAttributes AttributeName.N of supported-platforms (VPC),
+    default-vpc, max-instances (20), vpc-max-security-groups-per-interface
+    (5), max-elastic-ips (5), vpc-max-elastic-ips (the quota); none given:
+    all; another name -> InvalidParameterValue.
 
 Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
   A JSON list of objects (a single object is taken as a list of one):
@@ -714,6 +768,7 @@ def default_seed(catalog_path):
         "regions": regions,
         "instance_types": load_catalog(catalog_path),
         "spot_timestamp": SPOT_TIMESTAMP,
+        "max_elastic_ips": 5,
     }
 
 
@@ -783,6 +838,31 @@ class World:
     def default_sg(self, region):
         return region["default_security_group"]
 
+    def max_elastic_ips(self, region):
+        """The region's Elastic IP quota (seed "max_elastic_ips": a number
+        for every region or {region: number}; EC2's default is 5)."""
+        q = self.seed.get("max_elastic_ips", 5)
+        return q.get(region["name"], 5) if isinstance(q, dict) else q
+
+    def nic(self, eni):
+        """The network interface eni of a live instance, or None."""
+        for inst in self.instances.values():
+            if not self.live(inst):
+                continue
+            for nic in inst["network_interfaces"]:
+                if nic["id"] == eni:
+                    return nic
+        return None
+
+    def disassociate(self, a):
+        if a["network_interface_id"]:
+            inst = self.instances.get(a["instance_id"])
+            nic = next((n for n in inst["network_interfaces"] if n["id"] == a["network_interface_id"]), None) \
+                if inst else None
+            if nic and nic["card"] == 0 and nic["device"] == 0 and inst["public_ip"] == a["public_ip"]:
+                inst["public_ip"] = None
+        a["instance_id"] = a["network_interface_id"] = a["association_id"] = None
+
     def spot_price(self, region, itype, zone):
         """The zone's spot price: catalog price x (1 + 0.01 x zone index)."""
         t = self.types.get(itype)
@@ -820,7 +900,7 @@ class World:
             # an Elastic IP comes off a terminated instance (it stays allocated)
             for a in self.addresses.values():
                 if a["instance_id"] == inst["id"]:
-                    a["instance_id"] = a["network_interface_id"] = a["association_id"] = None
+                    self.disassociate(a)
             inst["public_ip"] = None
 
     def release_placement(self, inst):
@@ -915,7 +995,12 @@ def instance_xml(w, inst):
     if live:
         for nic in inst["network_interfaces"]:
             assoc = None
-            if public and nic["device"] == 0 and nic["card"] == 0:
+            eip = next((a for a in w.addresses.values() if a["network_interface_id"] == nic["id"]), None)
+            if eip and state == "running":
+                assoc = [x("publicIp", eip["public_ip"]), x("publicDnsName", public_dns if eip["public_ip"] == public else ""),
+                         x("ipOwnerId", w.account), x("allocationId", eip["id"]),
+                         x("associationId", eip["association_id"])]
+            elif public and nic["device"] == 0 and nic["card"] == 0:
                 assoc = [x("publicIp", public), x("publicDnsName", public_dns), x("ipOwnerId", "amazon")]
             nics.append([
                 x("networkInterfaceId", nic["id"]), x("subnetId", nic["subnet_id"]), x("vpcId", nic["vpc_id"]),
@@ -1416,7 +1501,7 @@ def run_instances(ctx):
                 ip = base + str(octet)
             else:
                 ip = base + str(254 - (w.next("secondary-ip-%s" % zone) - 1) % 127)
-            inst_nics.append({"id": w.new_id("eni"), "type": nic["type"], "card": nic["card"],
+            inst_nics.append({"id": w.new_id("eni"), "instance_id": iid, "type": nic["type"], "card": nic["card"],
                               "device": nic["device"], "subnet_id": nic["subnet_id"], "vpc_id": region["vpc"]["id"],
                               "private_ip": ip, "security_groups": list(nic["security_groups"]),
                               "delete_on_termination": nic["delete_on_termination"],
@@ -2105,12 +2190,19 @@ def get_console_output(ctx):
 
 
 # ---- Elastic IPs (EC2 API Reference: AllocateAddress, AssociateAddress,
-# DescribeAddresses, ReleaseAddress; VPC domain only) ----
+# DisassociateAddress, DescribeAddresses, ReleaseAddress,
+# DescribeAccountAttributes; VPC domain only).  The refusals of a pending
+# instance are EC2's behaviour as peers report it (aws.md, "Public
+# addresses on EFA (multi-card) nodes", section 1), not its documentation.
 
-def address_xml(a):
+def address_xml(w, a):
+    nic = w.nic(a["network_interface_id"]) if a["network_interface_id"] else None
     return [x("publicIp", a["public_ip"]), x("allocationId", a["id"]), x("domain", "vpc"),
             x("associationId", a["association_id"]), x("instanceId", a["instance_id"]),
-            x("networkInterfaceId", a["network_interface_id"]), x("networkBorderGroup", a["region"]),
+            x("networkInterfaceId", a["network_interface_id"]),
+            x("networkInterfaceOwnerId", w.account if nic else None),
+            x("privateIpAddress", nic["private_ip"] if nic else None),
+            x("networkBorderGroup", a["region"]), x("publicIpv4Pool", "amazon"),
             tag_set(a["tags"])]
 
 
@@ -2122,16 +2214,18 @@ def allocate_address(ctx):
         raise bad_value("Invalid value '%s' for domain." % domain)
     tags = tags_from_specs(p, {"elastic-ip"}).get("elastic-ip", {})
     ctx.dry_run_point()
+    if sum(1 for a in w.addresses.values() if a["region"] == region["name"]) >= w.max_elastic_ips(region):
+        raise ApiError("AddressLimitExceeded", "The maximum number of addresses has been reached.")
     n = w.next("eip")
     a = {"id": "eipalloc-0%016x" % n, "region": region["name"], "public_ip": "203.0.113.%d" % (100 + n % 150),
          "association_id": None, "instance_id": None, "network_interface_id": None, "tags": tags}
     w.addresses[a["id"]] = a
     return x("publicIp", a["public_ip"]) + x("allocationId", a["id"]) + x("domain", "vpc") + \
-        x("networkBorderGroup", region["name"]) + (tag_set(tags) if tags else "")
+        x("networkBorderGroup", region["name"]) + x("publicIpv4Pool", "amazon") + (tag_set(tags) if tags else "")
 
 
 @action("AssociateAddress", {"AllocationId", "NetworkInterfaceId", "InstanceId", "AllowReassociation",
-                             "PrivateIpAddress"})
+                             "PrivateIpAddress", "PublicIp"})
 def associate_address(ctx):
     w, p, region = ctx.world, ctx.p, ctx.region
     aid = p.require("AllocationId")
@@ -2141,26 +2235,37 @@ def associate_address(ctx):
     eni, iid = p.get("NetworkInterfaceId"), p.get("InstanceId")
     if bool(eni) == bool(iid):
         raise ApiError("InvalidParameterCombination", "Exactly one of InstanceId and NetworkInterfaceId is required")
-    target = None
-    for inst in w.instances.values():
-        if inst["region"] != region["name"] or not w.live(inst):
-            continue
-        if iid and inst["id"] == iid:
-            if len(inst["network_interfaces"]) > 1:
-                raise ApiError("InvalidInstanceID", "There are multiple interfaces attached to instance "
-                               "'%s'. Please specify an interface ID for the operation instead." % iid)
-            target = (inst, inst["network_interfaces"][0])
-        for nic in inst["network_interfaces"]:
-            if eni and nic["id"] == eni:
-                target = (inst, nic)
-    if target is None:
-        raise ApiError("InvalidNetworkInterfaceID.NotFound" if eni else "InvalidInstanceID.NotFound",
-                       "The resource '%s' does not exist" % (eni or iid))
-    inst, nic = target
+    if iid:
+        check_instance_ids([iid])
+        inst = w.instances.get(iid)
+        if inst is None or inst["region"] != region["name"] or not w.live(inst):
+            raise ApiError("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist" % iid)
+        if inst["state"] == "pending":
+            raise ApiError("InvalidInstanceID", "The pending instance '%s' is not in a valid state for this "
+                           "operation." % iid)
+        if len(inst["network_interfaces"]) > 1:
+            raise ApiError("InvalidInstanceID", "There are multiple interfaces attached to instance "
+                           "'%s'. Please specify an interface ID for the operation instead." % iid)
+        nic = inst["network_interfaces"][0]
+    else:
+        nic = w.nic(eni)
+        inst = w.instances[nic["instance_id"]] if nic else None
+        if nic is None or inst["region"] != region["name"] or not w.live(inst):
+            raise ApiError("InvalidNetworkInterfaceID.NotFound", "The networkInterface ID '%s' does not exist" % eni)
+        if inst["state"] == "pending":
+            raise ApiError("IncorrectInstanceState", "The pending-instance-creation instance to which '%s' is "
+                           "attached is not in a valid state for this operation" % eni)
+    if nic["type"] == "efa-only":
+        raise bad_value("You can't assign an IP address to an EFA-only network interface (%s)." % nic["id"])
     if a["association_id"] and not p.bool("AllowReassociation", False):
-        raise ApiError("Resource.AlreadyAssociated", "resource %s is already associated with %s"
+        raise ApiError("Resource.AlreadyAssociated", "resource %s is already associated with associate-id %s"
                        % (aid, a["association_id"]))
     ctx.dry_run_point()
+    w.disassociate(a)
+    # an address the interface already has comes off it (it stays allocated)
+    for other in w.addresses.values():
+        if other["network_interface_id"] == nic["id"]:
+            w.disassociate(other)
     a["association_id"] = "eipassoc-0%016x" % w.next("eipassoc")
     a["instance_id"], a["network_interface_id"] = inst["id"], nic["id"]
     if nic["device"] == 0 and nic["card"] == 0:
@@ -2168,9 +2273,27 @@ def associate_address(ctx):
     return x("return", True) + x("associationId", a["association_id"])
 
 
+@action("DisassociateAddress", {"AssociationId", "PublicIp"})
+def disassociate_address(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    assoc, ip = p.get("AssociationId"), p.get("PublicIp")
+    if bool(assoc) == bool(ip):
+        raise ApiError("InvalidParameterCombination", "Exactly one of AssociationId and PublicIp is required")
+    a = next((a for a in w.addresses.values() if a["region"] == region["name"] and a["association_id"]
+              and (a["association_id"] == assoc or a["public_ip"] == ip)), None)
+    if a is None:
+        if assoc:
+            raise ApiError("InvalidAssociationID.NotFound", "The association ID '%s' does not exist" % assoc)
+        raise ApiError("InvalidIPAddress.NotFound", "Address %s not found." % ip)
+    ctx.dry_run_point()
+    w.disassociate(a)
+    return x("return", True)
+
+
 ADDRESS_FILTERS = {"allocation-id": lambda a: a["id"], "public-ip": lambda a: a["public_ip"],
                    "instance-id": lambda a: a["instance_id"], "association-id": lambda a: a["association_id"],
-                   "network-interface-id": lambda a: a["network_interface_id"], "domain": lambda a: "vpc"}
+                   "network-interface-id": lambda a: a["network_interface_id"], "domain": lambda a: "vpc",
+                   "network-border-group": lambda a: a["region"]}
 
 
 @action("DescribeAddresses", {"Filter", "AllocationId", "PublicIp"}, mutates=False)
@@ -2184,7 +2307,7 @@ def describe_addresses(ctx):
     filters = parse_filters(p, ADDRESS_FILTERS)
     rows = [a for a in mine if (not ids or a["id"] in ids)
             and filters_match(a, filters, ADDRESS_FILTERS, lambda a: a["tags"])]
-    return item_set("addressesSet", [address_xml(a) for a in rows])
+    return item_set("addressesSet", [address_xml(w, a) for a in rows])
 
 
 @action("ReleaseAddress", {"AllocationId", "PublicIp", "NetworkBorderGroup"})
@@ -2199,6 +2322,25 @@ def release_address(ctx):
     ctx.dry_run_point()
     del w.addresses[aid]
     return x("return", True)
+
+
+def account_attributes(w, region):
+    return {"supported-platforms": ["VPC"], "default-vpc": [region["vpc"]["id"]], "max-instances": ["20"],
+            "vpc-max-security-groups-per-interface": ["5"], "max-elastic-ips": ["5"],
+            "vpc-max-elastic-ips": [str(w.max_elastic_ips(region))]}
+
+
+@action("DescribeAccountAttributes", {"AttributeName"}, mutates=False)
+def describe_account_attributes(ctx):
+    w, p, region = ctx.world, ctx.p, ctx.region
+    attrs = account_attributes(w, region)
+    names = p.list("AttributeName") or list(attrs)
+    for name in names:
+        if name not in attrs:
+            raise bad_value("Value (%s) for parameter attributeName is invalid. Unknown attribute." % name)
+    return item_set("accountAttributeSet", [
+        [x("attributeName", name), item_set("attributeValueSet", [[x("attributeValue", v)] for v in attrs[name]])]
+        for name in names])
 
 
 # ---------------------------------------------------------- faults ----

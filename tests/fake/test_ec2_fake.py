@@ -641,6 +641,170 @@ class TestRunInstances(FakeTest):
         self.assertEqual(2, len(self.state()["instances"]), "no failed call launched anything")
 
 
+class TestElasticIps(FakeTest):
+    """Elastic IPs on multi-card EFA instances: what EC2 refuses while an
+    instance is pending, on an efa-only interface, beyond the quota."""
+
+    def efa_node(self, count=1):
+        """p4d.24xlarge as the EC2 User Guide recommends for several network
+        cards: ENA primary, efa-only on card 0 device 1 and on device 0 of
+        the other cards."""
+        nics = [{"DeviceIndex": 0, "NetworkCardIndex": 0, "InterfaceType": "interface"},
+                {"DeviceIndex": 1, "NetworkCardIndex": 0, "InterfaceType": "efa-only"}]
+        nics += [{"DeviceIndex": 0, "NetworkCardIndex": c, "InterfaceType": "efa-only"} for c in (1, 2, 3)]
+        for n in nics:
+            n.update(SubnetId="subnet-01000000000000001", DeleteOnTermination=True)
+        return self.launch(InstanceType="p4d.24xlarge", MinCount=count, MaxCount=count,
+                           NetworkInterfaces=nics)["Instances"]
+
+    def allocate(self, client=None, uid="u1"):
+        return (client or self.ec2).allocate_address(Domain="vpc", TagSpecifications=[
+            {"ResourceType": "elastic-ip", "Tags": [{"Key": "gpuctl:cluster-uid", "Value": uid}]}])
+
+    def message_of(self, call, **kw):
+        try:
+            call(**kw)
+        except ClientError as e:
+            return e.response["Error"]["Code"] + ": " + e.response["Error"]["Message"]
+        raise AssertionError("the call succeeded")
+
+    def test_efa_only_layout(self):
+        (a,) = self.efa_node()
+        self.assertEqual([(0, 0, "interface", "10.0.0.1"), (0, 1, "efa-only", None), (1, 0, "efa-only", None),
+                          (2, 0, "efa-only", None), (3, 0, "efa-only", None)],
+                         [(n["Attachment"]["NetworkCardIndex"], n["Attachment"]["DeviceIndex"], n["InterfaceType"],
+                           n.get("PrivateIpAddress")) for n in a["NetworkInterfaces"]])
+        self.assertEqual("10.0.0.1", a["PrivateIpAddress"])
+        nic = {"SubnetId": "subnet-01000000000000001"}
+        self.assertEqual("InvalidParameterValue: The primary network interface cannot be of type efa-only.",
+                         self.message_of(self.launch, InstanceType="p4d.24xlarge", NetworkInterfaces=[
+                             dict(nic, DeviceIndex=0, NetworkCardIndex=0, InterfaceType="efa-only"),
+                             dict(nic, DeviceIndex=0, NetworkCardIndex=1, InterfaceType="efa-only")]))
+        self.assertEqual("InvalidParameterCombination: The associatePublicIPAddress parameter cannot be specified "
+                         "when launching with multiple network interfaces.",
+                         self.message_of(self.launch, InstanceType="p4d.24xlarge", NetworkInterfaces=[
+                             dict(nic, DeviceIndex=0, NetworkCardIndex=0, AssociatePublicIpAddress=True),
+                             dict(nic, DeviceIndex=1, NetworkCardIndex=0, InterfaceType="efa-only")]))
+        self.assertEqual(1, len(self.state()["instances"]))
+
+    def test_account_attributes(self):
+        attrs = self.ec2.describe_account_attributes(AttributeNames=["vpc-max-elastic-ips"])["AccountAttributes"]
+        self.assertEqual([("vpc-max-elastic-ips", ["5"])],
+                         [(a["AttributeName"], [v["AttributeValue"] for v in a["AttributeValues"]]) for a in attrs])
+        every = self.ec2.describe_account_attributes()["AccountAttributes"]
+        self.assertEqual(["supported-platforms", "default-vpc", "max-instances",
+                          "vpc-max-security-groups-per-interface", "max-elastic-ips", "vpc-max-elastic-ips"],
+                         [a["AttributeName"] for a in every])
+        self.assertError("InvalidParameterValue", 400, self.ec2.describe_account_attributes,
+                         AttributeNames=["max-unicorns"])
+        log = [e for e in self.fake.log() if e["action"] == "DescribeAccountAttributes"][0]
+        self.assertEqual({"AttributeName.1": "vpc-max-elastic-ips"}, log["params"])
+
+    def test_quota(self):
+        ids = [self.allocate()["AllocationId"] for _ in range(5)]
+        self.assertEqual(["eipalloc-0%016x" % n for n in range(1, 6)], ids)
+        self.assertEqual("AddressLimitExceeded: The maximum number of addresses has been reached.",
+                         self.message_of(self.allocate))
+        self.assertEqual(5, len(self.state()["addresses"]))
+        # per region: us-west-2 has its own five
+        self.allocate(self.fake.client("us-west-2"))
+        self.ec2.release_address(AllocationId=ids[0])
+        self.allocate()
+        self.assertEqual(6, len(self.state()["addresses"]))
+
+    def test_pending_refused_running_associated(self):
+        (a,) = self.efa_node()
+        iid = a["InstanceId"]
+        primary = a["NetworkInterfaces"][0]["NetworkInterfaceId"]
+        efa_only = a["NetworkInterfaces"][1]["NetworkInterfaceId"]
+        alloc = self.allocate()
+        self.assertEqual(("203.0.113.101", "vpc", {"gpuctl:cluster-uid": "u1"}),
+                         (alloc["PublicIp"], alloc["Domain"], self.state()["addresses"][0]["tags"]))
+        aid = alloc["AllocationId"]
+        # pending: refused both ways
+        self.assertEqual("InvalidInstanceID: The pending instance '%s' is not in a valid state for this operation."
+                         % iid, self.message_of(self.ec2.associate_address, AllocationId=aid, InstanceId=iid))
+        self.assertEqual("IncorrectInstanceState: The pending-instance-creation instance to which '%s' is attached "
+                         "is not in a valid state for this operation" % primary,
+                         self.message_of(self.ec2.associate_address, AllocationId=aid, NetworkInterfaceId=primary,
+                                         AllowReassociation=False))
+        self.assertEqual([None], [x["association_id"] for x in self.state()["addresses"]])
+        # two polls: pending, then running
+        all_instances(self.ec2)
+        self.assertEqual(["running"], [i["State"]["Name"] for i in all_instances(self.ec2)])
+        self.assertEqual("InvalidInstanceID: There are multiple interfaces attached to instance '%s'. Please "
+                         "specify an interface ID for the operation instead." % iid,
+                         self.message_of(self.ec2.associate_address, AllocationId=aid, InstanceId=iid))
+        self.assertEqual("InvalidParameterValue: You can't assign an IP address to an EFA-only network interface "
+                         "(%s)." % efa_only,
+                         self.message_of(self.ec2.associate_address, AllocationId=aid, NetworkInterfaceId=efa_only))
+        assoc = self.ec2.associate_address(AllocationId=aid, NetworkInterfaceId=primary,
+                                           AllowReassociation=False)["AssociationId"]
+        self.assertEqual("eipassoc-00000000000000001", assoc)
+        (r,) = all_instances(self.ec2)
+        self.assertEqual("203.0.113.101", r["PublicIpAddress"])
+        self.assertEqual({"PublicIp": "203.0.113.101", "PublicDnsName": "ec2-203-0-113-101.compute-1.amazonaws.com",
+                          "IpOwnerId": "123456789012"}, r["NetworkInterfaces"][0]["Association"])
+        (d,) = self.ec2.describe_addresses(Filters=[{"Name": "tag:gpuctl:cluster-uid", "Values": ["u1"]}])["Addresses"]
+        self.assertEqual((iid, primary, "10.0.0.1", assoc, "203.0.113.101"),
+                         (d["InstanceId"], d["NetworkInterfaceId"], d["PrivateIpAddress"], d["AssociationId"],
+                          d["PublicIp"]))
+        # the same address elsewhere without reassociation: refused
+        (b,) = self.efa_node()
+        self.fake.control("POST", "advance")
+        other = b["NetworkInterfaces"][0]["NetworkInterfaceId"]
+        self.assertEqual("Resource.AlreadyAssociated", error_of(
+            self.ec2.associate_address, AllocationId=aid, NetworkInterfaceId=other, AllowReassociation=False)[0])
+        # a second address on the same interface: the first comes off, stays allocated
+        aid2 = self.allocate()["AllocationId"]
+        self.ec2.associate_address(AllocationId=aid2, NetworkInterfaceId=primary, AllowReassociation=False)
+        st = {x["id"]: x for x in self.state()["addresses"]}
+        self.assertEqual((None, primary), (st[aid]["network_interface_id"], st[aid2]["network_interface_id"]))
+        self.assertEqual("203.0.113.102", [i for i in self.state()["instances"] if i["id"] == iid][0]["public_ip"])
+        # release: not while associated; disassociate first
+        self.assertEqual("InvalidIPAddress.InUse: Address 203.0.113.102 is in use.",
+                         self.message_of(self.ec2.release_address, AllocationId=aid2))
+        self.assertError("InvalidAssociationID.NotFound", 400, self.ec2.disassociate_address,
+                         AssociationId="eipassoc-0ffffffffffffffff")
+        self.ec2.disassociate_address(AssociationId=st[aid2]["association_id"])
+        (r,) = all_instances(self.ec2, InstanceIds=[iid])
+        self.assertNotIn("PublicIpAddress", r)
+        self.ec2.release_address(AllocationId=aid2)
+        self.assertError("InvalidAllocationID.NotFound", 400, self.ec2.release_address, AllocationId=aid2)
+        # an instance that terminates loses its address, which stays allocated
+        self.ec2.associate_address(AllocationId=aid, NetworkInterfaceId=other)
+        self.ec2.terminate_instances(InstanceIds=[b["InstanceId"]])
+        self.fake.control("POST", "advance")
+        self.assertEqual([(aid, None, None)], [(x["id"], x["instance_id"], x["association_id"])
+                                               for x in self.state()["addresses"]])
+
+
+class TestElasticIpSeed(FakeTest):
+    """The quota from the seed, per region."""
+
+    @classmethod
+    def setUpClass(cls):
+        fd, cls.seed_path = tempfile.mkstemp(suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"max_elastic_ips": {"us-east-1": 1}}, f)
+        cls.args = ("--seed", cls.seed_path)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        os.unlink(cls.seed_path)
+
+    def test_seeded_quota(self):
+        attr = lambda c: c.describe_account_attributes(AttributeNames=["vpc-max-elastic-ips"])[
+            "AccountAttributes"][0]["AttributeValues"][0]["AttributeValue"]
+        west = self.fake.client("us-west-2")
+        self.assertEqual(("1", "5"), (attr(self.ec2), attr(west)))
+        self.ec2.allocate_address(Domain="vpc")
+        self.assertError("AddressLimitExceeded", 400, self.ec2.allocate_address, Domain="vpc")
+        west.allocate_address(Domain="vpc")
+
+
 class TestDescribeInstances(FakeTest):
     def test_lifecycle_and_filters(self):
         tag = lambda k, v: {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v}]}

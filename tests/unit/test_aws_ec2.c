@@ -349,6 +349,55 @@ static void test_quota(void **state)
     assert_int_equal(log_count(f, "\"status\": 400, \"error\": \"VcpuLimitExceeded\""), 1);
 }
 
+/* gpc_ec2_call_many: every item gets its own answer and EC2 code, also
+ * those after a failed one (regression: the items after the first failure
+ * were left without answer, so a refused AssociateAddress hid the codes of
+ * the others). */
+static void test_call_many_every_item(void **state)
+{
+    fixture *f = *state;
+    start(f, NULL, NULL);
+    gpc_ec2_params p[3];
+    for (int i = 0; i < 3; i++)
+        gpc_ec2_params_init(&p[i]);
+    gpc_ec2_param(&p[0], "eipalloc-0ffffffffffffffff", "AllocationId");
+    gpc_ec2_param(&p[0], "eni-0ffffffffffffffff", "NetworkInterfaceId");
+    gpc_ec2_param(&p[1], "vpc-max-elastic-ips", "AttributeName.1");
+    gpc_ec2_param(&p[2], "eipalloc-0fffffffffffffffe", "AllocationId");
+    gpc_ec2_batch_item items[3] = {
+        {.region = "us-east-1", .action = "AssociateAddress", .params = &p[0]},
+        {.region = "us-east-1", .action = "DescribeAccountAttributes", .params = &p[1]},
+        {.region = "us-east-1", .action = "ReleaseAddress", .params = &p[2]},
+    };
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_ec2_call_many(&f->ec2, items, 3, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(items[0].rc, GPC_ERR_PROVIDER);
+    assert_string_equal(items[0].code, "InvalidAllocationID.NotFound");
+    assert_null(items[0].doc);
+    const char *want0 = "aws: AssociateAddress (us-east-1): InvalidAllocationID.NotFound: The "
+                        "allocation ID 'eipalloc-0ffffffffffffffff' does not exist (request id ";
+    assert_int_equal(strncmp(items[0].err.msg, want0, strlen(want0)), 0);
+    assert_int_equal(items[1].rc, 0);
+    assert_string_equal(items[1].code, "");
+    assert_non_null(items[1].doc);
+    char v[64];
+    xmlNode *it = gpc_xml_items(xmlDocGetRootElement(items[1].doc), "accountAttributeSet");
+    assert_string_equal(gpc_xml_text(it, "attributeName", v, sizeof(v)), "vpc-max-elastic-ips");
+    assert_string_equal(gpc_xml_text(gpc_xml_items(it, "attributeValueSet"), "attributeValue", v,
+                                     sizeof(v)),
+                        "5");
+    assert_int_equal(items[2].rc, GPC_ERR_PROVIDER);
+    assert_string_equal(items[2].code, "InvalidAllocationID.NotFound");
+    /* the first failure is the call's */
+    assert_string_equal(err.msg, items[0].err.msg);
+    for (int i = 0; i < 3; i++) {
+        xmlFreeDoc(items[i].doc);
+        gpc_ec2_params_free(&p[i]);
+    }
+    assert_int_equal(log_count(f, NULL), 3);
+}
+
 static void test_not_found_keeps_code(void **state)
 {
     fixture *f = *state;
@@ -654,6 +703,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_internal_error_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_many_every_item, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found_keeps_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_params_encoding, setup, teardown),
