@@ -1700,7 +1700,8 @@ static int read_catalog_file(const char *path, char **out, size_t *out_len, gpc_
  * checksum (cache_checksum: of the header up to the checksum and of
  * everything after it) must match, and every row is checked (offsets
  * inside the blob, which ends with a NUL; GPU index, enum and counts in
- * range; numbers as a parse gives them) before a pointer is made.  Any
+ * range; numbers and names as a parse gives them: what a CSV cell may hold,
+ * catalog.h's ranges; not the duplicate check) before a pointer is made.  Any
  * doubt means a parse, as without a cache, and a new cache file.
  *
  * The accepted edge: a rewrite of the CSV that keeps its size, its inode
@@ -1873,6 +1874,14 @@ static bool is_hex64(const char *s)
 static bool count_ok(double v, double max) { return v >= 0 && v <= max; }
 static bool price_ok(double v) { return count_ok(v, GPC_CATALOG_PRICE_MAX) || v == -1; }
 
+/* The names of a row as convert_cell takes them from a CSV cell. */
+static bool names_ok(const char *provider, const char *type, const char *region)
+{
+    size_t pl = strlen(provider), tl = strlen(type), rl = strlen(region);
+    return provider_ok(provider, pl) && pl <= 15 && strcmp(provider, "local") != 0 && tl &&
+           tl <= 63 && name_ok(type, tl) && rl <= 47 && name_ok(region, rl);
+}
+
 /* The rows of a cache file read whole into `file` (len bytes, 8-byte
  * aligned), checked; NULL (nothing kept) when anything is wrong. */
 static gpc_catalog_row *cache_rows(const gpc_catalog *c, const cache_ref *ref,
@@ -1922,7 +1931,8 @@ static gpc_catalog_row *cache_rows(const gpc_catalog *c, const cache_ref *ref,
             !count_ok(r->mem_gib, GPC_CATALOG_GIB_MAX) ||
             !count_ok(r->fabric_gbps, GPC_CATALOG_GBPS_MAX) ||
             !price_ok(r->price_ondemand) || !price_ok(r->price_spot) ||
-            !price_ok(r->price_ondemand_cny) || !price_ok(r->price_spot_cny)) {
+            !price_ok(r->price_ondemand_cny) || !price_ok(r->price_spot_cny) ||
+            !names_ok(blob + r->provider, blob + r->instance_type, blob + r->region)) {
             free(rows);
             return NULL;
         }

@@ -1441,7 +1441,8 @@ enum {
     H_FINGERPRINT = 32, H_DEV = 96, H_INO = 104, H_SIZE = 112, H_MTIME_NSEC = 128,
     H_CTIME_SEC = 136, H_SHA256 = 152, H_N_ROWS = 216, H_BLOB_SIZE = 224, H_CHECKSUM = 232,
     H_END = 240,
-    R_GPU_MEM = 0, R_VCPUS = 8, R_MEM = 16, R_GBPS = 24, R_OD = 32, R_SPOT_CNY = 56, R_PROVIDER = 64, R_TYPE = 68,
+    R_GPU_MEM = 0, R_VCPUS = 8, R_MEM = 16, R_GBPS = 24, R_OD = 32, R_SPOT_CNY = 56,
+    R_PROVIDER = 64, R_TYPE = 68, R_REGION = 72,
     R_NOTES = 80, R_GPU = 84, R_GPU_COUNT = 88, R_FABRIC = 92, R_LINE = 96, R_ZERO = 100,
     R_SIZE = 104
 };
@@ -1483,6 +1484,7 @@ static void test_cache_forged(void **state)
     char *bad = malloc(len);
     assert_non_null(bad);
     const uint64_t blob_size = get_u64(good, H_BLOB_SIZE);
+    const size_t blob_at = H_END + 4000 * R_SIZE;
     assert_int_equal(get_u64(good, H_N_ROWS), 4000);
     assert_int_equal(len, H_END + 4000 * R_SIZE + blob_size);
     /* Row 10: CPU-only, on-demand 10.01; row 11: 4 x A100-80GB. */
@@ -1556,6 +1558,13 @@ static void test_cache_forged(void **state)
         {"memory 1e20 GiB", F64, row_at(10, R_MEM), 1e20},
         {"GPU memory 2^21 GiB", F64, row_at(11, R_GPU_MEM), 2097152},
         {"interconnect 1e7 Gbit/s", F64, row_at(10, R_GBPS), 1e7},
+        /* names a CSV cell could not hold (found by fuzz_catalog_cache) */
+        {"a space in an instance type", BYTE, blob_at + get_u32(good, row_at(10, R_TYPE)) + 1,
+         ' '},
+        {"a provider in upper case", BYTE, blob_at + get_u32(good, row_at(10, R_PROVIDER)),
+         'A'},
+        {"a control character in a region", BYTE,
+         blob_at + get_u32(good, row_at(10, R_REGION)) + 2, '\x01'},
     };
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         memcpy(bad, good, len);
