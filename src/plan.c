@@ -298,8 +298,11 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
             if (rc)
                 gpc_fail(err, e.code, "--live: %s", e.msg);
         }
+        /* a price out of the catalog's range (an answer of 1e300, inf or
+         * nan) is the provider's error, not a price to plan with */
         for (size_t k = 0; !rc && k < n; k++)
-            cat->rows[row[k]].price_spot = o[k].price_hourly;
+            rc = gpc_catalog_set_price(cat, &cat->rows[row[k]], -1, o[k].price_hourly, NULL,
+                                       err);
         if (!rc) {
             snprintf(note, sizeof(note), "--live: %zu of %zu %s spot price(s) are live from "
                      "the provider's API, the rest from the catalog", updated, n, p->name);
