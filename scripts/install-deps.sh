@@ -2,7 +2,7 @@
 # Install what gpuctl needs to build, test and run its quickstart on
 # Debian 12, with apt-get; uses sudo when not root.  Safe to run again.
 set -eu
-PKGS="build-essential cmake pkg-config git
+PKGS="build-essential cmake pkg-config git clang libclang-rt-dev
 libcurl4-openssl-dev libssl-dev libcjson-dev libyaml-dev libxml2-dev
 libsqlite3-dev zlib1g-dev libcmocka-dev libcsv-dev libinih-dev
 python3 python3-torch python3-sklearn python3-jsonschema python3-yaml python3-botocore

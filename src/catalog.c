@@ -49,7 +49,6 @@
 
 #define SHOW_MAX 48             /* bytes of a cell quoted in a message */
 #define ARENA_BLOCK (256u << 10)
-#define GPU_COUNT_MAX 65535u   /* as in bad_cell's message */
 #define NUM_TEXT_MAX 512        /* longest number cell (fixed notation of huge values) */
 #define BUILTIN_ORIGIN "built-in"
 
@@ -960,12 +959,33 @@ static int bad_cell(reader *r, int k, const char *what, const char *s, size_t le
     return cell_fail(r, instance_cols[k].name, "%s (got %s)%s", what, show(s, len, q), tail);
 }
 
-/* A number cell of column k: >= 0, or `empty` when the cell is. */
+/* The largest value of number column k (catalog.h has the ranges). */
+static double col_max(int k)
+{
+    switch (k) {
+    case I_GPU_COUNT: return GPC_CATALOG_GPU_COUNT_MAX;
+    case I_GPU_MEM: case I_MEM: return GPC_CATALOG_GIB_MAX;
+    case I_VCPUS: return GPC_CATALOG_VCPUS_MAX;
+    case I_FABRIC_GBPS: return GPC_CATALOG_GBPS_MAX;
+    default: return GPC_CATALOG_PRICE_MAX;
+    }
+}
+
+__attribute__((cold, noinline))
+static int too_large(reader *r, int k, const char *s, size_t len)
+{
+    char what[64];
+    snprintf(what, sizeof(what), "more than %.0f", col_max(k));
+    return bad_cell(r, k, what, s, len, "");
+}
+
+/* A number cell of column k: 0 .. col_max(k), or `empty` when the cell is. */
 static int num_cell(reader *r, int k, const char *s, size_t len, double empty, double *v)
 {
     switch (parse_num(s, len, v)) {
     case NUM_OK:
-        return 0;
+        /* gpu_count: its own message (convert_cell) */
+        return *v > col_max(k) && k != I_GPU_COUNT ? too_large(r, k, s, len) : 0;
     case NUM_EMPTY:
         *v = empty;
         return 0;
@@ -1053,7 +1073,7 @@ static int convert_cell(reader *r, loader *L, gpc_catalog_row *row, int k, const
     case I_GPU_COUNT:
         if ((rc = num_cell(r, k, s, len, 0, &v)))
             return rc;
-        if (v > GPU_COUNT_MAX || v != (double)(uint32_t)v)
+        if (v > GPC_CATALOG_GPU_COUNT_MAX || v != (double)(uint32_t)v)
             return bad_cell(r, k, "not a whole number of at most 65535", s, len, "");
         row->gpu_count = (uint32_t)v;
         return 0;
@@ -1680,7 +1700,8 @@ static int read_catalog_file(const char *path, char **out, size_t *out_len, gpc_
  * checksum (cache_checksum: of the header up to the checksum and of
  * everything after it) must match, and every row is checked (offsets
  * inside the blob, which ends with a NUL; GPU index, enum and counts in
- * range; numbers as a parse gives them) before a pointer is made.  Any
+ * range; numbers and names as a parse gives them: what a CSV cell may hold,
+ * catalog.h's ranges; not the duplicate check) before a pointer is made.  Any
  * doubt means a parse, as without a cache, and a new cache file.
  *
  * The accepted edge: a rewrite of the CSV that keeps its size, its inode
@@ -1849,9 +1870,17 @@ static bool is_hex64(const char *s)
     return true;
 }
 
-/* A figure as a parse gives it: finite and >= 0; or -1 (no price). */
-static bool count_ok(double v) { return v >= 0 && v <= DBL_MAX; }
-static bool price_ok(double v) { return count_ok(v) || v == -1; }
+/* A figure as a parse gives it: 0 .. max (catalog.h); or -1 (no price). */
+static bool count_ok(double v, double max) { return v >= 0 && v <= max; }
+static bool price_ok(double v) { return count_ok(v, GPC_CATALOG_PRICE_MAX) || v == -1; }
+
+/* The names of a row as convert_cell takes them from a CSV cell. */
+static bool names_ok(const char *provider, const char *type, const char *region)
+{
+    size_t pl = strlen(provider), tl = strlen(type), rl = strlen(region);
+    return provider_ok(provider, pl) && pl <= 15 && strcmp(provider, "local") != 0 && tl &&
+           tl <= 63 && name_ok(type, tl) && rl <= 47 && name_ok(region, rl);
+}
 
 /* The rows of a cache file read whole into `file` (len bytes, 8-byte
  * aligned), checked; NULL (nothing kept) when anything is wrong. */
@@ -1895,12 +1924,15 @@ static gpc_catalog_row *cache_rows(const gpc_catalog *c, const cache_ref *ref,
         const cache_row *r = &in[i];
         if (r->provider >= bs || r->instance_type >= bs || r->region >= bs || r->source >= bs ||
             r->notes >= bs || !blob[r->provider] || !blob[r->instance_type] ||
-            r->gpu < -1 || r->gpu >= (int64_t)c->n_gpus || r->gpu_count > GPU_COUNT_MAX ||
+            r->gpu < -1 || r->gpu >= (int64_t)c->n_gpus || r->gpu_count > GPC_CATALOG_GPU_COUNT_MAX ||
             (r->gpu >= 0) != (r->gpu_count > 0) || r->fabric > GPC_FABRIC_ERDMA ||
-            r->line < prev_line || r->zero != 0 || !count_ok(r->gpu_mem_gib) ||
-            !count_ok(r->vcpus) || !count_ok(r->mem_gib) || !count_ok(r->fabric_gbps) ||
+            r->line < prev_line || r->zero != 0 || !count_ok(r->gpu_mem_gib, GPC_CATALOG_GIB_MAX) ||
+            !count_ok(r->vcpus, GPC_CATALOG_VCPUS_MAX) ||
+            !count_ok(r->mem_gib, GPC_CATALOG_GIB_MAX) ||
+            !count_ok(r->fabric_gbps, GPC_CATALOG_GBPS_MAX) ||
             !price_ok(r->price_ondemand) || !price_ok(r->price_spot) ||
-            !price_ok(r->price_ondemand_cny) || !price_ok(r->price_spot_cny)) {
+            !price_ok(r->price_ondemand_cny) || !price_ok(r->price_spot_cny) ||
+            !names_ok(blob + r->provider, blob + r->instance_type, blob + r->region)) {
             free(rows);
             return NULL;
         }
@@ -2316,6 +2348,14 @@ int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
 {
     if (!c || row < c->rows || row >= c->rows + c->n_rows)
         return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_catalog_set_price: row not in catalog");
+    /* A price a CSV cell could not hold would make the catalog written
+     * from it unreadable (NaN is neither >= 0 nor < 0: refused too). */
+    const double p[2] = {ondemand, spot};
+    for (int i = 0; i < 2; i++)
+        if (!(p[i] < 0) && !(p[i] <= GPC_CATALOG_PRICE_MAX))
+            return gpc_fail(err, GPC_ERR_PROVIDER, "%s %s %s: %s price %.15g USD/hour is out of "
+                            "range (at most %.0f)", row->provider, row->instance_type,
+                            row->region, i ? "spot" : "on-demand", p[i], GPC_CATALOG_PRICE_MAX);
     if (source) {
         const char *s = arena_strndup(cat_arena(c), source, strlen(source));
         if (!s)

@@ -14,6 +14,9 @@ void gpc_error_clear(gpc_error *err)
 }
 
 static void set_msg(gpc_error *err, gpc_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void set_msg(gpc_error *err, gpc_code code, const char *fmt, va_list ap)
 {
     err->code = code;
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);

@@ -25,11 +25,11 @@
 #define ALIAS_NODES_MAX 10000 /* nodes reachable through aliases, in all */
 #define NEST_MAX 64           /* collections open at once */
 #define ANCHORS_MAX 1000
-#define NODES_MAX 1024        /* spec `nodes` */
+#define NODES_MAX GPC_SPEC_NODES_MAX
 #define GPUS_PER_NODE_MAX 64
 #define NPROC_MAX 64
 #define LIST_MAX 256          /* entries in a list field (provider, regions, gpu, ...) */
-#define DURATION_MAX_S (36500ull * 86400) /* 100 years */
+#define DURATION_MAX_S GPC_SPEC_DURATION_MAX_S
 #define SHOW_MAX 96           /* quoted value in a message */
 #define PATH_MAX_LEN 160      /* field path in a message */
 

@@ -44,6 +44,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@
 #include <sqlite3.h>
 
 #include "gpuctl/buf.h"
+#include "gpuctl/catalog.h"
+#include "gpuctl/spec.h"
 #include "gpuctl/state.h"
 #include "gpuctl/util.h"
 
@@ -429,6 +432,63 @@ static int col_phase(gpc_state *st, sqlite3_stmt *stmt, int i, const char *table
                         st->dbpath, t ? (const char *)t : "", table,
                         (long long)sqlite3_column_int64(stmt, 0));
     return 0;
+}
+
+/*
+ * Numbers read back are checked like anything else that comes from a file:
+ * an integer column must hold an integer in its range, a REAL column a
+ * finite number in its range.  A row that fails (a damaged database, one
+ * written by hand or by another program) is refused naming the table, the
+ * row id and the column; nothing of it is used.  The first failure is kept
+ * in *rc, so that a reader can check a whole row and test once.
+ */
+#define TIME_MAX INT64_C(253402300799) /* 9999-12-31T23:59:59Z */
+#define RANK_MAX ((int64_t)GPC_SPEC_NODES_MAX - 1)
+
+static void col_bad(gpc_state *st, sqlite3_stmt *stmt, int i, const char *table,
+                    const char *what, int *rc, gpc_error *err)
+{
+    const unsigned char *t = sqlite3_column_text(stmt, i);
+    *rc = gpc_fail(err, GPC_ERR_STATE, "state %s: %s row %lld: %s: '%.40s' %s", st->dbpath,
+                   table, (long long)sqlite3_column_int64(stmt, 0),
+                   sqlite3_column_name(stmt, i), t ? (const char *)t : "NULL", what);
+}
+
+static int64_t col_int(gpc_state *st, sqlite3_stmt *stmt, int i, const char *table,
+                       int64_t lo, int64_t hi, int *rc, gpc_error *err)
+{
+    if (*rc)
+        return lo;
+    char what[96];
+    if (sqlite3_column_type(stmt, i) != SQLITE_INTEGER) {
+        col_bad(st, stmt, i, table, "is not an integer", rc, err);
+        return lo;
+    }
+    int64_t v = sqlite3_column_int64(stmt, i);
+    if (v >= lo && v <= hi)
+        return v;
+    snprintf(what, sizeof(what), "is out of range (%lld..%lld)", (long long)lo, (long long)hi);
+    col_bad(st, stmt, i, table, what, rc, err);
+    return lo;
+}
+
+static double col_real(gpc_state *st, sqlite3_stmt *stmt, int i, const char *table,
+                       double lo, double hi, int *rc, gpc_error *err)
+{
+    if (*rc)
+        return lo;
+    char what[96];
+    int type = sqlite3_column_type(stmt, i);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) {
+        col_bad(st, stmt, i, table, "is not a number", rc, err);
+        return lo;
+    }
+    double v = sqlite3_column_double(stmt, i);
+    if (v >= lo && v <= hi)
+        return v;
+    snprintf(what, sizeof(what), "is out of range (%.15g..%.15g)", lo, hi);
+    col_bad(st, stmt, i, table, what, rc, err);
+    return lo;
 }
 
 /* ------------------------------------------------------------------ */
@@ -952,20 +1012,23 @@ static int read_cluster(gpc_state *st, sqlite3_stmt *s, gpc_cluster_rec *r,
                         gpc_error *err)
 {
     memset(r, 0, sizeof(*r));
-    r->id = sqlite3_column_int64(s, 0);
+    const char *t = "clusters";
+    int rc = 0;
+    r->id = col_int(st, s, 0, t, 1, INT64_MAX, &rc, err);
     r->name = col_dup(s, 1, err);
     r->uid = col_dup(s, 2, err);
     r->provider = col_dup(s, 3, err);
     r->spec_hash = col_dup(s, 4, err);
     r->spec_json = col_dup(s, 5, err);
     r->spec_path = col_dup(s, 6, err);
-    r->nodes = (uint32_t)sqlite3_column_int64(s, 7);
-    r->rdzv_port = (uint32_t)sqlite3_column_int64(s, 8);
-    int rc = col_phase(st, s, 9, "clusters", &r->phase, err);
-    r->exit_code = sqlite3_column_int(s, 10);
-    r->created_at = sqlite3_column_int64(s, 11);
-    r->updated_at = sqlite3_column_int64(s, 12);
-    r->destroyed_at = sqlite3_column_int64(s, 13);
+    r->nodes = (uint32_t)col_int(st, s, 7, t, 0, GPC_SPEC_NODES_MAX, &rc, err);
+    r->rdzv_port = (uint32_t)col_int(st, s, 8, t, 0, 65535, &rc, err);
+    if (!rc)
+        rc = col_phase(st, s, 9, t, &r->phase, err);
+    r->exit_code = (int)col_int(st, s, 10, t, -1, 255, &rc, err);
+    r->created_at = col_int(st, s, 11, t, 0, TIME_MAX, &rc, err);
+    r->updated_at = col_int(st, s, 12, t, 0, TIME_MAX, &rc, err);
+    r->destroyed_at = col_int(st, s, 13, t, 0, TIME_MAX, &rc, err);
     if (!rc && (!r->name || !r->uid || !r->provider || !r->spec_hash ||
                 !r->spec_json || !r->spec_path))
         rc = GPC_ERR_NOMEM;
@@ -1185,9 +1248,11 @@ void gpc_node_list_free(gpc_node_rec *recs, size_t n)
 static int read_node(gpc_state *st, sqlite3_stmt *s, gpc_node_rec *r, gpc_error *err)
 {
     memset(r, 0, sizeof(*r));
-    r->id = sqlite3_column_int64(s, 0);
-    r->cluster_id = sqlite3_column_int64(s, 1);
-    r->rank = (uint32_t)sqlite3_column_int64(s, 2);
+    const char *t = "nodes";
+    int rc = 0;
+    r->id = col_int(st, s, 0, t, 1, INT64_MAX, &rc, err);
+    r->cluster_id = col_int(st, s, 1, t, 1, INT64_MAX, &rc, err);
+    r->rank = (uint32_t)col_int(st, s, 2, t, 0, RANK_MAX, &rc, err);
     r->name = col_dup(s, 3, err);
     r->provider = col_dup(s, 4, err);
     r->provider_id = col_dup(s, 5, err);
@@ -1195,14 +1260,15 @@ static int read_node(gpc_state *st, sqlite3_stmt *s, gpc_node_rec *r, gpc_error 
     r->region = col_dup(s, 7, err);
     r->zone = col_dup(s, 8, err);
     r->instance_type = col_dup(s, 9, err);
-    r->spot = sqlite3_column_int(s, 10);
+    r->spot = (int)col_int(st, s, 10, t, 0, 1, &rc, err);
     r->private_ip = col_dup(s, 11, err);
-    r->price_hourly = sqlite3_column_double(s, 12);
-    int rc = col_phase(st, s, 13, "nodes", &r->phase, err);
-    r->exit_code = sqlite3_column_int(s, 14);
-    r->created_at = sqlite3_column_int64(s, 15);
-    r->started_at = sqlite3_column_int64(s, 16);
-    r->ended_at = sqlite3_column_int64(s, 17);
+    r->price_hourly = col_real(st, s, 12, t, 0, GPC_CATALOG_PRICE_MAX, &rc, err);
+    if (!rc)
+        rc = col_phase(st, s, 13, t, &r->phase, err);
+    r->exit_code = (int)col_int(st, s, 14, t, -1, 255, &rc, err);
+    r->created_at = col_int(st, s, 15, t, 0, TIME_MAX, &rc, err);
+    r->started_at = col_int(st, s, 16, t, 0, TIME_MAX, &rc, err);
+    r->ended_at = col_int(st, s, 17, t, 0, TIME_MAX, &rc, err);
     if (!rc && (!r->name || !r->provider || !r->provider_id || !r->client_token ||
                 !r->region || !r->zone || !r->instance_type || !r->private_ip))
         rc = GPC_ERR_NOMEM;
@@ -1389,20 +1455,23 @@ int gpc_attempt_list(gpc_state *st, int64_t cluster_id, gpc_attempt_rec **out, s
             break;
         gpc_attempt_rec *a = &arr[cnt];
         memset(a, 0, sizeof(*a));
-        a->id = sqlite3_column_int64(s, 0);
-        a->cluster_id = sqlite3_column_int64(s, 1);
-        a->rank = (uint32_t)sqlite3_column_int64(s, 2);
-        a->at = sqlite3_column_int64(s, 3);
+        const char *t = "attempts";
+        a->id = col_int(st, s, 0, t, 1, INT64_MAX, &ret, err);
+        a->cluster_id = col_int(st, s, 1, t, 1, INT64_MAX, &ret, err);
+        a->rank = (uint32_t)col_int(st, s, 2, t, 0, RANK_MAX, &ret, err);
+        a->at = col_int(st, s, 3, t, 0, TIME_MAX, &ret, err);
         a->provider = col_dup(s, 4, err);
         a->region = col_dup(s, 5, err);
         a->zone = col_dup(s, 6, err);
         a->instance_type = col_dup(s, 7, err);
-        a->spot = sqlite3_column_int(s, 8);
-        a->attempt = (uint32_t)sqlite3_column_int64(s, 9);
+        a->spot = (int)col_int(st, s, 8, t, 0, 1, &ret, err);
+        a->attempt = (uint32_t)col_int(st, s, 9, t, 0, UINT32_MAX, &ret, err);
         a->outcome = col_dup(s, 10, err);
         a->error_code = col_dup(s, 11, err);
         a->error_message = col_dup(s, 12, err);
         cnt++; /* counted even when a copy failed, so the free below sees it */
+        if (ret)
+            break;
         if (!a->provider || !a->region || !a->zone || !a->instance_type || !a->outcome ||
             !a->error_code || !a->error_message) {
             ret = GPC_ERR_NOMEM;
@@ -1476,10 +1545,20 @@ int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *regi
     bind_text(s, 3, zone);
     bind_text(s, 4, instance_type);
     sqlite3_bind_int(s, 5, spot ? 1 : 0);
-    int rc = step_first(st, s, what, err);
-    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+    int rc = step_first(st, s, what, err), bad = 0;
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
         *at = sqlite3_column_int64(s, 0);
+        if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || *at < 0 || *at > TIME_MAX) {
+            const unsigned char *t = sqlite3_column_text(s, 0);
+            bad = gpc_fail(err, GPC_ERR_STATE, "state %s: capacity_misses of %s %s %s: at: "
+                           "'%.40s' is not a time (0..%lld)", st->dbpath, provider, region,
+                           instance_type, t ? (const char *)t : "", (long long)TIME_MAX);
+            *at = 0;
+        }
+    }
     sqlite3_finalize(s);
+    if (bad)
+        return bad;
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
 }
 
@@ -1535,13 +1614,16 @@ int gpc_event_list(gpc_state *st, int64_t cluster_id,
         if ((ret = grow((void **)&arr, &cap, cnt, sizeof(*arr), err)) != 0)
             break;
         gpc_event_rec *e = &arr[cnt];
-        e->id = sqlite3_column_int64(s, 0);
-        e->cluster_id = sqlite3_column_int64(s, 1);
-        e->at = sqlite3_column_int64(s, 2);
-        e->rank = sqlite3_column_int(s, 3);
+        const char *t = "events";
+        e->id = col_int(st, s, 0, t, 1, INT64_MAX, &ret, err);
+        e->cluster_id = col_int(st, s, 1, t, 1, INT64_MAX, &ret, err);
+        e->at = col_int(st, s, 2, t, 0, TIME_MAX, &ret, err);
+        e->rank = (int)col_int(st, s, 3, t, -1, RANK_MAX, &ret, err);
         e->kind = col_dup(s, 4, err);
         e->message = col_dup(s, 5, err);
         cnt++; /* counted even when a copy failed, so the free below sees it */
+        if (ret)
+            break;
         if (!e->kind || !e->message) {
             ret = GPC_ERR_NOMEM;
             break;
@@ -1621,5 +1703,13 @@ int gpc_ledger_cost(gpc_state *st, int64_t cluster_id, int64_t now,
     if (rc == SQLITE_ROW)
         *usd = sqlite3_column_double(s, 0);
     sqlite3_finalize(s);
+    if (rc == SQLITE_ROW && !(*usd >= 0 && *usd <= DBL_MAX)) {
+        /* prices and times out of range in the ledger's rows */
+        double got = *usd;
+        *usd = 0;
+        return gpc_fail(err, GPC_ERR_STATE, "state %s: ledger of cluster id %lld: the cost is "
+                        "not a finite number >= 0 (got %g)", st->dbpath, (long long)cluster_id,
+                        got);
+    }
     return rc == SQLITE_ROW ? 0 : GPC_ERR_STATE;
 }

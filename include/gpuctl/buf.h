@@ -41,10 +41,12 @@ int gpc_buf_add(gpc_buf *b, const void *data, size_t n, gpc_error *err);
 /* Append a NUL-terminated string. */
 int gpc_buf_adds(gpc_buf *b, const char *s, gpc_error *err);
 
-/* Append printf-style formatted text. */
+/* Append printf-style formatted text; the va_list variant for callers that
+ * are printf-like themselves (they carry the format attribute too). */
 int gpc_buf_addf(gpc_buf *b, gpc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int gpc_buf_vaddf(gpc_buf *b, gpc_error *err, const char *fmt, va_list ap);
+int gpc_buf_vaddf(gpc_buf *b, gpc_error *err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /*
  * Hand the bytes to the caller (who frees them with free()) and leave the

@@ -65,6 +65,19 @@ typedef struct gpc_catalog_source {
     const char *notes;         /* caveats common to every row of this source */
 } gpc_catalog_source;
 
+/*
+ * The ranges of a row's numbers.  The CSV loader refuses a cell outside
+ * them (naming the file, line and column), the cache reader a row, and
+ * gpc_plan_read a saved plan whose offer has such a figure; so every
+ * figure an offer carries is finite and small enough that cluster prices
+ * (x 1,024 nodes) and totals (x 100 years of hours) stay exact enough.
+ */
+#define GPC_CATALOG_GPU_COUNT_MAX 65535u            /* GPUs per instance */
+#define GPC_CATALOG_GIB_MAX (1024.0 * 1024.0)       /* memory, GiB (per GPU, per instance) */
+#define GPC_CATALOG_VCPUS_MAX (1024.0 * 1024.0)
+#define GPC_CATALOG_GBPS_MAX (1024.0 * 1024.0)      /* interconnect, Gbit/s */
+#define GPC_CATALOG_PRICE_MAX 1000000.0             /* per instance-hour, USD or CNY */
+
 /* One (provider, instance type, region) row of gpu_instances.csv. */
 typedef struct gpc_catalog_row {
     const char *provider;      /* "aws", "azure", "aliyun" */
@@ -179,7 +192,8 @@ int gpc_catalog_write_csv(const gpc_catalog *c, struct gpc_buf *out, gpc_error *
 /*
  * Set one row's prices (used by `catalog update`): USD/hour values, < 0 to
  * leave a price as it is.  `source` (copied) becomes the row's source key
- * when not NULL.  Returns 0 or GPC_ERR_NOMEM.
+ * when not NULL.  Returns 0, GPC_ERR_NOMEM, or GPC_ERR_PROVIDER (the row
+ * unchanged) for a price above GPC_CATALOG_PRICE_MAX, infinite or NaN.
  */
 int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
                           double spot, const char *source, gpc_error *err);

@@ -28,6 +28,10 @@ struct cJSON;
 /* The largest spec file accepted, in bytes. */
 #define GPC_SPEC_MAX_BYTES (1u << 20)
 
+/* The most `nodes` a spec may ask for, and the longest lifecycle.max_duration. */
+#define GPC_SPEC_NODES_MAX 1024u
+#define GPC_SPEC_DURATION_MAX_S (36500ull * 86400) /* 100 years */
+
 /* Interconnect between nodes. */
 typedef enum gpc_interconnect {
     GPC_IC_ANY = 0,     /* whatever the offer has (default) */

@@ -308,6 +308,65 @@ expect_match "names the format" "plan format 2 is not 1" "$(cat "$T/e.txt")"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["state"]; json.dump(d, open(sys.argv[2], "w"))' p.json partial.json
 run_rc rc g apply partial.json > /dev/null 2> "$T/e.txt"
 expect_eq "a plan without its state fingerprint: exit 3" 3 "$rc"
+# Plans whose checksum was recomputed after an edit (anyone can: it is not a
+# signature) are checked field by field: a missing field or a number out of
+# range is refused at load, naming its JSON path.  forge.py IN OUT CODE runs
+# CODE on the document d and seals it as src/plan.c's doc_checksum does.
+cat > "$T/forge.py" <<'PY'
+import hashlib, json, sys
+d = json.load(open(sys.argv[1]))
+def seal(d):
+    c = {k: v for k, v in d.items() if k not in ("schema_version", "checksum")}
+    text = json.dumps(c, separators=(",", ":"), ensure_ascii=False)
+    d["checksum"] = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+exec(sys.argv[3])
+seal(d)
+out = json.dumps(d, indent=1, ensure_ascii=False)
+if len(sys.argv) > 4:  # raw text no JSON encoder writes (1e999)
+    out = out.replace(sys.argv[4], sys.argv[5], 1)
+open(sys.argv[2], "w").write(out)
+PY
+forge() { python3 "$T/forge.py" "$@"; }
+forge p.json resealed.json 'pass'
+expect_eq "forge.py's checksum is gpuctl's" "$(json_get p.json 'd["checksum"]')" "$(json_get resealed.json 'd["checksum"]')"
+run_rc rc g apply resealed.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a resealed, unchanged plan applies (dry run): exit 0" 0 "$rc"
+# regression: a GPU count of 1e20 became an arbitrary uint32 (undefined behaviour)
+forge p.json count.json 'd["chosen"]["gpu"]["count"] = 1e20'
+run_rc rc g apply count.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with gpu count 1e20: exit 3" 3 "$rc"
+expect_eq "names the field and the range" "gpuctl: error: count.json: chosen.gpu.count: 1e+20 is out of range (a whole number 0..65535); make the plan again" "$(cat "$T/e.txt")"
+run_rc rc g -o json apply count.json > "$T/count.json" 2> /dev/null
+check_schema "$T/count.json" error
+expect_eq "json: usage 3" "usage 3" "$(json_get "$T/count.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+forge p.json inf.json 'd["chosen"]["vcpus"] = None' '"vcpus": null' '"vcpus": 1e999'
+run_rc rc g apply inf.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with vcpus 1e999 (infinite): exit 3" 3 "$rc"
+expect_eq "says so" "gpuctl: error: inf.json: chosen.vcpus: inf is out of range (a number 0..1048576); make the plan again" "$(cat "$T/e.txt")"
+forge p.json half.json 'd["changes"][1]["rank"] = 0.5'
+run_rc rc g apply half.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with rank 0.5: exit 3" 3 "$rc"
+expect_eq "says so" "gpuctl: error: half.json: changes[1].rank: 0.5 is not a whole number; make the plan again" "$(cat "$T/e.txt")"
+forge p.json price.json 'd["cost"]["cluster_usd_hr"] = -0.01'
+run_rc rc g apply price.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with a negative cluster price: exit 3" 3 "$rc"
+expect_eq "says so" "gpuctl: error: price.json: cost.cluster_usd_hr: -0.01 is out of range (a number 0..1024000000); make the plan again" "$(cat "$T/e.txt")"
+# regression: an offer without its purchase fields loaded, and printing it
+# reached strcmp(NULL); the lost candidates were not read at all
+g plan -f "$EX/detection-3d-8x8-a100.yaml" --out det.json > /dev/null 2>&1
+expect_eq "the detection-3d plan lists lost candidates" 9 "$(json_get det.json 'len(d["lost"])')"
+forge det.json nopurchase.json 'del d["lost"][3]["purchase"]; del d["lost"][3]["head_purchase"]'
+run_rc rc g apply nopurchase.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan whose lost offer has no purchase fields: exit 3" 3 "$rc"
+expect_eq "names the field" "gpuctl: error: nopurchase.json: lost[3].purchase: missing (expected one of on-demand, spot); make the plan again" "$(cat "$T/e.txt")"
+forge det.json nohead.json 'del d["fallbacks"][7]["head_purchase"]'
+run_rc rc g apply nohead.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan whose fallback has no head_purchase: exit 3" 3 "$rc"
+expect_eq "names the field" "gpuctl: error: nohead.json: fallbacks[7].head_purchase: missing (expected one of on-demand, spot); make the plan again" "$(cat "$T/e.txt")"
+forge det.json notes.json 'd["notes"].append(7)'
+run_rc rc g apply notes.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with a note that is not a string: exit 3" 3 "$rc"
+expect_eq "names the field" "gpuctl: error: notes.json: notes[1]: not a string; make the plan again" "$(cat "$T/e.txt")"
 run_rc rc g apply quickstart.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "a YAML spec given as PLANFILE: exit 3" 3 "$rc"
 run_rc rc g apply missing-plan.json > /dev/null 2>&1

@@ -567,6 +567,26 @@ static void test_errors(void **state)
          "t.csv:2: gpu_count: not a whole number of at most 65535 (got '1.5')"},
         {HDR "aws,p4d,us,A100-40GB,65536,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: gpu_count: not a whole number of at most 65535 (got '65536')"},
+        /* out of range (catalog.h): every number column has a largest value */
+        {HDR "aws,p4d,us,A100-40GB,8,1048577,96,1152,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: gpu_memory_gib: more than 1048576 (got '1048577')"},
+        {HDR "aws,p4d,us,A100-40GB,8,40,1048576.5,1152,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: vcpus: more than 1048576 (got '1048576.5')"},
+        {HDR "aws,p4d,us,A100-40GB,8,40,96,100000000000000000000,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: memory_gib: more than 1048576 (got '100000000000000000000')"},
+        {HDR "aws,p4d,us,A100-40GB,8,40,96,1152,efa,2000000,21.96,8.1,,,s,\n",
+         "t.csv:2: interconnect_gbps: more than 1048576 (got '2000000')"},
+        {HDR "aws,p4d,us,A100-40GB,8,40,96,1152,efa,400,1000000.000001,8.1,,,s,\n",
+         "t.csv:2: price_ondemand_usd_hr: more than 1000000 (got '1000000.000001')"},
+        {HDR "aws,p4d,us,A100-40GB,8,40,96,1152,efa,400,21.96,8.1,,"
+             "1000000000000000000000000000000000000000000000000000000000000.5,s,\n",
+         "t.csv:2: price_spot_cny_hr: more than 1000000 (got "
+         "'100000000000000000000000000000000000000000000000...')"},
+        {HDR "aws,p4d,us,A100-40GB,4294967296,40,96,1152,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: gpu_count: not a whole number of at most 65535 (got '4294967296')"},
+        {HDR "aws,p4d,us,A100-40GB,100000000000000000000,40,96,1152,efa,400,21.96,8.1,,,s,\n",
+         "t.csv:2: gpu_count: not a whole number of at most 65535 (got "
+         "'100000000000000000000')"},
         {HDR "aws,p4d,us,A100-40GB,0,40,96,1152,efa,400,21.96,8.1,,,s,\n",
          "t.csv:2: gpu_count: 0 with gpu_model 'A100-40GB' (at least 1)"},
         {HDR "aws,p4d,us,A100-40GB,,40,96,1152,efa,400,21.96,8.1,,,s,\n",
@@ -650,8 +670,10 @@ static void test_numbers_exact(void **state)
     (void)state;
     static const char *const nums[] = {
         "0", "1", "0.1", "0.526", "32.734842", "4.265614", "9.499092", "1.7567", "0.000001",
-        "123456789.123456", "9007199254740993", "0.30000000000000004",
-        "1234567890123456789012", "3.14159265358979323846", "0.0000000000000000000000001",
+        "123456.789123456", "0.30000000000000004", "3.14159265358979323846",
+        "0.0000000000000000000000001",
+        /* more than 2^53 or 19 digits in all: strtod's (prices are at most 1e6) */
+        "9007.199254740993", "1234.567890123456789012",
     };
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         char csv[512];
@@ -700,8 +722,8 @@ static void test_round_trip(void **state)
     r->gpu_mem_gib = 16.5;
     r->vcpus = 0.1 + 0.2;                 /* 0.30000000000000004 */
     r->mem_gib = 1e-7;                    /* written without an exponent */
-    r->fabric_gbps = 123456789.123;
-    r->price_ondemand_cny = 1e20;
+    r->fabric_gbps = 123456.123;
+    r->price_ondemand_cny = 999999.999999; /* the largest price is 1e6 */
     assert_int_equal(gpc_catalog_set_price(c, &c->rows[1], 1.0 / 3, -1, NULL, NULL), 0);
     c->rows[2].source = "tail\t";
     char *once = write_csv(c);
@@ -716,8 +738,8 @@ static void test_round_trip(void **state)
     assert_true(d->rows[1].price_ondemand == 1.0 / 3);
     /* The exact text of the first lines. */
     const char *want = HDR
-        "aws,a.1,us,T4,1,16.5,0.30000000000000004,0.0000001,efa,123456789.123,0.1,,"
-        "100000000000000000000,,\" lead\",\"comma, \"\"quote\"\"\nnewline\"\n"
+        "aws,a.1,us,T4,1,16.5,0.30000000000000004,0.0000001,efa,123456.123,0.1,,"
+        "999999.999999,,\" lead\",\"comma, \"\"quote\"\"\nnewline\"\n"
         "aws,a.2,us,,0,0,2,4,,,0.3333333333333333,2,,,,\n"
         "azure,b.1,eastus,T4,4,16,4,16,infiniband,,3,4,,,\"tail\t\",\n";
     assert_string_equal(once, want);
@@ -748,6 +770,25 @@ static void test_set_price(void **state)
     assert_true(r->price_ondemand == 30.5);
     assert_true(r->price_spot == 0);
     assert_true(r->price_spot_cny == -1);
+    assert_string_equal(r->source, "aliyun-api-2025");
+
+    /* Prices a CSV cell could not hold: refused, the row unchanged. */
+    assert_int_equal(gpc_catalog_set_price(c, r, 1000000, -1, NULL, &e), 0);
+    assert_true(r->price_ondemand == 1000000);
+    assert_int_equal(gpc_catalog_set_price(c, r, 1000000.5, 2, "x", &e), GPC_ERR_PROVIDER);
+    assert_string_equal(e.msg, "aliyun ecs.ebmgn6v.24xlarge cn-beijing: on-demand price "
+                               "1000000.5 USD/hour is out of range (at most 1000000)");
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_set_price(c, r, -1, INFINITY, NULL, &e), GPC_ERR_PROVIDER);
+    assert_string_equal(e.msg, "aliyun ecs.ebmgn6v.24xlarge cn-beijing: spot price inf "
+                               "USD/hour is out of range (at most 1000000)");
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_set_price(c, r, NAN, -1, NULL, &e), GPC_ERR_PROVIDER);
+    assert_string_equal(e.msg, "aliyun ecs.ebmgn6v.24xlarge cn-beijing: on-demand price "
+                               "nan USD/hour is out of range (at most 1000000)");
+    gpc_error_clear(&e);
+    assert_true(r->price_ondemand == 1000000);
+    assert_true(r->price_spot == 0);
     assert_string_equal(r->source, "aliyun-api-2025");
 
     gpc_catalog_row other = *r;
@@ -1400,7 +1441,8 @@ enum {
     H_FINGERPRINT = 32, H_DEV = 96, H_INO = 104, H_SIZE = 112, H_MTIME_NSEC = 128,
     H_CTIME_SEC = 136, H_SHA256 = 152, H_N_ROWS = 216, H_BLOB_SIZE = 224, H_CHECKSUM = 232,
     H_END = 240,
-    R_VCPUS = 8, R_MEM = 16, R_OD = 32, R_SPOT_CNY = 56, R_PROVIDER = 64, R_TYPE = 68,
+    R_GPU_MEM = 0, R_VCPUS = 8, R_MEM = 16, R_GBPS = 24, R_OD = 32, R_SPOT_CNY = 56,
+    R_PROVIDER = 64, R_TYPE = 68, R_REGION = 72,
     R_NOTES = 80, R_GPU = 84, R_GPU_COUNT = 88, R_FABRIC = 92, R_LINE = 96, R_ZERO = 100,
     R_SIZE = 104
 };
@@ -1442,6 +1484,7 @@ static void test_cache_forged(void **state)
     char *bad = malloc(len);
     assert_non_null(bad);
     const uint64_t blob_size = get_u64(good, H_BLOB_SIZE);
+    const size_t blob_at = H_END + 4000 * R_SIZE;
     assert_int_equal(get_u64(good, H_N_ROWS), 4000);
     assert_int_equal(len, H_END + 4000 * R_SIZE + blob_size);
     /* Row 10: CPU-only, on-demand 10.01; row 11: 4 x A100-80GB. */
@@ -1508,6 +1551,20 @@ static void test_cache_forged(void **state)
         {"CNY price -0.5", F64, row_at(10, R_SPOT_CNY), -0.5},
         {"vcpus -1", F64, row_at(10, R_VCPUS), -1},
         {"memory infinite", F64, row_at(10, R_MEM), INFINITY},
+        /* finite, but out of catalog.h's ranges (a CSV cell could not hold them) */
+        {"price above 1e6", F64, row_at(10, R_OD), 1000000.5},
+        {"CNY price 1e300", F64, row_at(10, R_SPOT_CNY), 1e300},
+        {"vcpus 2^20 + 1", F64, row_at(10, R_VCPUS), 1048577},
+        {"memory 1e20 GiB", F64, row_at(10, R_MEM), 1e20},
+        {"GPU memory 2^21 GiB", F64, row_at(11, R_GPU_MEM), 2097152},
+        {"interconnect 1e7 Gbit/s", F64, row_at(10, R_GBPS), 1e7},
+        /* names a CSV cell could not hold (found by fuzz_catalog_cache) */
+        {"a space in an instance type", BYTE, blob_at + get_u32(good, row_at(10, R_TYPE)) + 1,
+         ' '},
+        {"a provider in upper case", BYTE, blob_at + get_u32(good, row_at(10, R_PROVIDER)),
+         'A'},
+        {"a control character in a region", BYTE,
+         blob_at + get_u32(good, row_at(10, R_REGION)) + 2, '\x01'},
     };
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         memcpy(bad, good, len);

@@ -1140,6 +1140,162 @@ static void test_node_roundtrip(void **pstate)
     gpc_state_close(st);
 }
 
+/* Numbers read back are range-checked: a row written by hand (here with
+ * SQLite directly) with a number no gpuctl writes is refused, naming the
+ * table, the row and the column, and nothing of it is returned. */
+static void test_numbers_in_range(void **pstate)
+{
+    fx *f = *pstate;
+    gpc_state *st = open_ok(f->state);
+    int64_t cid = insert_cluster(st, "r");
+    gpc_node_rec nd = node_tmpl(cid, 0, "r-0");
+    OK(gpc_node_insert(st, &nd, err));
+    gpc_attempt_rec a = {.cluster_id = cid, .rank = 0, .provider = "aws",
+                         .region = "us-east-1", .instance_type = "p5.48xlarge",
+                         .attempt = 1, .outcome = "created"};
+    OK(gpc_attempt_add(st, &a, err));
+    OK(gpc_event_add(st, cid, 0, "create", "created", err));
+    OK(gpc_capacity_miss_add(st, "aws", "us-east-1", "us-east-1a", "p5.48xlarge", 0, 100, err));
+    OK(gpc_ledger_open(st, cid, nd.id, "aws", "p5.48xlarge", 98.32, 100, err));
+    sqlite3 *db = raw_open(f->state);
+    enum { NODES, CLUSTER, CLUSTERS, ATTEMPTS, EVENTS, MISS, LEDGER };
+    static const struct {
+        const char *set, *reset;
+        int read;
+        const char *msg; /* after "state DBPATH: " */
+    } cases[] = {
+        {"UPDATE nodes SET rank = 4294967296", "UPDATE nodes SET rank = 0", NODES,
+         "nodes row 1: rank: '4294967296' is out of range (0..1023)"},
+        {"UPDATE nodes SET rank = 1024", "UPDATE nodes SET rank = 0", NODES,
+         "nodes row 1: rank: '1024' is out of range (0..1023)"},
+        {"UPDATE nodes SET rank = -1", "UPDATE nodes SET rank = 0", NODES,
+         "nodes row 1: rank: '-1' is out of range (0..1023)"},
+        {"UPDATE nodes SET rank = 1.5", "UPDATE nodes SET rank = 0", NODES,
+         "nodes row 1: rank: '1.5' is not an integer"},
+        {"UPDATE nodes SET rank = 'one'", "UPDATE nodes SET rank = 0", NODES,
+         "nodes row 1: rank: 'one' is not an integer"},
+        {"UPDATE nodes SET phase = 7", "UPDATE nodes SET phase = 'pending'", NODES,
+         "unknown phase '7' in nodes row 1"},
+        {"UPDATE nodes SET exit_code = 256", "UPDATE nodes SET exit_code = -1", NODES,
+         "nodes row 1: exit_code: '256' is out of range (-1..255)"},
+        {"UPDATE nodes SET exit_code = -2147483649", "UPDATE nodes SET exit_code = -1", NODES,
+         "nodes row 1: exit_code: '-2147483649' is out of range (-1..255)"},
+        {"UPDATE nodes SET spot = 2", "UPDATE nodes SET spot = 0", NODES,
+         "nodes row 1: spot: '2' is out of range (0..1)"},
+        {"UPDATE nodes SET price_hourly = 1e300", "UPDATE nodes SET price_hourly = 0", NODES,
+         "nodes row 1: price_hourly: '1.0e+300' is out of range (0..1000000)"},
+        {"UPDATE nodes SET price_hourly = -0.5", "UPDATE nodes SET price_hourly = 0", NODES,
+         "nodes row 1: price_hourly: '-0.5' is out of range (0..1000000)"},
+        {"UPDATE nodes SET price_hourly = 'free'", "UPDATE nodes SET price_hourly = 0", NODES,
+         "nodes row 1: price_hourly: 'free' is not a number"},
+        {"UPDATE nodes SET started_at = -5", "UPDATE nodes SET started_at = 0", NODES,
+         "nodes row 1: started_at: '-5' is out of range (0..253402300799)"},
+        {"UPDATE nodes SET ended_at = 1e20", "UPDATE nodes SET ended_at = 0", NODES,
+         "nodes row 1: ended_at: '1.0e+20' is not an integer"},
+        {"UPDATE nodes SET cluster_id = 0", "UPDATE nodes SET cluster_id = 1", NODES,
+         NULL}, /* the list selects by cluster_id: the row is not read at all */
+        {"UPDATE clusters SET nodes = 1025", "UPDATE clusters SET nodes = 1", CLUSTER,
+         "clusters row 1: nodes: '1025' is out of range (0..1024)"},
+        {"UPDATE clusters SET rdzv_port = 65536", "UPDATE clusters SET rdzv_port = 29500",
+         CLUSTER, "clusters row 1: rdzv_port: '65536' is out of range (0..65535)"},
+        {"UPDATE clusters SET exit_code = 300", "UPDATE clusters SET exit_code = -1", CLUSTERS,
+         "clusters row 1: exit_code: '300' is out of range (-1..255)"},
+        {"UPDATE clusters SET created_at = 253402300800", "UPDATE clusters SET created_at = 100",
+         CLUSTERS, "clusters row 1: created_at: '253402300800' is out of range "
+         "(0..253402300799)"},
+        {"UPDATE clusters SET phase = 'lost'", "UPDATE clusters SET phase = 'pending'",
+         CLUSTER, "unknown phase 'lost' in clusters row 1"},
+        {"UPDATE attempts SET rank = 5000", "UPDATE attempts SET rank = 0", ATTEMPTS,
+         "attempts row 1: rank: '5000' is out of range (0..1023)"},
+        {"UPDATE attempts SET attempt = 4294967296", "UPDATE attempts SET attempt = 1",
+         ATTEMPTS, "attempts row 1: attempt: '4294967296' is out of range (0..4294967295)"},
+        {"UPDATE attempts SET spot = -1", "UPDATE attempts SET spot = 0", ATTEMPTS,
+         "attempts row 1: spot: '-1' is out of range (0..1)"},
+        {"UPDATE events SET rank = -2", "UPDATE events SET rank = 0", EVENTS,
+         "events row 1: rank: '-2' is out of range (-1..1023)"},
+        {"UPDATE events SET at = -1", "UPDATE events SET at = 100", EVENTS,
+         "events row 1: at: '-1' is out of range (0..253402300799)"},
+        {"UPDATE capacity_misses SET at = -1", "UPDATE capacity_misses SET at = 100", MISS,
+         "capacity_misses of aws us-east-1 p5.48xlarge: at: '-1' is not a time "
+         "(0..253402300799)"},
+        {"UPDATE ledger SET price_hourly = 1e308, start_at = 0", "UPDATE ledger SET "
+         "price_hourly = 98.32, start_at = 100", LEDGER,
+         "ledger of cluster id 1: the cost is not a finite number >= 0 (got inf)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        raw_exec(db, cases[i].set);
+        gpc_error ge;
+        gpc_error_clear(&ge);
+        int rc = 0;
+        gpc_node_rec *nodes = NULL;
+        gpc_cluster_rec c, *cl = NULL;
+        gpc_attempt_rec *at = NULL;
+        gpc_event_rec *ev = NULL;
+        size_t n = 99;
+        int64_t t = 99;
+        double usd = 99;
+        switch (cases[i].read) {
+        case NODES:
+            rc = gpc_node_list(st, cid, 1, &nodes, &n, &ge);
+            assert_null(nodes);
+            break;
+        case CLUSTER:
+            rc = gpc_cluster_get(st, "r", &c, &ge);
+            break;
+        case CLUSTERS:
+            rc = gpc_cluster_list(st, 1, &cl, &n, &ge);
+            assert_null(cl);
+            break;
+        case ATTEMPTS:
+            rc = gpc_attempt_list(st, cid, &at, &n, &ge);
+            assert_null(at);
+            break;
+        case EVENTS:
+            rc = gpc_event_list(st, cid, &ev, &n, &ge);
+            assert_null(ev);
+            break;
+        case MISS:
+            rc = gpc_capacity_miss_last(st, "aws", "us-east-1", "us-east-1a", "p5.48xlarge", 0,
+                                        &t, &ge);
+            assert_int_equal(t, 0);
+            break;
+        default:
+            rc = gpc_ledger_cost(st, cid, 36000, &usd, &ge); /* 1e308 x 10 hours */
+            assert_true(usd == 0);
+            break;
+        }
+        if (!cases[i].msg) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(n, 0);
+        } else {
+            char want[512];
+            snprintf(want, sizeof(want), "state %s/gpuctl.db: %s", f->state, cases[i].msg);
+            if (rc != GPC_ERR_STATE || strcmp(ge.msg, want) != 0)
+                fail_msg("%s: rc %d, message [%s], expected [%s]", cases[i].set, rc, ge.msg,
+                         want);
+            if (cases[i].read != CLUSTER && cases[i].read != MISS && cases[i].read != LEDGER)
+                assert_int_equal(n, 0); /* a list: nothing of it */
+        }
+        raw_exec(db, cases[i].reset);
+    }
+    /* Reset, everything reads again. */
+    gpc_node_rec *nodes;
+    size_t n;
+    OK(gpc_node_list(st, cid, 1, &nodes, &n, err));
+    assert_int_equal(n, 1);
+    assert_int_equal(nodes[0].rank, 0);
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec c;
+    OK(gpc_cluster_get(st, "r", &c, err));
+    assert_int_equal(c.rdzv_port, 29500);
+    gpc_cluster_rec_free(&c);
+    double usd;
+    OK(gpc_ledger_cost(st, cid, 3700, &usd, err));
+    assert_true(usd == 98.32);
+    sqlite3_close(db);
+    gpc_state_close(st);
+}
+
 static void test_node_unique_and_order(void **pstate)
 {
     fx *f = *pstate;
@@ -1717,6 +1873,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cluster_list_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_unique_and_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_numbers_in_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attempts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ledger_cost, setup, teardown),
