@@ -24,52 +24,7 @@
 #     AllocateAddress whose answer was lost (retried: one address too
 #     many) is released by the next apply.
 source "$(dirname "$0")/lib.sh"
-mkdir -p "$T/work" "$T/home"
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config"
-unset GPUCTL_CATALOG XDG_CONFIG_HOME AWS_PROFILE AWS_DEFAULT_PROFILE AWS_REGION \
-      AWS_DEFAULT_REGION AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_ENDPOINT_URL \
-      GPUCTL_SSH_PUBLIC_KEY GPUCTL_SSH_CIDR GPUCTL_CAPACITY_SKIP_S GPUCTL_TEST_FAULT
-export HOME="$T/home"
-export AWS_CONFIG_FILE="$T/home/aws-config" AWS_SHARED_CREDENTIALS_FILE="$T/home/aws-creds"
-export AWS_EC2_METADATA_DISABLED=true
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.05
-P=(--poll-interval 0.05)
-fake() { curl -sS --noproxy '*' "$@"; }
-
-# part NAME FAKE-ARGS...: a fresh fake (log $T/NAME.log), state and cache
-part() {
-    local name=$1; shift
-    echo "# --- $name"
-    start_fake "$name" ec2.py --page-size 0 --pending-polls 1 "$@"
-    URL="http://127.0.0.1:$FAKE_PORT"
-    LOG="$T/$name.log"
-    STATE="$T/state-$name"
-    export AWS_ENDPOINT_URL_EC2="$URL"
-    export GPUCTL_CHECKIP_URL="$URL/_fake/checkip"
-    export GPUCTL_CACHE_DIR="$T/cache-$name"
-}
-log_lines() { if [ -f "$LOG" ]; then wc -l < "$LOG"; else echo 0; fi; }
-# actions FROM: the EC2 actions logged after line FROM ("!code" on errors)
-actions() { python3 - "$LOG" "$1" <<'PY'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
-print(" ".join(l["action"] + ("!" + l["error"] if l["error"] else "") for l in lines
-               if l["action"] and not l["action"].startswith("_fake/")))
-PY
-}
-# calls ACTION EXPR [FROM]: EXPR on the list `r` of the logged params of
-# ACTION (after line FROM), each with "_error" (the EC2 code or None)
-calls() { python3 - "$LOG" "$1" "$2" "${3:-0}" <<'PY'
-import json, sys
-r = [l["params"] | {"_error": l["error"]} for l in map(json.loads, list(open(sys.argv[1]))[int(sys.argv[4]):])
-     if l["action"] == sys.argv[2]]
-print(eval(sys.argv[3]))
-PY
-}
-# world EXPR: EXPR on the fake's state `d`
-world() { fake "$URL/_fake/state" > "$T/world.json"; json_get "$T/world.json" "$1"; }
+source "$(dirname "$0")/ec2_parts.sh"
 # nothing_left: instances, gpuctl groups, placement groups, key pairs, addresses
 NOTHING='" ".join(str(x) for x in (sum(1 for i in d["instances"] if i["state"] != "terminated"), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"]), len(d["addresses"])))'
 # spec NAME NODES [EXTRA-YAML]: p4d.24xlarge nodes (EFA on 4 cards)
