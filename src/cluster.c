@@ -164,9 +164,10 @@ static void set_str(char **dst, const char *src)
 }
 
 /* Derive the cluster's phase from its nodes: rank 0 decides the job.  A
- * cluster none of whose nodes was made is `pending`, or `failed` when its
- * last launch attempt failed (launch_failed: an apply that failed and
- * could not close the record). */
+ * cluster some of whose nodes are not made while its last launch attempt
+ * failed (launch_failed: an apply that failed and could not close the
+ * record, or left nodes it could not remove) is `failed` until an apply
+ * makes them; one with none made and no failure yet is `pending`. */
 static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, size_t n,
                            int launch_failed, int *exit_code)
 {
@@ -174,12 +175,15 @@ static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, 
     if (c->destroyed_at)
         return GPC_PHASE_TERMINATED;
     const gpc_node_rec *head = NULL;
-    int any_created = 0;
+    int any_created = 0, missing = 0;
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].rank == 0)
             head = &nodes[i]; /* by rank then id: the newest row of rank 0 */
         if (nodes[i].provider_id[0])
             any_created = 1;
+        /* the newest row of each rank: is that rank's node made? */
+        if (i + 1 == n || nodes[i + 1].rank != nodes[i].rank)
+            missing |= !nodes[i].provider_id[0];
     }
     if (!any_created || !head)
         return launch_failed ? GPC_PHASE_FAILED : GPC_PHASE_PENDING;
@@ -188,12 +192,14 @@ static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, 
     case GPC_PHASE_SUCCEEDED:
     case GPC_PHASE_FAILED:
     case GPC_PHASE_PREEMPTED:
-    case GPC_PHASE_RUNNING:
         return head->phase;
+    case GPC_PHASE_RUNNING:
+        return launch_failed && missing ? GPC_PHASE_FAILED : head->phase;
     case GPC_PHASE_TERMINATED:
         return GPC_PHASE_FAILED;
     default:
-        return GPC_PHASE_BOOTING;
+        /* an apply that failed and left part of the cluster: failed */
+        return launch_failed && missing ? GPC_PHASE_FAILED : GPC_PHASE_BOOTING;
     }
 }
 
@@ -914,17 +920,29 @@ static int adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
         return gpc_fail(err, e.code, "could not look up node %s (client token %s), which an "
                         "interrupted apply may have created: %s", nd->name, nd->client_token,
                         e.msg);
+    if (ns.no_capacity) {
+        /* made and taken back at once: the create is settled, nothing
+         * lives; the node is made anew (a new token) */
+        gpc_node_rec *one = nd;
+        settle_intent(s, &one, 1, GPC_ERR_CAPACITY, 1);
+        return 0;
+    }
     set_str(&nd->provider_id, ns.provider_id);
     set_str(&nd->private_ip, ns.private_ip);
     nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
+    nd->exit_code = ns.exit_code;
+    int64_t now = gpc_now();
     if (!nd->started_at)
-        nd->started_at = gpc_now();
-    /* recorded as a create's answer would have been: the node and its
-     * ledger entry (it bills from now on, as far as gpuctl can tell) */
+        nd->started_at = now;
+    if (ns.stopped && !nd->ended_at)
+        nd->ended_at = now;
+    /* recorded as a create's answer would have been: the node and, while
+     * it lives, its ledger entry (it bills from now on, as far as gpuctl
+     * can tell) */
     rc = gpc_state_begin(s->st, err);
     if (!rc)
         rc = gpc_node_update(s->st, nd, err);
-    if (!rc)
+    if (!rc && !nd->ended_at)
         rc = gpc_ledger_open(s->st, nd->cluster_id, nd->id, s->prov->name, nd->instance_type,
                              nd->price_hourly, nd->started_at, err);
     if (!rc)
@@ -999,6 +1017,37 @@ static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *no
         }
     }
     return left;
+}
+
+/*
+ * Workers whose head is gone (a clean-up that removed the head but not
+ * them) wait for it at its old address, which their user-data carries,
+ * and can never join a new one: when the head is to be made anew, they
+ * are removed first and made again with the new head's address.  An error
+ * when one cannot be removed (it stays recorded; destroy takes it).
+ */
+static int replace_orphans(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
+                           gpc_error *err)
+{
+    if (!n || nodes[0].rank != 0 || nodes[0].provider_id[0] || outcome_unknown(&nodes[0]))
+        return 0;
+    int *orphan = calloc(n, sizeof(int));
+    if (!orphan)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (size_t i = 1; i < n; i++)
+        k += orphan[i] = nodes[i].provider_id[0] != '\0';
+    int left = 0;
+    if (k) {
+        gpc_info(s->out, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
+                 "at its old address: replacing them", c->name, k);
+        left = rollback_created(s, c, nodes, n, orphan);
+    }
+    free(orphan);
+    return left ? gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s': %d worker(s) of a head that is "
+                           "gone could not be removed, so no new head is made; run gpuctl "
+                           "destroy %s", c->name, left, c->name)
+                : 0;
 }
 
 /* A new cluster that failed with nothing left alive closes (the next
@@ -1400,38 +1449,22 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
      * the provider does not know are made again with the same token
      * (launch_attempt); a lookup that fails stops here, before anything
      * new is made. */
-    size_t missing = 0;
-    int *found = calloc(n ? n : 1, sizeof(int));
-    if (!found)
-        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        rc = adopt(s, &nodes[i], &found[i], err);
-        if (!rc && found[i]) {
+        int found = 0;
+        rc = adopt(s, &nodes[i], &found, err);
+        if (!rc && found) {
             res->adopted++;
             gpc_info(s->out, "found node %s (%s) made by an interrupted apply", nodes[i].name,
                      nodes[i].provider_id);
         }
     }
-    /* A batch launches all or nothing: once one of its nodes is found, the
-     * batch's answer is known, and its nodes the provider does not have
-     * are gone (taken back at once); they are made anew. */
-    for (size_t i = 0; !rc && i < n; i++) {
-        char b[72], b2[72];
-        long idx;
-        if (!found[i] || !batch_member(&nodes[i], b, sizeof(b), &idx))
-            continue;
-        for (size_t j = 0; j < n; j++) {
-            gpc_node_rec *nd = &nodes[j];
-            if (outcome_unknown(nd) && batch_member(nd, b2, sizeof(b2), &idx) &&
-                strcmp(b, b2) == 0)
-                settle_intent(s, &nd, 1, GPC_ERR_INTERNAL, 0);
-        }
-    }
-    free(found);
+    if (!rc)
+        rc = replace_orphans(s, c, nodes, n, err);
     if (rc) {
         gpc_node_list_free(nodes, n);
         return rc;
     }
+    size_t missing = 0;
     for (size_t i = 0; i < n; i++)
         missing += !nodes[i].provider_id[0];
     int alive_before = missing < n;
@@ -1597,8 +1630,9 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     return rc;
 }
 
-/* After an interrupted apply: add to err's message what it left. */
-static void say_left(gpc_session *s, int64_t cid, gpc_error *err)
+/* After a failed apply: add to err's message what is left (when the
+ * cluster stays recorded; also when not, after an interrupt). */
+static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *err)
 {
     gpc_cluster_rec c;
     gpc_error e;
@@ -1614,18 +1648,21 @@ static void say_left(gpc_session *s, int64_t cid, gpc_error *err)
         }
     char msg[GPC_ERROR_MSG_MAX];
     snprintf(msg, sizeof(msg), "%s", err->msg);
-    if (c.destroyed_at)
-        gpc_fail_replace(err, err->code, "%s; nothing is left of cluster '%s' (what this "
-                         "apply made was removed)", msg, c.name);
-    else if (unknown)
+    if (c.destroyed_at) {
+        /* closed: a failure's own message says it all */
+        if (interrupted)
+            gpc_fail_replace(err, err->code, "%s; nothing is left of cluster '%s' (what this "
+                             "apply made was removed)", msg, c.name);
+    } else if (unknown) {
         gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s) "
                          "and %zu whose create has no answer (they may exist): gpuctl apply "
                          "finishes it, gpuctl destroy %s removes it", msg, c.name, live,
                          unknown, c.name);
-    else
+    } else {
         gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s): "
                          "gpuctl apply finishes it, gpuctl destroy %s removes it", msg,
                          c.name, live, c.name);
+    }
     gpc_node_list_free(nodes, n);
     gpc_cluster_rec_free(&c);
 }
@@ -1821,8 +1858,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             gpc_fail(err, e.code, "%s", e.msg);
         break;
     }
-    if (rc == GPC_ERR_INTERRUPTED && res->cluster_id)
-        say_left(s, res->cluster_id, err);
+    if (rc && res->cluster_id)
+        say_left(s, res->cluster_id, rc == GPC_ERR_INTERRUPTED, err);
     if (rc && !res->cluster_id)
         goto out_c;
     res->unchanged = !rc && res->created == 0 && res->adopted == 0;

@@ -133,9 +133,12 @@ typedef struct gpc_provider {
                        gpc_node_status *out, gpc_error *err);
 
     /* Optional: the node created with this client token, if any (EC2:
-     * DescribeInstances filtered by client-token).  GPC_ERR_NOT_FOUND when
-     * there is none.  Lets the core find a node that a killed gpuctl
-     * created but never recorded. */
+     * DescribeInstances filtered by client-token), in whatever state: one
+     * that already ended comes back as such (stopped, its phase, and
+     * no_capacity when the provider took it back at once).
+     * GPC_ERR_NOT_FOUND only when the provider has no node with the token;
+     * any other error means "cannot tell".  Lets the core find a node that
+     * a killed gpuctl created but never recorded. */
     int (*find_node)(void *ctx, const char *region, const char *client_token,
                      gpc_node_status *out, gpc_error *err);
 

@@ -1270,8 +1270,12 @@ static int aws_find(void *ctx, const char *region, const char *token, gpc_node_s
     int rc = describe_all(c, region, "DescribeInstances", &p, "reservationSet", pick_instance,
                           &a, err);
     gpc_ec2_params_free(&p);
-    if (!rc && (!a.found || out->phase == GPC_PHASE_TERMINATED))
-        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: no live instance with client token %s", tok);
+    /* an instance that ended is an answer too (EC2 lists it for about an
+     * hour after): "none" is only for a token no instance carries */
+    if (!rc && !a.found)
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: no instance with client token %s", tok);
+    if (!rc)
+        job_result(c, region, out);
     /* a gpuctl killed after RunInstances: its Elastic IP comes once it runs
      * (aws_nodes_running) */
     if (!rc && a.nics > 1)

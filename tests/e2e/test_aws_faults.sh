@@ -28,6 +28,10 @@
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
 #     retries show as progress lines; SIGINT ends a call waiting to retry;
 #  p. a failed apply whose clean-up cannot finish shows as failed;
+#  r. one lookup of a killed apply's batch sees nothing (eventual
+#     consistency): that node is sent again with the batch's token, never
+#     a new one, and found;
+#  s. workers whose head a clean-up removed are replaced with the new head;
 #  q. a type that no zone of the region offers: exit 22, nothing made
 #     (regression: an empty zone list was sorted as qsort(NULL, 0), which
 #     the sanitizer build aborts on).
@@ -534,6 +538,63 @@ expect_eq "q: only the zones asked (no attempt: nothing to clean)" "DescribeInst
     "$(actions 0)"
 expect_eq "q: nothing made at the fake" "0 0 0 0" \
     "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
+
+# ---- r. a batch found in part: DescribeInstances is eventually consistent, so
+# the lookups of one batch may disagree (regression: the nodes not seen were
+# taken for gone and launched anew under a new token, the first instances
+# then ran unrecorded: 5 instances for 4 nodes)
+part r
+spec mixed 4 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_TEST_FAULT=kill-before-record:1 "$GPUCTL_BIN" --state-dir "$STATE" -y \
+    apply -f mixed.yaml "${P[@]}" > /dev/null 2> "$T/r1.err"
+expect_eq "r: apply killed after the workers' RunInstances, before their record" 137 "$rc"
+U8=$(st 'd["clusters"][0]["uid"][:8]')
+fake -X POST -d '{"action": "DescribeInstances", "empty": true, "times": 1}' "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f mixed.yaml "${P[@]}" > /dev/null 2> "$T/r2.err"
+[ "$rc" = 0 ] || cat "$T/r2.err"
+expect_eq "r: the re-run exits 0" 0 "$rc"
+expect_eq "r: rank 1 not seen at first; sent again with its batch's token (EC2: another launch under that token), then found" \
+    "DescribeInstances DescribeInstances DescribeInstances RunInstances!IdempotentParameterMismatch DescribeInstances" \
+    "$(actions "$n0" | tr ' ' '\n' | grep -E '^(DescribeInstances|RunInstances)' | head -5 | paste -sd' ')"
+expect_eq "r: the fake: exactly 4 instances, all live" "4 4" \
+    "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for i in d["instances"] if i["state"] != "terminated")))')"
+expect_eq "r: each node recorded as its own instance" \
+    "0:i-00000000000000001 1:i-00000000000000002 2:i-00000000000000003 3:i-00000000000000004" \
+    "$(st '" ".join(str(n["rank"]) + ":" + n["provider_id"] for n in d["clusters"][0]["nodes"])')"
+g -y destroy mixed > /dev/null 2>&1
+
+# ---- s. workers whose head is gone are replaced with the new head (regression:
+# a clean-up that removed the head but not the workers left them waiting for
+# the old head's address while a new head was made; all of them billed)
+# (the nodes stay pending until /_fake/advance; the boot wait times out)
+echo '[{"action": "TerminateInstances", "code": "UnauthorizedOperation", "after": 1}]' > "$T/s-faults.json"
+part s --pending-polls 1000000 --faults "$T/s-faults.json"
+spec orphans 3 g4dn.xlarge T4:1 ""
+run_rc rc env GPUCTL_BOOT_TIMEOUT_S=1 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f orphans.yaml \
+    "${P[@]}" > /dev/null 2> "$T/s1.err"
+expect_eq "s: the nodes do not come up in time, the clean-up removes the head only: exit 12" 12 "$rc"
+expect_match "s: the error says what stays" "cluster 'orphans' stays recorded with 2 node\\(s\\): gpuctl apply finishes it, gpuctl destroy orphans removes it" "$(cat "$T/s1.err")"
+expect_eq "s: status --all: failed (a worker runs, the head is gone)" "failed" \
+    "$(st '[c["phase"] for c in d["clusters"] if c["name"] == "orphans"][0]')"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+fake -X POST "$URL/_fake/advance" > /dev/null
+n0=$(log_lines)
+( for _ in $(seq 1 600); do fake -X POST "$URL/_fake/advance" > /dev/null 2>&1 || true; sleep 0.1; done ) &
+adv=$!
+run_rc rc g -y apply -f orphans.yaml "${P[@]}" > /dev/null 2> "$T/s2.err"
+kill "$adv" 2> /dev/null || true
+wait "$adv" 2> /dev/null || true
+[ "$rc" = 0 ] || cat "$T/s2.err"
+expect_eq "s: apply again exits 0" 0 "$rc"
+expect_match "s: it says why it replaces the workers" "the head of cluster 'orphans' is gone and 2 worker\\(s\\) wait for it at its old address: replacing them" "$(cat "$T/s2.err")"
+expect_eq "s: the old workers terminated first, then a head and two workers" \
+    "TerminateInstances TerminateInstances RunInstances RunInstances" \
+    "$(actions "$n0" | tr ' ' '\n' | grep -E '^(TerminateInstances|RunInstances)' | paste -sd' ')"
+expect_eq "s: three live instances; every worker's user-data names the live head's address" "3 True" \
+    "$(world 'str(len([i for i in d["instances"] if i["state"] != "terminated"])) + " " + str(all("GPUCTL_HEAD_IP=" + repr([h for h in d["instances"] if h["state"] != "terminated" and h["tags"].get("gpuctl:role") == "head"][0]["private_ip"]) in i["user_data"] for i in d["instances"] if i["state"] != "terminated" and i["tags"].get("gpuctl:role") == "worker"))')"
+expect_eq "s: status: running" "running" "$(st '[c["phase"] for c in d["clusters"] if c["name"] == "orphans"][0]')"
+g -y destroy orphans > /dev/null 2>&1
 
 no_secret "$SECRET" i "all parts"
 

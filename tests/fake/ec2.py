@@ -292,8 +292,13 @@ Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
                          Content-Type T (default text/html), no EC2 error
                          document: what a stand-in that does not implement an
                          action, or a proxy, may answer
+    "empty": true        a Describe* action answers a valid empty list, as
+                         EC2 may for a resource made a moment ago (its
+                         Describe calls are eventually consistent)
     "times": N           apply to the first N matching requests (default:
                          every one)
+    "after": N           let the first N matching requests pass untouched,
+                         then apply (counts before "times")
   Rules are tried in order after authentication and the Version/Action
   checks; every matching delay applies, then the first matching other rule.
   Example: [{"action": "RunInstances", "region": "us-east-1",
@@ -2347,8 +2352,15 @@ def describe_account_attributes(ctx):
 
 FAULT_KEYS = {"action", "region", "zone", "instance_type", "market", "code", "status", "message",
               "delay_ms", "drop", "lose_reply", "partial", "capacity", "body", "content_type",
-              "times", "comment"}
-EFFECTS = ("code", "delay_ms", "drop", "lose_reply", "partial", "capacity", "body")
+              "empty", "times", "after", "comment"}
+EFFECTS = ("code", "delay_ms", "drop", "lose_reply", "partial", "capacity", "body", "empty")
+# the list each Describe* answer holds, for "empty"
+EMPTY_LISTS = {"DescribeInstances": "reservationSet", "DescribeAddresses": "addressesSet",
+               "DescribeImages": "imagesSet", "DescribeInstanceTypeOfferings": "instanceTypeOfferingSet",
+               "DescribeInstanceTypes": "instanceTypeSet", "DescribeKeyPairs": "keySet",
+               "DescribePlacementGroups": "placementGroupSet", "DescribeSecurityGroups": "securityGroupInfo",
+               "DescribeSpotPriceHistory": "spotPriceHistorySet", "DescribeSubnets": "subnetSet",
+               "DescribeVpcs": "vpcSet"}
 
 
 def check_fault(rule):
@@ -2364,12 +2376,15 @@ def check_fault(rule):
         raise ValueError("a fault rule needs exactly one of %s" % ", ".join(EFFECTS))
     if effects[0] in ("partial", "capacity") and rule["action"] != "RunInstances":
         raise ValueError("\"%s\" only applies to RunInstances" % effects[0])
-    for k in ("delay_ms", "partial", "capacity", "times", "status"):
+    if effects[0] == "empty" and rule["action"] not in EMPTY_LISTS:
+        raise ValueError("\"empty\" applies to one of %s" % ", ".join(sorted(EMPTY_LISTS)))
+    for k in ("delay_ms", "partial", "capacity", "times", "after", "status"):
         if k in rule and (not isinstance(rule[k], int) or isinstance(rule[k], bool) or rule[k] < 0):
             raise ValueError("\"%s\" must be a non-negative integer" % k)
     rule = dict(rule)
     rule["effect"] = effects[0]
     rule["left"] = rule.get("times")
+    rule["skip"] = rule.get("after", 0)
     rule["hits"] = 0
     return rule
 
@@ -2400,6 +2415,9 @@ def pick_faults(facts):
     delay, chosen = 0, None
     for rule in FAULTS:
         if rule["left"] == 0 or not fault_matches(rule, facts):
+            continue
+        if rule["skip"] > 0:
+            rule["skip"] -= 1
             continue
         if rule["effect"] == "delay_ms":
             delay += rule["delay_ms"]
@@ -2703,6 +2721,12 @@ class Handler(BaseHTTPRequestHandler):
             if rule["effect"] == "code":
                 code = rule["code"]
                 return fail(code, rule.get("message") or fault_message(code, facts), rule.get("status"))
+            if rule["effect"] == "empty":
+                entry["status"] = 200
+                with LOCK:
+                    log(entry)
+                return self.reply(200, ok_xml(name, rid, item_set(EMPTY_LISTS[name], [])),
+                                  "text/xml;charset=UTF-8", rid)
             if rule["effect"] == "body":
                 status = rule.get("status", 500)
                 entry.update(status=status, error="HTTP %d" % status)

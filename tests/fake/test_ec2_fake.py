@@ -17,6 +17,7 @@ import os
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import xml.etree.ElementTree as ET
@@ -970,9 +971,33 @@ class TestFaults(FakeTest):
         r = self.launch(MinCount=1, MaxCount=3)
         self.assertEqual(1, len(r["Instances"]))
 
+    def test_empty_after_body_and_token_in_flight(self):
+        self.launch(ClientToken="e1")
+        # an eventually consistent DescribeInstances, once, after one that passes
+        self.add({"action": "DescribeInstances", "empty": True, "after": 1, "times": 1})
+        self.assertEqual(1, len(all_instances(self.ec2)))
+        self.assertEqual(0, len(all_instances(self.ec2)))
+        self.assertEqual(1, len(all_instances(self.ec2)))
+        # an answer that is no EC2 document
+        self.add({"action": "DescribeRegions", "body": "<html>no</html>", "status": 500, "times": 1})
+        status, hdrs, body = self.fake.raw({"Action": "DescribeRegions", "Version": "2016-11-15"})
+        self.assertEqual((500, "text/html", "<html>no</html>"), (status, hdrs["content-type"], body))
+        # a second RunInstances with a token in flight waits for the first and
+        # answers its reservation: one launch
+        self.add({"action": "RunInstances", "delay_ms": 1000, "times": 1})
+        out = []
+        t = threading.Thread(target=lambda: out.append(self.launch(ClientToken="f1", MinCount=2, MaxCount=2)))
+        t.start()
+        time.sleep(0.3)
+        second = self.launch(ClientToken="f1", MinCount=2, MaxCount=2)
+        t.join()
+        self.assertEqual(out[0]["ReservationId"], second["ReservationId"])
+        self.assertEqual(3, len(self.state()["instances"]))
+
     def test_bad_rules(self):
         for rule in ({"code": "X"}, {"action": "*"}, {"action": "*", "code": "X", "drop": True},
-                     {"action": "DescribeRegions", "partial": 1}, {"action": "*", "code": "X", "colour": 1}):
+                     {"action": "DescribeRegions", "partial": 1}, {"action": "*", "code": "X", "colour": 1},
+                     {"action": "RunInstances", "empty": True}, {"action": "*", "code": "X", "after": -1}):
             self.assertEqual(400, self.fake.control("POST", "faults", [rule])[0], rule)
         self.assertEqual([], self.fake.control("GET", "faults")[1])
 
