@@ -713,11 +713,10 @@ static int empty_db(const gpc_state *st, gpc_error *err)
                     "(lost to a full disk, a truncation or a bad copy?), and gpuctl will "
                     "not start a new state over it. Restore the file from a backup if "
                     "you have one. Otherwise its nodes may still be running and billing: "
-                    "find them at the provider by the tag gpuctl:cluster (aws: 'aws ec2 "
-                    "describe-instances --filters Name=tag-key,Values=gpuctl:cluster' in "
-                    "each region; local: the node directories in %s/local) and delete "
-                    "them there; then move the file aside to start a new state: mv %s "
-                    "%s.empty", st->dbpath, st->dir, st->dbpath, st->dbpath);
+                    "find them at each provider by the tag gpuctl:cluster and delete them "
+                    "there (docs/cli.md, 'The state database', says how for each "
+                    "provider); then move the file aside to start a new state: mv %s "
+                    "%s.empty", st->dbpath, st->dbpath, st->dbpath);
 }
 
 /*

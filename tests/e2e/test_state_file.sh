@@ -27,7 +27,7 @@ expect_eq "no gpuctl.db.new left" no "$([ -e "$DB.new" ] && echo yes || echo no)
 # 2. a zero-byte gpuctl.db is refused, by every command
 mv "$DB" "$T/good.db"
 : > "$DB"
-empty_msg="gpuctl: error: state $DB is empty (0 bytes): the clusters it recorded are unknown (lost to a full disk, a truncation or a bad copy?), and gpuctl will not start a new state over it. Restore the file from a backup if you have one. Otherwise its nodes may still be running and billing: find them at the provider by the tag gpuctl:cluster (aws: 'aws ec2 describe-instances --filters Name=tag-key,Values=gpuctl:cluster' in each region; local: the node directories in $STATE/local) and delete them there; then move the file aside to start a new state: mv $DB $DB.empty"
+empty_msg="gpuctl: error: state $DB is empty (0 bytes): the clusters it recorded are unknown (lost to a full disk, a truncation or a bad copy?), and gpuctl will not start a new state over it. Restore the file from a backup if you have one. Otherwise its nodes may still be running and billing: find them at each provider by the tag gpuctl:cluster and delete them there (docs/cli.md, 'The state database', says how for each provider); then move the file aside to start a new state: mv $DB $DB.empty"
 run_rc rc g -y destroy recorded > "$T/d2.txt" 2> "$T/d2.err"
 expect_eq "destroy with an empty gpuctl.db: exit 5, not 'not found'" 5 "$rc"
 expect_eq "destroy prints nothing on stdout" "" "$(cat "$T/d2.txt")"

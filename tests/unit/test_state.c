@@ -385,11 +385,10 @@ static void test_open_empty_file(void **pstate)
              "state %s is empty (0 bytes): the clusters it recorded are unknown (lost to a "
              "full disk, a truncation or a bad copy?), and gpuctl will not start a new state "
              "over it. Restore the file from a backup if you have one. Otherwise its nodes "
-             "may still be running and billing: find them at the provider by the tag "
-             "gpuctl:cluster (aws: 'aws ec2 describe-instances --filters "
-             "Name=tag-key,Values=gpuctl:cluster' in each region; local: the node "
-             "directories in %s/local) and delete them there; then move the file aside to "
-             "start a new state: mv %s %s.empty", p, f->state, p, p);
+             "may still be running and billing: find them at each provider by the tag "
+             "gpuctl:cluster and delete them there (docs/cli.md, 'The state database', says "
+             "how for each provider); then move the file aside to start a new state: mv %s "
+             "%s.empty", p, p, p);
     assert_string_equal(ge.msg, want);
     /* untouched: still empty, nothing next to it */
     struct stat sb;
