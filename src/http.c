@@ -1042,6 +1042,9 @@ static int setup_handle(const engine *e, slot *s)
     SETOPT(h, CURLOPT_PRIVATE, (void *)s);
     if (e->o->client)
         SETOPT(h, CURLOPT_SHARE, e->o->client->share);
+    /* libcurl resends a request by itself only on a reused connection */
+    if (req->fresh_connect)
+        SETOPT(h, CURLOPT_FRESH_CONNECT, 1L);
     if (e->trace) {
         SETOPT(h, CURLOPT_DEBUGFUNCTION, on_debug);
         SETOPT(h, CURLOPT_DEBUGDATA, (void *)s);

@@ -20,7 +20,8 @@
  * callers of other POSTs must make them idempotent first.  Note that
  * libcurl itself also resends a request once, within the same attempt and
  * with the same headers, when a reused keep-alive connection turns out to
- * have been closed before any reply came.
+ * have been closed before any reply came; a request with fresh_connect
+ * set is never resent that way.
  *
  * Messages name the method and the URL without its query string and
  * fragment (queries may carry signatures) and without any user:password@
@@ -75,6 +76,11 @@ typedef struct gpc_http_request {
     size_t n_headers;
     const void *body;            /* request body; NULL = none */
     size_t body_len;             /* bytes of body */
+    int fresh_connect;           /* 1: every attempt on a new connection, so
+                                    that libcurl never resends it on its own
+                                    (see above): for a request that must not
+                                    be carried out twice, whose transport
+                                    failures the caller's should_retry stops */
 } gpc_http_request;
 
 /*

@@ -996,6 +996,47 @@ static void test_connection_reuse(void **state)
     gpc_http_client_free(c);
 }
 
+/* fresh_connect: no silent resend by libcurl on a reused connection that
+ * dies without a reply (a POST that must not be carried out twice, EC2's
+ * AllocateAddress: regression, the lost call was made twice). */
+static void test_fresh_connect(void **state)
+{
+    fake_server *s = *state;
+    gpc_http_client *c = NULL;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_client_new(&c, &err), 0);
+    int c1 = echo_conn(s, c);
+    assert_int_equal(echo_conn(s, c), c1); /* a connection to reuse */
+    char url[256];
+    snprintf(url, sizeof(url), "%s/drop?drop=1&times=1&fresh=1", s->base);
+    gpc_http_request req = {.method = "POST", .url = url, .body = "x", .body_len = 1,
+                            .fresh_connect = 1};
+    gpc_http_opts o = quick;
+    o.client = c;
+    o.max_attempts = 1;
+    gpc_http_response resp;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 1);
+    assert_int_equal(resp.status, 0);
+    gpc_http_response_free(&resp);
+    /* sent exactly once: the next request of that target is its second */
+    assert_int_equal(get(s, "/drop?drop=1&times=1&fresh=1", &quick, &resp, &err), 0);
+    assert_string_equal(gpc_buf_str(&resp.body), "{\"n\": 2}");
+    gpc_http_response_free(&resp);
+    /* and it went on a new connection (an echo with fresh_connect) */
+    snprintf(url, sizeof(url), "%s/echo", s->base);
+    gpc_http_request er = {.url = url, .fresh_connect = 1};
+    assert_int_equal(gpc_http_send(&er, &o, &resp, &err), 0);
+    cJSON *doc = cJSON_Parse(gpc_buf_str(&resp.body));
+    assert_non_null(doc);
+    assert_int_not_equal(cJSON_GetObjectItem(doc, "conn")->valueint, c1);
+    cJSON_Delete(doc);
+    gpc_http_response_free(&resp);
+    gpc_http_client_free(c);
+}
+
 /* ---- many at once -------------------------------------------------------- */
 
 static void test_send_all(void **state)
@@ -1514,6 +1555,7 @@ int main(void)
         cmocka_unit_test(test_headers_add),
         cmocka_unit_test_setup_teardown(test_should_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_reuse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fresh_connect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_all_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_send_all_retry_wait_is_per_request, setup,
