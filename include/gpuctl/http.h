@@ -179,7 +179,8 @@ enum {
  * 2xx nor in opts->accept, or a transport failure (resp->status 0, empty
  * body).  resp holds that attempt's status, headers, body and request id
  * (resp->attempts is its number); the callee reads it and must not free or
- * keep it.  Returns GPC_HTTP_RETRY, GPC_HTTP_STOP or GPC_HTTP_DEFAULT (any
+ * keep it.  In gpc_http_send_all, resp is resps + i of reqs[i], so a rule
+ * can tell the requests apart.  Returns GPC_HTTP_RETRY, GPC_HTTP_STOP or GPC_HTTP_DEFAULT (any
  * other value counts as DEFAULT).  A retry waits as usual (backoff or
  * Retry-After) and never passes max_attempts.  Not called for a response
  * over max_body (never retried) nor after a before_attempt failure.  It

@@ -1593,6 +1593,7 @@ typedef struct eip_node {
     char alloc[64];     /* the address it gets ("" none yet) */
     char ip[64];
     int failed;
+    int unknown;        /* its AllocateAddress got no EC2 answer: it may have made one */
     gpc_error err;      /* why it has none */
 } eip_node;
 
@@ -1771,10 +1772,13 @@ static void eip_release(aws_ctx *c, const char *region, const char *const *alloc
 }
 
 /* Allocate an Elastic IP, tagged with the cluster, for each node of
- * nds[0..n-1] at once. */
-static void eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *region,
-                         eip_node **nds, size_t n)
+ * nds[0..n-1] at once.  Returns 1 when a call may have made an address
+ * that no node got: it was sent more than once (a retried throttling or
+ * 5xx answer), or it failed. */
+static int eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *region,
+                        eip_node **nds, size_t n)
 {
+    int doubt = 0;
     gpc_ec2_params *ps = calloc(n ? n : 1, sizeof(*ps));
     gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
     for (size_t i = 0; i < n; i++)
@@ -1799,8 +1803,13 @@ static void eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *reg
             gpc_xml_text(root, "allocationId", nd->alloc, sizeof(nd->alloc));
             gpc_xml_text(root, "publicIp", nd->ip, sizeof(nd->ip));
         }
+        doubt |= items[i].attempts > 1;
         if (items[i].rc || !nd->alloc[0]) {
+            doubt = 1;
             nd->failed = 1;
+            /* no EC2 error: the call may have been carried out (its reply
+             * lost; ec2.c does not send AllocateAddress again) */
+            nd->unknown = !items[i].code[0];
             if (!items[i].rc)
                 gpc_fail(&nd->err, GPC_ERR_PROVIDER, "aws: AllocateAddress (%s) gave no "
                          "allocation id", region);
@@ -1816,6 +1825,109 @@ static void eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *reg
         eip_batch_free(ps, items, n);
     free(ps);
     free(items);
+    return doubt;
+}
+
+/* Is `alloc` the address of one of s's nodes, or in s's first listing? */
+static int eip_known(const eip_scan *s, const char *alloc)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->nodes[i].alloc, alloc) == 0)
+            return 1;
+    for (size_t j = 0; j < s->na; j++)
+        if (strcmp(s->addrs[j].alloc, alloc) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * After failed allocations: list the cluster's addresses again and give
+ * each node of nds[0..n-1] that got none an address of the cluster that
+ * is associated with nothing and that s did not know (what an
+ * AllocateAddress whose answer was lost made).  Returns how many nodes
+ * got one.
+ */
+static size_t eip_claim(aws_ctx *c, const char *region, const char *uid, const eip_scan *s,
+                        eip_node **nds, size_t n)
+{
+    eip_scan again = {0};
+    gpc_error e;
+    gpc_error_clear(&e);
+    size_t got = 0;
+    if (eip_list(c, region, uid, &again, &e) != 0) {
+        gpc_debug(c->out, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
+                  region, e.msg);
+        free(again.addrs);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        eip_node *nd = nds[i];
+        for (size_t j = 0; nd->failed && j < again.na; j++) {
+            eip_addr *a = &again.addrs[j];
+            if (a->taken || a->assoc[0] || eip_known(s, a->alloc))
+                continue;
+            a->taken = 1;
+            snprintf(nd->alloc, sizeof(nd->alloc), "%s", a->alloc);
+            snprintf(nd->ip, sizeof(nd->ip), "%s", a->ip);
+            nd->failed = nd->unknown = 0;
+            gpc_error_clear(&nd->err);
+            got++;
+            gpc_debug(c->out, "aws: %s: Elastic IP %s (%s) found after a failed AllocateAddress",
+                      nd->id, a->alloc, a->ip);
+        }
+    }
+    free(again.addrs);
+    return got;
+}
+
+/*
+ * An Elastic IP for each node of nds[0..n-1] (none has one): AllocateAddress
+ * for all at once.  When some fail, the cluster's addresses are listed
+ * again and one that a failed call made serves its node (eip_claim); a
+ * node whose call got no EC2 answer and for which none turned up is asked
+ * for again, EIP_ALLOC_ROUNDS rounds in all.  Returns 1 when an address
+ * no node got may exist (see eip_allocate).
+ */
+#define EIP_ALLOC_ROUNDS 3
+
+static int eip_obtain(aws_ctx *c, const gpc_cluster_ref *ref, const char *region,
+                      const eip_scan *s, eip_node **nds, size_t n)
+{
+    int doubt = 0;
+    eip_node **todo = calloc(n ? n : 1, sizeof(*todo));
+    if (!todo) {
+        for (size_t i = 0; i < n; i++) {
+            nds[i]->failed = 1;
+            gpc_fail(&nds[i]->err, GPC_ERR_NOMEM, "out of memory");
+        }
+        return 0;
+    }
+    memcpy(todo, nds, n * sizeof(*todo));
+    size_t k = n;
+    for (int round = 1; k; round++) {
+        if (!eip_allocate(c, ref, region, todo, k))
+            break;
+        doubt = 1;
+        size_t nf = 0;
+        for (size_t i = 0; i < k; i++)
+            nf += todo[i]->failed;
+        if (!nf)
+            break;
+        gpc_info(c->out, "aws: %zu AllocateAddress call(s) in %s failed or got no answer; "
+                 "looking for addresses of %s they may have made", nf, region, ref->cluster);
+        eip_claim(c, region, ref->cluster_uid, s, todo, k);
+        /* again: the nodes whose call may not have been carried out */
+        size_t again = 0;
+        for (size_t i = 0; i < k; i++)
+            if (todo[i]->failed && todo[i]->unknown && round < EIP_ALLOC_ROUNDS) {
+                todo[i]->failed = todo[i]->unknown = 0;
+                gpc_error_clear(&todo[i]->err);
+                todo[again++] = todo[i];
+            }
+        k = again;
+    }
+    free(todo);
+    return doubt;
 }
 
 /* Associate each node's address with its primary interface, all at once,
@@ -1872,17 +1984,55 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
 }
 
 /*
+ * Add to drop[0..*nd-1] (grown as needed) every address of the cluster in
+ * `region` that is associated with nothing and not there yet; `spare`
+ * holds the listing (the strings drop points to; the caller frees
+ * spare->addrs).  A listing that fails is only noted (-v): the next apply
+ * or destroy finds what is left.
+ */
+static int eip_spares(aws_ctx *c, const char *region, const char *uid, eip_scan *spare,
+                      const char ***drop, size_t *nd, gpc_error *err)
+{
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (eip_list(c, region, uid, spare, &e) != 0) {
+        gpc_debug(c->out, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
+                  region, e.msg);
+        return 0;
+    }
+    const char **g = realloc(*drop, (*nd + spare->na + 1) * sizeof(*g));
+    if (!g)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    *drop = g;
+    for (size_t j = 0; j < spare->na; j++) {
+        int there = spare->addrs[j].assoc[0] != '\0';
+        for (size_t i = 0; !there && i < *nd; i++)
+            there = strcmp(g[i], spare->addrs[j].alloc) == 0;
+        if (!there) {
+            gpc_debug(c->out, "aws: Elastic IP %s (%s) of %s is associated with nothing: "
+                      "releasing it", spare->addrs[j].alloc, spare->addrs[j].ip, uid);
+            g[(*nd)++] = spare->addrs[j].alloc;
+        }
+    }
+    return 0;
+}
+
+/*
  * nodes_running: every node of ids[] with several network interfaces gets
  * its Elastic IP (see above), per region: DescribeInstances by the
  * cluster's tag (pending or running), DescribeAddresses by the tag, then
- * AllocateAddress for the nodes without one at once, AssociateAddress at
- * once.  Nothing at all when this process listed the cluster's instances
- * (the core's wait) and none has several interfaces.  Idempotent: a node
- * whose primary interface has an address keeps it; an address of the
- * cluster associated with nothing (a gpuctl killed between AllocateAddress
- * and AssociateAddress, a lost AllocateAddress answer retried, a node
- * since removed) serves a node that needs one or is released.  When a node
- * gets no address (AllocateAddress refused: no node is associated;
+ * AllocateAddress for the nodes without one at once (eip_obtain: after a
+ * failed or lost call, the addresses are listed again and one the call
+ * made is used before another is asked for), AssociateAddress at once.
+ * Nothing at all when this process listed the cluster's instances (the
+ * core's wait) and none has several interfaces.  Idempotent: a node whose
+ * primary interface has an address keeps it; an address of the cluster
+ * associated with nothing (a gpuctl killed between AllocateAddress and
+ * AssociateAddress, or while AllocateAddress was in flight, a node since
+ * removed) serves a node that needs one or is released.  When an
+ * AllocateAddress was retried or failed, the addresses are listed once
+ * more at the end and those associated with nothing are released.  When a
+ * node gets no address (AllocateAddress refused: no node is associated;
  * AssociateAddress refused, or still "pending" after EIP_TRIES rounds) the
  * call fails and the addresses not associated are released.
  */
@@ -1942,8 +2092,7 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
         for (size_t i = 0; !rc && i < nw; i++)
             if (!want[i]->alloc[0])
                 alloc[fresh++] = want[i];
-        if (!rc && fresh)
-            eip_allocate(c, ref, region, alloc, fresh);
+        int doubt = !rc && fresh ? eip_obtain(c, ref, region, &s, alloc, fresh) : 0;
         /* one could not be allocated: the launch fails, none is associated */
         size_t k = 0;
         int nofail = 1;
@@ -1971,6 +2120,11 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
             if (s.nodes[i].alloc[0])
                 drop[nd++] = s.nodes[i].alloc;
         }
+        /* an allocation retried or failed may have made an address no node
+         * got: the cluster's addresses associated with nothing go back too */
+        eip_scan spare = {0};
+        if (!rc && doubt)
+            rc = eip_spares(c, region, ref->cluster_uid, &spare, &drop, &nd, err);
         if (!rc && nd)
             eip_release(c, region, drop, nd, &left);
         if (!rc && first)
@@ -1987,6 +2141,7 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
         free(drop);
         free(s.nodes);
         free(s.addrs);
+        free(spare.addrs);
     }
     gpc_buf_free(&left);
     return rc;

@@ -355,24 +355,47 @@ static void error_fields(const gpc_buf *body, char *code, size_t cs, char *msg, 
 }
 
 /*
+ * Actions that are not sent again after a transport failure (no reply, or
+ * one cut short): EC2 may have carried the call out, and these have no
+ * idempotency token, so a second call would make a second resource
+ * (AllocateAddress: another Elastic IP, billing and taking quota).  The
+ * caller finds out what the lost call did instead (providers/aws/aws.c
+ * looks for the cluster's tagged addresses).  Such a call also goes on a
+ * new connection: libcurl resends a request by itself when a reused
+ * connection dies before any reply.
+ */
+static const char *const once_actions[] = {"AllocateAddress", NULL};
+
+static int once_only(const char *action)
+{
+    return action && in_list(action, once_actions);
+}
+
+/*
  * What is worth another try (aws.md 3.3): transport failures (the HTTP
  * layer's list), EC2's throttling and transient codes, and a gateway's
  * 429, 502, 503 or 504 without an EC2 error document.  Everything else is
  * the answer, at once: capacity (a 500), auth, quota, a bad request, and a
  * reply that is no EC2 error at all (an HTML 500 from an endpoint that
- * does not serve the action, any other 4xx), which no retry cures.
+ * does not serve the action, any other 4xx), which no retry cures; and a
+ * transport failure of an action in once_actions.
  */
-static int retry_rule(void *arg, const gpc_http_response *resp)
+static int retry_rule(const char *action, const gpc_http_response *resp)
 {
-    (void)arg;
-    if (resp->status == 0)
-        return GPC_HTTP_DEFAULT; /* transport: the built-in rule */
+    if (resp->status == 0) /* transport: the built-in rule, unless not resendable */
+        return once_only(action) ? GPC_HTTP_STOP : GPC_HTTP_DEFAULT;
     char code[96], msg[8], rid[8];
     error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
     if (code[0])
         return gpc_ec2_code_is_throttle(code) ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
     long st = resp->status;
     return st == 429 || st == 502 || st == 503 || st == 504 ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
+}
+
+static int retry_one(void *arg, const gpc_http_response *resp)
+{
+    const call_ctx *cc = arg;
+    return retry_rule(cc->action, resp);
 }
 
 /* A progress line for each retry, so that a slow call says why. */
@@ -436,8 +459,9 @@ static int prepare(gpc_ec2 *e, const char *region, const char *action, const gpc
  * the mapped error.  *skew is set to AWS's clock offset when the answer
  * was RequestExpired with a usable Date header (the caller may re-sign).
  */
-static int finish(gpc_ec2 *e, const char *what, int hrc, const gpc_error *he,
-                  const gpc_http_response *resp, xmlDoc **doc, long *skew, gpc_error *err)
+static int finish(gpc_ec2 *e, const char *action, const char *what, int hrc,
+                  const gpc_error *he, const gpc_http_response *resp, xmlDoc **doc, long *skew,
+                  gpc_error *err)
 {
     *skew = 0;
     if (hrc == 0) {
@@ -458,6 +482,9 @@ static int finish(gpc_ec2 *e, const char *what, int hrc, const gpc_error *he,
                         "(Content-Type %s): the endpoint may not serve this action", what,
                         resp->status, ctype);
     }
+    if (!code[0] && !resp->status && once_only(action))
+        return gpc_fail(err, (gpc_code)hrc, "%s (not sent again: EC2 may have carried it out, "
+                        "and %s has no idempotency token)", he->msg, action);
     if (!code[0])
         return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
     snprintf(e->last_code, sizeof(e->last_code), "%s", code);
@@ -488,12 +515,12 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
     const char *hdrs[] = {"Content-Type: " EC2_CONTENT_TYPE};
     gpc_http_request req = {
         .method = "POST", .url = url, .headers = hdrs, .n_headers = 1,
-        .body = body.data, .body_len = body.len,
+        .body = body.data, .body_len = body.len, .fresh_connect = once_only(action),
     };
     call_ctx cc = {.e = e, .region = region, .action = action};
     gpc_http_opts o = {
         .what = what, .client = e->http, .before_attempt = sign_attempt,
-        .should_retry = retry_rule, .on_retry = note_retry, .arg = &cc,
+        .should_retry = retry_one, .on_retry = note_retry, .arg = &cc,
         .max_attempts = EC2_MAX_ATTEMPTS,
     };
     /* at most twice: once more, re-signed with AWS's time, after a
@@ -508,7 +535,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         long skew = 0;
         gpc_error fe;
         gpc_error_clear(&fe);
-        rc = finish(e, what, hrc, &he, &resp, doc, &skew, &fe);
+        rc = finish(e, action, what, hrc, &he, &resp, doc, &skew, &fe);
         gpc_http_response_free(&resp);
         if (!rc)
             e->last_code[0] = '\0'; /* the code of the last failed call only */
@@ -531,9 +558,19 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
 typedef struct many_ctx {
     gpc_ec2 *e;
     const gpc_http_request *reqs;
+    const gpc_http_response *resps;
     gpc_ec2_batch_item *items;
     size_t n;
 } many_ctx;
+
+/* The retry rule of a batch: the request's action by its response's
+ * position (gpc_http_send_all hands the rule resps + i). */
+static int retry_many(void *arg, const gpc_http_response *resp)
+{
+    const many_ctx *m = arg;
+    size_t i = (size_t)(resp - m->resps);
+    return retry_rule(resp >= m->resps && i < m->n ? m->items[i].action : NULL, resp);
+}
 
 static int sign_many(void *arg, const gpc_http_request *req, int attempt,
                      gpc_http_headers *extra, gpc_error *err)
@@ -576,6 +613,7 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
     for (size_t i = 0; !rc && i < n; i++, prepared++) {
         items[i].doc = NULL;
         items[i].rc = 0;
+        items[i].attempts = 0;
         items[i].code[0] = '\0';
         gpc_error_clear(&items[i].err);
         rc = prepare(e, items[i].region, items[i].action, items[i].params, &urls[i],
@@ -583,12 +621,13 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
         reqs[i] = (gpc_http_request){
             .method = "POST", .url = urls[i], .headers = hdrs, .n_headers = 1,
             .body = bodies[i].data, .body_len = bodies[i].len,
+            .fresh_connect = once_only(items[i].action),
         };
     }
-    many_ctx m = {.e = e, .reqs = reqs, .items = items, .n = n};
+    many_ctx m = {.e = e, .reqs = reqs, .resps = resps, .items = items, .n = n};
     gpc_http_opts o = {
         .what = "aws", .client = e->http, .before_attempt = sign_many,
-        .should_retry = retry_rule, .on_retry = note_retry_many, .arg = &m,
+        .should_retry = retry_many, .on_retry = note_retry_many, .arg = &m,
         .max_attempts = EC2_MAX_ATTEMPTS,
     };
     if (!rc) {
@@ -603,9 +642,10 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
         snprintf(what, sizeof(what), "aws: %s (%s)", items[i].action, items[i].region);
         long skew;
         e->last_code[0] = '\0';
-        items[i].rc = finish(e, what, rcs[i], &errs[i], &resps[i], &items[i].doc, &skew,
-                             &items[i].err);
+        items[i].rc = finish(e, items[i].action, what, rcs[i], &errs[i], &resps[i],
+                             &items[i].doc, &skew, &items[i].err);
         snprintf(items[i].code, sizeof(items[i].code), "%s", items[i].rc ? e->last_code : "");
+        items[i].attempts = resps[i].attempts;
         if (items[i].rc && !rc)
             rc = gpc_fail(err, items[i].err.code, "%s", items[i].err.msg);
     }

@@ -15,8 +15,12 @@
  * Retries (section 3.3): throttling codes (RequestLimitExceeded, ...) and
  * 5xx are retried with capped exponential backoff and full jitter through
  * src/http.c, except the capacity family (InsufficientInstanceCapacity is a
- * 500 that must not be hammered).  RequestExpired (clock skew) is answered
- * once by re-signing with the offset the reply's Date header gives.
+ * 500 that must not be hammered).  Transport failures are retried too,
+ * except for AllocateAddress: it has no idempotency token, and a call whose
+ * reply was lost may have been carried out, so it is not sent again (the
+ * error says so; the caller looks for what it made).  RequestExpired (clock
+ * skew) is answered once by re-signing with the offset the reply's Date
+ * header gives.
  *
  * Error mapping (section 3.2): auth family -> GPC_ERR_AUTH, capacity family
  * and Unsupported -> GPC_ERR_CAPACITY, InstanceLimitExceeded /
@@ -103,6 +107,7 @@ typedef struct gpc_ec2_batch_item {
     int rc;                         /* out */
     gpc_error err;                  /* out */
     char code[96];                  /* out: the EC2 error code, "" when none */
+    int attempts;                   /* out: requests sent (more than 1: retried) */
 } gpc_ec2_batch_item;
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);
 

@@ -398,6 +398,56 @@ static void test_call_many_every_item(void **state)
     assert_int_equal(log_count(f, NULL), 3);
 }
 
+/* AllocateAddress has no idempotency token: a call whose reply was lost
+ * may have been carried out, so it is not sent again, neither by the
+ * retries nor by libcurl itself on a reused connection (regression: EC2
+ * made a second Elastic IP).  An EC2 error that says it was not carried
+ * out (throttling) is still retried. */
+static void test_allocate_not_resent(void **state)
+{
+    fixture *f = *state;
+    start(f, "[{\"action\": \"AllocateAddress\", \"lose_reply\": true, \"times\": 2}, "
+             "{\"action\": \"AllocateAddress\", \"code\": \"RequestLimitExceeded\", "
+             "\"times\": 1}]", NULL);
+    xmlDoc *d = NULL;
+    gpc_error err;
+    assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), 0); /* a connection to reuse */
+    xmlFreeDoc(d);
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, "vpc", "Domain");
+    assert_int_equal(call(f, "AllocateAddress", &p, &d, &err), GPC_ERR_PROVIDER);
+    assert_null(d);
+    const char *head = "aws: AllocateAddress (us-east-1): POST ";
+    const char *tail = " (not sent again: EC2 may have carried it out, and AllocateAddress has "
+                       "no idempotency token)";
+    assert_int_equal(strncmp(err.msg, head, strlen(head)), 0);
+    assert_true(strlen(err.msg) > strlen(tail));
+    assert_string_equal(err.msg + strlen(err.msg) - strlen(tail), tail);
+    assert_int_equal(log_count(f, "\"action\": \"AllocateAddress\""), 1);
+    /* in a batch: the lost one once; the throttled one again (attempts 2) */
+    gpc_ec2_batch_item items[2] = {
+        {.region = "us-east-1", .action = "AllocateAddress", .params = &p},
+        {.region = "us-east-1", .action = "AllocateAddress", .params = &p},
+    };
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_ec2_call_many(&f->ec2, items, 2, &err), GPC_ERR_PROVIDER);
+    int lost = items[0].rc ? 0 : 1, won = 1 - lost;
+    assert_int_equal(items[lost].rc, GPC_ERR_PROVIDER);
+    assert_string_equal(items[lost].code, "");
+    assert_int_equal(items[lost].attempts, 1);
+    assert_string_equal(items[lost].err.msg + strlen(items[lost].err.msg) - strlen(tail), tail);
+    assert_int_equal(items[won].rc, 0);
+    assert_int_equal(items[won].attempts, 2);
+    assert_non_null(items[won].doc);
+    for (int i = 0; i < 2; i++)
+        xmlFreeDoc(items[i].doc);
+    gpc_ec2_params_free(&p);
+    /* 1 + 1 lost, 1 throttled + 1 carried out */
+    assert_int_equal(log_count(f, "\"action\": \"AllocateAddress\""), 4);
+    assert_int_equal(log_count(f, "\"fault\": \"lose_reply\""), 2);
+}
+
 static void test_not_found_keeps_code(void **state)
 {
     fixture *f = *state;
@@ -704,6 +754,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_capacity_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_many_every_item, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocate_not_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found_keeps_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_params_encoding, setup, teardown),
