@@ -2152,10 +2152,11 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
  * disassociated (when it is; termination would do it only once the
  * instance is `terminated`, aws.md "Public addresses..." section 2,
  * dstack's _release_eip) and then released, each step at once for all.
- * What could not be is added to `left`.
+ * What could not be is added to `left`.  Returns -1 when the addresses
+ * could not be listed, else 0.
  */
-static void release_tagged_addresses(aws_ctx *c, const char *region, const char *uid,
-                                     gpc_buf *left)
+static int release_tagged_addresses(aws_ctx *c, const char *region, const char *uid,
+                                    gpc_buf *left)
 {
     eip_scan s = {0};
     gpc_error e;
@@ -2163,7 +2164,7 @@ static void release_tagged_addresses(aws_ctx *c, const char *region, const char 
     if (eip_list(c, region, uid, &s, &e) != 0) {
         gpc_buf_addf(left, NULL, "%sDescribeAddresses: %s", left->len ? "; " : "", e.msg);
         free(s.addrs);
-        return;
+        return -1;
     }
     size_t na = 0;
     for (size_t i = 0; i < s.na; i++)
@@ -2204,6 +2205,7 @@ static void release_tagged_addresses(aws_ctx *c, const char *region, const char 
     free(items);
     free(allocs);
     free(s.addrs);
+    return 0;
 }
 
 /* ---- cleanup: by tag ------------------------------------------------------- */
@@ -2280,7 +2282,9 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         const char *region = ref->regions[r];
         /* 1. the Elastic IPs first: they bill until released, and nothing
          * after this needs them */
-        release_tagged_addresses(c, region, ref->cluster_uid, &left);
+        gpc_buf early;
+        gpc_buf_init(&early, GPC_BUF_LINE_MAX);
+        int listed = release_tagged_addresses(c, region, ref->cluster_uid, &early) == 0;
         /* 2. terminate what still carries the tag, and wait until it is gone */
         time_t start = time(NULL);
         for (int round = 0;; round++) {
@@ -2312,8 +2316,10 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             }
             nap(poll_s());
         }
-        if (rc)
+        if (rc) {
+            gpc_buf_free(&early);
             break;
+        }
         /* 3. then what the instances were using */
         delete_tagged(c, region, ref->cluster_uid, "DescribePlacementGroups",
                       "placementGroupSet", "groupName", "DeletePlacementGroup", "GroupName",
@@ -2322,6 +2328,14 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
                       "securityGroupInfo", "groupId", "DeleteSecurityGroup", "GroupId", &left);
         delete_tagged(c, region, ref->cluster_uid, "DescribeKeyPairs", "keySet", "keyName",
                       "DeleteKeyPair", "KeyName", &left);
+        /* 4. the Elastic IPs again: an AllocateAddress of a killed apply
+         * that was in flight at step 1 lands later; what is left is what
+         * this pass could not release (step 1's failures are tried again) */
+        if (listed)
+            release_tagged_addresses(c, region, ref->cluster_uid, &left);
+        else
+            gpc_buf_addf(&left, NULL, "%s%s", left.len ? "; " : "", gpc_buf_str(&early));
+        gpc_buf_free(&early);
     }
     if (!rc && left.len)
         rc = gpc_fail(err, GPC_ERR_PARTIAL, "aws: left behind: %s", gpc_buf_str(&left));

@@ -260,9 +260,9 @@ run_rc rc g -y destroy effa > "$T/destroy.txt" 2>&1
 expect_eq "destroy: exit 0" 0 "$rc"
 SEQ=$(actions "$n0")
 # the Elastic IPs first (disassociated, then released, each step at once),
-# then terminate by tag, wait, and the rest
+# then terminate by tag, wait, and the rest; the Elastic IPs again last
 expect_match "destroy: the addresses, then terminate by tag, wait, then the rest" \
-    "^DescribeAddresses DisassociateAddress DisassociateAddress DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair$" \
+    "^DescribeAddresses DisassociateAddress DisassociateAddress DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses$" \
     "$SEQ"
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world2.json"
 expect_eq "nothing left: all instances terminated, no group, placement group, key or address" \

@@ -23,7 +23,9 @@
 #     re-run associates the addresses it made, allocates none; an
 #     AllocateAddress whose answer was lost is not sent again: the address
 #     it made is found and used, one address per node;
-#  e. the same with 5 nodes at the quota of 5: no AddressLimitExceeded.
+#  e. the same with 5 nodes at the quota of 5: no AddressLimitExceeded;
+#  f. destroy releases an address that an AllocateAddress in flight made
+#     after destroy first listed them.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ec2_parts.sh"
 # nothing_left: instances, gpuctl groups, placement groups, key pairs, addresses
@@ -97,9 +99,11 @@ run_rc rc g -y destroy efa2 > "$T/a3.txt" 2>&1
 [ "$rc" = 0 ] || cat "$T/a3.txt"
 expect_eq "a: destroy: exit 0" 0 "$rc"
 # the addresses first: disassociated (termination would do it only once
-# the instances are terminated), released; then the instances and the rest
-expect_eq "a: destroy: the addresses, then the instances, then the rest" \
-    "DescribeAddresses DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress DescribeInstances TerminateInstances DescribeInstances DescribePlacementGroups DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
+# the instances are terminated), released; then the instances and the
+# rest; last the addresses again (one that an AllocateAddress in flight
+# made meanwhile: part f)
+expect_eq "a: destroy: the addresses, then the instances, then the rest, then the addresses again" \
+    "DescribeAddresses DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress DescribeInstances TerminateInstances DescribeInstances DescribePlacementGroups DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
     "$(actions "$n0")"
 expect_eq "a: nothing left: no instance, group, placement group, key pair or address" "0 0 0 0 0" \
     "$(world "$NOTHING")"
@@ -170,7 +174,7 @@ expect_eq "c: the message says the numbers and the fix" \
 # the quota before anything: no key, group, placement group or instance;
 # the failed try's cleanup by tag finds nothing
 expect_eq "c: nothing launched or made: the zones, the type, the quota, then the cleanup" \
-    "DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" \
+    "DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs DescribeAddresses" \
     "$(actions "$n0")"
 expect_eq "c: the fake: still only the first cluster's 2 nodes and 2 addresses, one group, one key" "2 2 1 1" \
     "$(world '" ".join(str(x) for x in (len(d["instances"]), len(d["addresses"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["key_pairs"])))')"
@@ -278,5 +282,37 @@ expect_eq "e: five AllocateAddress calls (one lost), none refused" "5 1 0" \
     "$(logq '" ".join(str(x) for x in (sum(1 for l in L if l["action"] == "AllocateAddress"), sum(1 for l in L if l["action"] == "AllocateAddress" and l["fault"] == "lose_reply"), sum(1 for l in L if l["action"] == "AllocateAddress" and l["error"])))')"
 g -y destroy full > /dev/null 2>&1
 expect_eq "e: destroy leaves nothing" "0 0 0 0 0" "$(world "$NOTHING")"
+
+# ---- f. destroy: late addresses -------------------------------------------------------
+# An apply killed while its AllocateAddress calls are in flight (the fake
+# holds them 2 s, then carries them out): destroy, slowed by a
+# TerminateInstances held 3 s, lists the addresses before they exist.
+# Regression: they were listed only then, destroy exited 0 and the
+# addresses billed on, with no record left to destroy again.
+part f
+spec late 2
+echo '[{"action": "AllocateAddress", "delay_ms": 2000}]' | fake -X POST -d @- "$URL/_fake/faults" > /dev/null
+"$GPUCTL_BIN" --state-dir "$STATE" -v -y apply -f late.yaml "${P[@]}" > /dev/null 2> "$T/f1.err" &
+APPLY=$!
+for _ in $(seq 1 600); do
+    grep -q 'calls at once (AllocateAddress' "$T/f1.err" && break
+    kill -0 "$APPLY" 2>/dev/null || break
+    sleep 0.05
+done
+sleep 0.3
+kill -KILL "$APPLY" 2>/dev/null || true
+wait "$APPLY" 2>/dev/null || true
+expect_eq "f: killed while both AllocateAddress calls are held: no address yet" 0 \
+    "$(world 'len(d["addresses"])')"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+echo '[{"action": "TerminateInstances", "delay_ms": 3000, "times": 1}]' | fake -X POST -d @- "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y destroy late > "$T/f2.txt" 2>&1
+[ "$rc" = 0 ] || cat "$T/f2.txt"
+expect_eq "f: destroy: exit 0" 0 "$rc"
+expect_eq "f: the addresses listed before the instances (none yet) and again at the end (two, released)" \
+    "DescribeAddresses DescribeAddresses ReleaseAddress ReleaseAddress" \
+    "$(actions "$n0" | tr ' ' '\n' | grep -E '^(Describe|Release|Disassociate)Address' | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "f: nothing left, nothing billing" "0 0 0 0 0" "$(world "$NOTHING")"
 
 finish

@@ -296,9 +296,10 @@ expect_match "i: the error lists the zones tried" \
     "$(json_get "$T/i1.json" 'd["error"]["message"]')"
 # the Elastic IP quota once for the region; each zone: subnet, placement
 # group, the head refused; then the cleanup by tag: no address, no
-# instance; the three placement groups, the group, the key
+# instance; the three placement groups, the group, the key; the addresses
+# again
 expect_eq "i: the EC2 calls, in order" \
-"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeAddresses DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair" \
+"DescribeInstanceTypeOfferings DescribeInstanceTypes DescribeAccountAttributes DescribeAddresses DescribeImages DescribeVpcs DescribeSubnets ImportKeyPair CreateSecurityGroup AuthorizeSecurityGroupIngress AuthorizeSecurityGroupIngress AuthorizeSecurityGroupEgress CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeSubnets CreatePlacementGroup RunInstances!InsufficientInstanceCapacity DescribeAddresses DescribeInstances DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
     "$(actions 0)"
 expect_eq "i: one RunInstances per zone, one node each (the head)" "1/us-east-1a 1/us-east-1b 1/us-east-1c" \
     "$(calls RunInstances '" ".join(p["MinCount"] + "/" + p["Placement.AvailabilityZone"] for p in r)')"
@@ -323,7 +324,7 @@ expect_match "i: every zone skipped" \
 expect_eq "i: the skipped attempts" \
     "1:0:us-east-1a:skipped:capacity 2:0:us-east-1b:skipped:capacity 3:0:us-east-1c:skipped:capacity" "$(attempts full)"
 expect_eq "i: no launch, nothing made: the zones, then the cleanup finds nothing" \
-    "DescribeInstanceTypeOfferings DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs" "$(actions "$n0")"
+    "DescribeInstanceTypeOfferings DescribeAddresses DescribeInstances DescribePlacementGroups DescribeSecurityGroups DescribeKeyPairs DescribeAddresses" "$(actions "$n0")"
 expect_eq "i: two closed records" "failed failed" "$(st '" ".join(c["phase"] for c in d["clusters"] if c["name"] == "full")')"
 n0=$(log_lines)
 run_rc rc env GPUCTL_CAPACITY_SKIP_S=0 "$GPUCTL_BIN" --state-dir "$STATE" -y -o json \
