@@ -2162,7 +2162,8 @@ static int release_tagged_addresses(aws_ctx *c, const char *region, const char *
     gpc_error e;
     gpc_error_clear(&e);
     if (eip_list(c, region, uid, &s, &e) != 0) {
-        gpc_buf_addf(left, NULL, "%sDescribeAddresses: %s", left->len ? "; " : "", e.msg);
+        gpc_buf_addf(left, NULL, "%sthe cluster's Elastic IPs in %s, if any (they could not be "
+                     "listed: %s)", left->len ? "; " : "", region, e.msg);
         free(s.addrs);
         return -1;
     }

@@ -492,11 +492,14 @@ static int finish(gpc_ec2 *e, const char *action, const char *what, int hrc,
         *skew = skew_from(resp);
     gpc_code gc = gpc_ec2_error_code(code);
     const char *hint = "";
+    char perm[192];
     if (gc == GPC_ERR_AUTH && strcmp(code, "UnauthorizedOperation") != 0)
         hint = " (check the credentials, their region and this machine's clock)";
-    else if (strcmp(code, "UnauthorizedOperation") == 0)
-        hint = " (docs/providers/aws.md lists the IAM actions gpuctl needs)";
-    else if (gc == GPC_ERR_QUOTA)
+    else if (strcmp(code, "UnauthorizedOperation") == 0) {
+        snprintf(perm, sizeof(perm), " (the credentials lack the IAM permission ec2:%s; "
+                 "docs/providers/aws-iam-policy.json lists every action gpuctl needs)", action);
+        hint = perm;
+    } else if (gc == GPC_ERR_QUOTA)
         hint = " (raise the quota in the Service Quotas console)";
     return gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
                     rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");

@@ -25,7 +25,8 @@
 #     it made is found and used, one address per node;
 #  e. the same with 5 nodes at the quota of 5: no AddressLimitExceeded;
 #  f. destroy releases an address that an AllocateAddress in flight made
-#     after destroy first listed them.
+#     after destroy first listed them; DescribeAddresses refused: exit 8,
+#     naming the permission.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ec2_parts.sh"
 # nothing_left: instances, gpuctl groups, placement groups, key pairs, addresses
@@ -283,7 +284,7 @@ expect_eq "e: five AllocateAddress calls (one lost), none refused" "5 1 0" \
 g -y destroy full > /dev/null 2>&1
 expect_eq "e: destroy leaves nothing" "0 0 0 0 0" "$(world "$NOTHING")"
 
-# ---- f. destroy: late addresses -------------------------------------------------------
+# ---- f. destroy: late addresses, refused permissions ----------------------------------
 # An apply killed while its AllocateAddress calls are in flight (the fake
 # holds them 2 s, then carries them out): destroy, slowed by a
 # TerminateInstances held 3 s, lists the addresses before they exist.
@@ -314,5 +315,25 @@ expect_eq "f: the addresses listed before the instances (none yet) and again at 
     "DescribeAddresses DescribeAddresses ReleaseAddress ReleaseAddress" \
     "$(actions "$n0" | tr ' ' '\n' | grep -E '^(Describe|Release|Disassociate)Address' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "f: nothing left, nothing billing" "0 0 0 0 0" "$(world "$NOTHING")"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+# DescribeAddresses refused (an IAM policy from before Elastic IPs): the
+# instances go, the addresses may stay: exit 8, naming the permission
+spec noperm 2
+run_rc rc g -y apply -f noperm.yaml "${P[@]}" > /dev/null 2> "$T/f3.err"
+expect_eq "f: noperm: apply exits 0" 0 "$rc"
+echo '[{"action": "DescribeAddresses", "code": "UnauthorizedOperation"}]' | fake -X POST -d @- "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y -o json destroy noperm > "$T/f4.json" 2> "$T/f4.err"
+expect_eq "f: DescribeAddresses refused: exit 8 (partial), the instances terminated" "8 partial 0" \
+    "$rc $(json_get "$T/f4.json" 'd["error"]["code"]') $(world 'sum(1 for i in d["instances"] if i["state"] != "terminated")')"
+expect_match "f: the message names the missing permission and the policy file" \
+    "^cluster 'noperm' stays recorded: aws: left behind: the cluster's Elastic IPs in us-east-1, if any \(they could not be listed: aws: DescribeAddresses \(us-east-1\): UnauthorizedOperation: You are not authorized to perform this operation\. \(the credentials lack the IAM permission ec2:DescribeAddresses; docs/providers/aws-iam-policy\.json lists every action gpuctl needs\) \(request id [0-9a-f-]+\)\); run destroy again$" \
+    "$(json_get "$T/f4.json" 'd["error"]["message"]')"
+expect_eq "f: DescribeAddresses asked once (not again at the end)" 1 \
+    "$(calls DescribeAddresses 'len(r)' "$n0")"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y destroy noperm > /dev/null 2>&1
+expect_eq "f: with the permission, destroy again: exit 0, nothing left" "0 0 0 0 0 0" \
+    "$rc $(world "$NOTHING")"
 
 finish

@@ -448,6 +448,27 @@ static void test_allocate_not_resent(void **state)
     assert_int_equal(log_count(f, "\"fault\": \"lose_reply\""), 2);
 }
 
+/* UnauthorizedOperation names the IAM permission that is missing and the
+ * policy file (regression: a destroy refused DescribeAddresses by a policy
+ * from before Elastic IPs said only "docs/providers/aws.md lists the IAM
+ * actions"). */
+static void test_unauthorized_names_permission(void **state)
+{
+    fixture *f = *state;
+    start(f, "[{\"action\": \"DescribeAddresses\", \"code\": \"UnauthorizedOperation\"}]",
+          NULL);
+    xmlDoc *d = NULL;
+    gpc_error err;
+    assert_int_equal(call(f, "DescribeAddresses", NULL, &d, &err), GPC_ERR_AUTH);
+    assert_null(d);
+    assert_string_equal(err.msg, "aws: DescribeAddresses (us-east-1): UnauthorizedOperation: You "
+                        "are not authorized to perform this operation. (the credentials lack "
+                        "the IAM permission ec2:DescribeAddresses; "
+                        "docs/providers/aws-iam-policy.json lists every action gpuctl needs) "
+                        "(request id " RID(01) ")");
+    assert_int_equal(log_count(f, NULL), 1);
+}
+
 static void test_not_found_keeps_code(void **state)
 {
     fixture *f = *state;
@@ -755,6 +776,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_many_every_item, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocate_not_resent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unauthorized_names_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found_keeps_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_params_encoding, setup, teardown),
