@@ -2273,6 +2273,29 @@ static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
     return rc;
 }
 
+/*
+ * TerminateInstances of ids[0..n-1] failed with e: err says so and names
+ * what stays (the instances, and what destroy removes after them), with
+ * e's code (GPC_ERR_AUTH: the core exits 20, refused credentials).
+ */
+static int terminate_failed(const char *region, const char *const *ids, size_t n,
+                            const gpc_error *e, const gpc_buf *left, gpc_error *err)
+{
+    char names[400] = "";
+    size_t len = 0, shown = 0;
+    for (size_t i = 0; i < n && len < sizeof(names) - 64; i++, shown++) {
+        int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", ids[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (shown < n)
+        snprintf(names + len, sizeof(names) - len, " and %zu more", n - shown);
+    return gpc_fail(err, e->code ? e->code : GPC_ERR_PROVIDER,
+                    "%s; left in %s: %zu instance(s) (%s), still running or starting, and the "
+                    "cluster's security group, key pair and any placement group%s%s",
+                    e->msg, region, n, names, left->len ? "; also left: " : "",
+                    gpc_buf_str(left));
+}
+
 static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
 {
     aws_ctx *c = ctx;
@@ -2300,8 +2323,10 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
                     continue; /* shutting-down: on its way */
                 ids[k++] = a.st[i].provider_id;
             }
-            if (!rc && k)
-                rc = terminate_ids(c, region, ids, k, err);
+            gpc_error te;
+            gpc_error_clear(&te);
+            if (!rc && k && terminate_ids(c, region, ids, k, &te) != 0)
+                rc = terminate_failed(region, ids, k, &te, &early, err);
             size_t pending = rc ? 0 : a.n;
             free(ids);
             free(a.st);

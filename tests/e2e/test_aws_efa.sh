@@ -26,7 +26,8 @@
 #  e. the same with 5 nodes at the quota of 5: no AddressLimitExceeded;
 #  f. destroy releases an address that an AllocateAddress in flight made
 #     after destroy first listed them; DescribeAddresses refused: exit 8,
-#     naming the permission.
+#     naming the permission; TerminateInstances refused: exit 20, naming
+#     the instances left.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ec2_parts.sh"
 # nothing_left: instances, gpuctl groups, placement groups, key pairs, addresses
@@ -333,6 +334,22 @@ expect_eq "f: DescribeAddresses asked once (not again at the end)" 1 \
     "$(calls DescribeAddresses 'len(r)' "$n0")"
 fake -X DELETE "$URL/_fake/faults" > /dev/null
 run_rc rc g -y destroy noperm > /dev/null 2>&1
+expect_eq "f: with the permission, destroy again: exit 0, nothing left" "0 0 0 0 0 0" \
+    "$rc $(world "$NOTHING")"
+# TerminateInstances refused: exit 20 (refused credentials), naming the
+# instances left
+spec noterm 2
+run_rc rc g -y apply -f noterm.yaml "${P[@]}" > /dev/null 2> "$T/f5.err"
+IDS=$(world '", ".join(i["id"] for i in d["instances"] if i["state"] == "running")')
+echo '[{"action": "TerminateInstances", "code": "UnauthorizedOperation"}]' | fake -X POST -d @- "$URL/_fake/faults" > /dev/null
+run_rc rc g -y -o json destroy noterm > "$T/f6.json" 2> "$T/f6.err"
+expect_eq "f: TerminateInstances refused: exit 20 (auth)" "20 auth" \
+    "$rc $(json_get "$T/f6.json" 'd["error"]["code"]')"
+expect_match "f: the message names the permission and the instances left" \
+    "^cluster 'noterm' stays recorded: aws: TerminateInstances \(us-east-1\): UnauthorizedOperation: You are not authorized to perform this operation\. \(the credentials lack the IAM permission ec2:TerminateInstances; docs/providers/aws-iam-policy\.json lists every action gpuctl needs\) \(request id [0-9a-f-]+\); left in us-east-1: 2 instance\(s\) \($IDS\), still running or starting, and the cluster's security group, key pair and any placement group; run destroy again$" \
+    "$(json_get "$T/f6.json" 'd["error"]["message"]')"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y destroy noterm > /dev/null 2>&1
 expect_eq "f: with the permission, destroy again: exit 0, nothing left" "0 0 0 0 0 0" \
     "$rc $(world "$NOTHING")"
 
