@@ -2273,6 +2273,20 @@ static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
     return rc;
 }
 
+/* Add id to ids[0..*n-1] unless it is there; 0, or -1 out of memory. */
+static int add_id(char (**ids)[32], size_t *n, const char *id)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*ids)[i], id) == 0)
+            return 0;
+    char(*g)[32] = realloc(*ids, (*n + 1) * sizeof(*g));
+    if (!g)
+        return -1;
+    *ids = g;
+    snprintf(g[(*n)++], sizeof(g[0]), "%s", id);
+    return 0;
+}
+
 /*
  * TerminateInstances of ids[0..n-1] failed with e: err says so and names
  * what stays (the instances, and what destroy removes after them), with
@@ -2310,6 +2324,8 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         gpc_buf_init(&early, GPC_BUF_LINE_MAX);
         int listed = release_tagged_addresses(c, region, ref->cluster_uid, &early) == 0;
         /* 2. terminate what still carries the tag, and wait until it is gone */
+        char(*done)[32] = NULL; /* the instances terminated here */
+        size_t ndone = 0;
         time_t start = time(NULL);
         for (int round = 0;; round++) {
             tagged_acc a = {0};
@@ -2327,6 +2343,9 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             gpc_error_clear(&te);
             if (!rc && k && terminate_ids(c, region, ids, k, &te) != 0)
                 rc = terminate_failed(region, ids, k, &te, &early, err);
+            for (size_t i = 0; !rc && i < k; i++)
+                if (add_id(&done, &ndone, ids[i]) != 0)
+                    rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
             size_t pending = rc ? 0 : a.n;
             free(ids);
             free(a.st);
@@ -2342,6 +2361,12 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             }
             nap(poll_s());
         }
+        /* the core deletes no node itself when the provider cleans up by
+         * tag, so its count is of the nodes it recorded: say what went */
+        if (ndone)
+            gpc_info(c->out, "aws: terminated %zu instance(s) of %s in %s found by its tag",
+                     ndone, ref->cluster, region);
+        free(done);
         if (rc) {
             gpc_buf_free(&early);
             break;

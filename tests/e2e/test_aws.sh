@@ -264,6 +264,8 @@ SEQ=$(actions "$n0")
 expect_match "destroy: the addresses, then terminate by tag, wait, then the rest" \
     "^DescribeAddresses DisassociateAddress DisassociateAddress DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress ReleaseAddress ReleaseAddress DescribeInstances (DescribeInstances )?TerminateInstances (DescribeInstances )+DescribePlacementGroups DeletePlacementGroup DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses$" \
     "$SEQ"
+expect_match "destroy: says how many instances it terminated by tag" \
+    "aws: terminated 4 instance\(s\) of effa in us-east-1 found by its tag" "$(cat "$T/destroy.txt")"
 fake "http://127.0.0.1:$FAKE_PORT/_fake/state" > "$T/world2.json"
 expect_eq "nothing left: all instances terminated, no group, placement group, key or address" \
     "True 0 0 0 0" \

@@ -107,6 +107,8 @@ expect_eq "a: destroy: exit 0" 0 "$rc"
 expect_eq "a: destroy: the addresses, then the instances, then the rest, then the addresses again" \
     "DescribeAddresses DisassociateAddress DisassociateAddress ReleaseAddress ReleaseAddress DescribeInstances TerminateInstances DescribeInstances DescribePlacementGroups DeletePlacementGroup DescribeSecurityGroups DeleteSecurityGroup DescribeKeyPairs DeleteKeyPair DescribeAddresses" \
     "$(actions "$n0")"
+expect_match "a: destroy says how many instances it terminated by tag" \
+    "aws: terminated 2 instance\(s\) of efa2 in us-east-1 found by its tag" "$(cat "$T/a3.txt")"
 expect_eq "a: nothing left: no instance, group, placement group, key pair or address" "0 0 0 0 0" \
     "$(world "$NOTHING")"
 
