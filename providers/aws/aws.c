@@ -1124,6 +1124,14 @@ static int terminate_ids(aws_ctx *c, const char *region, const char *const *ids,
 static int eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region,
                      const type_info *ti, gpc_error *err);
 
+/* Is root the answer to `action` (<ActionResponse>)? */
+static int answer_to(const xmlNode *root, const char *action)
+{
+    size_t n = strlen(action);
+    const char *name = root ? (const char *)root->name : "";
+    return strncmp(name, action, n) == 0 && strcmp(name + n, "Response") == 0;
+}
+
 /* Launch n nodes like reqs[0] in one RunInstances; out[i] by launch index. */
 static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int batch,
                          gpc_node_status *out, gpc_error *err)
@@ -1173,6 +1181,17 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     }
     if (rc)
         return rc;
+    /* a success status with some other document (a proxy's HTML page):
+     * what EC2 did, if it got the call, is unknown */
+    xmlNode *root = xmlDocGetRootElement(d);
+    if (!answer_to(root, "RunInstances")) {
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: RunInstances (%s): the answer is not an EC2 "
+                      "RunInstances answer (its root element is <%s>): whether instances were "
+                      "launched is unknown (any that were carry the cluster's tag: destroy "
+                      "removes them)", of->region, root ? (const char *)root->name : "none");
+        xmlFreeDoc(d);
+        return rc;
+    }
     size_t got = 0;
     const char **ids = calloc(n, sizeof(*ids));
     gpc_node_status *tmp = calloc(n, sizeof(*tmp));
@@ -1200,7 +1219,7 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
         gpc_error_clear(&e);
         terminate_ids(c, of->region, ids, got < n ? got : n, &e);
         rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: RunInstances returned %zu instance(s) for "
-                      "%zu requested; they were terminated", got, n);
+                      "%zu requested%s", got, n, got ? "; they were terminated" : "");
     }
     free(ids);
     free(tmp);

@@ -26,7 +26,8 @@
 #  n. as l, and the resent call meets IdempotentParameterMismatch: the
 #     nodes of the first call are taken in by token;
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
-#     retries show as progress lines; SIGINT ends a call waiting to retry;
+#     an HTML 200 is no RunInstances answer; retries show as progress
+#     lines; SIGINT ends a call waiting to retry;
 #  p. a failed apply whose clean-up cannot finish shows as failed;
 #  r. one lookup of a killed apply's batch sees nothing (eventual
 #     consistency): that node is sent again with the batch's token, never
@@ -471,6 +472,17 @@ fake -X POST -d '{"action": "RunInstances", "body": "{\"message\": \"no\"}", "st
 n0=$(log_lines)
 run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o2.err"
 expect_eq "o: a JSON 404: exit 6, sent once" "6 1" "$rc $(calls RunInstances 'len(r)' "$n0")"
+g -y destroy html > /dev/null 2>&1
+# an HTML page with HTTP 200 (a proxy's): nothing is known to be launched
+# (regression: "RunInstances returned 0 instance(s) for 1 requested; they
+# were terminated", when nothing was)
+fake -X POST -d '{"action": "RunInstances", "body": "<html><body>Welcome</body></html>", "status": 200, "times": 1}' \
+    "$URL/_fake/faults" > /dev/null
+run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o6.err"
+expect_eq "o: an HTML 200 on RunInstances: exit 6" 6 "$rc"
+expect_match "o: the error says the answer was no RunInstances answer and the outcome is unknown" \
+    "^gpuctl: error: aws: RunInstances \\(us-east-1\\): the answer is not an EC2 RunInstances answer \\(its root element is <html>\\): whether instances were launched is unknown \\(any that were carry the cluster's tag: destroy removes them\\)" \
+    "$(grep 'error:' "$T/o6.err")"
 g -y destroy html > /dev/null 2>&1
 fake -X POST -d '{"action": "RunInstances", "code": "RequestLimitExceeded", "times": 2}' \
     "$URL/_fake/faults" > /dev/null
