@@ -354,6 +354,12 @@ static void error_fields(const gpc_buf *body, char *code, size_t cs, char *msg, 
     xmlFreeDoc(d);
 }
 
+/* A status retried when the reply holds no EC2 error: a gateway's. */
+static int gateway_retried(long st)
+{
+    return st == 429 || st == 502 || st == 503 || st == 504;
+}
+
 /*
  * Actions that are not sent again after a transport failure (no reply, or
  * one cut short): EC2 may have carried the call out, and these have no
@@ -389,7 +395,7 @@ static int retry_rule(const char *action, const gpc_http_response *resp)
     if (code[0])
         return gpc_ec2_code_is_throttle(code) ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
     long st = resp->status;
-    return st == 429 || st == 502 || st == 503 || st == 504 ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
+    return gateway_retried(st) ? GPC_HTTP_RETRY : GPC_HTTP_STOP;
 }
 
 static int retry_one(void *arg, const gpc_http_response *resp)
@@ -478,6 +484,11 @@ static int finish(gpc_ec2 *e, const char *action, const char *what, int hrc,
         char ctype[96];
         if (!gpc_http_header(resp, "Content-Type", ctype, sizeof(ctype)))
             snprintf(ctype, sizeof(ctype), "none");
+        /* a gateway's 429/502/503/504 was retried: busy or down, not absent */
+        if (gateway_retried(resp->status))
+            return gpc_fail(err, GPC_ERR_PROVIDER, "%s: the endpoint answered HTTP %ld without "
+                            "an EC2 error %d time(s) (Content-Type %s)", what, resp->status,
+                            resp->attempts, ctype);
         return gpc_fail(err, GPC_ERR_PROVIDER, "%s: HTTP %ld with no EC2 error in the answer "
                         "(Content-Type %s): the endpoint may not serve this action", what,
                         resp->status, ctype);

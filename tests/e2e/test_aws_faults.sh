@@ -26,8 +26,9 @@
 #  n. as l, and the resent call meets IdempotentParameterMismatch: the
 #     nodes of the first call are taken in by token;
 #  o. answers no retry can cure (an HTML 500, a JSON 404) fail at once;
-#     an HTML 200 is no RunInstances answer; retries show as progress
-#     lines; SIGINT ends a call waiting to retry;
+#     an HTML 200 is no RunInstances answer; a gateway's 503 is retried
+#     and says so; retries show as progress lines; SIGINT ends a call
+#     waiting to retry;
 #  p. a failed apply whose clean-up cannot finish shows as failed;
 #  r. one lookup of a killed apply's batch sees nothing (eventual
 #     consistency): that node is sent again with the batch's token, never
@@ -483,6 +484,20 @@ expect_eq "o: an HTML 200 on RunInstances: exit 6" 6 "$rc"
 expect_match "o: the error says the answer was no RunInstances answer and the outcome is unknown" \
     "^gpuctl: error: aws: RunInstances \\(us-east-1\\): the answer is not an EC2 RunInstances answer \\(its root element is <html>\\): whether instances were launched is unknown \\(any that were carry the cluster's tag: destroy removes them\\)" \
     "$(grep 'error:' "$T/o6.err")"
+g -y destroy html > /dev/null 2>&1
+# a gateway's HTML 503, six times (Retry-After: 0): retried, and the error
+# says so (regression: "the endpoint may not serve this action")
+fake -X POST -d '{"action": "RunInstances", "body": "<html><body>503 Service Unavailable</body></html>", "status": 503, "retry_after": 0, "times": 6}' \
+    "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f html.yaml "${P[@]}" > /dev/null 2> "$T/o7.err"
+expect_eq "o: six HTML 503s: exit 6, six tries" "6 6" "$rc $(calls RunInstances 'len(r)' "$n0")"
+expect_match "o: the error says what came back, and how often" \
+    "^gpuctl: error: aws: RunInstances \\(us-east-1\\): the endpoint answered HTTP 503 without an EC2 error 6 time\\(s\\) \\(Content-Type text/html\\)($|;)" \
+    "$(grep 'error:' "$T/o7.err")"
+expect_eq "o: and not that the endpoint may not serve the action" "" \
+    "$(grep 'may not serve' "$T/o7.err")"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
 g -y destroy html > /dev/null 2>&1
 fake -X POST -d '{"action": "RunInstances", "code": "RequestLimitExceeded", "times": 2}' \
     "$URL/_fake/faults" > /dev/null

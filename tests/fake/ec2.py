@@ -287,11 +287,12 @@ Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
     "capacity": K        RunInstances launches at most K instances (fewer
                          than MinCount -> InsufficientInstanceCapacity, nothing
                          starts)
-    "body": TEXT [, "status": S, "content_type": T]
+    "body": TEXT [, "status": S, "content_type": T, "retry_after": N]
                          answer TEXT as it is with status S (default 500) and
                          Content-Type T (default text/html), no EC2 error
                          document: what a stand-in that does not implement an
-                         action, or a proxy, may answer
+                         action, or a proxy, may answer; with retry_after, a
+                         Retry-After: N header too
     "empty": true        a Describe* action answers a valid empty list, as
                          EC2 may for a resource made a moment ago (its
                          Describe calls are eventually consistent)
@@ -2352,7 +2353,7 @@ def describe_account_attributes(ctx):
 
 FAULT_KEYS = {"action", "region", "zone", "instance_type", "market", "code", "status", "message",
               "delay_ms", "drop", "lose_reply", "partial", "capacity", "body", "content_type",
-              "empty", "times", "after", "comment"}
+              "retry_after", "empty", "times", "after", "comment"}
 EFFECTS = ("code", "delay_ms", "drop", "lose_reply", "partial", "capacity", "body", "empty")
 # the list each Describe* answer holds, for "empty"
 EMPTY_LISTS = {"DescribeInstances": "reservationSet", "DescribeAddresses": "addressesSet",
@@ -2378,7 +2379,7 @@ def check_fault(rule):
         raise ValueError("\"%s\" only applies to RunInstances" % effects[0])
     if effects[0] == "empty" and rule["action"] not in EMPTY_LISTS:
         raise ValueError("\"empty\" applies to one of %s" % ", ".join(sorted(EMPTY_LISTS)))
-    for k in ("delay_ms", "partial", "capacity", "times", "after", "status"):
+    for k in ("delay_ms", "partial", "capacity", "times", "after", "status", "retry_after"):
         if k in rule and (not isinstance(rule[k], int) or isinstance(rule[k], bool) or rule[k] < 0):
             raise ValueError("\"%s\" must be a non-negative integer" % k)
     rule = dict(rule)
@@ -2608,12 +2609,14 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def reply(self, status, body, content_type, rid=None):
+    def reply(self, status, body, content_type, rid=None, retry_after=None):
         data = body.encode("utf-8")
         self.send_response(status)   # also sends Date (date_time_string: the fake's clock)
         self.send_header("Content-Type", content_type)
         if rid:
             self.send_header("x-amzn-RequestId", rid)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
@@ -2732,7 +2735,8 @@ class Handler(BaseHTTPRequestHandler):
                 entry.update(status=status, error="HTTP %d" % status)
                 with LOCK:
                     log(entry)
-                return self.reply(status, rule["body"], rule.get("content_type", "text/html"), rid)
+                return self.reply(status, rule["body"], rule.get("content_type", "text/html"), rid,
+                                  rule.get("retry_after"))
             if rule["effect"] == "partial":
                 ctx.partial = rule["partial"]
             if rule["effect"] == "capacity":
