@@ -2122,11 +2122,8 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
                 want[k++] = want[i];
             else if (!want[i]->failed && want[i]->alloc[0])
                 drop[nd++] = want[i]->alloc;
-        if (!rc && k) {
-            gpc_info(c->out, "aws: %zu node(s) of %s in %s: an Elastic IP each on the primary "
-                     "network interface", k, ref->cluster, region);
+        if (!rc && k)
             eip_associate(c, region, want, k);
-        }
         /* a node that did not get its address: the address goes back, the call fails */
         size_t failed = 0;
         const eip_node *first = NULL;
@@ -2139,6 +2136,9 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
             if (s.nodes[i].alloc[0])
                 drop[nd++] = s.nodes[i].alloc;
         }
+        if (!rc && k && !first)
+            gpc_info(c->out, "aws: %zu node(s) of %s in %s: an Elastic IP each on the primary "
+                     "network interface", k, ref->cluster, region);
         /* an allocation retried or failed may have made an address no node
          * got: the cluster's addresses associated with nothing go back too */
         eip_scan spare = {0};

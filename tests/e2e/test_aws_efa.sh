@@ -144,6 +144,9 @@ expect_match "b: the error names the node and EC2's answer" \
     "^aws: 2 node\(s\) of retry in us-east-1 got no public address \(Elastic IP\); i-0+3: aws: AssociateAddress \(us-east-1\): InvalidInstanceID: The instance ID 'i-0' is not in a valid state" \
     "$(json_get "$T/b2.json" 'd["error"]["message"]')"
 expect_eq "b: one round, not retried" 2 "$(calls AssociateAddress 'len(r)' "$n0")"
+# regression: the line was printed before AssociateAddress, also when it failed
+expect_eq "b: it does not say the nodes got an Elastic IP each" "" \
+    "$(grep 'an Elastic IP each' "$T/b2.err")"
 expect_eq "b: both addresses released at once; then the nodes removed and the rest cleaned" \
     "ReleaseAddress ReleaseAddress TerminateInstances TerminateInstances DescribeAddresses DescribeInstances" \
     "$(actions "$n0" | sed 's/.*AssociateAddress!InvalidInstanceID //' | cut -d' ' -f1-6)"
