@@ -1913,39 +1913,39 @@ static int eip_obtain(aws_ctx *c, const gpc_cluster_ref *ref, const char *region
                       const eip_scan *s, eip_node **nds, size_t n)
 {
     int doubt = 0;
-    eip_node **todo = calloc(n ? n : 1, sizeof(*todo));
-    if (!todo) {
+    eip_node **want = calloc(n ? n : 1, sizeof(*want));
+    if (!want) {
         for (size_t i = 0; i < n; i++) {
             nds[i]->failed = 1;
             gpc_fail(&nds[i]->err, GPC_ERR_NOMEM, "out of memory");
         }
         return 0;
     }
-    memcpy(todo, nds, n * sizeof(*todo));
+    memcpy(want, nds, n * sizeof(*want));
     size_t k = n;
     for (int round = 1; k; round++) {
-        if (!eip_allocate(c, ref, region, todo, k))
+        if (!eip_allocate(c, ref, region, want, k))
             break;
         doubt = 1;
         size_t nf = 0;
         for (size_t i = 0; i < k; i++)
-            nf += todo[i]->failed;
+            nf += want[i]->failed;
         if (!nf)
             break;
         gpc_info(c->out, "aws: %zu AllocateAddress call(s) in %s failed or got no answer; "
                  "looking for addresses of %s they may have made", nf, region, ref->cluster);
-        eip_claim(c, region, ref->cluster_uid, s, todo, k);
+        eip_claim(c, region, ref->cluster_uid, s, want, k);
         /* again: the nodes whose call may not have been carried out */
         size_t again = 0;
         for (size_t i = 0; i < k; i++)
-            if (todo[i]->failed && todo[i]->unknown && round < EIP_ALLOC_ROUNDS) {
-                todo[i]->failed = todo[i]->unknown = 0;
-                gpc_error_clear(&todo[i]->err);
-                todo[again++] = todo[i];
+            if (want[i]->failed && want[i]->unknown && round < EIP_ALLOC_ROUNDS) {
+                want[i]->failed = want[i]->unknown = 0;
+                gpc_error_clear(&want[i]->err);
+                want[again++] = want[i];
             }
         k = again;
     }
-    free(todo);
+    free(want);
     return doubt;
 }
 
@@ -1955,11 +1955,11 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
 {
     gpc_ec2_params *ps = calloc(n ? n : 1, sizeof(*ps));
     gpc_ec2_batch_item *items = calloc(n ? n : 1, sizeof(*items));
-    eip_node **todo = calloc(n ? n : 1, sizeof(*todo));
+    eip_node **want = calloc(n ? n : 1, sizeof(*want));
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ps && items && todo)
-            todo[k++] = nds[i];
+        if (ps && items && want)
+            want[k++] = nds[i];
         else {
             nds[i]->failed = 1;
             gpc_fail(&nds[i]->err, GPC_ERR_NOMEM, "out of memory");
@@ -1970,20 +1970,20 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
             nap(eip_backoff(round - 1));
         for (size_t i = 0; i < k; i++) {
             gpc_ec2_params_init(&ps[i]);
-            gpc_ec2_param(&ps[i], todo[i]->alloc, "AllocationId");
-            gpc_ec2_param(&ps[i], todo[i]->eni, "NetworkInterfaceId");
+            gpc_ec2_param(&ps[i], want[i]->alloc, "AllocationId");
+            gpc_ec2_param(&ps[i], want[i]->eni, "NetworkInterfaceId");
             gpc_ec2_param(&ps[i], "false", "AllowReassociation");
         }
         eip_batch(c, region, "AssociateAddress", ps, items, k);
         size_t again = 0;
         for (size_t i = 0; i < k; i++) {
-            eip_node *nd = todo[i];
+            eip_node *nd = want[i];
             if (!items[i].rc) {
                 nd->done = 1;
                 gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s on %s)", nd->id,
                           nd->ip, nd->alloc, nd->eni);
             } else if (eip_pending(&items[i]) && round < EIP_TRIES) {
-                todo[again++] = nd;
+                want[again++] = nd;
             } else {
                 nd->failed = 1;
                 gpc_fail(&nd->err, (gpc_code)items[i].rc, "%s%s", items[i].err.msg,
@@ -1999,7 +1999,7 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
     }
     free(ps);
     free(items);
-    free(todo);
+    free(want);
 }
 
 /*
