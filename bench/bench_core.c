@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "gpuctl/render.h"
-#include "gpuctl/sigv4.h"
+#include "aws/sigv4.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/state.h"
 #include "gpuctl/util.h"

@@ -25,7 +25,7 @@
 #include "gpuctl/state.h"
 
 struct gpc_buf;
-struct gpc_out;
+#include "gpuctl/log.h"
 
 /* Capability bits. */
 #define GPC_CAP_SPOT        (1u << 0)  /* spot / preemptible capacity */
@@ -36,6 +36,11 @@ struct gpc_out;
 #define GPC_CAP_FREE        (1u << 5)  /* costs nothing: no confirmation needed */
 #define GPC_CAP_OWN_OFFERS  (1u << 6)  /* lists its offers itself (list_offers)
                                           instead of from the built-in catalog */
+#define GPC_CAP_SHARED_FILES (1u << 7) /* nodes see this machine's files: workdir
+                                          and checkpoint_dir are used in place */
+#define GPC_CAP_LAUNCH_INDEX (1u << 8) /* create_nodes' nodes learn their rank from
+                                          the provider's launch index at boot */
+
 
 /* One way to run one node: an instance type in a region/zone at a price. */
 typedef struct gpc_offer {
@@ -101,13 +106,16 @@ typedef struct gpc_provider_config {
     const char *endpoint;   /* API endpoint override (--endpoint), or NULL */
     const char *region;     /* default region (--region), or NULL */
     const char *profile;    /* credentials profile (--profile), or NULL */
-    const struct gpc_out *out; /* for progress and --debug lines, or NULL */
+    const gpc_log *log;     /* for progress and --debug lines, or NULL */
 } gpc_provider_config;
 
 typedef struct gpc_provider {
     const char *name;         /* "local", "aws", ... */
     const char *summary;      /* one line for `gpuctl help providers` */
     unsigned caps;            /* GPC_CAP_* */
+    /* How user-data travels to this provider's nodes (size limit, gzip,
+     * base64, metadata service); see render.h. */
+    const gpc_userdata_rules *userdata;
 
     /* Optional: refuse what this provider cannot do with the spec before
      * anything is made (aws: an image that is neither `pytorch` nor an AMI
@@ -219,13 +227,21 @@ typedef struct gpc_provider {
                     struct gpc_buf *out, long *next, gpc_error *err);
 } gpc_provider;
 
-/* The providers compiled in, ended by NULL. */
+/* The providers compiled in, ended by NULL: generated from the folders
+ * providers/NAME/ (CMakeLists.txt), the default provider first. */
 extern const gpc_provider *const gpc_providers[];
 
 /* A provider by name, or NULL. */
 const gpc_provider *gpc_provider_find(const char *name);
 
+/* The provider of a spec that names none: gpc_providers[0]. */
+const gpc_provider *gpc_provider_default(void);
+
 /* Comma-separated names of the providers compiled in (static storage). */
 const char *gpc_provider_names(void);
+
+/* Comma-separated names of the providers with every bit of `caps` (a
+ * static buffer, overwritten by the next call). */
+const char *gpc_provider_names_with(unsigned caps);
 
 #endif /* GPUCTL_PROVIDER_H */

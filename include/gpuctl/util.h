@@ -78,4 +78,10 @@ size_t gpc_edit_distance(const char *a, const char *b);
 /* 0-15 for a hex digit of either case, -1 for any other byte. */
 int gpc_hex_value(int c);
 
+struct cJSON;
+/* Member `k` of JSON object `o` as a number (`dflt` when absent or not a
+ * number) or as a string (NULL then); borrowed from `o`. */
+double gpc_json_num(const struct cJSON *o, const char *k, double dflt);
+const char *gpc_json_str(const struct cJSON *o, const char *k);
+
 #endif /* GPUCTL_UTIL_H */

@@ -47,7 +47,6 @@
 #include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
-#include "output.h"
 
 #define TAG_CLUSTER "gpuctl:cluster"
 #define TAG_UID "gpuctl:cluster-uid"
@@ -57,6 +56,10 @@
  * PyTorch 2.x (Ubuntu 22.04) YYYYMMDD"). */
 #define DLAMI_PYTORCH "Deep Learning OSS Nvidia Driver AMI GPU PyTorch 2.* (Ubuntu 22.04) *"
 #define AMI_CACHE_TTL_S (24 * 3600)
+
+/* EC2 RunInstances UserData: base64 of at most 16 KB (16384 bytes) of raw
+ * data; cloud-init takes it gzip-compressed (render.h has the sources). */
+static const gpc_userdata_rules aws_userdata = {"aws", 16384, 1, 1, GPC_MD_AWS};
 
 typedef struct type_info {
     char region[48];
@@ -87,7 +90,7 @@ typedef struct region_info {
 typedef struct aws_ctx {
     gpc_ec2 ec2;
     char *state_dir;
-    const gpc_out *out;
+    const gpc_log *log;
     type_info *types;
     size_t n_types;
     zone_list *zl;
@@ -229,12 +232,12 @@ static int aws_open(const gpc_provider_config *cfg, void **ctxp, gpc_error *err)
     aws_ctx *c = calloc(1, sizeof(*c));
     if (!c)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    c->out = cfg->out;
+    c->log = cfg->log;
     c->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
     int rc = cfg->state_dir && !c->state_dir ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory")
                                              : 0;
     if (!rc)
-        rc = gpc_ec2_open(&c->ec2, cfg->profile, cfg->region, cfg->endpoint, cfg->out, err);
+        rc = gpc_ec2_open(&c->ec2, cfg->profile, cfg->region, cfg->endpoint, cfg->log, err);
     if (rc) {
         gpc_ec2_close(&c->ec2);
         free(c->state_dir);
@@ -580,7 +583,7 @@ static int resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_erro
                         "Deep Learning AMI) nor an AMI id (ami-...)", image);
     snprintf(r->ami_for, sizeof(r->ami_for), "%s", image);
     if (!explicit_id && image_cache_read(c, r->region, image, r) == 0) {
-        gpc_debug(c->out, "aws: image %s in %s is %s (cached)", image, r->region, r->ami);
+        gpc_debug(c->log, "aws: image %s in %s is %s (cached)", image, r->region, r->ami);
         return 0;
     }
     gpc_ec2_params p;
@@ -612,7 +615,7 @@ static int resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_erro
     r->ami_gib = best.gib;
     if (!explicit_id)
         image_cache_write(c, r->region, image, r);
-    gpc_debug(c->out, "aws: image %s in %s is %s (created %s)", image, r->region, r->ami,
+    gpc_debug(c->log, "aws: image %s in %s is %s (created %s)", image, r->region, r->ami,
               best.created);
     return 0;
 }
@@ -740,7 +743,7 @@ static int public_key(aws_ctx *c, const char *kname, char **pub, char *src, size
     snprintf(src, ss, "%s (made by gpuctl)", path);
     if (gpc_read_file(pubpath, 16384, pub, &len, &e) == 0)
         return 0;
-    gpc_info(c->out, "aws: making an SSH key for the cluster: %s", path);
+    gpc_info(c->log, "aws: making an SSH key for the cluster: %s", path);
     return make_key(path, kname, pub, err);
 }
 
@@ -775,7 +778,7 @@ static int ensure_key(aws_ctx *c, const char *region, const char *kname, const c
         rc = 0; /* made by an earlier apply of this cluster: reuse it */
     if (rc)
         return gpc_fail(err, e.code, "%s", e.msg);
-    gpc_debug(c->out, "aws: key pair %s in %s from %s", kname, region, src);
+    gpc_debug(c->log, "aws: key pair %s in %s from %s", kname, region, src);
     return 0;
 }
 
@@ -809,7 +812,7 @@ static void ssh_cidr(aws_ctx *c, char *out, size_t size)
     }
     gpc_http_response_free(&r);
     if (!out[0])
-        gpc_info(c->out, "aws: could not learn this machine's public address (%s); the "
+        gpc_info(c->log, "aws: could not learn this machine's public address (%s); the "
                  "security group gets no SSH rule (set GPUCTL_SSH_CIDR)",
                  e.code ? e.msg : "unexpected answer");
 }
@@ -1014,7 +1017,7 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
                       gpc_error *err)
 {
     const gpc_spec *spec = req->spec;
-    const gpc_userdata_rules *rules = gpc_userdata_rules_for("aws");
+    const gpc_userdata_rules *rules = &aws_userdata;
     char *ud = NULL;
     size_t ud_len = 0;
     int rc = gpc_userdata_encode(req->userdata ? req->userdata : "", req->userdata_len, rules,
@@ -1397,7 +1400,7 @@ static void job_result(aws_ctx *c, const char *region, gpc_node_status *ns)
         }
     }
     if (rc)
-        gpc_debug(c->out, "aws: %s: no console output (%s)", ns->provider_id, e.msg);
+        gpc_debug(c->log, "aws: %s: no console output (%s)", ns->provider_id, e.msg);
     free(text);
     gpc_buf_free(&b64);
 }
@@ -1743,7 +1746,7 @@ static int eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region
     long need = (long)req->nnodes - a.mine, room = max - a.total;
     need = need > 0 ? need : 0;
     room = room > 0 ? room : 0;
-    gpc_debug(c->out, "aws: Elastic IPs in %s: %ld of %ld allocated (%ld of them %s's); %s "
+    gpc_debug(c->log, "aws: Elastic IPs in %s: %ld of %ld allocated (%ld of them %s's); %s "
               "needs %ld more", region, a.total, max, a.mine, req->cluster, req->cluster, need);
     if (need > room) {
         char mine[64] = "";
@@ -1874,7 +1877,7 @@ static size_t eip_claim(aws_ctx *c, const char *region, const char *uid, const e
     gpc_error_clear(&e);
     size_t got = 0;
     if (eip_list(c, region, uid, &again, &e) != 0) {
-        gpc_debug(c->out, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
+        gpc_debug(c->log, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
                   region, e.msg);
         free(again.addrs);
         return 0;
@@ -1891,7 +1894,7 @@ static size_t eip_claim(aws_ctx *c, const char *region, const char *uid, const e
             nd->failed = nd->unknown = 0;
             gpc_error_clear(&nd->err);
             got++;
-            gpc_debug(c->out, "aws: %s: Elastic IP %s (%s) found after a failed AllocateAddress",
+            gpc_debug(c->log, "aws: %s: Elastic IP %s (%s) found after a failed AllocateAddress",
                       nd->id, a->alloc, a->ip);
         }
     }
@@ -1932,7 +1935,7 @@ static int eip_obtain(aws_ctx *c, const gpc_cluster_ref *ref, const char *region
             nf += want[i]->failed;
         if (!nf)
             break;
-        gpc_info(c->out, "aws: %zu AllocateAddress call(s) in %s failed or got no answer; "
+        gpc_info(c->log, "aws: %zu AllocateAddress call(s) in %s failed or got no answer; "
                  "looking for addresses of %s they may have made", nf, region, ref->cluster);
         eip_claim(c, region, ref->cluster_uid, s, want, k);
         /* again: the nodes whose call may not have been carried out */
@@ -1980,7 +1983,7 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
             eip_node *nd = want[i];
             if (!items[i].rc) {
                 nd->done = 1;
-                gpc_debug(c->out, "aws: %s: public address %s (Elastic IP %s on %s)", nd->id,
+                gpc_debug(c->log, "aws: %s: public address %s (Elastic IP %s on %s)", nd->id,
                           nd->ip, nd->alloc, nd->eni);
             } else if (eip_pending(&items[i]) && round < EIP_TRIES) {
                 want[again++] = nd;
@@ -1993,7 +1996,7 @@ static void eip_associate(aws_ctx *c, const char *region, eip_node **nds, size_t
         }
         eip_batch_free(ps, items, k);
         if (again)
-            gpc_debug(c->out, "aws: %zu node(s) in %s not ready for an Elastic IP yet; again",
+            gpc_debug(c->log, "aws: %zu node(s) in %s not ready for an Elastic IP yet; again",
                       again, region);
         k = again;
     }
@@ -2015,7 +2018,7 @@ static int eip_spares(aws_ctx *c, const char *region, const char *uid, eip_scan 
     gpc_error e;
     gpc_error_clear(&e);
     if (eip_list(c, region, uid, spare, &e) != 0) {
-        gpc_debug(c->out, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
+        gpc_debug(c->log, "aws: could not list the Elastic IPs of %s in %s again: %s", uid,
                   region, e.msg);
         return 0;
     }
@@ -2028,7 +2031,7 @@ static int eip_spares(aws_ctx *c, const char *region, const char *uid, eip_scan 
         for (size_t i = 0; !there && i < *nd; i++)
             there = strcmp(g[i], spare->addrs[j].alloc) == 0;
         if (!there) {
-            gpc_debug(c->out, "aws: Elastic IP %s (%s) of %s is associated with nothing: "
+            gpc_debug(c->log, "aws: Elastic IP %s (%s) of %s is associated with nothing: "
                       "releasing it", spare->addrs[j].alloc, spare->addrs[j].ip, uid);
             g[(*nd)++] = spare->addrs[j].alloc;
         }
@@ -2137,7 +2140,7 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
                 drop[nd++] = s.nodes[i].alloc;
         }
         if (!rc && k && !first)
-            gpc_info(c->out, "aws: %zu node(s) of %s in %s: an Elastic IP each on the primary "
+            gpc_info(c->log, "aws: %zu node(s) of %s in %s: an Elastic IP each on the primary "
                      "network interface", k, ref->cluster, region);
         /* an allocation retried or failed may have made an address no node
          * got: the cluster's addresses associated with nothing go back too */
@@ -2152,7 +2155,7 @@ static int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *
                           "%s: %s%s%s", failed, ref->cluster, region, first->id, first->err.msg,
                           left.len ? "; left allocated: " : "", gpc_buf_str(&left));
         else if (!rc && left.len)
-            gpc_info(c->out, "aws: warning: could not release unused Elastic IPs of %s in %s "
+            gpc_info(c->log, "aws: warning: could not release unused Elastic IPs of %s in %s "
                      "(destroy releases them): %s", ref->cluster, region, gpc_buf_str(&left));
         gpc_buf_reset(&left);
         free(alloc);
@@ -2371,7 +2374,7 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             if (rc || pending == 0)
                 break;
             if (round == 0)
-                gpc_info(c->out, "aws: waiting for %zu instance(s) of %s in %s to terminate",
+                gpc_info(c->log, "aws: waiting for %zu instance(s) of %s in %s to terminate",
                          pending, ref->cluster, region);
             if (time(NULL) - start > 900) {
                 rc = gpc_fail(err, GPC_ERR_TIMEOUT, "aws: %zu instance(s) of %s in %s still "
@@ -2383,7 +2386,7 @@ static int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         /* the core deletes no node itself when the provider cleans up by
          * tag, so its count is of the nodes it recorded: say what went */
         if (ndone)
-            gpc_info(c->out, "aws: terminated %zu instance(s) of %s in %s found by its tag",
+            gpc_info(c->log, "aws: terminated %zu instance(s) of %s in %s found by its tag",
                      ndone, ref->cluster, region);
         free(done);
         if (rc) {
@@ -2623,7 +2626,8 @@ static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
 const gpc_provider gpc_provider_aws = {
     .name = "aws",
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
-    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT | GPC_CAP_LAUNCH_INDEX,
+    .userdata = &aws_userdata,
     .check_spec = aws_check_spec,
     .open = aws_open,
     .close = aws_close,

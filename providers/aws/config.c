@@ -21,7 +21,7 @@
 #include <ini.h>
 #include <openssl/crypto.h>
 
-#include "gpuctl/aws_config.h"
+#include "aws/config.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"

@@ -11,9 +11,8 @@
 #include <openssl/crypto.h>
 
 #include "aws/ec2.h"
-#include "gpuctl/sigv4.h"
+#include "aws/sigv4.h"
 #include "gpuctl/util.h"
-#include "output.h"
 
 #define EC2_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
 #define EC2_BODY_MAX (1u << 20) /* UserData is at most 16 KiB before base64 */
@@ -199,10 +198,10 @@ static char *dup_or_null(const char *s)
 }
 
 int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
-                 const struct gpc_out *out, gpc_error *err)
+                 const gpc_log *log, gpc_error *err)
 {
     memset(e, 0, sizeof(*e));
-    e->out = out;
+    e->log = log;
     e->opts.profile = dup_or_null(profile);
     e->opts.region = dup_or_null(region);
     e->opts.endpoint = dup_or_null(endpoint);
@@ -244,7 +243,7 @@ int gpc_ec2_credentials(gpc_ec2 *e, gpc_error *err)
     if (!rc) {
         e->have_creds = 1;
         e->creds_at = now;
-        gpc_debug(e->out, "aws: credentials from %s", e->creds.source);
+        gpc_debug(e->log, "aws: credentials from %s", e->creds.source);
     }
     return rc;
 }
@@ -419,7 +418,7 @@ static void say_retry(const gpc_ec2 *e, const char *action, const char *region,
         snprintf(why, sizeof(why), "HTTP %ld", resp->status);
     else
         snprintf(why, sizeof(why), "no answer");
-    gpc_info(e->out, "aws: %s (%s): %s; retrying in %.1f s (attempt %d of %d)", action, region,
+    gpc_info(e->log, "aws: %s (%s): %s; retrying in %.1f s (attempt %d of %d)", action, region,
              why, (double)delay_ms / 1000.0, attempt + 1, EC2_MAX_ATTEMPTS);
 }
 
@@ -544,7 +543,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         gpc_error he;
         gpc_error_clear(&he);
         e->calls++;
-        gpc_debug(e->out, "aws: %s in %s", action, region);
+        gpc_debug(e->log, "aws: %s in %s", action, region);
         int hrc = gpc_http_send(&req, &o, &resp, &he);
         long skew = 0;
         gpc_error fe;
@@ -555,7 +554,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
             e->last_code[0] = '\0'; /* the code of the last failed call only */
         if (rc && skew && round == 0) {
             e->clock_offset_s += skew;
-            gpc_debug(e->out, "aws: clock off by %ld s; signing with the server's time", skew);
+            gpc_debug(e->log, "aws: clock off by %ld s; signing with the server's time", skew);
             rc = 0;
             continue;
         }
@@ -646,7 +645,7 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
     };
     if (!rc) {
         e->calls += n;
-        gpc_debug(e->out, "aws: %zu calls at once (%s ...)", n, items[0].action);
+        gpc_debug(e->log, "aws: %zu calls at once (%s ...)", n, items[0].action);
         gpc_http_send_all(reqs, n, &o, 0, resps, rcs, errs);
     }
     /* every item's answer, also after a failed one */

@@ -38,12 +38,12 @@
 
 #include <libxml/tree.h>
 
-#include "gpuctl/aws_config.h"
+#include "aws/config.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/error.h"
 #include "gpuctl/http.h"
 
-struct gpc_out;
+#include "gpuctl/log.h"
 
 #define GPC_EC2_API_VERSION "2016-11-15"
 
@@ -55,14 +55,14 @@ typedef struct gpc_ec2 {
     int64_t creds_at;         /* when they were resolved (Unix seconds) */
     gpc_http_client *http;
     long clock_offset_s;      /* AWS time - our time, from a RequestExpired */
-    const struct gpc_out *out;
+    const gpc_log *log;
     char last_code[96];       /* the EC2 error code of the last failed call */
     unsigned long calls;      /* requests made (for -v) */
 } gpc_ec2;
 
 /* Resolve config (not yet credentials: those on the first call). */
 int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
-                 const struct gpc_out *out, gpc_error *err);
+                 const gpc_log *log, gpc_error *err);
 void gpc_ec2_close(gpc_ec2 *e);
 
 /* Resolve (or refresh) credentials now; gpuctl check uses it to report. */

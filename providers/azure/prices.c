@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "gpuctl/azure_prices.h"
+#include "azure/prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 

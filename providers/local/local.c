@@ -1079,10 +1079,14 @@ static int local_delete_in(void *ctx, const char *region, const char *id, gpc_er
     return local_delete(ctx, id, err);
 }
 
+/* User-data is a file on this machine: no transport limit. */
+static const gpc_userdata_rules local_userdata = {"local", 0, 0, 0, GPC_MD_LOCAL};
+
 const gpc_provider gpc_provider_local = {
     .name = "local",
     .summary = "nodes are process groups on this machine (the default; also your own GPU server)",
-    .caps = GPC_CAP_FREE | GPC_CAP_OWN_OFFERS,
+    .caps = GPC_CAP_FREE | GPC_CAP_OWN_OFFERS | GPC_CAP_SHARED_FILES,
+    .userdata = &local_userdata,
     .open = local_open,
     .close = local_close,
     .list_offers = local_list_offers,

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "gpuctl/aws_config.h"
+#include "aws/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -27,7 +27,7 @@
 #include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/util.h"
-#include "output.h"
+#include "gpuctl/log.h"
 
 #define MAX_ANSWERS 4096
 #define UID "0123456789abcdef0123456789abcdef"
@@ -165,10 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gpc_rm_rf(cache, NULL);
     fuzz_answers(parts, n);
     const gpc_provider *p = gpc_provider_find("aws");
-    gpc_out out;
-    memset(&out, 0, sizeof(out));
-    out.quiet = 1;
-    gpc_provider_config cfg = {.state_dir = state_dir, .out = &out};
+    gpc_provider_config cfg = {.state_dir = state_dir, .log = NULL}; /* quiet */
     void *ctx = NULL;
     gpc_error err;
     gpc_error_clear(&err);

@@ -18,8 +18,8 @@
 #include "fuzz.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/util.h"
-#include "output.h"
-#include "plan.h"
+#include "present.h"
+#include "gpuctl/plan.h"
 
 static void replace_string(cJSON *o, const char *k, const char *v)
 {

@@ -29,7 +29,7 @@
 
 #include "fake/aws_env.h"
 #include "fake/spawn.h"
-#include "gpuctl/aws_config.h"
+#include "aws/config.h"
 #include "gpuctl/util.h"
 
 

@@ -38,7 +38,7 @@
 #include "fake/spawn.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
-#include "output.h"
+#include "gpuctl/log.h"
 
 
 #define AKID   "AKIDEXAMPLE"
@@ -56,7 +56,7 @@
 typedef struct fixture {
     fake_server srv;
     char faults[64];  /* fault rules file, "" when none */
-    gpc_out out;
+    gpc_log out;
     gpc_ec2 ec2;
     int opened;
 } fixture;

@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "fake/spawn.h"
-#include "gpuctl/azure_prices.h"
+#include "azure/prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 

@@ -32,7 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpuctl/buf.h"
-#include "gpuctl/sigv4.h"
+#include "aws/sigv4.h"
 
 /* 2015-08-30T12:36:00Z, the time of the AWS suite and the IAM example. */
 #define T_20150830 ((time_t)1440938160)

@@ -7,11 +7,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
-#include "plan.h"
+#include "gpuctl/plan.h"
 
 /* ---- shared option helpers ------------------------------------------- */
 
@@ -244,7 +244,7 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_error err;
     gpc_error_clear(&err);
     gpc_catalog *cat = NULL;
-    rc = gpc_catalog_open(o->catalog_path, &cat, &err);
+    rc = gpc_catalog_open(o->cfg.catalog_path, &cat, &err);
     /* A provider the catalog has no row for is a typo, not "no offers"
      * (names compare without case, as offer selection does). */
     for (size_t i = 0; !rc && i < a.n_providers; i++) {
@@ -336,7 +336,7 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv)
         }
         gpc_print_json(doc);
     } else if (sel.n_fit == 0) {
-        gpc_info(o, "no offer matches (catalog %s, %zu rows)", cat->origin, cat->n_rows);
+        gpc_info(&o->log, "no offer matches (catalog %s, %zu rows)", cat->origin, cat->n_rows);
     } else {
         print_offers_table(o, cat, &sel, shown, a.spot, a.sort);
     }
@@ -416,11 +416,11 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_plan p;
     memset(&p, 0, sizeof(p));
     rc = gpc_spec_load_file_text(a.file, &spec, &text, &err);
-    o->state_reads_only = 1;
+    o->cfg.state_reads_only = 1;
     if (!rc)
-        rc = gpc_session_open(&s, o, &err);
+        rc = gpc_session_open(&s, &o->cfg, &err);
     if (!rc) {
-        gpc_plan_opts po = {.catalog_path = o->catalog_path, .spec_path = a.file,
+        gpc_plan_opts po = {.catalog_path = o->cfg.catalog_path, .spec_path = a.file,
                             .spec_text = text, .spec_len = text ? strlen(text) : 0,
                             .live = a.live};
         rc = gpc_plan_make(&s, spec, &po, &p, &err);
@@ -437,8 +437,8 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
     else
         gpc_plan_print(o, &p);
     if (a.out)
-        gpc_info(o, "plan saved to %s; carry it out with: gpuctl%s%s apply %s", a.out,
-                 o->state_dir ? " --state-dir " : "", o->state_dir ? o->state_dir : "", a.out);
+        gpc_info(&o->log, "plan saved to %s; carry it out with: gpuctl%s%s apply %s", a.out,
+                 o->cfg.state_dir ? " --state-dir " : "", o->cfg.state_dir ? o->cfg.state_dir : "", a.out);
     rc = a.detailed && p.action != GPC_PLAN_NONE ? 2 : 0;
 out:
     gpc_plan_free(&p);

@@ -7,7 +7,7 @@
 #include <sqlite3.h>
 #include <yaml.h>
 
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/render.h"
 #include "gpuctl/spec.h"
@@ -154,7 +154,7 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (a.node > 0) {
         head_ip = a.head_ip ? a.head_ip : "192.0.2.10";
         if (!a.head_ip)
-            gpc_info(o, "gpuctl: note: head IP shown as %s (set it with --head-ip)", head_ip);
+            gpc_info(&o->log, "gpuctl: note: head IP shown as %s (set it with --head-ip)", head_ip);
     }
     char *workdir = NULL, *ckpt = NULL;
     if (spec->workdir)
@@ -189,7 +189,7 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
             printf("%s\n", enc);
         else
             fputs(ud, stdout);
-        gpc_info(o, "gpuctl: %s user-data for node %ld: %zu bytes%s, %zu bytes as sent",
+        gpc_info(&o->log, "gpuctl: %s user-data for node %ld: %zu bytes%s, %zu bytes as sent",
                  prov, a.node, strlen(ud), gz ? " (gzipped)" : "", enc_len);
     }
     free(ud);

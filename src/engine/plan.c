@@ -13,7 +13,7 @@
 
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
-#include "plan.h"
+#include "gpuctl/plan.h"
 
 #define PLAN_KIND "plan"
 #define PLAN_FORMAT 1          /* bumped when an older gpuctl could misread it */
@@ -37,18 +37,6 @@ static double r6(double v)
 static const char *purchase_name(int spot)
 {
     return spot ? "spot" : "on-demand";
-}
-
-static double jnum(const cJSON *o, const char *k, double dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* ---- rows and candidates as JSON --------------------------------------- */
@@ -836,27 +824,27 @@ int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err)
 static int offer_from_json(const cJSON *j, int head, gpc_offer *o)
 {
     memset(o, 0, sizeof(*o));
-    const char *prov = jstr(j, "provider"), *type = jstr(j, "instance_type");
-    const char *region = jstr(j, "region");
+    const char *prov = gpc_json_str(j, "provider"), *type = gpc_json_str(j, "instance_type");
+    const char *region = gpc_json_str(j, "region");
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
     const cJSON *ic = cJSON_GetObjectItemCaseSensitive(j, "interconnect");
     const cJSON *price = cJSON_GetObjectItemCaseSensitive(j, "price");
-    const char *purchase = jstr(j, head ? "head_purchase" : "purchase");
+    const char *purchase = gpc_json_str(j, head ? "head_purchase" : "purchase");
     if (!prov || !type || !region || !cJSON_IsObject(gpu) || !cJSON_IsObject(price) ||
         !purchase || !cJSON_IsObject(ic))
         return -1;
     snprintf(o->provider, sizeof(o->provider), "%s", prov);
     snprintf(o->instance_type, sizeof(o->instance_type), "%s", type);
     snprintf(o->region, sizeof(o->region), "%s", region);
-    const char *model = jstr(gpu, "model");
+    const char *model = gpc_json_str(gpu, "model");
     snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", model ? model : "");
-    o->gpu_count = (uint32_t)jnum(gpu, "count", 0);
-    o->gpu_mem_gib = jnum(gpu, "memory_gib", 0);
-    o->vcpus = jnum(j, "vcpus", 0);
-    o->mem_gib = jnum(j, "memory_gib", 0);
+    o->gpu_count = (uint32_t)gpc_json_num(gpu, "count", 0);
+    o->gpu_mem_gib = gpc_json_num(gpu, "memory_gib", 0);
+    o->vcpus = gpc_json_num(j, "vcpus", 0);
+    o->mem_gib = gpc_json_num(j, "memory_gib", 0);
     o->spot = strcmp(purchase, "spot") == 0;
-    o->price_hourly = jnum(price, head ? "head_usd_hr" : "node_usd_hr", -1);
-    const char *fab = jstr(ic, "fabric");
+    o->price_hourly = gpc_json_num(price, head ? "head_usd_hr" : "node_usd_hr", -1);
+    const char *fab = gpc_json_str(ic, "fabric");
     snprintf(o->fabric, sizeof(o->fabric), "%s", fab && strcmp(fab, "unknown") ? fab : "");
     return o->price_hourly < 0 ? -1 : 0;
 }
@@ -1145,7 +1133,7 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     /* the whole file is the document: nothing may follow it */
     cJSON *d = cJSON_ParseWithLengthOpts(text, len + 1, NULL, 1);
     free(text);
-    const char *kind = d ? jstr(d, "kind") : NULL;
+    const char *kind = d ? gpc_json_str(d, "kind") : NULL;
     if (!d || !kind || strcmp(kind, PLAN_KIND) != 0) {
         cJSON_Delete(d);
         return gpc_fail(err, GPC_ERR_USAGE, "%s: not a gpuctl plan file (a plan comes from "
@@ -1153,14 +1141,14 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
                         path, path);
     }
     out->doc = d;
-    if (jnum(d, "plan_format", 0) != PLAN_FORMAT) {
+    if (gpc_json_num(d, "plan_format", 0) != PLAN_FORMAT) {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: plan format %g is not %d; make the plan again "
-                      "with this gpuctl (%s)", path, jnum(d, "plan_format", 0), PLAN_FORMAT,
+                      "with this gpuctl (%s)", path, gpc_json_num(d, "plan_format", 0), PLAN_FORMAT,
                       GPUCTL_VERSION);
         goto fail;
     }
     char sum[72];
-    const char *have = jstr(d, "checksum");
+    const char *have = gpc_json_str(d, "checksum");
     if (!have || doc_checksum(d, sum) != 0 || strcmp(have, sum) != 0) {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: the plan file was changed after gpuctl wrote "
                       "it (its checksum does not match); make the plan again", path);
@@ -1168,9 +1156,9 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     }
     const cJSON *sj = cJSON_GetObjectItemCaseSensitive(d, "spec");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "state");
-    const char *yaml = sj ? jstr(sj, "yaml") : NULL, *hash = sj ? jstr(sj, "sha256") : NULL;
-    const char *src = sj ? jstr(sj, "source") : NULL, *base = sj ? jstr(sj, "base_dir") : NULL;
-    const char *fp = st ? jstr(st, "fingerprint") : NULL, *action = jstr(d, "action");
+    const char *yaml = sj ? gpc_json_str(sj, "yaml") : NULL, *hash = sj ? gpc_json_str(sj, "sha256") : NULL;
+    const char *src = sj ? gpc_json_str(sj, "source") : NULL, *base = sj ? gpc_json_str(sj, "base_dir") : NULL;
+    const char *fp = st ? gpc_json_str(st, "fingerprint") : NULL, *action = gpc_json_str(d, "action");
     if (!yaml || !hash || !src || !base || !fp || !action || strlen(hash) != 64 ||
         strlen(fp) != 64) {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: plan file is incomplete (spec, state or action "
@@ -1204,7 +1192,7 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     out->cluster_exists = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "cluster_exists"));
     const cJSON *changes = cJSON_GetObjectItemCaseSensitive(d, "changes");
     for (const cJSON *ch = cJSON_IsArray(changes) ? changes->child : NULL; ch; ch = ch->next) {
-        const char *res = jstr(ch, "resource");
+        const char *res = gpc_json_str(ch, "resource");
         out->n_create += res && strcmp(res, "node") == 0;
     }
     const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(d, "chosen");
@@ -1230,12 +1218,12 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
             goto fail;
         }
         const cJSON *price = cJSON_GetObjectItemCaseSensitive(it, "price");
-        po->price_cluster = jnum(price, "cluster_usd_hr", 0);
+        po->price_cluster = gpc_json_num(price, "cluster_usd_hr", 0);
         out->n_offers++;
         it = next;
         next = next ? next->next : NULL;
     }
-    const char *sp = jstr(sj, "path");
+    const char *sp = gpc_json_str(sj, "path");
     *spec_path = strdup(sp && *sp ? sp : src);
     if (!*spec_path) {
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
@@ -1251,203 +1239,3 @@ fail:
     return rc;
 }
 
-/* ---- printing ---------------------------------------------------------- */
-
-static void fmt_price(char *b, size_t n, const cJSON *v, int decimals)
-{
-    if (cJSON_IsNumber(v))
-        snprintf(b, n, "%.*f", decimals, v->valuedouble);
-    else
-        snprintf(b, n, "-");
-}
-
-static void offer_line(const cJSON *o, char cells[][64], int rank)
-{
-    const cJSON *price = cJSON_GetObjectItemCaseSensitive(o, "price");
-    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(o, "gpu");
-    const cJSON *ic = cJSON_GetObjectItemCaseSensitive(o, "interconnect");
-    snprintf(cells[0], 64, "%d", rank);
-    snprintf(cells[1], 64, "%s", jstr(o, "provider"));
-    snprintf(cells[2], 64, "%s", jstr(o, "instance_type"));
-    snprintf(cells[3], 64, "%s", jstr(o, "region")[0] ? jstr(o, "region") : "-");
-    const char *model = jstr(gpu, "model");
-    if (model && *model)
-        snprintf(cells[4], 64, "%gx%s", jnum(gpu, "count", 0), model);
-    else
-        snprintf(cells[4], 64, "-");
-    snprintf(cells[5], 64, "%s", jstr(ic, "fabric"));
-    const char *pu = jstr(o, "purchase"), *hp = jstr(o, "head_purchase");
-    if (strcmp(pu, hp) == 0)
-        snprintf(cells[6], 64, "%s", pu);
-    else
-        snprintf(cells[6], 64, "%s (head %s)", pu, hp);
-    fmt_price(cells[7], 64, cJSON_GetObjectItemCaseSensitive(price, "node_usd_hr"), 4);
-    fmt_price(cells[8], 64, cJSON_GetObjectItemCaseSensitive(price, "cluster_usd_hr"), 2);
-    const cJSON *ppt = cJSON_GetObjectItemCaseSensitive(price, "usd_per_tflops_hr");
-    if (cJSON_IsNumber(ppt))
-        snprintf(cells[9], 64, "%.4g", ppt->valuedouble);
-    else
-        snprintf(cells[9], 64, "-");
-}
-
-static void offer_table(const gpc_out *o, const cJSON *first, const cJSON *rest, int with_why,
-                        int max_rows)
-{
-    static const char *const head[] = {"#", "PROVIDER", "INSTANCE TYPE", "REGION", "GPUS",
-                                       "FABRIC", "PURCHASE", "NODE $/H", "CLUSTER $/H",
-                                       "$/TFLOPS-H", "WHY"};
-    gpc_table t;
-    gpc_table_init(&t, with_why ? 11 : 10, head);
-    int rank = 1;
-    char cells[11][64];
-    const char *row[11];
-    for (int i = 0; i < 11; i++)
-        row[i] = cells[i];
-    if (first) {
-        offer_line(first, cells, rank++);
-        gpc_table_add(&t, row);
-    }
-    for (const cJSON *it = rest ? rest->child : NULL; it && rank <= max_rows; it = it->next) {
-        offer_line(it, cells, rank++);
-        if (with_why) {
-            const char *why = jstr(it, "why");
-            snprintf(cells[10], 64, "%.63s", why ? why : "");
-        }
-        gpc_table_add(&t, row);
-    }
-    gpc_table_print(o, &t, stdout);
-    gpc_table_free(&t);
-}
-
-void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
-{
-    const cJSON *d = p->doc;
-    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(d, "spec");
-    const cJSON *cj = cJSON_GetObjectItemCaseSensitive(d, "catalog");
-    const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(d, "chosen");
-    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(d, "cost");
-    const char *b = gpc_c_bold(o), *r = gpc_c_reset(o);
-    printf("%sPlan for cluster '%s'%s (%s, spec %.12s; catalog %s, %g rows)\n\n", b,
-           jstr(d, "cluster"), r, jstr(sj, "source"), jstr(sj, "sha256"), jstr(cj, "origin"),
-           jnum(cj, "rows", 0));
-    if (cJSON_IsObject(chosen)) {
-        const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(chosen, "gpu");
-        const cJSON *ic = cJSON_GetObjectItemCaseSensitive(chosen, "interconnect");
-        const cJSON *price = cJSON_GetObjectItemCaseSensitive(chosen, "price");
-        const char *region = jstr(chosen, "region");
-        printf("%sChosen offer:%s %s %s%s%s, %s", b, r, jstr(chosen, "provider"),
-               jstr(chosen, "instance_type"), *region ? " in " : "", region,
-               jstr(chosen, "purchase"));
-        if (strcmp(jstr(chosen, "purchase"), jstr(chosen, "head_purchase")) != 0)
-            printf(" (head %s)", jstr(chosen, "head_purchase"));
-        printf("\n  per node: ");
-        if (jnum(gpu, "count", 0) > 0)
-            printf("%g x %s (%.4g GiB", jnum(gpu, "count", 0), jstr(gpu, "model"),
-                   jnum(gpu, "memory_gib", 0));
-        const cJSON *tf = cJSON_GetObjectItemCaseSensitive(gpu, "tflops_dense");
-        if (jnum(gpu, "count", 0) > 0 && cJSON_IsNumber(tf))
-            printf(", %g dense TFLOPS each), ", tf->valuedouble);
-        else if (jnum(gpu, "count", 0) > 0)
-            printf("), ");
-        printf("%g vCPU, %.4g GiB RAM, interconnect %s", jnum(chosen, "vcpus", 0),
-               jnum(chosen, "memory_gib", 0), jstr(ic, "fabric"));
-        const cJSON *gb = cJSON_GetObjectItemCaseSensitive(ic, "gbps");
-        if (cJSON_IsNumber(gb))
-            printf(" %g Gbit/s", gb->valuedouble);
-        printf("\n");
-        const cJSON *nodecny = cJSON_GetObjectItemCaseSensitive(price, "node_cny_hr");
-        printf("  price: %.4f USD/hour per node", jnum(cost, "node_usd_hr", 0));
-        if (cJSON_IsNumber(nodecny))
-            printf(" (%.4f CNY at %g USD/CNY)", nodecny->valuedouble,
-                   jnum(price, "usd_per_cny", 0));
-        if (jnum(cost, "head_usd_hr", 0) != jnum(cost, "node_usd_hr", 0))
-            printf(", head %.4f", jnum(cost, "head_usd_hr", 0));
-        printf("; cluster %.2f USD/hour\n", jnum(cost, "cluster_usd_hr", 0));
-        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(cost, "projected_total_usd");
-        if (cJSON_IsNumber(pt))
-            printf("  projected: %.2f USD for lifecycle.max_duration (%gh)\n", pt->valuedouble,
-                   jnum(cost, "max_duration_s", 0) / 3600.0);
-        else
-            printf("  projected: unbounded (no lifecycle.max_duration)\n");
-        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(cost, "spot_saving_usd_hr");
-        if (cJSON_IsNumber(sv) && sv->valuedouble > 0)
-            printf("  spot saving: %.2f USD/hour (%g%%) against %.2f on-demand\n",
-                   sv->valuedouble, jnum(cost, "spot_saving_pct", 0),
-                   jnum(cost, "cluster_on_demand_usd_hr", 0));
-    } else {
-        printf("%sChosen offer:%s none fits now\n", b, r);
-    }
-    const cJSON *bud = cJSON_GetObjectItemCaseSensitive(d, "budget");
-    int any = 0;
-    for (const cJSON *it = bud ? bud->child : NULL; it; it = it->next) {
-        const cJSON *lim = cJSON_GetObjectItemCaseSensitive(it, "limit");
-        if (!cJSON_IsNumber(lim))
-            continue;
-        if (!any++)
-            printf("\n%sBudget:%s\n", b, r);
-        const cJSON *val = cJSON_GetObjectItemCaseSensitive(it, "value");
-        char v[32];
-        int per_node = strcmp(jstr(it, "check"), "spot.max_price") == 0;
-        fmt_price(v, sizeof(v), val, per_node ? 4 : 2);
-        printf("  %-18s limit %10.*f  value %10s %-18s %s\n", jstr(it, "check"),
-               per_node ? 4 : 2, lim->valuedouble, v, jstr(it, "unit"),
-               cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "ok"))
-               ? "not checked: no lifecycle.max_duration bounds the run"
-               : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")) ? "ok" : "EXCEEDED");
-    }
-    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(d, "fallbacks");
-    if (cJSON_IsObject(chosen)) {
-        int kept = cJSON_GetArraySize(fb) + 1;
-        printf("\n%sOffers in failover order%s (%g feasible", b, r, jnum(d, "feasible", 0));
-        if (jnum(d, "feasible", 0) > kept)
-            printf("; the plan keeps the first %d", kept);
-        printf("):\n");
-        offer_table(o, chosen, fb, 0, GPC_PLAN_OFFERS_MAX);
-    }
-    const cJSON *lost = cJSON_GetObjectItemCaseSensitive(d, "lost");
-    if (cJSON_GetArraySize(lost) > 0) {
-        const cJSON *by = cJSON_GetObjectItemCaseSensitive(d, "lost_by");
-        printf("\n%sAlternatives that lost%s (", b, r);
-        int first = 1;
-        for (const cJSON *it = by ? by->child : NULL; it; it = it->next) {
-            if (strcmp(it->string, "provider") == 0 || strcmp(it->string, "hardware") == 0 ||
-                strcmp(it->string, "instance_type") == 0)
-                continue;
-            printf("%s%s %g", first ? "" : ", ", it->string, it->valuedouble);
-            first = 0;
-        }
-        printf("):\n");
-        offer_table(o, NULL, lost, 1, 10);
-        double total = 0;
-        for (const cJSON *it = by ? by->child : NULL; it; it = it->next)
-            if (strcmp(it->string, "provider") && strcmp(it->string, "hardware") &&
-                strcmp(it->string, "instance_type"))
-                total += it->valuedouble;
-        if (total > 10)
-            printf("  ... and %g more (-o json lists the first %d)\n", total - 10,
-                   cJSON_GetArraySize(lost));
-    }
-    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(d, "changes");
-    printf("\n%sChanges:%s\n", b, r);
-    int nodes = 0, clusters = 0;
-    for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
-        const char *res = jstr(it, "resource");
-        if (strcmp(res, "cluster") == 0) {
-            clusters++;
-            printf("  + cluster %s on %s\n", jstr(it, "name"), jstr(it, "provider"));
-        } else {
-            nodes++;
-            printf("  + node %s (rank %g): %s %s %s, %s, %.4f USD/hour\n", jstr(it, "name"),
-                   jnum(it, "rank", 0), jstr(it, "provider"), jstr(it, "instance_type"),
-                   jstr(it, "region"), jstr(it, "purchase"), jnum(it, "price_usd_hr", 0));
-        }
-    }
-    if (p->action == GPC_PLAN_NONE)
-        printf("  none: cluster '%s' exists with this spec and all its nodes\n",
-               jstr(d, "cluster"));
-    const cJSON *notes = cJSON_GetObjectItemCaseSensitive(d, "notes");
-    for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
-        printf("\nnote: %s\n", it->valuestring);
-    printf("\nPlan: %d to create (%d cluster, %d node%s).\n", clusters + nodes, clusters, nodes,
-           nodes == 1 ? "" : "s");
-}

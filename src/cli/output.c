@@ -9,6 +9,65 @@
 
 #include "output.h"
 
+/* Clear a live status line before anything else goes to the terminal. */
+static void clear_status(gpc_out *o)
+{
+    if (o->status_shown) {
+        fputs(o->color_err ? "\r\033[K" : "\n", stderr);
+        o->status_shown = 0;
+    }
+}
+
+static void sink_emit(void *ud, gpc_log_kind kind, long elapsed_s, const char *msg)
+{
+    gpc_out *o = ud;
+    switch (kind) {
+    case GPC_LOG_DEBUG:
+        if (o->verbose < 1)
+            return;
+        clear_status(o);
+        fprintf(stderr, "gpuctl: debug: %s\n", msg);
+        return;
+    case GPC_LOG_INFO:
+        if (o->quiet)
+            return;
+        clear_status(o);
+        fprintf(stderr, "%s\n", msg);
+        return;
+    case GPC_LOG_WARN:
+        clear_status(o);
+        fprintf(stderr, "gpuctl: warning: %s\n", msg);
+        return;
+    case GPC_LOG_STATUS:
+        if (o->quiet)
+            return;
+        if (o->color_err) {
+            /* a terminal that takes escapes: the line is rewritten */
+            fprintf(stderr, "\r\033[K[%4lds] %s", elapsed_s, msg);
+            fflush(stderr);
+            o->status_shown = 1;
+        } else if (strcmp(msg, o->status_last) != 0) {
+            fprintf(stderr, "[%4lds] %s\n", elapsed_s, msg);
+        }
+        snprintf(o->status_last, sizeof(o->status_last), "%s", msg);
+        return;
+    case GPC_LOG_STATUS_END:
+        if (o->status_shown)
+            fputc('\n', stderr);
+        o->status_shown = 0;
+        o->status_last[0] = '\0';
+        return;
+    }
+}
+
+static void sink_output(void *ud, const char *data, size_t len)
+{
+    gpc_out *o = ud;
+    clear_status(o);
+    fwrite(data, 1, len, stdout);
+    fflush(stdout);
+}
+
 void gpc_out_init(gpc_out *o)
 {
     memset(o, 0, sizeof(*o));
@@ -16,30 +75,17 @@ void gpc_out_init(gpc_out *o)
     o->err_tty = isatty(STDERR_FILENO);
     const char *nc = getenv("NO_COLOR");
     const char *term = getenv("TERM");
-    o->color = o->tty && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
-}
-
-void gpc_info(const gpc_out *o, const char *fmt, ...)
-{
-    if (o->quiet)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-void gpc_debug(const gpc_out *o, const char *fmt, ...)
-{
-    if (o->verbose < 1)
-        return;
-    va_list ap;
-    fputs("gpuctl: debug: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
+    int plain = (nc && *nc) || (term && strcmp(term, "dumb") == 0);
+    o->color = o->tty && !plain;
+    /* escapes on stderr (the red "error:", the rewritten status line) only
+     * on a terminal that is not dumb */
+    o->color_err = o->err_tty && !(term && strcmp(term, "dumb") == 0);
+    o->color_err_red = o->color_err && !(nc && *nc);
+    o->log.emit = sink_emit;
+    o->log.output = sink_output;
+    o->log.ud = o;
+    o->log.debug = 1; /* the sink filters by -v */
+    o->cfg.log = &o->log;
 }
 
 int gpc_report_error(const gpc_out *o, const gpc_error *err)
@@ -60,7 +106,7 @@ int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status)
         cJSON_AddNumberToObject(e, "exit_status", status);
         gpc_print_json(doc);
     }
-    int on = o->err_tty && !getenv("NO_COLOR");
+    int on = o->color_err_red;
     fprintf(stderr, "%sgpuctl: error:%s %s\n", on ? "\033[1;31m" : "", on ? "\033[0m" : "", msg);
     return status;
 }

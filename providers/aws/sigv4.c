@@ -19,7 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "gpuctl/sigv4.h"
+#include "aws/sigv4.h"
 #include "gpuctl/util.h"
 
 #define SHA256_LEN 32

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "output.h"
+#include "present.h"
 
 typedef struct gpc_command gpc_command;
 typedef int (*gpc_command_fn)(gpc_out *o, const gpc_command *c, int argc, char **argv);

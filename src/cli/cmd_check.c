@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/provider.h"
 
@@ -61,8 +61,8 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_session s;
     gpc_error err;
     gpc_error_clear(&err);
-    o->state_reads_only = 1;
-    rc = res ? gpc_session_open(&s, o, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
+    o->cfg.state_reads_only = 1;
+    rc = res ? gpc_session_open(&s, &o->cfg, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
     if (rc) {
         free(res);
         return gpc_report_error(o, &err);

@@ -5,12 +5,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/util.h"
-#include "plan.h"
+#include "gpuctl/plan.h"
 
 typedef struct apply_args {
     const char *file;
@@ -123,7 +123,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     } else if (gpc_spec_load_file(a.file, &spec, &err)) {
         return gpc_report_error(o, &err);
     }
-    a.opts.catalog_path = o->catalog_path;
+    a.opts.catalog_path = o->cfg.catalog_path;
     /* Any candidate that costs money may be the one chosen: ask first. */
     const char *paid = NULL;
     for (size_t i = 0; i < spec->n_providers && !paid; i++) {
@@ -146,7 +146,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         }
     }
     gpc_session s;
-    rc = gpc_session_open(&s, o, &err);
+    rc = gpc_session_open(&s, &o->cfg, &err);
     gpc_apply_result res;
     memset(&res, 0, sizeof(res));
     res.exit_code = -1;
@@ -175,7 +175,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
             gpc_error e2;
             gpc_error_clear(&e2);
             if (gpc_cluster_get_by_id(s.st, res.cluster_id, &cr, &e2) == 0) {
-                gpc_cluster_print_nodes(&s, &cr, &e2);
+                gpc_cluster_print_nodes(o, &s, &cr, &e2);
                 gpc_cluster_rec_free(&cr);
             }
         }
@@ -328,7 +328,7 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&s, 0, sizeof(s));
     int lockfd = -1, deleted = 0, found = 0, destroyed_before = 0;
     cJSON *sugg = cJSON_CreateArray();
-    rc = sugg ? gpc_session_open(&s, o, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
+    rc = sugg ? gpc_session_open(&s, &o->cfg, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
     if (!rc)
         rc = gpc_cluster_lock(&s, name, 1, &lockfd, &err);
     gpc_cluster_rec cr;

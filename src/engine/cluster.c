@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "cluster.h"
-#include "plan.h"
+#include "gpuctl/cluster.h"
+#include "gpuctl/plan.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 #include "gpuctl/render.h"
@@ -54,18 +54,19 @@ void gpc_install_signal_handlers(void)
 
 /* ---- session ---------------------------------------------------------- */
 
-int gpc_session_open(gpc_session *s, const gpc_out *o, gpc_error *err)
+int gpc_session_open(gpc_session *s, const gpc_settings *o, gpc_error *err)
 {
     memset(s, 0, sizeof(*s));
-    s->out = o;
+    s->cfg = o;
+    s->log = o->log;
     int rc = o->state_dir ? ((s->state_dir = gpc_strdup(o->state_dir, err)) ? 0 : GPC_ERR_NOMEM)
                           : gpc_state_dir_default(&s->state_dir, err);
     if (!rc)
         rc = gpc_state_open_ex(s->state_dir, o->state_reads_only ? GPC_STATE_READ_ONLY_OK : 0,
                                &s->st, err);
     if (!rc && gpc_state_read_only(s->st))
-        fprintf(stderr, "gpuctl: warning: the disk holding %s is full: the state is open "
-                "read-only, as last recorded; nothing is refreshed or recorded\n", s->state_dir);
+        gpc_warn(s->log, "the disk holding %s is full: the state is open read-only, as last "
+                 "recorded; nothing is refreshed or recorded", s->state_dir);
     return rc;
 }
 
@@ -83,8 +84,8 @@ int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "provider '%s' is not built into this gpuctl (available: %s)",
                         name, gpc_provider_names());
-    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->out->endpoint,
-                               .region = NULL, .profile = s->out->profile, .out = s->out};
+    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->cfg->endpoint,
+                               .region = NULL, .profile = s->cfg->profile, .log = s->log};
     int rc = p->open(&cfg, &s->pctx, err);
     if (!rc)
         s->prov = p;
@@ -119,7 +120,7 @@ int gpc_cluster_lock(gpc_session *s, const char *name, int wait, int *fd, gpc_er
                             "cluster '%s' is being changed by another gpuctl (lock %s)",
                             name, path);
         }
-        gpc_info(s->out, "waiting for another gpuctl working on cluster '%s'...", name);
+        gpc_info(s->log, "waiting for another gpuctl working on cluster '%s'...", name);
         while (flock(f, LOCK_EX) != 0) {
             if (errno != EINTR || gpc_interrupted) {
                 close(f);
@@ -215,8 +216,8 @@ static int event(gpc_session *s, int64_t cid, int rank, const char *kind, const 
     gpc_error e;
     gpc_error_clear(&e);
     if (gpc_event_add(s->st, cid, rank, kind, msg, &e))
-        gpc_debug(s->out, "could not record event: %s", e.msg);
-    gpc_debug(s->out, "event %s rank %d: %s", kind, rank, msg);
+        gpc_debug(s->log, "could not record event: %s", e.msg);
+    gpc_debug(s->log, "event %s rank %d: %s", kind, rank, msg);
     return 0;
 }
 
@@ -626,7 +627,7 @@ static void record_attempt(gpc_session *s, const gpc_cluster_rec *c, uint32_t ra
     gpc_error e2;
     gpc_error_clear(&e2);
     if (gpc_attempt_add(s->st, &a, &e2))
-        gpc_debug(s->out, "could not record attempt: %s", e2.msg);
+        gpc_debug(s->log, "could not record attempt: %s", e2.msg);
 }
 
 /* Write where node `nd` is about to be created (record before create). */
@@ -672,7 +673,7 @@ static void settle_intent(gpc_session *s, gpc_node_rec **nds, size_t n, int code
         gpc_error_clear(&e);
         set_str(&nds[i]->client_token, "");
         if (gpc_node_update(s->st, nds[i], &e))
-            gpc_debug(s->out, "could not record node %s: %s", nds[i]->name, e.msg);
+            gpc_debug(s->log, "could not record node %s: %s", nds[i]->name, e.msg);
     }
 }
 
@@ -720,7 +721,7 @@ static int render_for(gpc_session *s, const gpc_spec *spec, const gpc_cluster_re
                       const char *head_ip, const char *workdir, const char *ckpt, char **ud,
                       gpc_error *err)
 {
-    const gpc_userdata_rules *rules = gpc_userdata_rules_for(s->prov->name);
+    const gpc_userdata_rules *rules = s->prov->userdata;
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
         .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
@@ -775,7 +776,7 @@ static int create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
     memset(&ns, 0, sizeof(ns));
     if (!rc) {
         gpc_node_request req = node_request(spec, c, nd, offer, ud, l->attempt);
-        gpc_debug(s->out, "creating node %s (token %s)", nd->name, nd->client_token);
+        gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (fault("fail-create", nd->rank)) {
             rc = gpc_fail(err, (gpc_code)fault_code, "%s: injected %s failure creating %s",
                           s->prov->name, gpc_code_name((gpc_code)fault_code), nd->name);
@@ -844,7 +845,7 @@ static int create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
         reqs[i].client_token = token;
     }
     if (!rc) {
-        gpc_debug(s->out, "creating nodes %s..%s in one call (token %s)", nds[0]->name,
+        gpc_debug(s->log, "creating nodes %s..%s in one call (token %s)", nds[0]->name,
                   nds[n - 1]->name, token);
         for (size_t i = 0; !rc && i < n; i++)
             if (fault("fail-create", nds[i]->rank))
@@ -1012,7 +1013,7 @@ static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *no
             left++;
             event(s, c->id, (int)nd->rank, "error",
                   "could not remove after a failed apply: %s", e.msg);
-            gpc_info(s->out, "gpuctl: node %s could not be removed (%s); it stays recorded: "
+            gpc_info(s->log, "gpuctl: node %s could not be removed (%s); it stays recorded: "
                      "run 'gpuctl destroy %s'", nd->name, e.msg, c->name);
         }
     }
@@ -1039,7 +1040,7 @@ static int replace_orphans(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nod
         k += orphan[i] = nodes[i].provider_id[0] != '\0';
     int left = 0;
     if (k) {
-        gpc_info(s->out, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
+        gpc_info(s->log, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
                  "at its old address: replacing them", c->name, k);
         left = rollback_created(s, c, nodes, n, orphan);
     }
@@ -1211,7 +1212,7 @@ static void note_created(gpc_session *s, const gpc_node_rec *nd, int *made,
 {
     *made = 1;
     res->created++;
-    gpc_info(s->out, "created node %s (%s)", nd->name, nd->provider_id);
+    gpc_info(s->log, "created node %s (%s)", nd->name, nd->provider_id);
 }
 
 /*
@@ -1363,7 +1364,7 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
         if (rc)
             return rc;
         if (up != last_up)
-            gpc_info(s->out, "[%4lds] %s: %d of %d node(s) running", (long)(gpc_now() - start),
+            gpc_info(s->log, "[%4lds] %s: %d of %d node(s) running", (long)(gpc_now() - start),
                      c->name, up, up + starting);
         last_up = up;
         if (!starting)
@@ -1454,7 +1455,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         rc = adopt(s, &nodes[i], &found, err);
         if (!rc && found) {
             res->adopted++;
-            gpc_info(s->out, "found node %s (%s) made by an interrupted apply", nodes[i].name,
+            gpc_info(s->log, "found node %s (%s) made by an interrupted apply", nodes[i].name,
                      nodes[i].provider_id);
         }
     }
@@ -1575,7 +1576,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         for (size_t i = 0; i < n; i++)
             any |= made[i];
         if (any) {
-            gpc_info(s->out, "gpuctl: launch in %s%s%s failed (%s); removing what it created",
+            gpc_info(s->log, "gpuctl: launch in %s%s%s failed (%s); removing what it created",
                      worker.region, zones[z][0] ? "/" : "", zones[z], e.msg);
             left = rollback_created(s, c, nodes, n, made);
             res->created = created_before;
@@ -1586,7 +1587,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             gpc_capacity_miss_add(s->st, s->prov->name, worker.region, worker.zone,
                                   worker.instance_type, worker.spot, gpc_now(), &e);
             if (z + 1 < nz && !pinned[0])
-                gpc_info(s->out, "gpuctl: no capacity for %s in %s; trying zone %s",
+                gpc_info(s->log, "gpuctl: no capacity for %s in %s; trying zone %s",
                          worker.instance_type, zones[z], zones[z + 1]);
             continue;
         }
@@ -1611,7 +1612,7 @@ static int create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         if (cleanup_resources(s, c, &ce) == 0)
             close_if_empty(s, c, nodes, n);
         else
-            gpc_info(s->out, "gpuctl: %s; cluster '%s' stays recorded: run 'gpuctl destroy %s'",
+            gpc_info(s->log, "gpuctl: %s; cluster '%s' stays recorded: run 'gpuctl destroy %s'",
                      ce.msg, c->name, c->name);
     }
     if (rc && !res->created && !alive_before && !c->destroyed_at) {
@@ -1736,14 +1737,16 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
      * own disk, where checkpoint_dir is a path of the node's and nothing of
      * this machine is copied (yet). */
     const char *target = plan->n_offers ? plan->offers[0].worker.provider
-                       : have ? c.provider : "local";
-    int shares_files = strcmp(target, "local") == 0;
+                       : have ? c.provider : gpc_provider_default()->name;
+    const gpc_provider *tp = gpc_provider_find(target);
+    int shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
     if (spec->workdir && shares_files)
         rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
     else if (spec->workdir && plan->action != GPC_PLAN_NONE)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
-                      "cannot see this machine's files (only the local provider shares them); "
-                      "put the code in the image or fetch it in setup", spec->source, target);
+                      "cannot see this machine's files (only the %s provider shares them); "
+                      "put the code in the image or fetch it in setup", spec->source, target,
+                      gpc_provider_names_with(GPC_CAP_SHARED_FILES));
     if (!rc && spec->checkpoint_dir && !shares_files) {
         if (spec->checkpoint_dir[0] != '/')
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
@@ -1764,7 +1767,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         const gpc_provider *pv = gpc_provider_find(of->provider);
         if (pv && pv->check_spec)
             rc = pv->check_spec(spec, err);
-        const gpc_userdata_rules *rules = gpc_userdata_rules_for(of->provider);
+        const gpc_userdata_rules *rules = pv ? pv->userdata : NULL;
         for (uint32_t r = 0; !rc && pv && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
             gpc_node_ctx ctx = {
                 .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
@@ -1775,7 +1778,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                               ? of->fabric : NULL,
                 .instance_type = of->instance_type,
                 .rank_from_launch_index = r > 0 && pv->create_nodes && spec->nodes > 2 &&
-                                          rules->metadata == GPC_MD_AWS,
+                                          (pv->caps & GPC_CAP_LAUNCH_INDEX),
             };
             char *ud = NULL, *enc = NULL;
             size_t enc_len;
@@ -1842,7 +1845,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                 next++;
         if (next_ok && closed && next < plan->n_offers && !gpc_interrupted) {
             const gpc_offer *nx = &plan->offers[next].worker;
-            gpc_info(s->out, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,
+            gpc_info(s->log, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,
                      next + 1, plan->n_offers, nx->provider, nx->instance_type, nx->region,
                      nx->spot ? "spot" : "on-demand");
             attempt = next;
@@ -1887,7 +1890,7 @@ out:
 /* ---- logs and wait --------------------------------------------------- */
 
 int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
-                 int prefix, gpc_buf *partial, FILE *f, gpc_error *err)
+                 int prefix, gpc_buf *partial, const gpc_log *f, gpc_error *err)
 {
     if (!s->prov || !s->prov->read_log || !provider_id[0])
         return 0;
@@ -1897,12 +1900,12 @@ int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *o
     int rc = s->prov->read_log(s->pctx, provider_id, *off, &b, &next, err);
     if (!rc && b.len) {
         if (!prefix) {
-            fwrite(b.data, 1, b.len, f);
+            gpc_output(f, b.data, b.len);
         } else if (gpc_buf_add(partial, b.data, b.len, NULL) == 0) {
             char *start = partial->data, *nl;
             size_t left = partial->len;
             while ((nl = memchr(start, '\n', left))) {
-                fprintf(f, "[node %u] %.*s\n", rank, (int)(nl - start), start);
+                gpc_outputf(f, "[node %u] %.*s\n", rank, (int)(nl - start), start);
                 left -= (size_t)(nl + 1 - start);
                 start = nl + 1;
             }
@@ -1911,24 +1914,23 @@ int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *o
             partial->data[left] = '\0';
         } else {
             /* an endless line: print what we have */
-            fprintf(f, "[node %u] %s", rank, gpc_buf_str(partial));
-            fwrite(b.data, 1, b.len, f);
-            fputc('\n', f);
+            gpc_outputf(f, "[node %u] %s", rank, gpc_buf_str(partial));
+            gpc_output(f, b.data, b.len);
+            gpc_output(f, "\n", 1);
             gpc_buf_reset(partial);
         }
-        fflush(f);
     }
     *off = next;
     gpc_buf_free(&b);
     return rc;
 }
 
-void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, FILE *f)
+void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, const gpc_log *f)
 {
     if (partial->len && prefix)
-        fprintf(f, "[node %u] %s\n", rank, partial->data);
+        gpc_outputf(f, "[node %u] %s\n", rank, partial->data);
     else if (partial->len)
-        fprintf(f, "%s\n", partial->data);
+        gpc_outputf(f, "%s\n", partial->data);
     gpc_buf_reset(partial);
 }
 
@@ -1954,7 +1956,7 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const c
             continue;
         gpc_error_clear(&e);
         if (s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e) != 0) {
-            gpc_info(s->out, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
+            gpc_info(s->log, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
             continue;
         }
         nd->phase = GPC_PHASE_TERMINATED;
@@ -1962,7 +1964,7 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const c
         gpc_node_update(s->st, nd, &e);
         gpc_ledger_close(s->st, nd->id, now, &e);
         event(s, c->id, (int)nd->rank, "delete", "stopped: %s", why);
-        gpc_info(s->out, "stopped node %s: %s", nd->name, why);
+        gpc_info(s->log, "stopped node %s: %s", nd->name, why);
     }
     gpc_node_list_free(nodes, n);
 }
@@ -1970,12 +1972,9 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const c
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
                      int stream_logs, gpc_error *err)
 {
-    const gpc_out *o = s->out;
     int64_t start = gpc_now();
     if (poll_s <= 0)
         poll_s = 1.0;
-    char last[256] = "";
-    int live = o->err_tty && !o->quiet;
     int rc = 0;
     /* Log tails, indexed by rank. */
     uint32_t nt = c->nodes;
@@ -2031,17 +2030,15 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
             }
         }
         if (stream_logs) {
-            if (live && last[0])
-                fputs("\r\033[K", stderr);
             for (size_t i = 0; i < n; i++) {
                 if (nodes[i].rank >= nt)
                     continue;
                 gpc_error e;
                 gpc_error_clear(&e);
                 gpc_log_pump(s, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
-                             nt > 1, &parts[nodes[i].rank], stdout, &e);
+                             nt > 1, &parts[nodes[i].rank], s->log, &e);
                 if (final)
-                    gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], stdout);
+                    gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
             }
         }
         /* One line: elapsed, then each node's phase. */
@@ -2051,14 +2048,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
             len += snprintf(line + len, sizeof(line) - (size_t)len, " node%u=%s",
                             nodes[i].rank, gpc_phase_name(nodes[i].phase));
         gpc_node_list_free(nodes, n);
-        long el = (long)(gpc_now() - start);
-        if (live) {
-            fprintf(stderr, "\r\033[K[%4lds] %s", el, line);
-            fflush(stderr);
-        } else if (strcmp(line, last) != 0 && !o->quiet) {
-            fprintf(stderr, "[%4lds] %s\n", el, line);
-        }
-        snprintf(last, sizeof(last), "%s", line);
+        gpc_status(s->log, (long)(gpc_now() - start), line);
         if (final) {
             if (bad_name[0])
                 stop_stragglers(s, c, 1, "a worker failed and the job cannot finish");
@@ -2082,8 +2072,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         }
         sleep_s(poll_s);
     }
-    if (live)
-        fputc('\n', stderr);
+    gpc_status_end(s->log);
     for (uint32_t r = 0; r < nt; r++)
         gpc_buf_free(&parts[r]);
     free(parts);
@@ -2211,173 +2200,3 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
     return rc;
 }
 
-/* ---- presentation ----------------------------------------------------- */
-
-static void add_time(cJSON *o, const char *key, int64_t t)
-{
-    if (t > 0)
-        cJSON_AddNumberToObject(o, key, (double)t);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
-cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
-{
-    gpc_node_rec *nodes = NULL;
-    size_t n = 0;
-    if (gpc_node_list(s->st, c->id, 1, &nodes, &n, err))
-        return NULL;
-    int64_t now = gpc_now();
-    double cost = 0, hourly = 0;
-    gpc_ledger_cost(s->st, c->id, now, &cost, err);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", c->name);
-    cJSON_AddStringToObject(o, "uid", c->uid);
-    cJSON_AddStringToObject(o, "provider", c->provider);
-    cJSON_AddStringToObject(o, "phase", gpc_phase_name(c->phase));
-    if (c->exit_code >= 0)
-        cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
-    else
-        cJSON_AddNullToObject(o, "exit_code");
-    cJSON_AddNumberToObject(o, "nodes_desired", c->nodes);
-    cJSON_AddStringToObject(o, "spec_hash", c->spec_hash);
-    cJSON_AddStringToObject(o, "spec_path", c->spec_path);
-    cJSON_AddNumberToObject(o, "rdzv_port", c->rdzv_port);
-    add_time(o, "created_at", c->created_at);
-    add_time(o, "destroyed_at", c->destroyed_at);
-    cJSON_AddNumberToObject(o, "age_s", (double)((c->destroyed_at ? c->destroyed_at : now) - c->created_at));
-    cJSON *arr = cJSON_AddArrayToObject(o, "nodes");
-    for (size_t i = 0; i < n; i++) {
-        const gpc_node_rec *nd = &nodes[i];
-        if (!nd->ended_at && nd->started_at)
-            hourly += nd->price_hourly;
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "rank", nd->rank);
-        cJSON_AddStringToObject(j, "name", nd->name);
-        cJSON_AddStringToObject(j, "provider_id", nd->provider_id);
-        cJSON_AddStringToObject(j, "phase", gpc_phase_name(nd->phase));
-        cJSON_AddStringToObject(j, "private_ip", nd->private_ip);
-        cJSON_AddStringToObject(j, "instance_type", nd->instance_type);
-        cJSON_AddStringToObject(j, "region", nd->region);
-        cJSON_AddStringToObject(j, "zone", nd->zone);
-        cJSON_AddBoolToObject(j, "spot", nd->spot);
-        cJSON_AddNumberToObject(j, "price_hourly", nd->price_hourly);
-        if (nd->exit_code >= 0)
-            cJSON_AddNumberToObject(j, "exit_code", nd->exit_code);
-        else
-            cJSON_AddNullToObject(j, "exit_code");
-        add_time(j, "created_at", nd->created_at);
-        add_time(j, "started_at", nd->started_at);
-        add_time(j, "ended_at", nd->ended_at);
-        cJSON_AddItemToArray(arr, j);
-    }
-    cJSON_AddNumberToObject(o, "price_hourly", hourly);
-    cJSON_AddNumberToObject(o, "cost_usd", cost);
-    gpc_attempt_rec *att = NULL;
-    size_t na = 0;
-    gpc_error ae;
-    gpc_error_clear(&ae);
-    cJSON *aa = cJSON_AddArrayToObject(o, "attempts");
-    if (gpc_attempt_list(s->st, c->id, &att, &na, &ae) == 0) {
-        for (size_t i = 0; i < na; i++) {
-            cJSON *j = cJSON_CreateObject();
-            cJSON_AddNumberToObject(j, "attempt", att[i].attempt);
-            cJSON_AddNumberToObject(j, "rank", att[i].rank);
-            cJSON_AddNumberToObject(j, "at", (double)att[i].at);
-            cJSON_AddStringToObject(j, "provider", att[i].provider);
-            cJSON_AddStringToObject(j, "region", att[i].region);
-            cJSON_AddStringToObject(j, "zone", att[i].zone);
-            cJSON_AddStringToObject(j, "instance_type", att[i].instance_type);
-            cJSON_AddBoolToObject(j, "spot", att[i].spot);
-            cJSON_AddStringToObject(j, "outcome", att[i].outcome);
-            cJSON_AddStringToObject(j, "error_code", att[i].error_code);
-            cJSON_AddStringToObject(j, "error_message", att[i].error_message);
-            cJSON_AddItemToArray(aa, j);
-        }
-    }
-    gpc_attempt_list_free(att, na);
-    gpc_node_list_free(nodes, n);
-    return o;
-}
-
-int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
-{
-    gpc_node_rec *nodes = NULL;
-    size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, 1, &nodes, &n, err);
-    if (rc)
-        return rc;
-    static const char *const hdr[] = {"RANK", "NODE", "PHASE", "IP", "INSTANCE", "EXIT",
-                                      "RUNTIME", "ID"};
-    gpc_table t;
-    gpc_table_init(&t, 8, hdr);
-    int64_t now = gpc_now();
-    for (size_t i = 0; i < n; i++) {
-        const gpc_node_rec *nd = &nodes[i];
-        char rank[16], ex[16], age[32];
-        snprintf(rank, sizeof(rank), "%u", nd->rank);
-        if (nd->exit_code >= 0)
-            snprintf(ex, sizeof(ex), "%d", nd->exit_code);
-        else
-            snprintf(ex, sizeof(ex), "-");
-        if (nd->started_at)
-            gpc_fmt_age((nd->ended_at ? nd->ended_at : now) - nd->started_at, age, sizeof(age));
-        else
-            snprintf(age, sizeof(age), "-");
-        const char *row[] = {rank, nd->name, gpc_phase_name(nd->phase),
-                             nd->private_ip[0] ? nd->private_ip : "-",
-                             nd->instance_type[0] ? nd->instance_type : "-", ex, age,
-                             nd->provider_id[0] ? nd->provider_id : "-"};
-        gpc_table_add(&t, row);
-    }
-    gpc_table_print(s->out, &t, stdout);
-    gpc_table_free(&t);
-    gpc_node_list_free(nodes, n);
-    return 0;
-}
-
-int gpc_cluster_print_attempts(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
-{
-    gpc_attempt_rec *a = NULL;
-    size_t n = 0;
-    int rc = gpc_attempt_list(s->st, c->id, &a, &n, err);
-    if (rc)
-        return rc;
-    int failover = 0;
-    for (size_t i = 0; i < n; i++)
-        failover |= strcmp(a[i].outcome, "created") != 0;
-    if (!failover) {
-        gpc_attempt_list_free(a, n);
-        return 0;
-    }
-    static const char *const hdr[] = {"ATTEMPT", "RANKS", "WHERE", "INSTANCE", "MARKET",
-                                      "OUTCOME", "WHY"};
-    gpc_table t;
-    gpc_table_init(&t, 7, hdr);
-    /* one row per attempt, zone and outcome: the ranks it covered */
-    for (size_t i = 0; i < n;) {
-        size_t j = i + 1;
-        while (j < n && a[j].attempt == a[i].attempt && strcmp(a[j].zone, a[i].zone) == 0 &&
-               a[j].spot == a[i].spot && strcmp(a[j].outcome, a[i].outcome) == 0 &&
-               strcmp(a[j].error_message, a[i].error_message) == 0)
-            j++;
-        char att[16], ranks[32], where[112];
-        snprintf(att, sizeof(att), "%u", a[i].attempt);
-        if (j - i > 1)
-            snprintf(ranks, sizeof(ranks), "%u-%u", a[i].rank, a[j - 1].rank);
-        else
-            snprintf(ranks, sizeof(ranks), "%u", a[i].rank);
-        snprintf(where, sizeof(where), "%s %s%s%s", a[i].provider, a[i].region,
-                 a[i].zone[0] ? "/" : "", a[i].zone);
-        const char *row[] = {att, ranks, where, a[i].instance_type,
-                             a[i].spot ? "spot" : "on-demand", a[i].outcome,
-                             a[i].error_code[0] ? a[i].error_code : "-"};
-        gpc_table_add(&t, row);
-        i = j;
-    }
-    printf("\nlaunch attempts (failover):\n");
-    gpc_table_print(s->out, &t, stdout);
-    gpc_table_free(&t);
-    gpc_attempt_list_free(a, n);
-    return 0;
-}

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "gpuctl/catalog.h"
 #include "gpuctl/offers.h"
 
@@ -89,9 +89,6 @@ int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err);
 int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err);
 
 void gpc_plan_free(gpc_plan *p);
-
-/* Print a plan for people (tables; colour per gpc_out). */
-void gpc_plan_print(const gpc_out *o, const gpc_plan *p);
 
 /*
  * JSON for one catalog row with both prices (`gpuctl offers`), and for one

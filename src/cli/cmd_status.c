@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "cluster.h"
+#include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
@@ -40,8 +40,8 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_session s;
     gpc_cluster_rec *list = NULL;
     size_t n = 0;
-    o->state_reads_only = 1; /* on a full disk: what was last recorded */
-    rc = gpc_session_open(&s, o, &err);
+    o->cfg.state_reads_only = 1; /* on a full disk: what was last recorded */
+    rc = gpc_session_open(&s, &o->cfg, &err);
     if (!rc) {
         rc = gpc_cluster_list(s.st, all, &list, &n, &err);
         if (!rc && name) {
@@ -113,8 +113,8 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_table_free(&t);
         if (name) {
             printf("\n");
-            gpc_cluster_print_nodes(&s, &list[n - 1], &err);
-            gpc_cluster_print_attempts(&s, &list[n - 1], &err);
+            gpc_cluster_print_nodes(o, &s, &list[n - 1], &err);
+            gpc_cluster_print_attempts(o, &s, &list[n - 1], &err);
         }
     }
     gpc_cluster_list_free(list, n);
@@ -207,8 +207,8 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&cr, 0, sizeof(cr));
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    o->state_reads_only = !a.follow; /* --follow records the phases it sees */
-    rc = gpc_session_open(&s, o, &err);
+    o->cfg.state_reads_only = !a.follow; /* --follow records the phases it sees */
+    rc = gpc_session_open(&s, &o->cfg, &err);
     if (!rc)
         rc = gpc_cluster_get(s.st, name, &cr, &err);
     if (!rc)
@@ -254,7 +254,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
             if (r >= nr || (a.node >= 0 && r != (uint32_t)a.node) || !nodes[i].provider_id[0])
                 continue;
             rc = gpc_log_pump(&s, r, nodes[i].provider_id, &offs[r], prefix, &parts[r],
-                              stdout, &err);
+                              &o->log, &err);
         }
         if (rc || last || gpc_interrupted)
             break;
@@ -274,7 +274,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         }
     }
     for (uint32_t r = 0; parts && r < nr; r++) {
-        gpc_log_flush(r, prefix, &parts[r], stdout);
+        gpc_log_flush(r, prefix, &parts[r], &o->log);
         gpc_buf_free(&parts[r]);
     }
     free(parts);

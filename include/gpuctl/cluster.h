@@ -17,13 +17,27 @@
 #include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/state.h"
-#include "output.h"
+#include "gpuctl/log.h"
 
 struct cJSON;
 
+/* What the engine is configured with (the CLI fills it from flags, the
+ * environment and the config file).  Strings are borrowed for the
+ * session's life. */
+typedef struct gpc_settings {
+    const char *state_dir;    /* --state-dir, or NULL for the default */
+    const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
+    const char *endpoint;     /* --endpoint URL: the provider API endpoint, or NULL */
+    const char *profile;      /* --profile NAME: the credentials profile, or NULL */
+    int state_reads_only;     /* the command only reads the state: on a full
+                                 disk it opens it read-only (state.h) */
+    const gpc_log *log;       /* where events go; NULL drops them */
+} gpc_settings;
+
 /* An open provider plus the state it reports into. */
 typedef struct gpc_session {
-    const gpc_out *out;
+    const gpc_settings *cfg;
+    const gpc_log *log;         /* cfg->log */
     gpc_state *st;
     char *state_dir;            /* owned */
     const gpc_provider *prov;   /* NULL until gpc_session_provider() */
@@ -31,7 +45,7 @@ typedef struct gpc_session {
 } gpc_session;
 
 /* Open the state (--state-dir or the default). */
-int gpc_session_open(gpc_session *s, const gpc_out *o, gpc_error *err);
+int gpc_session_open(gpc_session *s, const gpc_settings *cfg, gpc_error *err);
 /* Open provider `name` (once; later calls with the same name are no-ops). */
 int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err);
 void gpc_session_close(gpc_session *s);
@@ -80,13 +94,15 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
  * changed (phases, exit codes, IPs, ledger).  Reloads *c. */
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
 
-/* Block until rank 0 ends (or timeout / interrupt), printing progress on
- * stderr and, when stream_logs, every node's log on stdout ("[node N] ..."). */
+/* Block until rank 0 ends (or timeout / interrupt), sending a status line
+ * to the session's log every poll and, when stream_logs, every node's log
+ * as output ("[node N] ..." when there are several nodes). */
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
                      double poll_s, int stream_logs, gpc_error *err);
 
 /*
- * Print the bytes a node logged since *off to f and advance *off.  With
+ * Send the bytes a node logged since *off to `log` as output, and advance
+ * *off.  With
  * `prefix`, whole lines are printed as "[node RANK] line" and an unfinished
  * last line waits in `partial` (a buffer the caller owns) for the next
  * call; gpc_log_flush prints what is left.  Returns 0 or the provider's
@@ -94,22 +110,12 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
  */
 struct gpc_buf;
 int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
-                 int prefix, struct gpc_buf *partial, FILE *f, gpc_error *err);
-void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, FILE *f);
+                 int prefix, struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
+void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
  * left (still recorded) when some deletes fail. *deleted counts nodes. */
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
-
-/* The JSON object for one cluster and its nodes (docs/schema/). */
-struct cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
-
-/* Print the cluster's node table to stdout. */
-int gpc_cluster_print_nodes(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
-
-/* Print the launch attempts when some failed or were skipped (failover):
- * one row per attempt, zone and outcome.  Prints nothing otherwise. */
-int gpc_cluster_print_attempts(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err);
 
 /* Set by the SIGINT/SIGTERM handler while waiting. */
 extern volatile sig_atomic_t gpc_interrupted;

@@ -11,7 +11,9 @@
 
 #include <stdio.h>
 
+#include "gpuctl/cluster.h"
 #include "gpuctl/error.h"
+#include "gpuctl/log.h"
 
 struct cJSON;
 
@@ -26,23 +28,19 @@ typedef struct gpc_out {
     int tty;        /* stdout is a terminal */
     int err_tty;    /* stderr is a terminal */
     int color;      /* colour allowed on stdout */
+    int color_err;  /* escape sequences allowed on stderr (a terminal, not
+                       TERM=dumb): the rewritten status line */
+    int color_err_red; /* and colour there (not NO_COLOR) */
     int assume_yes; /* -y */
-    const char *state_dir; /* --state-dir, or NULL for the default */
-    const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
-    const char *endpoint;  /* --endpoint URL: the provider API endpoint, or NULL */
-    const char *profile;   /* --profile NAME: the provider credentials profile, or NULL */
-    int state_reads_only;  /* set by a command that only reads the state: on a
-                              full disk it opens it read-only (state.h) */
+    gpc_settings cfg; /* the engine's settings (--state-dir, --catalog, ...) */
+    gpc_log log;      /* the engine's event sink: prints to stderr per -q/-v,
+                         job output to stdout */
+    int status_shown; /* a live status line is on stderr */
+    char status_last[512];
 } gpc_out;
 
-/* Fill from the environment: isatty, NO_COLOR, TERM. */
+/* Fill from the environment: isatty, NO_COLOR, TERM; the sink prints. */
 void gpc_out_init(gpc_out *o);
-
-/* An informational line on stderr (suppressed by -q). printf-style. */
-void gpc_info(const gpc_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* A debug line on stderr (only with -v). */
-void gpc_debug(const gpc_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print an error as "gpuctl: error: MSG" on stderr, or as the JSON error
  * document {"schema_version":1,"error":{"code":..,"message":..,"exit_status":..}}

@@ -160,10 +160,10 @@ int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
         case 'q': o->quiet = 1; break;
         case 'v': o->verbose = o->verbose < 1 ? 1 : o->verbose; break;
         case 1000: o->verbose = 2; gpc_http_set_trace(stderr); break;
-        case 1001: o->state_dir = optarg; break;
-        case 1002: o->catalog_path = optarg; break;
-        case 1003: o->endpoint = optarg; break;
-        case 1004: o->profile = optarg; break;
+        case 1001: o->cfg.state_dir = optarg; break;
+        case 1002: o->cfg.catalog_path = optarg; break;
+        case 1003: o->cfg.endpoint = optarg; break;
+        case 1004: o->cfg.profile = optarg; break;
         case 'y': o->assume_yes = 1; break;
         case 'h':
             *done = 1;

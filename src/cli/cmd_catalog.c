@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "commands.h"
-#include "gpuctl/azure_prices.h"
+#include "azure/prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/catalog.h"
 #include "gpuctl/provider.h"
@@ -163,7 +163,7 @@ static int refresh_azure(const gpc_out *o, gpc_catalog *cat, const catalog_args 
     size_t np = 0;
     const char *endpoint = a->endpoint ? a->endpoint : getenv("GPUCTL_AZURE_PRICES_ENDPOINT");
     if (!rc) {
-        gpc_info(o, "azure: asking the Retail Prices API for %zu size(s) in %zu region(s)", ns, nr);
+        gpc_info(&o->log, "azure: asking the Retail Prices API for %zu size(s) in %zu region(s)", ns, nr);
         gpc_http_opts ho;
         memset(&ho, 0, sizeof(ho));
         ho.what = "azure retail prices";
@@ -250,13 +250,13 @@ static int refresh_aws(const gpc_out *o, gpc_catalog *cat, const catalog_args *a
     void *ctx = NULL;
     /* --endpoint is the EC2 endpoint only when aws is the one provider
      * asked; else it is the Azure API's (AWS_ENDPOINT_URL_EC2 still works) */
-    gpc_provider_config cfg = {.endpoint = a->n_providers == 1 ? o->endpoint : NULL,
-                               .profile = o->profile, .out = o};
+    gpc_provider_config cfg = {.endpoint = a->n_providers == 1 ? o->cfg.endpoint : NULL,
+                               .profile = o->cfg.profile, .log = &o->log};
     if (!rc)
         rc = p->open(&cfg, &ctx, err);
     size_t updated = 0;
     if (!rc) {
-        gpc_info(o, "aws: asking DescribeSpotPriceHistory for %zu row(s)", n);
+        gpc_info(&o->log, "aws: asking DescribeSpotPriceHistory for %zu row(s)", n);
         rc = p->live_prices(ctx, offers, n, &updated, err);
         p->close(ctx);
     }
@@ -342,7 +342,7 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
                 cJSON_AddNumberToObject(pj, "not_listed", (double)st.no_price);
                 cJSON_AddNumberToObject(pj, "spot_cleared", (double)st.spot_cleared);
                 if (!rc)
-                    gpc_info(o, "azure: %zu of %zu row(s) updated; %zu not listed by the API "
+                    gpc_info(&o->log, "azure: %zu of %zu row(s) updated; %zu not listed by the API "
                              "(kept as they were); %zu spot price(s) removed (no Spot meter)",
                              st.updated, st.rows, st.no_price, st.spot_cleared);
             } else if (strcmp(p, "aws") == 0) {
@@ -367,9 +367,9 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
                 } else if (arc) {
                     /* not asked by name: no AWS credentials is not an error */
                     cJSON_AddStringToObject(pj, "reason", ae.msg);
-                    gpc_info(o, "aws: %s (skipped)", ae.msg);
+                    gpc_info(&o->log, "aws: %s (skipped)", ae.msg);
                 } else {
-                    gpc_info(o, "aws: %zu of %zu spot price(s) updated; %zu not listed by the "
+                    gpc_info(&o->log, "aws: %zu of %zu spot price(s) updated; %zu not listed by the "
                              "API (kept as they were)", st.updated, st.rows, st.no_price);
                 }
             } else {
@@ -384,7 +384,7 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
                 if (a->n_providers)
                     rc = gpc_fail(&err, GPC_ERR_PROVIDER, "%s", why);
                 else
-                    gpc_info(o, "%s (skipped)", why);
+                    gpc_info(&o->log, "%s (skipped)", why);
             }
             cJSON_AddItemToArray(provs, pj);
         }
@@ -441,7 +441,7 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     int done;
     int rc = gpc_parse_options(o, c, argc, argv, opts, "", catalog_opt, &a, &done);
-    a.endpoint = o->endpoint; /* --endpoint is global: every provider API takes one */
+    a.endpoint = o->cfg.endpoint; /* --endpoint is global: every provider API takes one */
     const char *verb = !done && optind < argc ? argv[optind++] : "show";
     if (!done && optind < argc)
         rc = gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]), done = 1;
@@ -497,11 +497,11 @@ int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_catalog *cat = NULL;
     /* update --from replaces the catalog whole: the one in effect does not
      * matter, and may be the broken override being replaced. */
-    rc = is_update && a.from ? 0 : gpc_catalog_open(o->catalog_path, &cat, &err);
+    rc = is_update && a.from ? 0 : gpc_catalog_open(o->cfg.catalog_path, &cat, &err);
     if (rc) {
         const char *env = getenv("GPUCTL_CATALOG");
         struct stat sb;
-        if (!o->catalog_path && !(env && *env) && have_user && stat(user, &sb) == 0) {
+        if (!o->cfg.catalog_path && !(env && *env) && have_user && stat(user, &sb) == 0) {
             gpc_error e2;
             gpc_error_clear(&e2);
             gpc_fail(&e2, err.code, "%s (this is the user override; 'gpuctl catalog update "

@@ -1,0 +1,2 @@
+# Azure: the Retail Prices API for `catalog update` (docs/providers/azure.md).
+gpuctl_provider_code(SOURCES prices.c)
