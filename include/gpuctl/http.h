@@ -25,8 +25,8 @@
  *
  * Messages name the method and the URL without its query string and
  * fragment (queries may carry signatures) and without any user:password@
- * part; they never contain header values or bodies.  src/http.c is the only
- * file that includes <curl/curl.h>.
+ * part; they never contain header values or bodies.  The files
+ * src/helpers/http*.c are the only ones that include <curl/curl.h>.
  *
  * Beyond that one call, the layer gives every provider what a signed cloud
  * API needs:
