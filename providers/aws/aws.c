@@ -227,6 +227,19 @@ static int aws_check(void *ctx, char *detail, size_t size, gpc_error *err)
     return rc;
 }
 
+/* For the redaction of the --debug trace (http.h): the session token of
+ * temporary credentials (SigV4) and the IMDSv2 token are secret headers;
+ * EC2's idempotency and pagination tokens and the IMDSv2 setting
+ * (MetadataOptions.HttpTokens) hold "token" but are no secret. */
+static const gpc_http_word aws_secret_words[] = {
+    {GPC_HTTP_SECRET_HEADER, "x-amz-security-token"},
+    {GPC_HTTP_SECRET_HEADER, "x-aws-ec2-metadata-token"},
+    {GPC_HTTP_PUBLIC_NAME, "ClientToken"},
+    {GPC_HTTP_PUBLIC_NAME, "NextToken"},
+    {GPC_HTTP_PUBLIC_NAME, "HttpTokens"},
+    {GPC_HTTP_WORD_END, NULL},
+};
+
 /* The image: "pytorch" (the Deep Learning AMI) or an AMI id, ami- and 8
  * or 17 hex digits (EC2 User Guide, "Amazon Machine Images"). */
 static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
@@ -264,4 +277,5 @@ const gpc_provider gpc_provider_aws = {
     .live_prices = aws_live_prices,
     .check = aws_check,
     .read_log = NULL,
+    .secret_words = aws_secret_words,
 };

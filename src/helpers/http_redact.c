@@ -51,7 +51,50 @@ static const char *const secret_words[] = {
     "signature", "token", "secret", "password", "credential",
 };
 
+/* The words providers add (gpc_http_add_word), kept as given. */
+#define WORDS_MAX 64
+static struct {
+    gpc_http_word_kind kind;
+    char word[GPC_HTTP_WORD_MAX + 1];
+} added[WORDS_MAX];
+static size_t n_added;
+
 static int equals_ci(const char *s, size_t len, const char *word);
+
+int gpc_http_add_word(gpc_http_word_kind kind, const char *word, gpc_error *err)
+{
+    if (kind != GPC_HTTP_SECRET_HEADER && kind != GPC_HTTP_SECRET_WORD &&
+        kind != GPC_HTTP_PUBLIC_NAME)
+        return gpc_fail(err, GPC_ERR_USAGE, "http: redaction word of unknown kind %d",
+                        (int)kind);
+    size_t len = word ? strlen(word) : 0;
+    if (!len || len > GPC_HTTP_WORD_MAX)
+        return gpc_fail(err, GPC_ERR_USAGE, "http: a redaction word must have 1 to %d bytes",
+                        GPC_HTTP_WORD_MAX);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)word[i] <= ' ' || word[i] == ':' || word[i] == 0x7f)
+            return gpc_fail(err, GPC_ERR_USAGE, "http: redaction word '%s' holds a blank, ':' "
+                            "or a control character", word);
+    for (size_t i = 0; i < n_added; i++)
+        if (added[i].kind == kind && equals_ci(word, len, added[i].word))
+            return 0;
+    if (n_added == WORDS_MAX)
+        return gpc_fail(err, GPC_ERR_USAGE, "http: more than %d redaction words", WORDS_MAX);
+    added[n_added].kind = kind;
+    memcpy(added[n_added].word, word, len + 1);
+    n_added++;
+    return 0;
+}
+
+int gpc_http_add_words(const gpc_http_word *list, gpc_error *err)
+{
+    for (size_t i = 0; list && list[i].kind != GPC_HTTP_WORD_END; i++) {
+        int rc = gpc_http_add_word(list[i].kind, list[i].word, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
 
 /* Does s[0..len) hold word (lower case) anywhere, case-insensitively? */
 int http_holds_word(const char *s, size_t len, const char *word)
@@ -63,16 +106,16 @@ int http_holds_word(const char *s, size_t len, const char *word)
     return 0;
 }
 
-/* Names that hold a secret word but no secret: EC2's idempotency and
- * pagination tokens and the IMDSv2 setting (the last dotted part). */
+/* Names that hold a secret word but no secret, as providers registered
+ * them (GPC_HTTP_PUBLIC_NAME): the whole name or its last dotted part. */
 static int known_public(const char *s, size_t len)
 {
-    static const char *const names[] = {"ClientToken", "NextToken", "HttpTokens"};
     size_t off = len;
     while (off > 0 && s[off - 1] != '.')
         off--;
-    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-        if (equals_ci(s + off, len - off, names[i]))
+    for (size_t i = 0; i < n_added; i++)
+        if (added[i].kind == GPC_HTTP_PUBLIC_NAME &&
+            (equals_ci(s + off, len - off, added[i].word) || equals_ci(s, len, added[i].word)))
             return 1;
     return 0;
 }
@@ -83,6 +126,9 @@ static int secret_name(const char *s, size_t len)
         return 0;
     for (size_t i = 0; i < sizeof(secret_words) / sizeof(*secret_words); i++)
         if (http_holds_word(s, len, secret_words[i]))
+            return 1;
+    for (size_t i = 0; i < n_added; i++)
+        if (added[i].kind == GPC_HTTP_SECRET_WORD && http_holds_word(s, len, added[i].word))
             return 1;
     return 0;
 }
@@ -116,16 +162,14 @@ static int user_data_param(const char *s, size_t len)
 static int secret_header(const char *name, size_t len)
 {
     static const char *const exact[] = {
-        "authorization", "proxy-authorization", "cookie", "set-cookie",
-        "x-amz-security-token", "x-aws-ec2-metadata-token",
-        "ocp-apim-subscription-key", "api-key",
+        "authorization", "proxy-authorization", "cookie", "set-cookie", "api-key",
     };
     for (size_t i = 0; i < sizeof(exact) / sizeof(*exact); i++)
         if (equals_ci(name, len, exact[i]))
             return 1;
-    if (len > 11 && strncasecmp(name, "x-ms-", 5) == 0 &&
-        strncasecmp(name + len - 6, "-token", 6) == 0)
-        return 1;
+    for (size_t i = 0; i < n_added; i++)
+        if (added[i].kind == GPC_HTTP_SECRET_HEADER && equals_ci(name, len, added[i].word))
+            return 1;
     if (secret_name(name, len) || http_holds_word(name, len, "authorization") ||
         http_holds_word(name, len, "cookie"))
         return 1;
