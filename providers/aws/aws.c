@@ -1,7 +1,9 @@
 /*
  * aws.c - the `aws` provider: EC2 over the Query API (providers/aws/ec2.c),
- * signed with our own SigV4 (src/sigv4.c).  Facts: docs/providers/aws.md
- * and aws.md (the reference notes) sections 2-5.
+ * signed with our own SigV4 (providers/aws/sigv4.c).  Facts:
+ * docs/providers/aws.md and aws.md (the reference notes) sections 2-5.
+ * This file holds the context, the helpers the others share and the
+ * provider table; aws_internal.h lists the files of the rest.
  *
  * What one cluster gets, all tagged gpuctl:cluster=<name> and
  * gpuctl:cluster-uid=<uid> (so destroy finds everything by tag):
