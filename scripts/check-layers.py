@@ -98,9 +98,10 @@ def main():
                     rel.startswith("include/gpuctl/")
                     and os.path.splitext(os.path.basename(rel))[0] in HELPER_HEADERS)
                 engine = rel.startswith(("src/engine/", "include/")) or rel.startswith("providers/")
-                if helper and not (h.startswith("gpuctl/")
-                                   and os.path.splitext(os.path.basename(h))[0]
-                                   in HELPER_HEADERS):
+                private = "/" not in h and os.path.exists(os.path.join(root, "src/helpers", h))
+                if helper and not private and not (h.startswith("gpuctl/")
+                                                   and os.path.splitext(os.path.basename(h))[0]
+                                                   in HELPER_HEADERS):
                     bad.append(f"{rel}:{no}: a helper includes {h}, which is not a helper header")
                 elif engine and not h.startswith("gpuctl/") and "/" not in h and \
                         os.path.exists(os.path.join(root, "src/cli", h)):

@@ -25,8 +25,8 @@
  *
  * Messages name the method and the URL without its query string and
  * fragment (queries may carry signatures) and without any user:password@
- * part; they never contain header values or bodies.  src/http.c is the only
- * file that includes <curl/curl.h>.
+ * part; they never contain header values or bodies.  The files
+ * src/helpers/http*.c are the only ones that include <curl/curl.h>.
  *
  * Beyond that one call, the layer gives every provider what a signed cloud
  * API needs:
@@ -39,7 +39,8 @@
  *   - gpc_http_send_all(), many independent requests at once through the
  *     libcurl multi interface, each with its own retries and waits;
  *   - a trace of every attempt for --debug (gpc_http_set_trace) in which
- *     credentials, signatures, tokens, passwords and user data are redacted.
+ *     credentials, signatures, tokens, passwords and user data are redacted,
+ *     with words each provider adds (gpc_http_add_word).
  *
  * TLS: peer and host name verification are always on (CURLOPT_SSL_VERIFYPEER
  * 1, CURLOPT_SSL_VERIFYHOST 2, set explicitly on every handle); nothing in
@@ -354,13 +355,14 @@ void gpc_http_set_trace(FILE *f);
  * with the value replaced by "[redacted]" when the name is sensitive:
  * Authorization (only the scheme word is kept: "Authorization:
  * AWS4-HMAC-SHA256 [redacted]"), Proxy-Authorization, Cookie, Set-Cookie,
- * X-Amz-Security-Token, X-Aws-Ec2-Metadata-Token, X-Ms-*-Token,
- * Ocp-Apim-Subscription-Key, Api-Key; and any name holding (case-
- * insensitive) "authorization", "secret", "token", "signature", "password",
- * "credential" or "cookie", or ending in "-key" (X-Api-Key, SSE-C keys).
- * Other lines, an empty value and a line without ':' are copied as they are
- * (X-Amz-Content-Sha256 is kept).  Appends are best-effort (out's limit or
- * memory may cut the line); a secret value is never copied, whole or part.
+ * Api-Key, and every GPC_HTTP_SECRET_HEADER added with gpc_http_add_word();
+ * and any name holding (case-insensitive) "authorization", "secret",
+ * "token", "signature", "password", "credential", "cookie" or a
+ * GPC_HTTP_SECRET_WORD, unless it is a GPC_HTTP_PUBLIC_NAME, or ending in
+ * "-key" (X-Api-Key, SSE-C keys).  Other lines, an empty value and a line
+ * without ':' are copied as they are (X-Amz-Content-Sha256 is kept).
+ * Appends are best-effort (out's limit or memory may cut the line); a
+ * secret value is never copied, whole or part.
  */
 void gpc_http_redact_header(const char *line, gpc_buf *out);
 
@@ -368,7 +370,8 @@ void gpc_http_redact_header(const char *line, gpc_buf *out);
  * Append to out the form body (or URL query string) body[0..len) -
  * "a=b&c=d" - with the values of sensitive parameters replaced: names that
  * hold (case-insensitive, after percent-decoding) "signature", "token",
- * "secret", "password" or "credential" get "[redacted]"; UserData and
+ * "secret", "password", "credential" or a GPC_HTTP_SECRET_WORD, and are no
+ * GPC_HTTP_PUBLIC_NAME, get "[redacted]"; UserData and
  * CustomData (exactly, or as the last dotted part:
  * LaunchSpecification.UserData) get "[N bytes]", N the decoded length.
  * Everything else is copied as it is.  Best-effort like
@@ -396,5 +399,52 @@ void gpc_http_redact_json(const char *body, size_t len, gpc_buf *out);
  * well-formed XML gives "[N bytes, not well-formed XML]".  Best-effort.
  */
 void gpc_http_redact_xml(const char *body, size_t len, gpc_buf *out);
+
+/* ---- words the redaction learns from providers -------------------------- */
+
+/*
+ * The redaction above knows only generic words.  A provider adds its own
+ * (EC2's X-Amz-Security-Token header, its ClientToken that is no secret)
+ * before it sends anything; the engine registers every provider's list
+ * when a session opens (gpc_providers_register_secrets, provider.h).
+ */
+typedef enum gpc_http_word_kind {
+    GPC_HTTP_WORD_END = 0,   /* ends a gpc_http_word list */
+    GPC_HTTP_SECRET_HEADER,  /* a header name, matched whole (case-insensitive),
+                                whose value is secret */
+    GPC_HTTP_SECRET_WORD,    /* a word that makes secret the value of any
+                                header, form or query parameter (percent-
+                                decoded), JSON key or XML element or attribute
+                                whose name holds it (case-insensitive) */
+    GPC_HTTP_PUBLIC_NAME     /* a parameter, key, element or header name that
+                                holds a secret word but carries no secret:
+                                matched whole or as the last dotted part
+                                (LaunchSpecification.ClientToken), case-
+                                insensitive; shown as it is */
+} gpc_http_word_kind;
+
+/* Longest word gpc_http_add_word() takes, bytes. */
+#define GPC_HTTP_WORD_MAX 63
+
+/* One word of a provider's list. */
+typedef struct gpc_http_word {
+    gpc_http_word_kind kind;
+    const char *word;
+} gpc_http_word;
+
+/*
+ * Add a word to every later redaction (trace lines, the gpc_http_redact_*
+ * functions), process-wide; the word is copied.  Adding a word already
+ * there (same kind, case-insensitively) does nothing and returns 0.
+ * Returns 0, or GPC_ERR_USAGE with err filled: an unknown kind, a word that
+ * is empty, longer than GPC_HTTP_WORD_MAX bytes or holds a blank, ':' or a
+ * control character, or a 65th word.  Not thread-safe: add words before
+ * any thread sends (like gpc_http_set_trace).  Words are never removed.
+ */
+int gpc_http_add_word(gpc_http_word_kind kind, const char *word, gpc_error *err);
+
+/* gpc_http_add_word() for each entry of list up to GPC_HTTP_WORD_END (list
+ * may be NULL); stops at the first error and returns it. */
+int gpc_http_add_words(const gpc_http_word *list, gpc_error *err);
 
 #endif /* GPUCTL_HTTP_H */

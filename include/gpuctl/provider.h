@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "gpuctl/error.h"
+#include "gpuctl/http.h"
 #include "gpuctl/render.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/state.h"
@@ -225,6 +226,12 @@ typedef struct gpc_provider {
      * `out`; *next is the offset to continue from.  */
     int (*read_log)(void *ctx, const char *provider_id, long offset,
                     struct gpc_buf *out, long *next, gpc_error *err);
+
+    /* Optional: the words that make this provider's headers, parameters and
+     * document fields secret, or not (http.h, gpc_http_word), for the
+     * redaction of the --debug trace: a list ended by GPC_HTTP_WORD_END;
+     * NULL = none.  gpc_providers_register_secrets() adds them. */
+    const gpc_http_word *secret_words;
 } gpc_provider;
 
 /* The providers compiled in, ended by NULL: generated from the folders
@@ -243,5 +250,15 @@ const char *gpc_provider_names(void);
 /* Comma-separated names of the providers with every bit of `caps` (a
  * static buffer, overwritten by the next call). */
 const char *gpc_provider_names_with(unsigned caps);
+
+/*
+ * Add every compiled-in provider's secret_words to the HTTP helper's
+ * redaction (gpc_http_add_words), so that a trace never shows a provider's
+ * secret.  gpc_session_open() calls it; code that opens a provider without
+ * a session calls it first.  Idempotent.  Returns 0, or GPC_ERR_USAGE with
+ * err filled (naming the provider) when a table holds a word the helper
+ * refuses.  Not thread-safe: call it before any thread sends.
+ */
+int gpc_providers_register_secrets(gpc_error *err);
 
 #endif /* GPUCTL_PROVIDER_H */

@@ -1,10 +1,12 @@
-/* config.c - AWS credentials, region and EC2 endpoint; see include/gpuctl/aws_config.h */
+/*
+ * config.c - the AWS configuration: profile, region and EC2 endpoint from
+ * flags, the environment and ~/.aws/{config,credentials}; the helpers the
+ * credentials chain shares (config_internal.h).  Interface: config.h.
+ */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,47 +14,35 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <ini.h>
 #include <openssl/crypto.h>
 
-#include "aws/config.h"
-#include "gpuctl/buf.h"
+#include "aws/config_internal.h"
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"
 
-extern char **environ;
-
 #define INI_FILE_MAX   (1u << 20) /* ~/.aws/config or credentials */
-#define SHOWN_MAX      256        /* a path as shown in messages */
-#define IMDS_TOKEN_MAX 512        /* real tokens are ~60 bytes */
-#define IMDS_BODY_MAX  (64u << 10)
-#define HINT_FMT       "eval \"$(aws configure export-credentials --profile %s --format env)\""
-#define STR_(x)        #x
-#define STR(x)         STR_(x)
 
 /* ---- small helpers ------------------------------------------------------ */
 
 /* An environment variable; an empty one counts as unset. */
-static const char *env(const char *name)
+const char *aws_env(const char *name)
 {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
 }
 
 /* botocore's ensure_boolean: only "true", in any case, is true. */
-static int is_true(const char *v)
+int aws_is_true(const char *v)
 {
     return v && strcasecmp(v, "true") == 0;
 }
 
 /* Copy src into dst[size] when it fits; 0 (dst untouched) when it does not. */
-static int fits(char *dst, size_t size, const char *src)
+int aws_fits(char *dst, size_t size, const char *src)
 {
     size_t n = strlen(src);
     if (n >= size)
@@ -62,9 +52,7 @@ static int fits(char *dst, size_t size, const char *src)
 }
 
 /* snprintf into a field, truncating (labels only: never data that counts). */
-static void set_label(char *dst, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_label(char *dst, size_t size, const char *fmt, ...)
+void aws_set_label(char *dst, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -72,7 +60,7 @@ static void set_label(char *dst, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-static void wipe_free(char *s)
+void aws_wipe_free(char *s)
 {
     if (s) {
         OPENSSL_cleanse(s, strlen(s));
@@ -98,7 +86,7 @@ static char *trimmed_dup(const char *s, size_t n)
 }
 
 /* http:// or https:// followed by a host. */
-static int is_http_url(const char *url)
+int aws_is_http_url(const char *url)
 {
     const char *rest = NULL;
     if (strncasecmp(url, "http://", 7) == 0)
@@ -109,7 +97,7 @@ static int is_http_url(const char *url)
 }
 
 /* botocore's region rule, lower-case only: [a-z0-9] ([a-z0-9-]* [a-z0-9])?. */
-static int valid_region(const char *r)
+int aws_valid_region(const char *r)
 {
     size_t n = r ? strlen(r) : 0;
     if (n == 0 || n > 63 || r[0] == '-' || r[n - 1] == '-')
@@ -151,7 +139,7 @@ static int read_digits(const char **p, int n, int *out)
  * optional fraction of a second, then Z or an offset +HH, +HHMM or +HH:MM.
  * A zone is required (botocore fails on a naive time too).
  */
-static int parse_iso8601(const char *s, int64_t *out)
+int aws_parse_iso8601(const char *s, int64_t *out)
 {
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     const char *p = s;
@@ -193,7 +181,7 @@ static int parse_iso8601(const char *s, int64_t *out)
     return 1;
 }
 
-static void format_time(int64_t t, char *out, size_t size)
+void aws_format_time(int64_t t, char *out, size_t size)
 {
     time_t tt = (time_t)t;
     struct tm tm;
@@ -205,7 +193,7 @@ static void format_time(int64_t t, char *out, size_t size)
 
 static int home_dir(const char **out, gpc_error *err)
 {
-    const char *home = env("HOME");
+    const char *home = aws_env("HOME");
     if (!home) {
         struct passwd *pw = getpwuid(getuid());
         if (pw && pw->pw_dir && *pw->pw_dir)
@@ -221,7 +209,7 @@ static int home_dir(const char **out, gpc_error *err)
 /* $VAR with a leading "~" expanded, else $HOME + dflt ("/.aws/config"). */
 static int resolve_path(const char *var, const char *dflt, char **out, gpc_error *err)
 {
-    const char *v = env(var), *home = NULL;
+    const char *v = aws_env(var), *home = NULL;
     if (v && !(v[0] == '~' && (v[1] == '\0' || v[1] == '/'))) {
         *out = gpc_strdup(v, err);
         return *out ? 0 : GPC_ERR_NOMEM;
@@ -242,32 +230,17 @@ static int resolve_path(const char *var, const char *dflt, char **out, gpc_error
 /* A path for messages: $HOME/x becomes ~/x. */
 static void show_path(const char *path, char *out, size_t size)
 {
-    const char *home = env("HOME");
+    const char *home = aws_env("HOME");
     size_t n = home ? strlen(home) : 0;
     while (n > 1 && home[n - 1] == '/')
         n--;
     if (n > 1 && strncmp(path, home, n) == 0 && path[n] == '/')
-        set_label(out, size, "~%s", path + n);
+        aws_set_label(out, size, "~%s", path + n);
     else
-        set_label(out, size, "%s", path);
+        aws_set_label(out, size, "%s", path);
 }
 
 /* ---- INI files: libinih plus sub-sections ------------------------------- */
-
-typedef struct ini_entry {
-    char *section;  /* as inih gives it (untrimmed), e.g. "profile dev" */
-    char *key;
-    char *sub;      /* sub-section key ("endpoint_url" under "ec2 ="); NULL = top level */
-    char *value;
-    int line;
-} ini_entry;
-
-typedef struct ini_doc {
-    char shown[SHOWN_MAX];
-    int present;    /* the file exists */
-    ini_entry *v;
-    size_t n, cap;
-} ini_doc;
 
 /* One parse: the reader and the handler share it. */
 typedef struct ini_ctx {
@@ -378,7 +351,7 @@ static int ini_continue(ini_ctx *p, const char *text)
         memcpy(joined, top->value, a);
         joined[a] = '\n';
         memcpy(joined + a + 1, text, b + 1);
-        wipe_free(top->value);
+        aws_wipe_free(top->value);
         top->value = joined;
         return 1;
     }
@@ -391,7 +364,7 @@ static int ini_continue(ini_ctx *p, const char *text)
     int ok = name && value ? ini_add(p, top->section, top->key, name, value)
                            : ini_fail(p, GPC_ERR_NOMEM, "out of memory");
     free(name);
-    wipe_free(value);
+    aws_wipe_free(value);
     return ok;
 }
 
@@ -427,7 +400,7 @@ static int ini_on_value(void *user, const char *section, const char *name, const
         if (ok)
             p->top = p->doc->n;
     }
-    wipe_free(whole);
+    aws_wipe_free(whole);
     return ok;
 }
 
@@ -437,7 +410,7 @@ static void ini_free(ini_doc *d)
         free(d->v[i].section);
         free(d->v[i].key);
         free(d->v[i].sub);
-        wipe_free(d->v[i].value);
+        aws_wipe_free(d->v[i].value);
     }
     free(d->v);
     d->v = NULL;
@@ -495,12 +468,6 @@ static int ini_load(ini_doc *d, const char *path, gpc_error *err)
     return rc;
 }
 
-enum section_kind {
-    SECT_PLAIN,    /* credentials file: [NAME] */
-    SECT_PROFILE,  /* config file: [profile NAME], [default] */
-    SECT_SERVICES  /* config file: [services NAME] */
-};
-
 /*
  * Does a section name (as inih gives it: what is between the brackets,
  * untrimmed, as in configparser) stand for `name` of the given kind?  In
@@ -531,8 +498,8 @@ static int section_is(const char *section, enum section_kind kind, const char *n
 }
 
 /* The last entry for key (and sub-key) in the section; NULL when none. */
-static const ini_entry *ini_get(const ini_doc *d, enum section_kind kind, const char *name,
-                                const char *key, const char *sub)
+const ini_entry *aws_ini_get(const ini_doc *d, enum section_kind kind, const char *name,
+                             const char *key, const char *sub)
 {
     for (size_t i = d->n; i-- > 0;) {
         const ini_entry *e = &d->v[i];
@@ -544,7 +511,7 @@ static const ini_entry *ini_get(const ini_doc *d, enum section_kind kind, const 
     return NULL;
 }
 
-static int ini_has_section(const ini_doc *d, enum section_kind kind, const char *name)
+int aws_ini_has_section(const ini_doc *d, enum section_kind kind, const char *name)
 {
     for (size_t i = 0; i < d->n; i++)
         if (section_is(d->v[i].section, kind, name))
@@ -554,48 +521,36 @@ static int ini_has_section(const ini_doc *d, enum section_kind kind, const char 
 
 /* ---- the two files and a profile's settings ----------------------------- */
 
-typedef struct aws_files {
-    ini_doc config, creds;
-} aws_files;
-
-static void files_free(aws_files *f)
+void aws_files_free(aws_files *f)
 {
     ini_free(&f->config);
     ini_free(&f->creds);
 }
 
-static int files_load(aws_files *f, const gpc_aws_config *cfg, gpc_error *err)
+int aws_files_load(aws_files *f, const gpc_aws_config *cfg, gpc_error *err)
 {
     memset(f, 0, sizeof(*f));
     int rc = ini_load(&f->config, cfg->config_file, err);
     if (!rc)
         rc = ini_load(&f->creds, cfg->credentials_file, err);
     if (rc)
-        files_free(f);
+        aws_files_free(f);
     return rc;
 }
 
-/* A profile setting: botocore overlays the credentials file's [NAME] on the
- * config file's [profile NAME] (session.full_config). */
-typedef struct setting {
-    const ini_entry *e;   /* NULL = not set */
-    const ini_doc *doc;
-    int in_creds;
-} setting;
-
-static setting profile_get(const aws_files *f, const char *profile, const char *key)
+setting aws_profile_get(const aws_files *f, const char *profile, const char *key)
 {
     setting s = {0};
-    if ((s.e = ini_get(&f->creds, SECT_PLAIN, profile, key, NULL))) {
+    if ((s.e = aws_ini_get(&f->creds, SECT_PLAIN, profile, key, NULL))) {
         s.doc = &f->creds;
         s.in_creds = 1;
-    } else if ((s.e = ini_get(&f->config, SECT_PROFILE, profile, key, NULL))) {
+    } else if ((s.e = aws_ini_get(&f->config, SECT_PROFILE, profile, key, NULL))) {
         s.doc = &f->config;
     }
     return s;
 }
 
-static const char *setting_value(setting s)
+const char *aws_setting_value(setting s)
 {
     return s.e && *s.e->value ? s.e->value : NULL;
 }
@@ -608,17 +563,17 @@ static int resolve_profile(const gpc_aws_options *opts, gpc_aws_config *cfg, gpc
     if (opts && opts->profile && *opts->profile) {
         name = opts->profile;
         from = "--profile";
-    } else if (env("AWS_PROFILE")) {
-        name = env("AWS_PROFILE");
+    } else if (aws_env("AWS_PROFILE")) {
+        name = aws_env("AWS_PROFILE");
         from = "AWS_PROFILE";
-    } else if (env("AWS_DEFAULT_PROFILE")) {
-        name = env("AWS_DEFAULT_PROFILE");
+    } else if (aws_env("AWS_DEFAULT_PROFILE")) {
+        name = aws_env("AWS_DEFAULT_PROFILE");
         from = "AWS_DEFAULT_PROFILE";
     }
-    if (!fits(cfg->profile, sizeof(cfg->profile), name))
+    if (!aws_fits(cfg->profile, sizeof(cfg->profile), name))
         return gpc_fail(err, GPC_ERR_USAGE, "AWS profile name from %s is longer than %zu "
                         "characters", from, sizeof(cfg->profile) - 1);
-    set_label(cfg->profile_from, sizeof(cfg->profile_from), "%s", from);
+    aws_set_label(cfg->profile_from, sizeof(cfg->profile_from), "%s", from);
     return 0;
 }
 
@@ -630,50 +585,51 @@ static int resolve_region(const gpc_aws_options *opts, gpc_aws_config *cfg, cons
     if (opts && opts->region && *opts->region) {
         v = opts->region;
         from = "--region";
-    } else if ((v = env("AWS_REGION"))) {
+    } else if ((v = aws_env("AWS_REGION"))) {
         from = "AWS_REGION";
-    } else if ((v = env("AWS_DEFAULT_REGION"))) {
+    } else if ((v = aws_env("AWS_DEFAULT_REGION"))) {
         from = "AWS_DEFAULT_REGION";
     } else {
-        setting s = profile_get(f, cfg->profile, "region");
-        if (!(v = setting_value(s)))
+        setting s = aws_profile_get(f, cfg->profile, "region");
+        if (!(v = aws_setting_value(s)))
             return 0;
-        set_label(label, sizeof(label), "%s [profile %s]",
-                  s.in_creds ? "credentials file" : "config file", cfg->profile);
+        aws_set_label(label, sizeof(label), "%s [profile %s]",
+                      s.in_creds ? "credentials file" : "config file", cfg->profile);
         from = label;
     }
-    if (!fits(cfg->region, sizeof(cfg->region), v))
+    if (!aws_fits(cfg->region, sizeof(cfg->region), v))
         return gpc_fail(err, GPC_ERR_USAGE, "AWS region from %s is longer than %zu characters",
                         from, sizeof(cfg->region) - 1);
-    set_label(cfg->region_from, sizeof(cfg->region_from), "%s", from);
+    aws_set_label(cfg->region_from, sizeof(cfg->region_from), "%s", from);
     return 0;
 }
 
 /* AWS_IGNORE_CONFIGURED_ENDPOINT_URLS, else the profile's setting. */
 static int ignore_configured_endpoints(const gpc_aws_config *cfg, const aws_files *f)
 {
-    const char *v = env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    const char *v = aws_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
     if (v)
-        return is_true(v);
-    return is_true(setting_value(profile_get(f, cfg->profile, "ignore_configured_endpoint_urls")));
+        return aws_is_true(v);
+    return aws_is_true(
+        aws_setting_value(aws_profile_get(f, cfg->profile, "ignore_configured_endpoint_urls")));
 }
 
 /* The profile's `services = NAME` -> [services NAME] -> ec2 = endpoint_url. */
 static int services_endpoint(const gpc_aws_config *cfg, const aws_files *f,
                              const ini_entry **at, char *from, size_t from_size, gpc_error *err)
 {
-    setting s = profile_get(f, cfg->profile, "services");
-    const char *name = setting_value(s);
+    setting s = aws_profile_get(f, cfg->profile, "services");
+    const char *name = aws_setting_value(s);
     if (!name)
         return 0;
-    if (!ini_has_section(&f->config, SECT_SERVICES, name))
+    if (!aws_ini_has_section(&f->config, SECT_SERVICES, name))
         return gpc_fail(err, GPC_ERR_SPEC, "%s:%d: profile '%s' uses services '%s', but %s has "
                         "no [services %s] section", s.doc->shown, s.e->line, cfg->profile, name,
                         f->config.shown, name);
-    const ini_entry *e = ini_get(&f->config, SECT_SERVICES, name, "ec2", "endpoint_url");
+    const ini_entry *e = aws_ini_get(&f->config, SECT_SERVICES, name, "ec2", "endpoint_url");
     if (e && *e->value) {
         *at = e;
-        set_label(from, from_size, "config file [services %s]", name);
+        aws_set_label(from, from_size, "config file [services %s]", name);
     }
     return 0;
 }
@@ -689,30 +645,30 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
 
     if (opts && opts->endpoint && *opts->endpoint) {
         url = opts->endpoint;
-        set_label(from, sizeof(from), "--endpoint");
+        aws_set_label(from, sizeof(from), "--endpoint");
     } else if (ignore_configured_endpoints(cfg, f)) {
         return 0;
-    } else if ((url = env("AWS_ENDPOINT_URL_EC2"))) {
-        set_label(from, sizeof(from), "AWS_ENDPOINT_URL_EC2");
-    } else if ((url = env("AWS_ENDPOINT_URL"))) {
-        set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
+    } else if ((url = aws_env("AWS_ENDPOINT_URL_EC2"))) {
+        aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL_EC2");
+    } else if ((url = aws_env("AWS_ENDPOINT_URL"))) {
+        aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
     } else {
         if ((rc = services_endpoint(cfg, f, &at, from, sizeof(from), err)))
             return rc;
         if (!at) {
-            setting s = profile_get(f, cfg->profile, "endpoint_url");
-            if (setting_value(s)) {
+            setting s = aws_profile_get(f, cfg->profile, "endpoint_url");
+            if (aws_setting_value(s)) {
                 at = s.e;
                 doc = s.doc;
-                set_label(from, sizeof(from), "%s [profile %s]",
-                          s.in_creds ? "credentials file" : "config file", cfg->profile);
+                aws_set_label(from, sizeof(from), "%s [profile %s]",
+                              s.in_creds ? "credentials file" : "config file", cfg->profile);
             }
         }
         if (!at)
             return 0;
         url = at->value;
     }
-    if (!is_http_url(url)) {
+    if (!aws_is_http_url(url)) {
         char shown[256];
         gpc_http_redact_url(url, shown, sizeof(shown));
         if (at)
@@ -723,7 +679,7 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
     }
     if (!(cfg->ec2_endpoint = gpc_strdup(url, err)))
         return GPC_ERR_NOMEM;
-    set_label(cfg->endpoint_from, sizeof(cfg->endpoint_from), "%s", from);
+    aws_set_label(cfg->endpoint_from, sizeof(cfg->endpoint_from), "%s", from);
     return 0;
 }
 
@@ -739,12 +695,12 @@ int gpc_aws_config_load(const gpc_aws_options *opts, gpc_aws_config *cfg, gpc_er
         rc = resolve_path("AWS_SHARED_CREDENTIALS_FILE", "/.aws/credentials",
                           &cfg->credentials_file, err);
     if (!rc)
-        rc = files_load(&f, cfg, err);
+        rc = aws_files_load(&f, cfg, err);
     if (!rc)
         rc = resolve_region(opts, cfg, &f, err);
     if (!rc)
         rc = resolve_endpoint(opts, cfg, &f, err);
-    files_free(&f);
+    aws_files_free(&f);
     if (rc)
         gpc_aws_config_free(cfg);
     return rc;
@@ -760,588 +716,13 @@ void gpc_aws_config_free(gpc_aws_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-/* ---- credentials: common parts ------------------------------------------ */
-
-void gpc_aws_creds_free(gpc_aws_creds *c)
-{
-    if (!c)
-        return;
-    wipe_free(c->session_token);
-    OPENSSL_cleanse(c, sizeof(*c));
-    c->session_token = NULL;
-}
-
-int gpc_aws_creds_expiring(const gpc_aws_creds *c, int64_t now, int64_t margin_s)
-{
-    if (!c)
-        return 1;
-    if (c->expiration == 0)
-        return 0;
-    /* expiration - now <= margin, without overflow */
-    if (margin_s >= 0 && now > INT64_MAX - margin_s)
-        return 1;
-    return c->expiration <= now + margin_s;
-}
-
-/* Fill *out from found values; source says where they came from. */
-static int creds_fill(gpc_aws_creds *out, const char *akid, const char *secret,
-                      const char *token, int64_t expiration, const char *source,
-                      gpc_error *err)
-{
-    if (expiration && expiration <= gpc_now()) {
-        char when[40];
-        format_time(expiration, when, sizeof(when));
-        return gpc_fail(err, GPC_ERR_AUTH, "the AWS credentials from %s expired at %s", source,
-                        when);
-    }
-    if (!fits(out->access_key_id, sizeof(out->access_key_id), akid))
-        return gpc_fail(err, GPC_ERR_AUTH, "the AWS access key id from %s is longer than %zu "
-                        "characters", source, sizeof(out->access_key_id) - 1);
-    if (!fits(out->secret_access_key, sizeof(out->secret_access_key), secret))
-        return gpc_fail(err, GPC_ERR_AUTH, "the AWS secret access key from %s is longer than "
-                        "%zu characters", source, sizeof(out->secret_access_key) - 1);
-    if (token && *token && !(out->session_token = strdup(token)))
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    out->expiration = expiration;
-    set_label(out->source, sizeof(out->source), "%s", source);
-    return 0;
-}
-
-/* The state of one walk down the chain. */
-typedef struct chain {
-    const gpc_aws_config *cfg;
-    aws_files files;
-    int explicit_profile;   /* --profile: no env keys */
-    gpc_aws_creds *out;
-    int found;
-    gpc_buf tried;          /* "what, what (why), ..." for the final message */
-    gpc_error *err;
-} chain;
-
-static void note_tried(chain *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note_tried(chain *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (c->tried.len)
-        gpc_buf_adds(&c->tried, ", ", NULL);
-    gpc_buf_vaddf(&c->tried, NULL, fmt, ap);
-    va_end(ap);
-}
-
-static int unsupported(chain *c, const char *what)
-{
-    return gpc_fail(c->err, GPC_ERR_AUTH, "%s, which gpuctl does not support yet; export "
-                    "temporary keys instead: " HINT_FMT, what, c->cfg->profile);
-}
-
-/* Keys of one file's section: both or neither. */
-static int file_keys(chain *c, const ini_doc *d, enum section_kind kind, const char *section_label,
-                     const char *file_label)
-{
-    const char *profile = c->cfg->profile;
-    const ini_entry *akid = ini_get(d, kind, profile, "aws_access_key_id", NULL);
-    const ini_entry *secret = ini_get(d, kind, profile, "aws_secret_access_key", NULL);
-    /* botocore looks at the legacy name first */
-    const ini_entry *token = ini_get(d, kind, profile, "aws_security_token", NULL);
-    if (!token)
-        token = ini_get(d, kind, profile, "aws_session_token", NULL);
-    if (akid && !*akid->value)
-        akid = NULL;
-    if (secret && !*secret->value)
-        secret = NULL;
-    if (!akid && !secret) {
-        if (d->present)
-            note_tried(c, "%s %s (no keys in %s)", file_label, d->shown, section_label);
-        else
-            note_tried(c, "%s %s (no such file)", file_label, d->shown);
-        return 0;
-    }
-    const ini_entry *have = akid ? akid : secret;
-    if (!akid || !secret)
-        return gpc_fail(c->err, GPC_ERR_AUTH, "%s:%d: %s has %s but no %s", d->shown,
-                        have->line, section_label, akid ? "aws_access_key_id" :
-                        "aws_secret_access_key", akid ? "aws_secret_access_key" :
-                        "aws_access_key_id");
-    char source[sizeof(c->out->source)];
-    if (kind == SECT_PLAIN)
-        set_label(source, sizeof(source), "%s %s [profile %s]", file_label, d->shown, profile);
-    else
-        set_label(source, sizeof(source), "%s [profile %s]", file_label, profile);
-    c->found = 1;
-    return creds_fill(c->out, akid->value, secret->value, token ? token->value : NULL, 0,
-                      source, c->err);
-}
-
-/* ---- credentials: the steps, in botocore's order ------------------------ */
-
-static int step_profile_exists(chain *c)
-{
-    const gpc_aws_config *cfg = c->cfg;
-    if (strcmp(cfg->profile_from, "default") == 0 ||
-        ini_has_section(&c->files.config, SECT_PROFILE, cfg->profile) ||
-        ini_has_section(&c->files.creds, SECT_PLAIN, cfg->profile))
-        return 0;
-    return gpc_fail(c->err, GPC_ERR_AUTH, "AWS profile '%s' not found in %s or %s (named by %s)",
-                    cfg->profile, c->files.config.shown, c->files.creds.shown,
-                    cfg->profile_from);
-}
-
-static int step_env(chain *c)
-{
-    if (c->explicit_profile) {
-        note_tried(c, "environment variables (ignored with --profile)");
-        return 0;
-    }
-    const char *akid = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
-    if (!akid && !secret) {
-        note_tried(c, "environment variables");
-        return 0;
-    }
-    if (!akid || !secret)
-        return gpc_fail(c->err, GPC_ERR_AUTH, "%s is set but %s is not; set both, or unset "
-                        "%s to use the profile", akid ? "AWS_ACCESS_KEY_ID" :
-                        "AWS_SECRET_ACCESS_KEY", akid ? "AWS_SECRET_ACCESS_KEY" :
-                        "AWS_ACCESS_KEY_ID", akid ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY");
-    const char *token = env("AWS_SECURITY_TOKEN"); /* botocore: the legacy name first */
-    if (!token)
-        token = env("AWS_SESSION_TOKEN");
-    const char *exp_text = env("AWS_CREDENTIAL_EXPIRATION");
-    int64_t exp = 0;
-    if (exp_text && !parse_iso8601(exp_text, &exp))
-        return gpc_fail(c->err, GPC_ERR_AUTH, "AWS_CREDENTIAL_EXPIRATION '%.40s' is not an ISO "
-                        "8601 time such as 2026-01-01T12:00:00Z", exp_text);
-    c->found = 1;
-    return creds_fill(c->out, akid, secret, token, exp, "environment", c->err);
-}
-
-/* AssumeRole, web identity and IAM Identity Center (botocore's providers
- * before the shared credentials file). */
-static int step_unsupported_profile(chain *c)
-{
-    static const struct {
-        const char *key, *feature;
-    } keys[] = {
-        {"web_identity_token_file", "AssumeRoleWithWebIdentity"},
-        {"role_arn", "AssumeRole"},
-        {"source_profile", "AssumeRole"},
-        {"credential_source", "AssumeRole"},
-        {"sso_session", "IAM Identity Center"},
-        {"sso_start_url", "IAM Identity Center"},
-        {"sso_account_id", "IAM Identity Center"},
-        {"sso_role_name", "IAM Identity Center"},
-    };
-    char what[200];
-    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
-        if (profile_get(&c->files, c->cfg->profile, keys[i].key).e) {
-            set_label(what, sizeof(what), "profile '%s' uses %s (%s)", c->cfg->profile,
-                      keys[i].key, keys[i].feature);
-            return unsupported(c, what);
-        }
-    }
-    if (!c->explicit_profile && env("AWS_WEB_IDENTITY_TOKEN_FILE"))
-        return unsupported(c, "AWS_WEB_IDENTITY_TOKEN_FILE is set (AssumeRoleWithWebIdentity)");
-    return 0;
-}
-
-static int step_credentials_file(chain *c)
-{
-    char section[sizeof(c->cfg->profile) + 2];
-    set_label(section, sizeof(section), "[%s]", c->cfg->profile);
-    return file_keys(c, &c->files.creds, SECT_PLAIN, section, "shared credentials file");
-}
-
-static int step_login_session(chain *c)
-{
-    char what[200];
-    if (!profile_get(&c->files, c->cfg->profile, "login_session").e)
-        return 0;
-    set_label(what, sizeof(what), "profile '%s' uses login_session (aws login)", c->cfg->profile);
-    return unsupported(c, what);
-}
-
-/* Run cmd with /bin/sh -c and collect its stdout (at most out->max bytes).
- * *status is waitpid()'s; *too_big when it printed more. */
-static int run_shell(const char *cmd, const char *what, gpc_buf *out, int *status, int *too_big,
-                     gpc_error *err)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return gpc_fail(err, GPC_ERR_AUTH, "%s: cannot create a pipe: %s", what,
-                        strerror(errno));
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    char sh[] = "sh", dash_c[] = "-c";
-    char *argv[] = {sh, dash_c, (char *)cmd, NULL};
-    pid_t pid;
-    int src = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (src != 0) {
-        close(fds[0]);
-        return gpc_fail(err, GPC_ERR_AUTH, "%s: cannot run /bin/sh: %s", what, strerror(src));
-    }
-    char chunk[4096];
-    *too_big = 0;
-    for (;;) {
-        ssize_t n = read(fds[0], chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (gpc_buf_add(out, chunk, (size_t)n, NULL)) {
-            *too_big = 1;
-            break;
-        }
-    }
-    OPENSSL_cleanse(chunk, sizeof(chunk));
-    close(fds[0]); /* a process still writing gets SIGPIPE */
-    while (waitpid(pid, status, 0) < 0) {
-        if (errno != EINTR)
-            return gpc_fail(err, GPC_ERR_AUTH, "%s: waitpid: %s", what, strerror(errno));
-    }
-    return 0;
-}
-
-static const char *json_str(const cJSON *obj, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
-}
-
-/* Overwrite every string in a parsed document before it is freed. */
-static void json_wipe(cJSON *j)
-{
-    for (; j; j = j->next) {
-        if (j->valuestring)
-            OPENSSL_cleanse(j->valuestring, strlen(j->valuestring));
-        json_wipe(j->child);
-    }
-}
-
-/* The credential_process JSON (Version 1).  Never quotes the output. */
-static int process_creds(chain *c, const char *what, const gpc_buf *text)
-{
-    cJSON *doc = cJSON_ParseWithLength(text->data ? text->data : "", text->len);
-    int rc;
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "Version");
-    const char *akid = json_str(doc, "AccessKeyId"), *secret = json_str(doc, "SecretAccessKey");
-    const char *exp_text = json_str(doc, "Expiration");
-    int64_t exp = 0;
-    char source[sizeof(c->out->source)];
-    if (!cJSON_IsObject(doc))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s did not print a JSON object", what);
-    else if (!cJSON_IsNumber(version) || version->valuedouble != 1)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s printed JSON without \"Version\": 1", what);
-    else if (!akid || !*akid)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s printed no AccessKeyId", what);
-    else if (!secret || !*secret)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s printed no SecretAccessKey", what);
-    else if (exp_text && !parse_iso8601(exp_text, &exp))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s printed an Expiration that is not an ISO 8601 "
-                      "time", what);
-    else {
-        set_label(source, sizeof(source), "credential_process [profile %s]", c->cfg->profile);
-        c->found = 1;
-        rc = creds_fill(c->out, akid, secret, json_str(doc, "SessionToken"), exp, source,
-                        c->err);
-    }
-    json_wipe(doc);
-    cJSON_Delete(doc);
-    return rc;
-}
-
-static int step_credential_process(chain *c)
-{
-    const char *cmd = setting_value(profile_get(&c->files, c->cfg->profile, "credential_process"));
-    if (!cmd)
-        return 0;
-    char what[200];
-    set_label(what, sizeof(what), "credential_process for profile '%s'", c->cfg->profile);
-    gpc_buf text;
-    gpc_buf_init(&text, GPC_AWS_PROCESS_OUTPUT_MAX);
-    int status = 0, too_big = 0;
-    int rc = run_shell(cmd, what, &text, &status, &too_big, c->err);
-    if (!rc && too_big) /* before the status: it may have died of SIGPIPE */
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s printed more than %u bytes", what,
-                      GPC_AWS_PROCESS_OUTPUT_MAX);
-    else if (!rc && WIFSIGNALED(status))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s was killed by signal %d", what, WTERMSIG(status));
-    else if (!rc && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "%s exited with status %d", what,
-                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    else if (!rc)
-        rc = process_creds(c, what, &text);
-    if (text.data)
-        OPENSSL_cleanse(text.data, text.cap);
-    gpc_buf_free(&text);
-    return rc;
-}
-
-static int step_config_file(chain *c)
-{
-    char section[sizeof(c->cfg->profile) + 12];
-    if (strcmp(c->cfg->profile, "default") == 0)
-        set_label(section, sizeof(section), "[default]");
-    else
-        set_label(section, sizeof(section), "[profile %s]", c->cfg->profile);
-    return file_keys(c, &c->files.config, SECT_PROFILE, section, "config file");
-}
-
-static int step_container(chain *c)
-{
-    static const char *const vars[] = {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                                       "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
-    char what[120];
-    for (size_t i = 0; i < 2; i++) {
-        if (env(vars[i])) {
-            set_label(what, sizeof(what), "%s is set (container credentials)", vars[i]);
-            return unsupported(c, what);
-        }
-    }
-    return 0;
-}
-
-/* ---- IMDSv2 ------------------------------------------------------------- */
-
-static const gpc_http_opts imds_http = {
-    .timeout_s = GPC_AWS_IMDS_TIMEOUT_S,
-    .connect_timeout_s = GPC_AWS_IMDS_TIMEOUT_S,
-    .max_attempts = 1,
-    .max_body = IMDS_BODY_MAX,
-    .what = "EC2 instance metadata",
-};
-
-static int imds_disabled(void)
-{
-    return is_true(env("AWS_EC2_METADATA_DISABLED"));
-}
-
-/* The IMDS base URL, without a trailing '/'. */
-static int imds_base(char *out, size_t size, gpc_error *err)
-{
-    const char *v = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-    const char *mode = env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
-    if (v) {
-        char shown[256];
-        gpc_http_redact_url(v, shown, sizeof(shown));
-        if (!is_http_url(v) || strlen(v) >= size)
-            return gpc_fail(err, GPC_ERR_USAGE, "AWS_EC2_METADATA_SERVICE_ENDPOINT '%s' is not "
-                            "an http:// URL", shown);
-        /* IMDS takes no user:password@, and messages show this URL */
-        const char *auth = strstr(v, "://") + 3;
-        if (memchr(auth, '@', strcspn(auth, "/?#")))
-            return gpc_fail(err, GPC_ERR_USAGE, "AWS_EC2_METADATA_SERVICE_ENDPOINT '%s' must not "
-                            "hold a user name or password", shown);
-    } else if (mode && strcasecmp(mode, "ipv6") == 0) {
-        v = GPC_AWS_IMDS_ENDPOINT_IPV6;
-    } else if (!mode || strcasecmp(mode, "ipv4") == 0) {
-        v = GPC_AWS_IMDS_ENDPOINT;
-    } else {
-        return gpc_fail(err, GPC_ERR_USAGE, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE '%.20s' is "
-                        "neither IPv4 nor IPv6", mode);
-    }
-    size_t n = strlen(v);
-    while (n > 0 && v[n - 1] == '/')
-        n--;
-    memcpy(out, v, n);
-    out[n] = '\0';
-    return 0;
-}
-
-static void response_wipe_free(gpc_http_response *resp)
-{
-    if (resp->body.data)
-        OPENSSL_cleanse(resp->body.data, resp->body.cap);
-    gpc_http_response_free(resp);
-}
-
-/*
- * One IMDS request with one header.  Returns the HTTP status of a 2xx reply
- * kept in *resp, 0 when nothing answered, the status of any other reply, or
- * -1 when a reply could not be taken (too large).  Failures are answers
- * here, so the caller's error is not touched.
- */
-static long imds_send(const char *base, const char *method, const char *path,
-                      const char *header, gpc_http_response *resp)
-{
-    char url[512];
-    set_label(url, sizeof(url), "%s%s", base, path);
-    const char *headers[] = {header};
-    gpc_http_request req = {.method = method, .url = url, .headers = headers, .n_headers = 1};
-    gpc_error e;
-    gpc_error_clear(&e);
-    int rc = gpc_http_send(&req, &imds_http, resp, &e);
-    if (rc == 0)
-        return resp->status;
-    if (resp->status == 0 || (resp->status >= 200 && resp->status < 300))
-        return resp->status ? -1 : 0;
-    return resp->status;
-}
-
-/* The body of a 200 reply, blanks trimmed, first line only, in out. */
-static int body_line(const gpc_http_response *resp, char *out, size_t size)
-{
-    const char *s = resp->body.data ? resp->body.data : "";
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strcspn(s, "\r\n");
-    while (n && isspace((unsigned char)s[n - 1]))
-        n--;
-    if (n == 0 || n >= size)
-        return 0;
-    memcpy(out, s, n);
-    out[n] = '\0';
-    return 1;
-}
-
-/* PUT /latest/api/token; fills hdr with the "X-aws-ec2-metadata-token: T"
- * header.  Returns the status as imds_send() (-1 for a bad token). */
-static long imds_session(const char *base, char *hdr, size_t size)
-{
-    gpc_http_response resp;
-    char token[IMDS_TOKEN_MAX];
-    long st = imds_send(base, "PUT", "/latest/api/token",
-                        "X-aws-ec2-metadata-token-ttl-seconds: " STR(GPC_AWS_IMDS_TOKEN_TTL_S),
-                        &resp);
-    if (st == 200 && !body_line(&resp, token, sizeof(token)))
-        st = -1;
-    if (st == 200)
-        set_label(hdr, size, "X-aws-ec2-metadata-token: %s", token);
-    OPENSSL_cleanse(token, sizeof(token));
-    response_wipe_free(&resp);
-    return st;
-}
-
-/* An IAM role name, safe to put in a path: [A-Za-z0-9+=,.@_-]{1,64}. */
-static int valid_role(const char *r)
-{
-    size_t n = strlen(r);
-    return n > 0 && n <= 64 && strspn(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                         "0123456789+=,.@_-") == n;
-}
-
-#define IMDS_ROLES "/latest/meta-data/iam/security-credentials/"
-
-/* GET .../security-credentials/ROLE and fill the credentials from it. */
-static int imds_role_creds(chain *c, const char *base, const char *hdr, const char *role)
-{
-    char path[160], source[sizeof(c->out->source)];
-    set_label(path, sizeof(path), IMDS_ROLES "%s", role);
-    set_label(source, sizeof(source), "EC2 instance role '%s' (IMDSv2)", role);
-    gpc_http_response resp;
-    long st = imds_send(base, "GET", path, hdr, &resp);
-    cJSON *doc = st == 200 ? cJSON_ParseWithLength(resp.body.data, resp.body.len) : NULL;
-    response_wipe_free(&resp);
-    const char *code = json_str(doc, "Code"), *exp_text = json_str(doc, "Expiration");
-    const char *akid = json_str(doc, "AccessKeyId"), *secret = json_str(doc, "SecretAccessKey");
-    const char *token = json_str(doc, "Token");
-    int64_t exp = 0;
-    int rc;
-    if (st != 200)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: cannot read the "
-                      "credentials of instance role '%s' (%s %ld)", base, role,
-                      st > 0 ? "HTTP" : "status", st);
-    else if (!cJSON_IsObject(doc))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: the credentials of "
-                      "instance role '%s' are not a JSON object", base, role);
-    else if (code && strcmp(code, "Success") != 0)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: instance role '%s' "
-                      "has no credentials (Code '%.40s')", base, role, code);
-    else if (!akid || !*akid || !secret || !*secret || !token || !*token || !exp_text)
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: the credentials of "
-                      "instance role '%s' lack AccessKeyId, SecretAccessKey, Token or "
-                      "Expiration", base, role);
-    else if (!parse_iso8601(exp_text, &exp))
-        rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: instance role '%s' "
-                      "credentials have an Expiration that is not an ISO 8601 time", base, role);
-    else {
-        c->found = 1;
-        rc = creds_fill(c->out, akid, secret, token, exp, source, c->err);
-    }
-    json_wipe(doc);
-    cJSON_Delete(doc);
-    return rc;
-}
-
-static int step_imds(chain *c)
-{
-    if (imds_disabled()) {
-        note_tried(c, "EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED)");
-        return 0;
-    }
-    char base[256], hdr[IMDS_TOKEN_MAX + 40], role[128];
-    int rc = imds_base(base, sizeof(base), c->err);
-    if (rc)
-        return rc;
-    long st = imds_session(base, hdr, sizeof(hdr));
-    if (st == 200) {
-        gpc_http_response resp;
-        st = imds_send(base, "GET", IMDS_ROLES, hdr, &resp);
-        if (st == 200 && !body_line(&resp, role, sizeof(role)))
-            st = 404; /* an empty list: no role */
-        response_wipe_free(&resp);
-        if (st == 200 && !valid_role(role))
-            rc = gpc_fail(c->err, GPC_ERR_AUTH, "EC2 instance metadata at %s: the instance "
-                          "role name is not valid", base);
-        else if (st == 200)
-            rc = imds_role_creds(c, base, hdr, role);
-        else if (st == 404)
-            note_tried(c, "EC2 instance metadata at %s (no instance role)", base);
-        else if (st > 0)
-            note_tried(c, "EC2 instance metadata at %s (listing instance roles: HTTP %ld)", base,
-                       st);
-        else
-            note_tried(c, "EC2 instance metadata at %s (no answer listing instance roles)",
-                       base);
-    } else if (st == 0) {
-        note_tried(c, "EC2 instance metadata at %s (no reply)", base);
-    } else if (st > 0) {
-        note_tried(c, "EC2 instance metadata at %s (token request: HTTP %ld)", base, st);
-    } else {
-        note_tried(c, "EC2 instance metadata at %s (no usable token)", base);
-    }
-    OPENSSL_cleanse(hdr, sizeof(hdr));
-    return rc;
-}
-
-int gpc_aws_credentials(const gpc_aws_config *cfg, const gpc_aws_options *opts,
-                        gpc_aws_creds *out, gpc_error *err)
-{
-    static int (*const steps[])(chain *) = {
-        step_profile_exists, step_env, step_unsupported_profile, step_credentials_file,
-        step_login_session, step_credential_process, step_config_file, step_container,
-        step_imds,
-    };
-    memset(out, 0, sizeof(*out));
-    chain c = {.cfg = cfg, .out = out, .err = err};
-    c.explicit_profile = strcmp(cfg->profile_from, "--profile") == 0 ||
-                         (opts && opts->profile && *opts->profile);
-    gpc_buf_init(&c.tried, GPC_BUF_LINE_MAX);
-    int rc = files_load(&c.files, cfg, err);
-    for (size_t i = 0; !rc && !c.found && i < sizeof(steps) / sizeof(*steps); i++)
-        rc = steps[i](&c);
-    if (!rc && !c.found)
-        rc = gpc_fail(err, GPC_ERR_AUTH, "no AWS credentials found for profile '%s': tried %s; "
-                      "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the profile "
-                      "keys (aws configure)", cfg->profile, gpc_buf_str(&c.tried));
-    files_free(&c.files);
-    gpc_buf_free(&c.tried);
-    if (rc)
-        gpc_aws_creds_free(out);
-    return rc;
-}
-
 /* ---- endpoint and region ------------------------------------------------ */
 
 int gpc_aws_ec2_endpoint(const gpc_aws_config *cfg, const char *region, char **url,
                          gpc_error *err)
 {
     *url = NULL;
-    if (!valid_region(region))
+    if (!aws_valid_region(region))
         return gpc_fail(err, GPC_ERR_USAGE, "invalid AWS region '%.64s' (expected lower-case "
                         "letters, digits and '-', e.g. us-east-1)", region ? region : "");
     gpc_buf b;
@@ -1360,37 +741,3 @@ int gpc_aws_ec2_endpoint(const gpc_aws_config *cfg, const char *region, char **u
     return *url ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
 }
 
-int gpc_aws_imds_region(char *out, size_t size, gpc_error *err)
-{
-    if (size)
-        out[0] = '\0';
-    if (imds_disabled())
-        return gpc_fail(err, GPC_ERR_NOT_FOUND, "cannot ask EC2 instance metadata for the "
-                        "region: disabled by AWS_EC2_METADATA_DISABLED");
-    char base[256], hdr[IMDS_TOKEN_MAX + 40], region[64];
-    int rc = imds_base(base, sizeof(base), err);
-    if (rc)
-        return rc;
-    long st = imds_session(base, hdr, sizeof(hdr));
-    if (st == 0)
-        return gpc_fail(err, GPC_ERR_NOT_FOUND, "no reply from EC2 instance metadata at %s "
-                        "(not on EC2?)", base);
-    if (st != 200)
-        return gpc_fail(err, GPC_ERR_NOT_FOUND, "EC2 instance metadata at %s refused a token "
-                        "(%s %ld)", base, st > 0 ? "HTTP" : "status", st);
-    gpc_http_response resp;
-    st = imds_send(base, "GET", "/latest/meta-data/placement/region", hdr, &resp);
-    OPENSSL_cleanse(hdr, sizeof(hdr));
-    int got = st == 200 && body_line(&resp, region, sizeof(region));
-    gpc_http_response_free(&resp);
-    if (st == 0 || st == 404)
-        return gpc_fail(err, GPC_ERR_NOT_FOUND, "EC2 instance metadata at %s: no "
-                        "placement/region (%s)", base, st ? "HTTP 404" : "no reply");
-    if (st != 200)
-        return gpc_fail(err, GPC_ERR_PROVIDER, "EC2 instance metadata at %s: GET "
-                        "placement/region: %s %ld", base, st > 0 ? "HTTP" : "status", st);
-    if (!got || !valid_region(region) || !fits(out, size, region))
-        return gpc_fail(err, GPC_ERR_PROVIDER, "EC2 instance metadata at %s: placement/region "
-                        "is not a region name", base);
-    return 0;
-}

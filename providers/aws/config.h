@@ -1,5 +1,5 @@
 /*
- * aws_config.h - AWS credentials, region and EC2 endpoint, resolved the way
+ * config.h - AWS credentials, region and EC2 endpoint, resolved the way
  * the AWS CLI v2 (botocore) resolves them.
  *
  * Sources (see also shared/reference/aws.md section 4):

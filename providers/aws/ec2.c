@@ -364,7 +364,7 @@ static int gateway_retried(long st)
  * one cut short): EC2 may have carried the call out, and these have no
  * idempotency token, so a second call would make a second resource
  * (AllocateAddress: another Elastic IP, billing and taking quota).  The
- * caller finds out what the lost call did instead (providers/aws/aws.c
+ * caller finds out what the lost call did instead (providers/aws/eip.c
  * looks for the cluster's tagged addresses).  Such a call also goes on a
  * new connection: libcurl resends a request by itself when a reused
  * connection dies before any reply.

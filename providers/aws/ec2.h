@@ -14,7 +14,7 @@
  *
  * Retries (section 3.3): throttling codes (RequestLimitExceeded, ...) and
  * 5xx are retried with capped exponential backoff and full jitter through
- * src/http.c, except the capacity family (InsufficientInstanceCapacity is a
+ * src/helpers/http.c, except the capacity family (InsufficientInstanceCapacity is a
  * 500 that must not be hammered).  Transport failures are retried too,
  * except for AllocateAddress: it has no idempotency token, and a call whose
  * reply was lost may have been carried out, so it is not sent again (the
@@ -92,7 +92,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
                  const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err);
 
 /*
- * Several calls at once (src/http.c gpc_http_send_all, curl's multi
+ * Several calls at once (src/helpers/http.c gpc_http_send_all, curl's multi
  * interface), e.g. one per region.  Each item's doc / rc / err receive what
  * gpc_ec2_call would have given (the caller frees every doc), and code
  * what last_code would have held.  Returns 0

@@ -300,7 +300,7 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
     gpc_error err;
     gpc_error_clear(&err);
     gpc_catalog *cat = *catp;
-    int rc = 0;
+    int rc = gpc_providers_register_secrets(&err);
     char **notes = NULL;
     size_t n_notes = 0;
     cJSON *doc = cJSON_CreateObject();

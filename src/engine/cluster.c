@@ -67,7 +67,7 @@ int gpc_session_open(gpc_session *s, const gpc_settings *o, gpc_error *err)
     if (!rc && gpc_state_read_only(s->st))
         gpc_warn(s->log, "the disk holding %s is full: the state is open read-only, as last "
                  "recorded; nothing is refreshed or recorded", s->state_dir);
-    return rc;
+    return rc ? rc : gpc_providers_register_secrets(err);
 }
 
 int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)

@@ -52,3 +52,15 @@ const char *gpc_provider_names_with(unsigned caps)
     names_into(names, sizeof(names), caps);
     return names;
 }
+
+int gpc_providers_register_secrets(gpc_error *err)
+{
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        int rc = gpc_http_add_words(gpc_providers[i]->secret_words, &e);
+        if (rc)
+            return gpc_fail(err, (gpc_code)rc, "provider %s: %s", gpc_providers[i]->name, e.msg);
+    }
+    return 0;
+}

@@ -1,4 +1,9 @@
-/* http.c - see include/gpuctl/http.h */
+/*
+ * http.c - the request engine of include/gpuctl/http.h: libcurl handles,
+ * retries with backoff, interrupts, and many requests at once through the
+ * multi interface.  Redaction is in http_redact.c, the --debug trace in
+ * http_trace.c.
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -13,12 +18,11 @@
 
 #include <curl/curl.h>
 
-#include <cjson/cJSON.h>
 #include <libxml/parser.h>
-#include <libxml/tree.h>
 
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"
+#include "http_internal.h"
 
 #ifndef GPUCTL_VERSION
 #define GPUCTL_VERSION "0.0.0"
@@ -42,9 +46,14 @@ static void global_init(void)
         rng_state = 1;
 }
 
-static int ensure_init(gpc_error *err)
+void http_init_once(void)
 {
     pthread_once(&init_once, global_init);
+}
+
+static int ensure_init(gpc_error *err)
+{
+    http_init_once();
     if (init_result != CURLE_OK)
         return gpc_fail(err, GPC_ERR_INTERNAL, "libcurl initialisation failed: %s",
                         curl_easy_strerror(init_result));
@@ -73,7 +82,7 @@ static long backoff_ms(int attempt, long base_ms, long cap_ms)
     return (long)(next_random() % (uint64_t)(ceiling + 1));
 }
 
-static double now_ms(void)
+double http_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -116,32 +125,6 @@ static void sleep_ms(long ms)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-void gpc_http_redact_url(const char *url, char *out, size_t size)
-{
-    if (!size)
-        return;
-    out[0] = '\0';
-    if (!url)
-        return;
-    const char *p = url, *scheme = strstr(url, "://");
-    size_t o = 0;
-    if (scheme && scheme < url + strcspn(url, "/?#")) {
-        const char *auth = scheme + 3;
-        size_t alen = strcspn(auth, "/?#");
-        const char *at = NULL;
-        for (size_t i = 0; i < alen; i++)
-            if (auth[i] == '@')
-                at = auth + i;
-        /* copy "scheme://" then the authority after any userinfo */
-        for (const char *q = url; q < auth && o + 1 < size; q++)
-            out[o++] = *q;
-        p = at ? at + 1 : auth;
-    }
-    for (; *p && *p != '?' && *p != '#' && o + 1 < size; p++)
-        out[o++] = *p;
-    out[o] = '\0';
-}
 
 int gpc_http_escape(const char *s, gpc_buf *out, gpc_error *err)
 {
@@ -217,377 +200,7 @@ static long parse_retry_after(const char *v)
     return t > now ? (long)(t - now) : 0;
 }
 
-/* ---- redaction ---------------------------------------------------------- */
-
-/* Words that make a parameter, JSON key or XML element sensitive. */
-static const char *const secret_words[] = {
-    "signature", "token", "secret", "password", "credential",
-};
-
-static int equals_ci(const char *s, size_t len, const char *word);
-
-/* Does s[0..len) hold word (lower case) anywhere, case-insensitively? */
-static int holds_word(const char *s, size_t len, const char *word)
-{
-    size_t wlen = strlen(word);
-    for (size_t i = 0; i + wlen <= len; i++)
-        if (strncasecmp(s + i, word, wlen) == 0)
-            return 1;
-    return 0;
-}
-
-/* Names that hold a secret word but no secret: EC2's idempotency and
- * pagination tokens and the IMDSv2 setting (the last dotted part). */
-static int known_public(const char *s, size_t len)
-{
-    static const char *const names[] = {"ClientToken", "NextToken", "HttpTokens"};
-    size_t off = len;
-    while (off > 0 && s[off - 1] != '.')
-        off--;
-    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-        if (equals_ci(s + off, len - off, names[i]))
-            return 1;
-    return 0;
-}
-
-static int secret_name(const char *s, size_t len)
-{
-    if (known_public(s, len))
-        return 0;
-    for (size_t i = 0; i < sizeof(secret_words) / sizeof(*secret_words); i++)
-        if (holds_word(s, len, secret_words[i]))
-            return 1;
-    return 0;
-}
-
-static int equals_ci(const char *s, size_t len, const char *word)
-{
-    return strlen(word) == len && strncasecmp(s, word, len) == 0;
-}
-
-/* A JSON key or XML element that carries user data (job env: secrets). */
-static int user_data_key(const char *s, size_t len)
-{
-    return equals_ci(s, len, "userdata") || equals_ci(s, len, "customdata");
-}
-
-/* A form parameter that carries user data: exactly UserData or CustomData,
- * or that as the last dotted part (LaunchSpecification.UserData). */
-static int user_data_param(const char *s, size_t len)
-{
-    static const char *const names[] = {"UserData", "CustomData"};
-    for (size_t i = 0; i < 2; i++) {
-        size_t n = strlen(names[i]);
-        if (len == n && memcmp(s, names[i], n) == 0)
-            return 1;
-        if (len > n && s[len - n - 1] == '.' && memcmp(s + len - n, names[i], n) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-static int secret_header(const char *name, size_t len)
-{
-    static const char *const exact[] = {
-        "authorization", "proxy-authorization", "cookie", "set-cookie",
-        "x-amz-security-token", "x-aws-ec2-metadata-token",
-        "ocp-apim-subscription-key", "api-key",
-    };
-    for (size_t i = 0; i < sizeof(exact) / sizeof(*exact); i++)
-        if (equals_ci(name, len, exact[i]))
-            return 1;
-    if (len > 11 && strncasecmp(name, "x-ms-", 5) == 0 &&
-        strncasecmp(name + len - 6, "-token", 6) == 0)
-        return 1;
-    if (secret_name(name, len) || holds_word(name, len, "authorization") ||
-        holds_word(name, len, "cookie"))
-        return 1;
-    return len > 4 && strncasecmp(name + len - 4, "-key", 4) == 0;
-}
-
-void gpc_http_redact_header(const char *line, gpc_buf *out)
-{
-    if (!line || !out)
-        return;
-    size_t len = strlen(line);
-    while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
-        len--;
-    const char *colon = memchr(line, ':', len);
-    if (!colon) {
-        gpc_buf_add(out, line, len, NULL);
-        return;
-    }
-    size_t nlen = (size_t)(colon - line), name_end = nlen;
-    while (name_end && (line[name_end - 1] == ' ' || line[name_end - 1] == '\t'))
-        name_end--;
-    const char *v = colon + 1, *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    if (v == end || !secret_header(line, name_end)) {
-        gpc_buf_add(out, line, len, NULL);
-        return;
-    }
-    gpc_buf_add(out, line, nlen, NULL);
-    gpc_buf_adds(out, ": ", NULL);
-    if (equals_ci(line, name_end, "authorization")) {
-        size_t scheme = strcspn(v, " \t");
-        if (v + scheme < end) { /* "Scheme credentials": keep the scheme word */
-            gpc_buf_add(out, v, scheme, NULL);
-            gpc_buf_adds(out, " ", NULL);
-        }
-    }
-    gpc_buf_adds(out, "[redacted]", NULL);
-}
-
-
-/* Percent-decode s[0..len) ('+' is a space) into out (len+1 bytes at
- * least); returns the decoded length. */
-static size_t form_decode(const char *s, size_t len, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (s[i] == '%' && i + 2 < len && (hi = gpc_hex_value((unsigned char)s[i + 1])) >= 0 &&
-            (lo = gpc_hex_value((unsigned char)s[i + 2])) >= 0) {
-            if (out)
-                out[o] = (char)(hi * 16 + lo);
-            o++;
-            i += 2;
-        } else {
-            if (out)
-                out[o] = s[i] == '+' ? ' ' : s[i];
-            o++;
-        }
-    }
-    if (out)
-        out[o] = '\0';
-    return o;
-}
-
-void gpc_http_redact_form(const char *body, size_t len, gpc_buf *out)
-{
-    if (!body || !out)
-        return;
-    const char *p = body, *end = body + len;
-    while (p <= end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        if (!amp)
-            amp = end;
-        const char *eq = memchr(p, '=', (size_t)(amp - p));
-        if (eq) {
-            size_t nlen = (size_t)(eq - p);
-            char small[256], *name = nlen < sizeof(small) ? small : malloc(nlen + 1);
-            size_t dlen = name ? form_decode(p, nlen, name) : 0;
-            int user = name && user_data_param(name, dlen);
-            int secret = !name || secret_name(name, dlen);
-            if (name != small)
-                free(name);
-            gpc_buf_add(out, p, nlen + 1, NULL); /* "name=" */
-            if (user)
-                gpc_buf_addf(out, NULL, "[%zu bytes]",
-                             form_decode(eq + 1, (size_t)(amp - eq - 1), NULL));
-            else if (secret)
-                gpc_buf_adds(out, "[redacted]", NULL);
-            else
-                gpc_buf_add(out, eq + 1, (size_t)(amp - eq - 1), NULL);
-        } else {
-            gpc_buf_add(out, p, (size_t)(amp - p), NULL);
-        }
-        if (amp == end)
-            break;
-        gpc_buf_adds(out, "&", NULL);
-        p = amp + 1;
-    }
-}
-
-/* Replace child (a member of parent) by a string, keeping its key. */
-static void json_replace(cJSON *parent, cJSON *child, const char *text)
-{
-    cJSON *r = cJSON_CreateString(text);
-    if (!r) { /* out of memory: drop the member rather than show it */
-        cJSON_Delete(cJSON_DetachItemViaPointer(parent, child));
-        return;
-    }
-    r->string = child->string;
-    r->type |= child->type & cJSON_StringIsConst;
-    child->string = NULL;
-    child->type &= ~cJSON_StringIsConst;
-    cJSON_ReplaceItemViaPointer(parent, child, r);
-}
-
-static void json_redact(cJSON *item)
-{
-    cJSON *child = item->child;
-    while (child) {
-        cJSON *next = child->next;
-        const char *key = cJSON_IsObject(item) ? child->string : NULL;
-        size_t klen = key ? strlen(key) : 0;
-        if (key && user_data_key(key, klen)) {
-            char text[48];
-            if (cJSON_IsString(child) && child->valuestring)
-                snprintf(text, sizeof(text), "[%zu bytes]", strlen(child->valuestring));
-            else
-                snprintf(text, sizeof(text), "[redacted]");
-            json_replace(item, child, text);
-        } else if (key && secret_name(key, klen)) {
-            json_replace(item, child, "[redacted]");
-        } else if (cJSON_IsObject(child) || cJSON_IsArray(child)) {
-            json_redact(child);
-        }
-        child = next;
-    }
-}
-
-void gpc_http_redact_json(const char *body, size_t len, gpc_buf *out)
-{
-    if (!body || !out)
-        return;
-    cJSON *doc = cJSON_ParseWithLength(body, len);
-    if (!doc) {
-        gpc_buf_addf(out, NULL, "[%zu bytes, not valid JSON]", len);
-        return;
-    }
-    json_redact(doc);
-    char *text = cJSON_PrintUnformatted(doc);
-    if (text)
-        gpc_buf_adds(out, text, NULL);
-    else
-        gpc_buf_addf(out, NULL, "[%zu bytes of JSON]", len);
-    cJSON_free(text);
-    cJSON_Delete(doc);
-}
-
-static void xml_redact(xmlNodePtr n)
-{
-    for (; n; n = n->next) {
-        if (n->type != XML_ELEMENT_NODE)
-            continue;
-        for (xmlAttrPtr a = n->properties; a; a = a->next)
-            if (a->name && secret_name((const char *)a->name, strlen((const char *)a->name)))
-                xmlNodeSetContent((xmlNodePtr)a, BAD_CAST "[redacted]");
-        const char *name = (const char *)n->name;
-        size_t nlen = name ? strlen(name) : 0;
-        if (name && user_data_key(name, nlen)) {
-            xmlChar *text = xmlNodeGetContent(n);
-            char note[48];
-            snprintf(note, sizeof(note), "[%zu bytes]", text ? strlen((char *)text) : (size_t)0);
-            xmlFree(text);
-            xmlNodeSetContent(n, BAD_CAST note);
-        } else if (name && secret_name(name, nlen)) {
-            xmlNodeSetContent(n, BAD_CAST "[redacted]");
-        } else {
-            xml_redact(n->children);
-        }
-    }
-}
-
-void gpc_http_redact_xml(const char *body, size_t len, gpc_buf *out)
-{
-    if (!body || !out)
-        return;
-    pthread_once(&init_once, global_init);
-    xmlDocPtr doc = len <= INT32_MAX
-                        ? xmlReadMemory(body, (int)len, NULL, NULL,
-                                        XML_PARSE_NONET | XML_PARSE_NOERROR |
-                                            XML_PARSE_NOWARNING | XML_PARSE_NOCDATA)
-                        : NULL;
-    xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
-    if (!root) {
-        gpc_buf_addf(out, NULL, "[%zu bytes, not well-formed XML]", len);
-        xmlFreeDoc(doc);
-        return;
-    }
-    xml_redact(root);
-    xmlBufferPtr b = xmlBufferCreate();
-    if (b && xmlNodeDump(b, doc, root, 0, 0) >= 0)
-        gpc_buf_add(out, xmlBufferContent(b), (size_t)xmlBufferLength(b), NULL);
-    else
-        gpc_buf_addf(out, NULL, "[%zu bytes of XML]", len);
-    if (b)
-        xmlBufferFree(b);
-    xmlFreeDoc(doc);
-}
-
-/* ---- trace -------------------------------------------------------------- */
-
-static FILE *trace_fp;
-
-void gpc_http_set_trace(FILE *f)
-{
-    trace_fp = f;
-}
-
-/* Write b to the trace in one locked write, then empty it. */
-static void trace_flush(gpc_buf *b)
-{
-    FILE *f = trace_fp;
-    if (f && b->len) {
-        flockfile(f);
-        fwrite(b->data, 1, b->len, f);
-        fflush(f);
-        funlockfile(f);
-    }
-    gpc_buf_reset(b);
-}
-
-/* Append text[0..len) as lines that start with prefix: at most max bytes of
- * it, '\r' dropped, other control bytes but tab shown as '.'. */
-static void trace_lines(gpc_buf *b, const char *prefix, const char *text, size_t len,
-                        size_t max)
-{
-    size_t shown = len > max ? max : len;
-    gpc_buf_adds(b, prefix, NULL);
-    for (size_t i = 0; i < shown; i++) {
-        char c = text[i];
-        if (c == '\r')
-            continue;
-        if (c == '\n') {
-            if (i + 1 < shown) {
-                gpc_buf_adds(b, "\n", NULL);
-                gpc_buf_adds(b, prefix, NULL);
-            }
-            continue;
-        }
-        if ((unsigned char)c < 0x20 || c == 0x7f)
-            c = c == '\t' ? '\t' : '.';
-        gpc_buf_add(b, &c, 1, NULL);
-    }
-    if (shown < len)
-        gpc_buf_addf(b, NULL, " [... %zu more bytes]", len - shown);
-    gpc_buf_adds(b, "\n", NULL);
-}
-
-/* The URL as the trace shows it: no user:password@, no fragment, the query
- * through gpc_http_redact_form(). */
-static void trace_url(const char *url, gpc_buf *b)
-{
-    size_t len = strlen(url);
-    char *base = malloc(len + 1);
-    if (!base)
-        return;
-    gpc_http_redact_url(url, base, len + 1);
-    gpc_buf_adds(b, base, NULL);
-    free(base);
-    const char *q = url + strcspn(url, "?#");
-    if (*q == '?') {
-        size_t qlen = strcspn(q + 1, "#");
-        gpc_buf_adds(b, "?", NULL);
-        gpc_http_redact_form(q + 1, qlen, b);
-    }
-}
-
-enum { BODY_OTHER, BODY_FORM, BODY_JSON };
-
 /* ---- one transfer ------------------------------------------------------- */
-
-typedef struct xfer {
-    gpc_http_response *resp;
-    size_t max_body;
-    int too_big;  /* the body passed max_body */
-    int no_mem;   /* an append failed for want of memory */
-} xfer;
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 {
@@ -780,9 +393,9 @@ static int body_kind(const gpc_http_request *req, const gpc_http_headers *extra)
                      sizeof(type));
     for (size_t i = 0; extra && i < extra->n && !type[0]; i++)
         header_value(extra->v[i], strlen(extra->v[i]), "content-type", type, sizeof(type));
-    if (holds_word(type, strlen(type), "x-www-form-urlencoded"))
+    if (http_holds_word(type, strlen(type), "x-www-form-urlencoded"))
         return BODY_FORM;
-    if (holds_word(type, strlen(type), "json"))
+    if (http_holds_word(type, strlen(type), "json"))
         return BODY_JSON;
     if (!type[0] && req->body && req->body_len) {
         const char *b = req->body;
@@ -862,151 +475,6 @@ static int sends_body(const gpc_http_request *req, const char *method)
            strcmp(method, "PATCH") == 0;
 }
 
-/* One request of a batch (a batch of one for gpc_http_send). */
-enum { SLOT_WAIT, SLOT_RUN, SLOT_DONE };
-
-typedef struct slot {
-    const gpc_http_request *req;
-    gpc_http_response *resp;
-    gpc_error *err;           /* the caller's, or scratch when it gave none */
-    gpc_error scratch;
-    int rc;
-    const char *method;
-    char shown[512];          /* the URL as messages show it */
-    CURL *h;
-    struct curl_slist *headers;
-    xfer x;
-    char errbuf[CURL_ERROR_SIZE];
-    int state;
-    int attempt;              /* attempts started */
-    double due_ms;            /* SLOT_WAIT: earliest start of the next one */
-    double started_ms;        /* when the current attempt started */
-    /* trace */
-    char tag[48];             /* ", #2 of 5" in a batch, else "" */
-    int kind;                 /* BODY_* of the request body */
-    int traced;               /* the current attempt's request was traced */
-    gpc_buf sent;             /* header block curl sent, being gathered */
-} slot;
-
-typedef struct engine {
-    const gpc_http_opts *o;
-    const char *what;
-    long timeout_s, connect_s, base_ms, cap_ms;
-    int max_attempts;
-    size_t max_body;
-    CURLM *multi;
-    int trace;                /* trace_fp was set when the call began */
-} engine;
-
-/* Is this a "Name: value" line (not the request line)? */
-static int header_line(const char *s, size_t len)
-{
-    const char *colon = memchr(s, ':', len);
-    return colon && colon > s && !memchr(s, ' ', (size_t)(colon - s));
-}
-
-/* Trace the current attempt's request: line, headers as sent (if curl told
- * them), body. */
-static void trace_request(slot *s)
-{
-    gpc_buf b;
-    gpc_buf_init(&b, 1u << 20);
-    gpc_buf_addf(&b, NULL, "http: > %s ", s->method);
-    trace_url(s->req->url, &b);
-    gpc_buf_addf(&b, NULL, " (attempt %d%s)\n", s->attempt, s->tag);
-    const char *p = s->sent.data ? s->sent.data : "", *end = p + s->sent.len;
-    while (p < end) {
-        size_t len = strcspn(p, "\r\n");
-        if (len && header_line(p, len)) {
-            char *line = strndup(p, len);
-            if (line) {
-                gpc_buf_adds(&b, "http: > ", NULL);
-                gpc_http_redact_header(line, &b);
-                gpc_buf_adds(&b, "\n", NULL);
-                free(line);
-            }
-        }
-        p += len;
-        while (p < end && (*p == '\r' || *p == '\n'))
-            p++;
-    }
-    if (s->req->body && s->req->body_len) {
-        gpc_buf text;
-        gpc_buf_init(&text, 1u << 20);
-        if (s->kind == BODY_FORM)
-            gpc_http_redact_form(s->req->body, s->req->body_len, &text);
-        else if (s->kind == BODY_JSON)
-            gpc_http_redact_json(s->req->body, s->req->body_len, &text);
-        else
-            gpc_buf_addf(&text, NULL, "[%zu bytes, not shown]", s->req->body_len);
-        trace_lines(&b, "http: > ", gpc_buf_str(&text), text.len, GPC_HTTP_TRACE_BODY_MAX);
-        gpc_buf_free(&text);
-    }
-    trace_flush(&b);
-    gpc_buf_free(&b);
-    gpc_buf_reset(&s->sent);
-    s->traced = 1;
-}
-
-static int on_debug(CURL *h, curl_infotype type, char *data, size_t size, void *userp)
-{
-    slot *s = userp;
-    (void)h;
-    if (type != CURLINFO_HEADER_OUT || !trace_fp)
-        return 0;
-    gpc_buf_add(&s->sent, data, size, NULL);
-    /* The block ends with an empty line; then it is complete. */
-    if (s->sent.len >= 4 && memcmp(s->sent.data + s->sent.len - 4, "\r\n\r\n", 4) == 0)
-        trace_request(s);
-    return 0;
-}
-
-/* Trace the end of an attempt. */
-static void trace_reply(slot *s, CURLcode cc, const char *text)
-{
-    if (!trace_fp)
-        return;
-    if (!s->traced || s->sent.len)
-        trace_request(s); /* never sent (no connection), or a partial block */
-    gpc_http_response *r = s->resp;
-    double secs = (now_ms() - s->started_ms) / 1000.0;
-    const char *tag = s->tag[0] ? s->tag + 2 : "";
-    const char *sep = s->tag[0] ? ", " : "";
-    gpc_buf b;
-    gpc_buf_init(&b, 1u << 20);
-    if (s->x.too_big)
-        gpc_buf_addf(&b, NULL, "http: < failed: response larger than %zu bytes (%s%s%.3f s)\n",
-                     s->x.max_body, tag, sep, secs);
-    else if (cc != CURLE_OK)
-        gpc_buf_addf(&b, NULL, "http: < failed: %s (%s%s%.3f s)\n", text, tag, sep, secs);
-    else {
-        gpc_buf_addf(&b, NULL, "http: < %ld (%s%s", r->status, tag, sep);
-        if (r->request_id[0])
-            gpc_buf_addf(&b, NULL, "request id %s, ", r->request_id);
-        gpc_buf_addf(&b, NULL, "%zu bytes, %.3f s)\n", r->body.len, secs);
-    }
-    if (cc == CURLE_OK && !s->x.too_big && r->body.len && !(r->status >= 200 && r->status < 300)) {
-        /* Not a success: its body, redacted.  (A success's body may be
-         * credentials: never traced.) */
-        const char *body = gpc_buf_str(&r->body);
-        size_t i = 0;
-        while (i < r->body.len && isspace((unsigned char)body[i]))
-            i++;
-        gpc_buf red;
-        gpc_buf_init(&red, 1u << 20);
-        if (i < r->body.len && (body[i] == '{' || body[i] == '['))
-            gpc_http_redact_json(body, r->body.len, &red);
-        else if (i < r->body.len && body[i] == '<')
-            gpc_http_redact_xml(body, r->body.len, &red);
-        else
-            gpc_http_redact_form(body, r->body.len, &red);
-        trace_lines(&b, "http: < ", gpc_buf_str(&red), red.len, GPC_HTTP_TRACE_ERROR_MAX);
-        gpc_buf_free(&red);
-    }
-    trace_flush(&b);
-    gpc_buf_free(&b);
-}
-
 #define SETOPT(h, opt, val)                                                  \
     do {                                                                     \
         if (curl_easy_setopt((h), (opt), (val)) != CURLE_OK)                 \
@@ -1046,7 +514,7 @@ static int setup_handle(const engine *e, slot *s)
     if (req->fresh_connect)
         SETOPT(h, CURLOPT_FRESH_CONNECT, 1L);
     if (e->trace) {
-        SETOPT(h, CURLOPT_DEBUGFUNCTION, on_debug);
+        SETOPT(h, CURLOPT_DEBUGFUNCTION, http_on_debug);
         SETOPT(h, CURLOPT_DEBUGDATA, (void *)s);
         SETOPT(h, CURLOPT_VERBOSE, 1L);
     }
@@ -1171,7 +639,7 @@ static void slot_start(const engine *e, slot *s)
     r->attempts = attempt;
     s->traced = 0;
     gpc_buf_reset(&s->sent);
-    s->started_ms = now_ms();
+    s->started_ms = http_now_ms();
     if (curl_multi_add_handle(e->multi, s->h) != CURLM_OK) {
         slot_done(s, gpc_fail(s->err, GPC_ERR_INTERNAL, "%s: %s %s: libcurl set-up failed",
                               e->what, s->method, s->shown));
@@ -1193,16 +661,9 @@ static void slot_retry_in(const engine *e, slot *s, long ms)
 {
     if (e->o->on_retry)
         e->o->on_retry(e->o->arg, s->req, s->resp, s->attempt, ms);
-    if (trace_fp) {
-        gpc_buf b;
-        gpc_buf_init(&b, 256);
-        gpc_buf_addf(&b, NULL, "http: retrying in %ld ms%s%s%s\n", ms,
-                     s->tag[0] ? " (" : "", s->tag[0] ? s->tag + 2 : "", s->tag[0] ? ")" : "");
-        trace_flush(&b);
-        gpc_buf_free(&b);
-    }
+    http_trace_retry(s, ms);
     s->state = SLOT_WAIT;
-    s->due_ms = now_ms() + (double)ms;
+    s->due_ms = http_now_ms() + (double)ms;
 }
 
 /* An attempt ended (its handle is out of the multi handle): success, a
@@ -1215,7 +676,7 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
     const char *text = s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc);
     if (cc == CURLE_OK && !s->x.too_big)
         curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &resp->status);
-    trace_reply(s, cc, text);
+    http_trace_reply(s, cc, text);
     if (s->x.too_big) {
         slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than "
                               "%zu bytes", what, method, shown, e->max_body));
@@ -1311,7 +772,7 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
     size_t running = 0;
     for (;;) {
         running -= interrupt_slots(e, s, n);
-        double now = now_ms();
+        double now = http_now_ms();
         for (size_t i = 0; i < n && running < max_parallel; i++)
             if (s[i].state == SLOT_WAIT && s[i].due_ms <= now) {
                 slot_start(e, &s[i]);
@@ -1325,7 +786,7 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
             if (next < 0)
                 return; /* all done */
             /* in short naps, so that an interrupt ends the wait at once */
-            long ms = (long)(next - now_ms()) + 1;
+            long ms = (long)(next - http_now_ms()) + 1;
             sleep_ms(ms < INTERRUPT_CHECK_MS ? ms : INTERRUPT_CHECK_MS);
             continue;
         }
@@ -1349,7 +810,7 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
             slot_finish(e, (slot *)(void *)priv, cc);
         }
         /* Wait for traffic, or until a waiting request may start. */
-        now = now_ms();
+        now = http_now_ms();
         double wait = 1000;
         int ready = 0;
         for (size_t i = 0; i < n && running < max_parallel; i++)
@@ -1388,7 +849,7 @@ static int send_many(const gpc_http_request *reqs, size_t n, const gpc_http_opts
         .base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : GPC_HTTP_BACKOFF_BASE_MS,
         .cap_ms = o->backoff_cap_ms > 0 ? o->backoff_cap_ms : GPC_HTTP_BACKOFF_CAP_MS,
         .max_body = o->max_body ? o->max_body : GPC_HTTP_BODY_MAX,
-        .trace = trace_fp != NULL,
+        .trace = http_tracing(),
     };
     if (!max_parallel)
         max_parallel = GPC_HTTP_PARALLEL;

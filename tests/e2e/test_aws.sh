@@ -373,9 +373,9 @@ g -y destroy done > /dev/null 2>&1
 # action this test saw is in it.
 expect_eq "docs/providers/aws-iam-policy.json: exactly the actions in providers/aws/" "ok" \
     "$(python3 - "$GPUCTL_SOURCE_DIR" "$LOG" <<'PY'
-import json, re, sys
+import glob, json, re, sys
 src, log = sys.argv[1], sys.argv[2]
-code = open(src + "/providers/aws/aws.c").read() + open(src + "/providers/aws/ec2.c").read()
+code = "".join(open(f).read() for f in sorted(glob.glob(src + "/providers/aws/*.c")))
 used = set(re.findall(r'"((?:Describe|Create|Delete|Run|Terminate|Import|Authorize|Allocate|Associate|Disassociate|Release|Get)[A-Z][A-Za-z]+)"', code))
 policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
 allowed = set()

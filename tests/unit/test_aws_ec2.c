@@ -39,6 +39,7 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 #include "gpuctl/log.h"
+#include "gpuctl/provider.h"
 
 
 #define AKID   "AKIDEXAMPLE"
@@ -763,6 +764,38 @@ static void test_xml_helpers(void **state)
     xmlFreeDoc(d);
 }
 
+/* The provider table's secret_words reach the HTTP helper's redaction
+ * through the engine (gpc_providers_register_secrets, as a session opens):
+ * the session token header is redacted, EC2's ClientToken, NextToken and
+ * MetadataOptions.HttpTokens are shown, which the helper alone does not. */
+static void test_secret_words(void **state)
+{
+    (void)state;
+    const char form[] = "Action=RunInstances&ClientToken=c-1&NextToken=n-2"
+                        "&MetadataOptions.HttpTokens=required&SessionToken=s";
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    gpc_http_redact_form(form, strlen(form), &b);
+    assert_string_equal(gpc_buf_str(&b), "Action=RunInstances&ClientToken=[redacted]"
+                        "&NextToken=[redacted]&MetadataOptions.HttpTokens=[redacted]"
+                        "&SessionToken=[redacted]");
+    const gpc_provider *p = gpc_provider_find("aws");
+    assert_non_null(p);
+    assert_non_null(p->secret_words);
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_providers_register_secrets(&err), 0);
+    assert_int_equal(gpc_providers_register_secrets(&err), 0); /* idempotent */
+    gpc_buf_reset(&b);
+    gpc_http_redact_form(form, strlen(form), &b);
+    assert_string_equal(gpc_buf_str(&b), "Action=RunInstances&ClientToken=c-1&NextToken=n-2"
+                        "&MetadataOptions.HttpTokens=required&SessionToken=[redacted]");
+    gpc_buf_reset(&b);
+    gpc_http_redact_header("X-Amz-Security-Token: IQoJb3JpZ2luX2VjEXAMPLE", &b);
+    assert_string_equal(gpc_buf_str(&b), "X-Amz-Security-Token: [redacted]");
+    gpc_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -783,6 +816,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_param_base64_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_codes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_xml_helpers, setup, teardown),
+        cmocka_unit_test(test_secret_words),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     xmlCleanupParser();

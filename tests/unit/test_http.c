@@ -1266,6 +1266,22 @@ static void test_redact_header(void **state)
     }
 }
 
+/* The words providers/aws adds (its table's secret_words). */
+static void add_ec2_words(void)
+{
+    static const gpc_http_word ec2[] = {
+        {GPC_HTTP_SECRET_HEADER, "x-amz-security-token"},
+        {GPC_HTTP_SECRET_HEADER, "x-aws-ec2-metadata-token"},
+        {GPC_HTTP_PUBLIC_NAME, "ClientToken"},
+        {GPC_HTTP_PUBLIC_NAME, "NextToken"},
+        {GPC_HTTP_PUBLIC_NAME, "HttpTokens"},
+        {GPC_HTTP_WORD_END, NULL},
+    };
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_add_words(ec2, &err), 0);
+}
+
 static void test_redact_form(void **state)
 {
     (void)state;
@@ -1288,10 +1304,16 @@ static void test_redact_form(void **state)
     gpc_http_redact_form("", 0, &b);
     assert_string_equal(gpc_buf_str(&b), "");
     /* EC2's idempotency and pagination tokens and the IMDSv2 setting are
-     * not secrets: shown as they are */
+     * not secrets: shown as they are, once added as providers/aws adds
+     * them (the helper itself knows no provider's names) */
     gpc_buf_reset(&b);
     const char *pub = "ClientToken=c-1&NextToken=n%2F2&MetadataOptions.HttpTokens=required"
                       "&X.SessionToken=s";
+    gpc_http_redact_form(pub, strlen(pub), &b);
+    assert_string_equal(gpc_buf_str(&b), "ClientToken=[redacted]&NextToken=[redacted]"
+                        "&MetadataOptions.HttpTokens=[redacted]&X.SessionToken=[redacted]");
+    add_ec2_words();
+    gpc_buf_reset(&b);
     gpc_http_redact_form(pub, strlen(pub), &b);
     assert_string_equal(gpc_buf_str(&b), "ClientToken=c-1&NextToken=n%2F2"
                         "&MetadataOptions.HttpTokens=required&X.SessionToken=[redacted]");
@@ -1375,6 +1397,7 @@ static void test_trace(void **state)
         "AKIDSECRET1", "SIGSECRET2", "SESSIONSECRET3", "QUERYSECRET4", "FORMSECRET5",
         "USERDATASECRET6", "XMLSECRET7", "JSONSECRET8", "COOKIESECRET9", "PWSECRET10",
     };
+    add_ec2_words(); /* ClientToken is shown */
     FILE *f = tmpfile();
     assert_non_null(f);
     gpc_http_set_trace(f);
@@ -1491,6 +1514,90 @@ static void test_trace(void **state)
     free(t);
 }
 
+/* One POST to /jsonerr (HTTP 400, the request body as the reply) with a
+ * header and an error document that hold HDRSECRET1 and BODYSECRET2; the
+ * trace it leaves (caller frees) and the error message into msg. */
+static char *trace_of_words_request(const fake_server *s, char *msg, size_t size)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    gpc_http_set_trace(f);
+    char url[512];
+    snprintf(url, sizeof(url), "%s/jsonerr?code=400&echo_body=1", s->base);
+    const char *headers[] = {"Content-Type: application/octet-stream",
+                             "X-Gpuctl-Test-Session: HDRSECRET1"};
+    const char body[] = "{\"error\":{\"code\":\"Bad\",\"sessionRef\":\"BODYSECRET2\"}}";
+    gpc_http_request req = {.method = "POST", .url = url, .headers = headers, .n_headers = 2,
+                            .body = body, .body_len = strlen(body)};
+    gpc_http_response resp;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_send(&req, &quick, &resp, &err), GPC_ERR_PROVIDER);
+    snprintf(msg, size, "%s", err.msg);
+    gpc_http_response_free(&resp);
+    gpc_http_set_trace(NULL);
+    char *t = slurp(f);
+    fclose(f);
+    return t;
+}
+
+/* A word added at run time (as a provider's table adds it) is redacted in
+ * trace lines and in the error document a reply carries; before, the
+ * helper treats it like any other word. */
+static void test_added_words(void **state)
+{
+    fake_server *s = *state;
+    char msg[GPC_ERROR_MSG_MAX], want[256];
+    snprintf(want, sizeof(want), "http test: POST %s/jsonerr: HTTP 400", s->base);
+
+    char *t = trace_of_words_request(s, msg, sizeof(msg));
+    assert_non_null(strstr(t, "http: > X-Gpuctl-Test-Session: HDRSECRET1\n"));
+    assert_non_null(strstr(t, "http: < {\"error\":{\"code\":\"Bad\","
+                              "\"sessionRef\":\"BODYSECRET2\"}}\n"));
+    assert_string_equal(msg, want);
+    free(t);
+    gpc_buf b;
+    gpc_buf_init(&b, 4096);
+    gpc_http_redact_form("SessionRef=1&a=2", 16, &b);
+    assert_string_equal(gpc_buf_str(&b), "SessionRef=1&a=2");
+
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_SECRET_HEADER, "x-gpuctl-test-session", &err),
+                     0);
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_SECRET_WORD, "sessionref", &err), 0);
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_SECRET_WORD, "SessionRef", &err), 0); /* again */
+
+    t = trace_of_words_request(s, msg, sizeof(msg));
+    if (strstr(t, "HDRSECRET1") || strstr(t, "BODYSECRET2"))
+        fail_msg("trace shows a secret:\n%s", t);
+    assert_non_null(strstr(t, "http: > X-Gpuctl-Test-Session: [redacted]\n"));
+    assert_non_null(strstr(t, "http: < {\"error\":{\"code\":\"Bad\","
+                              "\"sessionRef\":\"[redacted]\"}}\n"));
+    assert_string_equal(msg, want);
+    free(t);
+    gpc_buf_reset(&b);
+    gpc_http_redact_form("SessionRef=1&a=2", 16, &b);
+    assert_string_equal(gpc_buf_str(&b), "SessionRef=[redacted]&a=2");
+    gpc_buf_reset(&b);
+    gpc_http_redact_xml("<R><MySessionRef a=\"1\">x</MySessionRef></R>", 43, &b);
+    assert_string_equal(gpc_buf_str(&b), "<R><MySessionRef a=\"1\">[redacted]</MySessionRef></R>");
+    gpc_buf_free(&b);
+
+    /* what the helper refuses */
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_SECRET_WORD, "", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "http: a redaction word must have 1 to 63 bytes");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_SECRET_HEADER, "x-a b", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "http: redaction word 'x-a b' holds a blank, ':' or a control "
+                        "character");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_add_word(GPC_HTTP_WORD_END, "x", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "http: redaction word of unknown kind 0");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_http_add_words(NULL, &err), 0);
+}
+
 /* Request bodies are traced up to 4 KiB; other bodies not at all. */
 static void test_trace_limits(void **state)
 {
@@ -1566,6 +1673,7 @@ int main(void)
         cmocka_unit_test(test_redact_json),
         cmocka_unit_test(test_redact_xml),
         cmocka_unit_test_setup_teardown(test_trace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_added_words, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trace_limits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,239 @@
+/*
+ * aws_internal.h - what the files of the aws provider share (private to
+ * providers/aws/): the provider's context, the facts it caches per region,
+ * and the functions one file of it calls in another.
+ *
+ *   aws.c          open/close, shared helpers, check, the provider table
+ *   region.c       zones and instance types, default VPC and subnet, AMI
+ *   network.c      key pair, security group, placement group
+ *   launch.c       RunInstances (one node, or a batch by launch index)
+ *   instances.c    find, describe, delete instances
+ *   eip.c          Elastic IPs of multi-card nodes (nodes_running)
+ *   cleanup.c      destroy: everything tagged with the cluster
+ *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
+ */
+#ifndef GPUCTL_AWS_INTERNAL_H
+#define GPUCTL_AWS_INTERNAL_H
+
+#include <stddef.h>
+
+#include <libxml/tree.h>
+
+#include "aws/ec2.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/error.h"
+#include "gpuctl/log.h"
+#include "gpuctl/provider.h"
+
+/* The tags on everything gpuctl makes for a cluster. */
+#define TAG_CLUSTER "gpuctl:cluster"
+#define TAG_UID "gpuctl:cluster-uid"
+#define TAG_ROLE "gpuctl:role"
+
+typedef struct type_info {
+    char region[48];
+    char type[64];
+    int efa;            /* efaSupported */
+    int max_efa;        /* efaInfo/maximumEfaInterfaces */
+    int max_cards;      /* maximumNetworkCards */
+} type_info;
+
+typedef struct zone_list {
+    char region[48];
+    char type[64];
+    char (*zones)[48];
+    size_t n;
+} zone_list;
+
+typedef struct region_info {
+    char region[48];
+    char vpc[32];
+    char ami_for[64];   /* the spec image this AMI answers */
+    char ami[32];
+    char root_dev[32];
+    double ami_gib;
+    char subnet_zone[48]; /* the last default subnet looked up */
+    char subnet[32];
+} region_info;
+
+typedef struct aws_ctx {
+    gpc_ec2 ec2;
+    char *state_dir;
+    const gpc_log *log;
+    type_info *types;
+    size_t n_types;
+    zone_list *zl;
+    size_t n_zl;
+    region_info *ri;
+    size_t n_ri;
+    /* the cluster resources ensured in this process */
+    char res_key[160];  /* "<region> <uid>" they belong to */
+    char sg[32];
+    char key_name[160];
+    char pg_zone[48];
+    char pg[224];
+    const gpc_label *labels;  /* the spec's, while a create runs (borrowed) */
+    size_t n_labels;
+    char quota_key[160];      /* "<region> <uid>" whose Elastic IP quota was checked */
+    char nic_uid[64];         /* the cluster whose instances this process has listed */
+    int multi_nic;            /* a node with several network interfaces was seen */
+} aws_ctx;
+
+/* One <item> of a Describe* answer (aws_describe_all). */
+typedef int (*item_fn)(void *arg, xmlNode *item, gpc_error *err);
+
+/* Instances found by the cluster's tag (aws_list_tagged). */
+typedef struct tagged_acc {
+    char (*ids)[32];
+    gpc_node_status *st;
+    size_t n, cap;
+    int multi_nic;          /* one of them has several network interfaces */
+} tagged_acc;
+
+/* ---- aws.c -------------------------------------------------------------- */
+
+/* The provider table (its user-data rules are read by launch.c). */
+extern const gpc_provider gpc_provider_aws;
+
+/* Seconds between polls: $GPUCTL_AWS_POLL_S, else 5. */
+double aws_poll_s(void);
+
+/* Sleep s seconds (resumed after a signal). */
+void aws_nap(double s);
+
+/* "gpuctl-<name>-<uid8>" */
+void aws_base_name(const char *cluster, const char *uid, char *out, size_t size);
+
+/* TagSpecification.<spec> for `type` with the cluster's tags (and the
+ * spec's labels, and Name when given). */
+void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
+                  const char *uid, const char *name, const char *role,
+                  const gpc_label *labels, size_t n_labels);
+
+/* Every page of a Describe* call `action` in `region` with the parameters
+ * of `base` (may be NULL), following nextToken: calls `each` on each <item>
+ * of the list `list` in every answer; stops at the first error. */
+int aws_describe_all(aws_ctx *c, const char *region, const char *action,
+                     const gpc_ec2_params *base, const char *list, item_fn each,
+                     void *arg, gpc_error *err);
+
+/* An EC2 instance <item> as a gpc_node_status (aws.md 2.3, 2.4). */
+void aws_instance_status(xmlNode *it, gpc_node_status *ns);
+
+/* ---- region.c ----------------------------------------------------------- */
+
+/* The zones of `region` offering `type`, cached (DescribeInstanceTypeOfferings,
+ * aws.md 2.8). */
+int aws_zones_for(aws_ctx *c, const char *region, const char *type, const zone_list **out,
+                  gpc_error *err);
+
+/* EFA facts of an instance type (DescribeInstanceTypes, aws.md 2.7, 5.3). */
+int aws_type_facts(aws_ctx *c, const char *region, const char *type, const type_info **out,
+                   gpc_error *err);
+
+/* The facts kept for `region`, a new empty slot the first time; NULL with
+ * err filled when out of memory. */
+region_info *aws_region_slot(aws_ctx *c, const char *region, gpc_error *err);
+
+/* r->vpc: the region's default VPC (DescribeVpcs isDefault), looked up once. */
+int aws_default_vpc(aws_ctx *c, region_info *r, gpc_error *err);
+
+/* The default subnet of `zone` in r's default VPC into out (DescribeSubnets
+ * default-for-az), the last one looked up kept in r. */
+int aws_default_subnet(aws_ctx *c, region_info *r, const char *zone, char *out, size_t size,
+                       gpc_error *err);
+
+/*
+ * The AMI for `image` in region r: "pytorch" is the newest AWS Deep
+ * Learning AMI with PyTorch (DescribeImages, owner amazon, by name,
+ * aws.md 2.12), cached for a day; an explicit ami-... is used as is (its
+ * root device looked up).
+ */
+int aws_resolve_image(aws_ctx *c, region_info *r, const char *image, gpc_error *err);
+
+/* The image cache file: $GPUCTL_CACHE_DIR|$XDG_CACHE_HOME/gpuctl|~/.cache/gpuctl
+ * /aws/images-<region>.txt, lines "<image> <ami> <root dev> <GiB> <unix time>". */
+int aws_image_cache_path(const aws_ctx *c, const char *region, char *out, size_t size);
+
+/* ---- network.c ---------------------------------------------------------- */
+
+/* The key pair `kname` for the cluster in `region`, imported from the
+ * user's public key or one gpuctl makes (see aws.c's top comment). */
+int aws_ensure_key(aws_ctx *c, const char *region, const char *kname, const char *cluster,
+                   const char *uid, gpc_error *err);
+
+/* The cluster's security group `name` in r's default VPC, made with its
+ * rules when missing; its id into sg. */
+int aws_ensure_group(aws_ctx *c, region_info *r, const char *name, const char *cluster,
+                     const char *uid, char *sg, size_t size, gpc_error *err);
+
+/* The cluster placement group `name` in `region`, made when missing. */
+int aws_ensure_placement(aws_ctx *c, const char *region, const char *name,
+                         const char *cluster, const char *uid, gpc_error *err);
+
+/* ---- launch.c ----------------------------------------------------------- */
+
+/* EFA interfaces per node: one per network card (as many as the type has
+ * EFA interfaces, aws.md 2.7), 0 without EFA. */
+int aws_efa_cards(const gpc_spec *spec, const type_info *ti);
+
+/* The id of an instance <item>'s primary network interface (card 0,
+ * device 0) into out ("" when none); returns how many interfaces it has. */
+int aws_primary_eni(xmlNode *it, char *out, size_t size);
+
+/* ---- instances.c -------------------------------------------------------- */
+
+/* TerminateInstances of ids[0..n) in `region` (a missing instance counts as
+ * gone). */
+int aws_terminate_ids(aws_ctx *c, const char *region, const char *const *ids, size_t n,
+                      gpc_error *err);
+
+/* Every instance tagged with the cluster uid in `region` (all pages). */
+int aws_list_tagged(aws_ctx *c, const char *region, const char *uid, int live_only,
+                    tagged_acc *a, gpc_error *err);
+
+/* ---- eip.c -------------------------------------------------------------- */
+
+/*
+ * Before the first launch of req's cluster in `region` (once per process):
+ * refuse with GPC_ERR_QUOTA when the region's Elastic IP quota has no room
+ * for one address per node (DescribeAccountAttributes vpc-max-elastic-ips,
+ * less every address allocated there, DescribeAddresses; the cluster's own
+ * addresses serve its nodes again).  The core then leaves the region.
+ */
+int aws_eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region,
+                  const type_info *ti, gpc_error *err);
+
+/*
+ * Destroy: every Elastic IP tagged with the cluster uid in `region` is
+ * disassociated (when it is; termination would do it only once the
+ * instance is `terminated`, aws.md "Public addresses..." section 2,
+ * dstack's _release_eip) and then released, each step at once for all.
+ * What could not be is added to `left`.  Returns -1 when the addresses
+ * could not be listed, else 0.
+ */
+int aws_release_tagged_addresses(aws_ctx *c, const char *region, const char *uid,
+                                 gpc_buf *left);
+
+/* ---- the provider table's operations (provider.h says what each does) --- */
+
+int aws_list_zones(void *ctx, const gpc_offer *offer, char (**zones)[48], size_t *n,
+                   gpc_error *err);
+int aws_create(void *ctx, const gpc_node_request *req, gpc_node_status *out,
+               gpc_error *err);
+int aws_create_many(void *ctx, const gpc_node_request *reqs, size_t n,
+                    gpc_node_status *out, gpc_error *err);
+int aws_find(void *ctx, const char *region, const char *token, gpc_node_status *out,
+             gpc_error *err);
+int aws_describe(void *ctx, const char *region, const char *id, gpc_node_status *out,
+                 gpc_error *err);
+int aws_describe_many(void *ctx, const gpc_cluster_ref *ref, const char *const *ids,
+                      size_t n, gpc_node_status *out, gpc_error *err);
+int aws_delete(void *ctx, const char *region, const char *id, gpc_error *err);
+int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *const *ids,
+                      size_t n, gpc_error *err);
+int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err);
+int aws_live_prices(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
+                    gpc_error *err);
+
+#endif /* GPUCTL_AWS_INTERNAL_H */
