@@ -79,13 +79,6 @@ typedef struct gpc_apply_result {
     int exit_code;        /* rank 0's exit status, -1 when unknown */
 } gpc_apply_result;
 
-/*
- * The absolute path of a spec path `p` (workdir, checkpoint_dir): as is
- * when absolute, else under the spec file's directory; canonical
- * (realpath) when it exists.  Caller frees *out.
- */
-int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
-
 /* Apply a parsed spec (see docs/cli.md for the contract). */
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);

@@ -129,38 +129,6 @@ cJSON *gpc_candidate_json(const gpc_catalog *cat, const gpc_candidate *c)
     return o;
 }
 
-/* ---- state fingerprint ------------------------------------------------- */
-
-int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err)
-{
-    gpc_cluster_rec c;
-    gpc_error nf;
-    gpc_error_clear(&nf);
-    gpc_buf b;
-    gpc_buf_init(&b, GPC_BUF_FILE_MAX);
-    int rc = 0;
-    if (gpc_cluster_get(st, name, &c, &nf) != 0) {
-        if (nf.code != GPC_ERR_NOT_FOUND)
-            return gpc_fail(err, nf.code, "%s", nf.msg);
-        rc = gpc_buf_addf(&b, err, "absent %s\n", name);
-    } else {
-        gpc_node_rec *nodes = NULL;
-        size_t n = 0;
-        rc = gpc_buf_addf(&b, err, "cluster %s %lld %s %s %s\n", c.name, (long long)c.id,
-                          c.uid, c.spec_hash, c.provider);
-        if (!rc)
-            rc = gpc_node_list(st, c.id, 0, &nodes, &n, err);
-        for (size_t i = 0; !rc && i < n; i++)
-            rc = gpc_buf_addf(&b, err, "node %u %s\n", nodes[i].rank, nodes[i].provider_id);
-        gpc_node_list_free(nodes, n);
-        gpc_cluster_rec_free(&c);
-    }
-    if (!rc)
-        gpc_sha256_hex(b.data, b.len, out);
-    gpc_buf_free(&b);
-    return rc;
-}
-
 /* ---- offers a provider lists itself (local) ---------------------------- */
 
 /* Rows made from a provider's own offers, and the strings they point at. */
