@@ -34,20 +34,44 @@ typedef struct gpc_settings {
     const gpc_log *log;       /* where events go; NULL drops them */
 } gpc_settings;
 
-/* An open provider plus the state it reports into. */
+/* A provider open in a session: its table and the context its open()
+ * made.  Both belong to the session and stay valid until
+ * gpc_session_close. */
+typedef struct gpc_open_provider {
+    const gpc_provider *prov;
+    void *ctx;
+} gpc_open_provider;
+
+/* The state, and the providers opened so far: one context per provider
+ * of the registry (gpc_providers[]), each opened on first use and all
+ * closed by gpc_session_close.  Asking for one provider never closes
+ * another. */
 typedef struct gpc_session {
     const gpc_settings *cfg;
     const gpc_log *log;         /* cfg->log */
     gpc_state *st;
     char *state_dir;            /* owned */
-    const gpc_provider *prov;   /* NULL until gpc_session_provider() */
-    void *pctx;
+    gpc_open_provider *open;    /* owned; open[i] is gpc_providers[i], prov NULL
+                                   until opened (n_open entries) */
+    size_t n_open;
 } gpc_session;
 
-/* Open the state (--state-dir or the default). */
+/* Open the state (--state-dir or the default).  No provider is opened
+ * yet.  On failure the session is still closed with gpc_session_close. */
 int gpc_session_open(gpc_session *s, const gpc_settings *cfg, gpc_error *err);
-/* Open provider `name` (once; later calls with the same name are no-ops). */
-int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err);
+
+/*
+ * Provider `name` of the session in *out, opened on first use with its
+ * settings (gpc_provider_settings); later calls give the same context.
+ * Errors: GPC_ERR_PROVIDER when `name` is not in the registry (the
+ * message lists the names), the settings' errors, and what the
+ * provider's open() returns (GPC_ERR_AUTH, ...); a provider that failed to
+ * open is tried again by the next call.
+ */
+int gpc_session_provider(gpc_session *s, const char *name, gpc_open_provider *out,
+                         gpc_error *err);
+
+/* Close every provider opened, the state, and free the session. */
 void gpc_session_close(gpc_session *s);
 
 /* Hold an exclusive lock on a cluster name (flock on
@@ -95,14 +119,15 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
 
 /*
  * Send the bytes a node logged since *off to `log` as output, and advance
- * *off.  With
+ * *off.  `pv` is the node's provider (gpc_session_provider); NULL, or one
+ * without read_log, sends nothing.  With
  * `prefix`, whole lines are printed as "[node RANK] line" and an unfinished
  * last line waits in `partial` (a buffer the caller owns) for the next
  * call; gpc_log_flush prints what is left.  Returns 0 or the provider's
  * error.
  */
 struct gpc_buf;
-int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
+int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
                  int prefix, struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
 void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 

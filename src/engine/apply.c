@@ -31,7 +31,7 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
     return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
 
-static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+static int new_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, const char *spec_path,
                        const char *hash, gpc_cluster_rec *c, gpc_error *err)
 {
     char uid[33];
@@ -47,8 +47,8 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     if (!json)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     uint32_t port = spec->run.rdzv_port;
-    if (!port && s->prov->pick_rdzv_port)
-        rc = s->prov->pick_rdzv_port(s->pctx, &port, err);
+    if (!port && pv->prov->pick_rdzv_port)
+        rc = pv->prov->pick_rdzv_port(pv->ctx, &port, err);
     if (!port)
         port = 29400;
     char *abs_spec = NULL;
@@ -58,7 +58,7 @@ static int new_cluster(gpc_session *s, const gpc_spec *spec, const char *spec_pa
     memset(c, 0, sizeof(*c));
     c->name = strdup(spec->name);
     c->uid = strdup(uid);
-    c->provider = strdup(s->prov->name);
+    c->provider = strdup(pv->prov->name);
     c->spec_hash = strdup(hash);
     c->spec_json = json;
     c->spec_path = strdup(abs_spec ? abs_spec : "");
@@ -241,11 +241,11 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
      * the provider's transport (a placeholder head address, a full one). */
     if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
         const gpc_offer *of = &plan->offers[0].worker;
-        const gpc_provider *pv = gpc_provider_find(of->provider);
-        if (pv && pv->check_spec)
-            rc = pv->check_spec(spec, err);
-        const gpc_userdata_rules *rules = pv ? pv->userdata : NULL;
-        for (uint32_t r = 0; !rc && pv && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
+        const gpc_provider *cp = gpc_provider_find(of->provider);
+        if (cp && cp->check_spec)
+            rc = cp->check_spec(spec, err);
+        const gpc_userdata_rules *rules = cp ? cp->userdata : NULL;
+        for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
             gpc_node_ctx ctx = {
                 .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
                 .rank = r, .nnodes = spec->nodes,
@@ -254,8 +254,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                 .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
                               ? of->fabric : NULL,
                 .instance_type = of->instance_type,
-                .rank_from_launch_index = r > 0 && pv->create_nodes && spec->nodes > 2 &&
-                                          (pv->caps & GPC_CAP_LAUNCH_INDEX),
+                .rank_from_launch_index = r > 0 && cp->create_nodes && spec->nodes > 2 &&
+                                          (cp->caps & GPC_CAP_LAUNCH_INDEX),
             };
             char *ud = NULL, *enc = NULL;
             size_t enc_len;
@@ -290,13 +290,15 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         const gpc_plan_offer *chosen = plan->n_offers ? &plan->offers[attempt] : NULL;
         gpc_error e;
         gpc_error_clear(&e);
-        rc = gpc_session_provider(s, chosen ? chosen->worker.provider : c.provider, &e);
+        gpc_open_provider op;
+        const gpc_open_provider *pv = &op;
+        rc = gpc_session_provider(s, chosen ? chosen->worker.provider : c.provider, &op, &e);
         int fresh = !have;
         if (!rc && fresh)
-            rc = new_cluster(s, spec, spec_path, hash, &c, &e);
+            rc = new_cluster(s, pv, spec, spec_path, hash, &c, &e);
         if (!rc) {
             res->cluster_id = c.id;
-            rc = gpc_lc_create_missing(s, spec, &c, chosen, workdir, ckpt,
+            rc = gpc_lc_create_missing(s, pv, spec, &c, chosen, workdir, ckpt,
                                 opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
         }
         /* Only from a clean slate: when the rollback could not remove a

@@ -30,12 +30,12 @@ static void batch_token(const gpc_cluster_rec *c, uint32_t rank, uint32_t attemp
     snprintf(token, tl, "%.32s-w%u-%.8s-a%u", c->name, rank, c->uid, attempt);
 }
 
-void gpc_lc_record_attempt(gpc_session *s, const gpc_cluster_rec *c, uint32_t rank,
+void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, uint32_t rank,
                            const gpc_launch *l, const gpc_offer *of, const char *outcome,
                            const gpc_error *e)
 {
     gpc_attempt_rec a = {
-        .cluster_id = c->id, .rank = rank, .provider = s->prov->name, .region = of->region,
+        .cluster_id = c->id, .rank = rank, .provider = pv->prov->name, .region = of->region,
         .zone = of->zone, .instance_type = of->instance_type, .spot = of->spot,
         .attempt = l->attempt, .outcome = outcome,
         .error_code = e && e->code ? gpc_code_name(e->code) : "",
@@ -47,7 +47,7 @@ void gpc_lc_record_attempt(gpc_session *s, const gpc_cluster_rec *c, uint32_t ra
         gpc_debug(s->log, "could not record attempt: %s", e2.msg);
 }
 
-static int adopt_late(gpc_session *s, gpc_node_rec **nds, size_t n, gpc_error *err);
+static int adopt_late(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec **nds, size_t n, gpc_error *err);
 
 /* Write where node `nd` is about to be created (record before create). */
 static int record_intent(gpc_session *s, gpc_node_rec *nd, const gpc_offer *of,
@@ -97,7 +97,7 @@ static void settle_intent(gpc_session *s, gpc_node_rec **nds, size_t n, int code
 }
 
 /* Record what the provider made for node `nd`; on failure take it back. */
-static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
+static int record_created(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nd,
                           const gpc_offer *of, const gpc_node_status *ns, gpc_error *err)
 {
     int64_t now = gpc_now();
@@ -113,7 +113,7 @@ static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
     if (!rc)
         rc = gpc_node_update(s->st, nd, err);
     if (!rc)
-        rc = gpc_ledger_open(s->st, c->id, nd->id, s->prov->name, of->instance_type,
+        rc = gpc_ledger_open(s->st, c->id, nd->id, pv->prov->name, of->instance_type,
                              of->price_hourly, now, err);
     if (!rc)
         rc = gpc_state_commit(s->st, err);
@@ -124,7 +124,7 @@ static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
          * destroy finds it by its client token (find_node). */
         gpc_error e;
         gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nd->region, ns->provider_id, &e) == 0)
+        if (pv->prov->delete_node(pv->ctx, nd->region, ns->provider_id, &e) == 0)
             gpc_lc_set_str(&nd->provider_id, "");
         return rc;
     }
@@ -135,12 +135,12 @@ static int record_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nd,
 
 /* Render the user-data of node `rank` (with_launch_index: of a batch that
  * starts at `rank`).  Checks it fits the provider's transport. */
-static int render_for(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+static int render_for(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, const gpc_cluster_rec *c,
                       uint32_t rank, int with_launch_index, const gpc_offer *of,
                       const char *head_ip, const char *workdir, const char *ckpt, char **ud,
                       gpc_error *err)
 {
-    const gpc_userdata_rules *rules = s->prov->userdata;
+    const gpc_userdata_rules *rules = pv->prov->userdata;
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
         .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
@@ -178,7 +178,7 @@ static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec
 /* Render and create node `nd`; record it.  head_ip NULL for rank 0.  A
  * node whose create has an unknown outcome goes again with its own token
  * (and `offer` is the one it was made with: recorded_offer). */
-int gpc_lc_create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
                       gpc_node_rec *nd, const gpc_launch *l, const gpc_offer *offer,
                       const char *head_ip, const char *workdir, const char *ckpt,
                       gpc_error *err)
@@ -187,7 +187,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
     gpc_lc_node_ids(c, nd->rank, l->attempt, name, sizeof(name), token, sizeof(token));
     char *ud = NULL;
     int resumed = gpc_lc_outcome_unknown(nd);
-    int rc = render_for(s, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
+    int rc = render_for(s, pv, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
     if (!rc && !resumed)
         rc = record_intent(s, nd, offer, token, err);
     int sent = 0;
@@ -198,26 +198,26 @@ int gpc_lc_create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
         gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (gpc_lc_fault("fail-create", nd->rank)) {
             rc = gpc_fail(err, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure creating %s",
-                          s->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name);
+                          pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name);
         } else {
             sent = 1;
             gpc_lc_fault_kill_in_create(nd->rank);
-            rc = s->prov->create_node(s->pctx, &req, &ns, err);
+            rc = pv->prov->create_node(pv->ctx, &req, &ns, err);
         }
         gpc_lc_fault("kill-before-record", nd->rank);
     }
     free(ud);
-    if (rc && resumed && sent && adopt_late(s, &nd, 1, err) == 0) {
-        gpc_lc_record_attempt(s, c, nd->rank, l, offer, "created", NULL);
+    if (rc && resumed && sent && adopt_late(s, pv, &nd, 1, err) == 0) {
+        gpc_lc_record_attempt(s, pv, c, nd->rank, l, offer, "created", NULL);
         return 0;
     }
-    gpc_lc_record_attempt(s, c, nd->rank, l, offer, rc ? "error" : "created", rc ? err : NULL);
+    gpc_lc_record_attempt(s, pv, c, nd->rank, l, offer, rc ? "error" : "created", rc ? err : NULL);
     if (rc) {
         gpc_lc_event(s, c->id, (int)nd->rank, "error", "create failed: %s", err->msg);
         settle_intent(s, &nd, 1, rc, sent || resumed);
         return rc;
     }
-    rc = record_created(s, c, nd, offer, &ns, err);
+    rc = record_created(s, pv, c, nd, offer, &ns, err);
     if (!rc)
         gpc_lc_fault("kill-after-record", nd->rank);
     return rc;
@@ -228,7 +228,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
  * (create_nodes): one user-data, each node's rank from its launch index.
  * made[i] is set for each node recorded.
  */
-int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
                         gpc_node_rec **nds, size_t n, const gpc_launch *l, const gpc_offer *of,
                         const char *head_ip, const char *workdir, const char *ckpt, int *made,
                         gpc_error *err)
@@ -236,7 +236,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
     char token[72];
     char *ud = NULL;
     int resumed = gpc_lc_outcome_unknown(nds[0]);
-    int rc = render_for(s, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
+    int rc = render_for(s, pv, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
     if (!rc && resumed) {
         /* the same batch again, with its own token (launch_attempt) */
         size_t tl = strcspn(nds[0]->client_token, "/");
@@ -269,21 +269,21 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
         for (size_t i = 0; !rc && i < n; i++)
             if (gpc_lc_fault("fail-create", nds[i]->rank))
                 rc = gpc_fail(err, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure creating %s",
-                              s->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code),
+                              pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code),
                               nds[i]->name);
         if (!rc) {
             sent = 1;
             for (size_t i = 0; i < n; i++)
                 gpc_lc_fault_kill_in_create(nds[i]->rank);
-            rc = s->prov->create_nodes(s->pctx, reqs, n, ns, err);
+            rc = pv->prov->create_nodes(pv->ctx, reqs, n, ns, err);
         }
         for (size_t i = 0; i < n; i++)
             gpc_lc_fault("kill-before-record", nds[i]->rank);
     }
-    if (rc && resumed && sent && adopt_late(s, nds, n, err) == 0) {
+    if (rc && resumed && sent && adopt_late(s, pv, nds, n, err) == 0) {
         for (size_t i = 0; i < n; i++) {
             made[i] = 1;
-            gpc_lc_record_attempt(s, c, nds[i]->rank, l, of, "created", NULL);
+            gpc_lc_record_attempt(s, pv, c, nds[i]->rank, l, of, "created", NULL);
         }
         free(ud);
         free(reqs);
@@ -291,14 +291,14 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
         return 0;
     }
     for (size_t i = 0; i < n; i++)
-        gpc_lc_record_attempt(s, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
+        gpc_lc_record_attempt(s, pv, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
     if (rc) {
         gpc_lc_event(s, c->id, (int)nds[0]->rank, "error", "create of %zu node(s) failed: %s", n,
               err->msg);
         settle_intent(s, nds, n, rc, sent || resumed);
     }
     for (size_t i = 0; !rc && i < n; i++) {
-        rc = record_created(s, c, nds[i], of, &ns[i], err);
+        rc = record_created(s, pv, c, nds[i], of, &ns[i], err);
         if (!rc) {
             made[i] = 1;
             gpc_lc_fault("kill-after-record", nds[i]->rank);
@@ -310,7 +310,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
             continue;
         gpc_error e;
         gpc_error_clear(&e);
-        s->prov->delete_node(s->pctx, nds[i]->region, ns[i].provider_id, &e);
+        pv->prov->delete_node(pv->ctx, nds[i]->region, ns[i].provider_id, &e);
     }
     free(ud);
     free(reqs);
@@ -325,15 +325,15 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c
  * A lookup that fails is not "none": its error is returned and nothing is
  * recorded, so that no caller makes the node again on a guess.
  */
-int gpc_lc_adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
+int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec *nd, int *found, gpc_error *err)
 {
     *found = 0;
-    if (!gpc_lc_outcome_unknown(nd) || !s->prov->find_node)
+    if (!gpc_lc_outcome_unknown(nd) || !pv->prov->find_node)
         return 0;
     gpc_node_status ns;
     gpc_error e;
     gpc_error_clear(&e);
-    int rc = s->prov->find_node(s->pctx, nd->region, nd->client_token, &ns, &e);
+    int rc = pv->prov->find_node(pv->ctx, nd->region, nd->client_token, &ns, &e);
     if (rc == GPC_ERR_NOT_FOUND)
         return 0;
     if (rc)
@@ -363,7 +363,7 @@ int gpc_lc_adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
     if (!rc)
         rc = gpc_node_update(s->st, nd, err);
     if (!rc && !nd->ended_at)
-        rc = gpc_ledger_open(s->st, nd->cluster_id, nd->id, s->prov->name, nd->instance_type,
+        rc = gpc_ledger_open(s->st, nd->cluster_id, nd->id, pv->prov->name, nd->instance_type,
                              nd->price_hourly, nd->started_at, err);
     if (!rc)
         rc = gpc_state_commit(s->st, err);
@@ -384,14 +384,14 @@ int gpc_lc_adopt(gpc_session *s, gpc_node_rec *nd, int *found, gpc_error *err)
  * nodes, recorded, and the create's error is dropped (0).  Else the
  * error stands (non-zero, err untouched).
  */
-static int adopt_late(gpc_session *s, gpc_node_rec **nds, size_t n, gpc_error *err)
+static int adopt_late(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec **nds, size_t n, gpc_error *err)
 {
     int all = 1;
     for (size_t i = 0; all && i < n; i++) {
         gpc_error e;
         gpc_error_clear(&e);
         int found = 0;
-        all = gpc_lc_adopt(s, nds[i], &found, &e) == 0 && (found || nds[i]->provider_id[0]);
+        all = gpc_lc_adopt(s, pv, nds[i], &found, &e) == 0 && (found || nds[i]->provider_id[0]);
     }
     if (!all)
         return GPC_ERR_NOT_FOUND;

@@ -7,9 +7,9 @@
 #include "gpuctl/util.h"
 
 /* Ask the provider to remove what else it made for the cluster. */
-int gpc_lc_cleanup_resources(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_error *err)
 {
-    if (!s->prov->cleanup_cluster)
+    if (!pv->prov->cleanup_cluster)
         return 0;
     char **regions = NULL;
     size_t nr = 0;
@@ -17,7 +17,7 @@ int gpc_lc_cleanup_resources(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     if (!rc) {
         gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
                                .regions = (const char *const *)regions, .n_regions = nr};
-        rc = s->prov->cleanup_cluster(s->pctx, &ref, err);
+        rc = pv->prov->cleanup_cluster(pv->ctx, &ref, err);
     }
     gpc_lc_free_strv(regions, nr);
     if (!rc)
@@ -30,7 +30,9 @@ int gpc_lc_cleanup_resources(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err)
 {
     *deleted = 0;
-    int rc = gpc_session_provider(s, c->provider, err);
+    gpc_open_provider op;
+    const gpc_open_provider *pv = &op;
+    int rc = gpc_session_provider(s, c->provider, &op, err);
     if (rc)
         return rc;
     gpc_node_rec *nodes = NULL;
@@ -45,7 +47,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
     /* A provider that tags what it makes removes it all by the cluster's
      * tag (EC2: terminate, wait until terminated, then the placement group,
      * security group and key pair); the nodes are then gone too. */
-    int by_tag = s->prov->cleanup_cluster != NULL;
+    int by_tag = pv->prov->cleanup_cluster != NULL;
     size_t to_mark = n;
     gpc_code by_tag_code = GPC_OK;
     if (by_tag) {
@@ -54,8 +56,8 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         for (size_t i = 0; i < n; i++)
             if (nodes[i].provider_id[0] && gpc_lc_fault("fail-delete", nodes[i].rank))
                 gpc_fail(&e, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure deleting %s",
-                         s->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nodes[i].name);
-        if (e.code || gpc_lc_cleanup_resources(s, c, &e) != 0) {
+                         pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nodes[i].name);
+        if (e.code || gpc_lc_cleanup_resources(s, pv, c, &e) != 0) {
             by_tag_code = e.code;
             nleft = 1;
             gpc_buf_addf(&left, NULL, "%s", e.msg);
@@ -70,12 +72,12 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
         int found = 0;
         /* a node created but never recorded is deleted too; one that
          * cannot be looked up stays recorded */
-        int drc = by_tag ? 0 : gpc_lc_adopt(s, nd, &found, &e);
+        int drc = by_tag ? 0 : gpc_lc_adopt(s, pv, nd, &found, &e);
         drc = drc ? drc : !nd->provider_id[0] || by_tag ? 0
                 : gpc_lc_fault("fail-delete", nd->rank)
                 ? gpc_fail(&e, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure deleting %s",
-                           s->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name)
-                : s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e);
+                           pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name)
+                : pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e);
         if (drc) {
             nleft++;
             gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);

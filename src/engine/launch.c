@@ -17,7 +17,7 @@
  * ledger entry closed, ready for the next attempt; one that cannot be
  * removed stays recorded.  Returns how many are left.
  */
-static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes,
+static int rollback_created(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nodes,
                             size_t n, const int *made)
 {
     int64_t now = gpc_now();
@@ -28,7 +28,7 @@ static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *no
             continue;
         gpc_error e;
         gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e) == 0) {
+        if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) == 0) {
             gpc_ledger_close(s->st, nd->id, now, &e);
             gpc_lc_event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
                   nd->provider_id);
@@ -57,7 +57,7 @@ static int rollback_created(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *no
  * are removed first and made again with the new head's address.  An error
  * when one cannot be removed (it stays recorded; destroy takes it).
  */
-static int replace_orphans(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
+static int replace_orphans(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
                            gpc_error *err)
 {
     if (!n || nodes[0].rank != 0 || nodes[0].provider_id[0] || gpc_lc_outcome_unknown(&nodes[0]))
@@ -72,7 +72,7 @@ static int replace_orphans(gpc_session *s, gpc_cluster_rec *c, gpc_node_rec *nod
     if (k) {
         gpc_info(s->log, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
                  "at its old address: replacing them", c->name, k);
-        left = rollback_created(s, c, nodes, n, orphan);
+        left = rollback_created(s, pv, c, nodes, n, orphan);
     }
     free(orphan);
     return left ? gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s': %d worker(s) of a head that is "
@@ -186,7 +186,7 @@ static void note_created(gpc_session *s, const gpc_node_rec *nd, int *made,
  * back as one run), under its own attempt number.  made[i] marks the
  * nodes this call recorded.
  */
-static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+static int launch_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
                           gpc_node_rec *nodes, size_t n, const gpc_launch *l, const char *workdir,
                           const char *ckpt, int *made, gpc_apply_result *res, gpc_error *err)
 {
@@ -203,14 +203,14 @@ static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             hof = recorded_offer(l->head, head);
             hl.attempt = token_attempt(head->client_token, l->attempt);
         }
-        rc = gpc_lc_create_one(s, spec, c, head, &hl, &hof, NULL, workdir, ckpt, err);
+        rc = gpc_lc_create_one(s, pv, spec, c, head, &hl, &hof, NULL, workdir, ckpt, err);
         if (rc)
             return rc;
         note_created(s, head, &made[0], res);
     }
     if (!head->private_ip[0]) {
         gpc_node_status hs;
-        rc = s->prov->describe_node(s->pctx, head->region, head->provider_id, &hs, err);
+        rc = pv->prov->describe_node(pv->ctx, head->region, head->provider_id, &hs, err);
         if (!rc)
             gpc_lc_set_str(&head->private_ip, hs.private_ip);
         if (!rc && !head->private_ip[0])
@@ -255,9 +255,9 @@ static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
                 run[k++] = &nodes[i++];
             in_batch = k > 1;
         }
-        if (in_batch && s->prov->create_nodes) {
+        if (in_batch && pv->prov->create_nodes) {
             int *m = made + start;
-            rc = gpc_lc_create_batch(s, spec, c, run, k, &rl, &of, head->private_ip, workdir, ckpt,
+            rc = gpc_lc_create_batch(s, pv, spec, c, run, k, &rl, &of, head->private_ip, workdir, ckpt,
                               m, err);
             for (size_t j = 0; j < k; j++)
                 if (m[j]) {
@@ -267,7 +267,7 @@ static int launch_attempt(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             continue;
         }
         for (size_t j = 0; !rc && j < k; j++) {
-            rc = gpc_lc_create_one(s, spec, c, run[j], &rl, &of, head->private_ip, workdir, ckpt,
+            rc = gpc_lc_create_one(s, pv, spec, c, run[j], &rl, &of, head->private_ip, workdir, ckpt,
                             err);
             if (!rc)
                 note_created(s, run[j], &made[start + j], res);
@@ -294,9 +294,9 @@ static long boot_timeout_s(void)
  * back for want of capacity makes the attempt fail with GPC_ERR_CAPACITY
  * (the caller moves on); one that died otherwise, GPC_ERR_PROVIDER.
  */
-static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_error *err)
+static int wait_booted(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, double poll_s, gpc_error *err)
 {
-    if (!s->prov->describe_nodes)
+    if (!pv->prov->describe_nodes)
         return 0;
     long limit = boot_timeout_s();
     int64_t start = gpc_now();
@@ -306,14 +306,14 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
         size_t n = 0;
         gpc_node_status *ns = NULL;
         int *have = NULL;
-        int rc = gpc_lc_describe_cluster(s, c, &nodes, &n, &ns, &have, err);
+        int rc = gpc_lc_describe_cluster(s, pv, c, &nodes, &n, &ns, &have, err);
         int up = 0, starting = 0;
         for (size_t i = 0; !rc && i < n; i++) {
             if (!have[i])
                 continue;
             if (ns[i].no_capacity || gpc_lc_is_terminal(ns[i].phase))
                 rc = gpc_fail(err, ns[i].no_capacity ? GPC_ERR_CAPACITY : GPC_ERR_PROVIDER,
-                              "%s: node %s (%s) ended while starting: %s", s->prov->name,
+                              "%s: node %s (%s) ended while starting: %s", pv->prov->name,
                               nodes[i].name, nodes[i].provider_id,
                               ns[i].detail[0] ? ns[i].detail : gpc_phase_name(ns[i].phase));
             else if (ns[i].phase == GPC_PHASE_PENDING || ns[i].phase == GPC_PHASE_BOOTING)
@@ -343,9 +343,9 @@ static int wait_booted(gpc_session *s, gpc_cluster_rec *c, double poll_s, gpc_er
 
 /* After wait_booted: the provider finishes the running nodes
  * (nodes_running; EC2: their Elastic IPs).  Its failure fails the launch. */
-static int finish_nodes(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
+static int finish_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_error *err)
 {
-    if (!s->prov->nodes_running)
+    if (!pv->prov->nodes_running)
         return 0;
     gpc_node_rec *nodes = NULL;
     size_t n = 0, k = 0, nr = 0;
@@ -362,7 +362,7 @@ static int finish_nodes(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     if (!rc && k) {
         gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
                                .regions = (const char *const *)regions, .n_regions = nr};
-        rc = s->prov->nodes_running(s->pctx, &ref, ids, k, err);
+        rc = pv->prov->nodes_running(pv->ctx, &ref, ids, k, err);
     }
     gpc_lc_free_strv(regions, nr);
     free(ids);
@@ -398,7 +398,7 @@ static int any_unknown(const gpc_node_rec *nodes, size_t n)
  * call created is removed.  Returns GPC_ERR_CAPACITY / GPC_ERR_QUOTA when
  * the caller may go on to its next offer.
  */
-int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
                           const gpc_plan_offer *chosen, const char *workdir,
                           const char *ckpt, double poll_s, gpc_apply_result *res,
                           gpc_error *err)
@@ -415,7 +415,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
      * new is made. */
     for (size_t i = 0; !rc && i < n; i++) {
         int found = 0;
-        rc = gpc_lc_adopt(s, &nodes[i], &found, err);
+        rc = gpc_lc_adopt(s, pv, &nodes[i], &found, err);
         if (!rc && found) {
             res->adopted++;
             gpc_info(s->log, "found node %s (%s) made by an interrupted apply", nodes[i].name,
@@ -423,7 +423,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         }
     }
     if (!rc)
-        rc = replace_orphans(s, c, nodes, n, err);
+        rc = replace_orphans(s, pv, c, nodes, n, err);
     if (rc) {
         gpc_node_list_free(nodes, n);
         return rc;
@@ -436,14 +436,14 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         gpc_node_list_free(nodes, n);
         /* what an interrupted apply launched must still come up, and be
          * finished (also when it was recorded: killed in nodes_running) */
-        rc = res->adopted ? wait_booted(s, c, poll_s, err) : 0;
-        return rc ? rc : finish_nodes(s, c, err);
+        rc = res->adopted ? wait_booted(s, pv, c, poll_s, err) : 0;
+        return rc ? rc : finish_nodes(s, pv, c, err);
     }
     /* Where to try: the live nodes' zone, else the provider's zones. */
     char (*zones)[48] = NULL;
     size_t nz = 0;
     const char *pinned = live_zone(nodes, n);
-    if (pinned[0] || !s->prov->list_zones) {
+    if (pinned[0] || !pv->prov->list_zones) {
         zones = calloc(1, sizeof(*zones));
         if (!zones)
             rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
@@ -451,7 +451,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
             snprintf(zones[0], sizeof(zones[0]), "%s", pinned[0] ? pinned : chosen->worker.zone);
         nz = 1;
     } else {
-        rc = s->prov->list_zones(s->pctx, &chosen->worker, &zones, &nz, err);
+        rc = pv->prov->list_zones(pv->ctx, &chosen->worker, &zones, &nz, err);
         /* the spec's zones, when it names any */
         size_t kept = 0;
         for (size_t z = 0; !rc && z < nz; z++) {
@@ -463,13 +463,13 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         }
         if (!rc && nz > 0 && kept == 0)
             rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is offered in %zu zone(s) of %s (%s%s), "
-                          "none of them among the spec's zones", s->prov->name,
+                          "none of them among the spec's zones", pv->prov->name,
                           chosen->worker.instance_type, nz, chosen->worker.region, zones[0],
                           nz > 1 ? ", ..." : "");
         nz = rc ? nz : kept;
         if (!rc && nz == 0)
             rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is not offered in any zone of %s",
-                          s->prov->name, chosen->worker.instance_type, chosen->worker.region);
+                          pv->prov->name, chosen->worker.instance_type, chosen->worker.region);
     }
     int *made = calloc(n, sizeof(int));
     if (!rc && !made)
@@ -490,12 +490,12 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         gpc_error e;
         gpc_error_clear(&e);
         if (skip_s > 0 && zones[z][0] && !pinned[0] &&
-            gpc_capacity_miss_last(s->st, s->prov->name, worker.region, worker.zone,
+            gpc_capacity_miss_last(s->st, pv->prov->name, worker.region, worker.zone,
                                    worker.instance_type, worker.spot, &miss, &e) == 0 &&
             miss && now - miss < skip_s) {
             gpc_fail(&e, GPC_ERR_CAPACITY, "skipped: no capacity here %lds ago (skipped for "
                      "%lds, GPUCTL_CAPACITY_SKIP_S)", (long)(now - miss), skip_s);
-            gpc_lc_record_attempt(s, c, 0, &l, &worker, "skipped", &e);
+            gpc_lc_record_attempt(s, pv, c, 0, &l, &worker, "skipped", &e);
             gpc_buf_addf(&tried, NULL, "%s%s (skipped)", tried.len ? ", " : "", zones[z]);
             last = GPC_ERR_CAPACITY;
             gpc_fail_replace(&last_err, GPC_ERR_CAPACITY, "%s", e.msg);
@@ -503,15 +503,15 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         }
         memset(made, 0, n * sizeof(int));
         int created_before = res->created;
-        last = launch_attempt(s, spec, c, nodes, n, &l, workdir, ckpt, made, res, &e);
+        last = launch_attempt(s, pv, spec, c, nodes, n, &l, workdir, ckpt, made, res, &e);
         if (!last) {
-            last = wait_booted(s, c, poll_s, &e);
+            last = wait_booted(s, pv, c, poll_s, &e);
             if (!last)
-                last = finish_nodes(s, c, &e);
+                last = finish_nodes(s, pv, c, &e);
             /* the nodes launched, then did not come up: the attempt failed */
             for (size_t i = 0; last && i < n; i++)
                 if (made[i])
-                    gpc_lc_record_attempt(s, c, nodes[i].rank, &l,
+                    gpc_lc_record_attempt(s, pv, c, nodes[i].rank, &l,
                                    nodes[i].rank == 0 ? &head : &worker, "error", &e);
         }
         if (!last)
@@ -541,13 +541,13 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
         if (any) {
             gpc_info(s->log, "gpuctl: launch in %s%s%s failed (%s); removing what it created",
                      worker.region, zones[z][0] ? "/" : "", zones[z], e.msg);
-            left = rollback_created(s, c, nodes, n, made);
+            left = rollback_created(s, pv, c, nodes, n, made);
             res->created = created_before;
         }
         if (left || (last != GPC_ERR_CAPACITY && last != GPC_ERR_QUOTA) || gpc_interrupted)
             break;
         if (last == GPC_ERR_CAPACITY) {
-            gpc_capacity_miss_add(s->st, s->prov->name, worker.region, worker.zone,
+            gpc_capacity_miss_add(s->st, pv->prov->name, worker.region, worker.zone,
                                   worker.instance_type, worker.spot, gpc_now(), &e);
             if (z + 1 < nz && !pinned[0])
                 gpc_info(s->log, "gpuctl: no capacity for %s in %s; trying zone %s",
@@ -559,7 +559,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
     if (!rc && last) {
         if (nz > 1 && last == GPC_ERR_CAPACITY)
             rc = gpc_fail(err, last, "%s: no capacity for %s %s in %s (zones tried: %s); last: "
-                          "%s", s->prov->name, chosen->worker.instance_type,
+                          "%s", pv->prov->name, chosen->worker.instance_type,
                           chosen->worker.spot ? "spot" : "on-demand", chosen->worker.region,
                           gpc_buf_str(&tried), last_err.msg);
         else
@@ -572,7 +572,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec 
          * create of unknown outcome keeps it recorded: its node may come. */
         gpc_error ce;
         gpc_error_clear(&ce);
-        if (gpc_lc_cleanup_resources(s, c, &ce) == 0)
+        if (gpc_lc_cleanup_resources(s, pv, c, &ce) == 0)
             close_if_empty(s, c, nodes, n);
         else
             gpc_info(s->log, "gpuctl: %s; cluster '%s' stays recorded: run 'gpuctl destroy %s'",

@@ -246,11 +246,12 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
             continue;
         }
         size_t updated = 0;
-        rc = gpc_session_provider(s, p->name, err);
+        gpc_open_provider op;
+        rc = gpc_session_provider(s, p->name, &op, err);
         if (!rc) {
             gpc_error e;
             gpc_error_clear(&e);
-            rc = s->prov->live_prices(s->pctx, o, n, &updated, &e);
+            rc = op.prov->live_prices(op.ctx, o, n, &updated, &e);
             if (rc)
                 gpc_fail(err, e.code, "--live: %s", e.msg);
         }
@@ -281,14 +282,15 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         const gpc_provider *p = gpc_provider_find(names[i]);
         if (!p || !(p->caps & GPC_CAP_OWN_OFFERS))
             continue;
-        int rc = gpc_session_provider(s, p->name, err);
+        gpc_open_provider op;
+        int rc = gpc_session_provider(s, p->name, &op, err);
         if (rc)
             return rc;
         gpc_offer *o = NULL;
         size_t n = 0;
         gpc_error e;
         gpc_error_clear(&e);
-        rc = s->prov->list_offers(s->pctx, spec, &o, &n, &e);
+        rc = op.prov->list_offers(op.ctx, spec, &o, &n, &e);
         if (rc == GPC_ERR_CAPACITY || rc == GPC_ERR_BUDGET || (!rc && n == 0)) {
             cJSON_AddItemToArray(own->notes, cJSON_CreateString(
                 rc ? e.msg : "no offer from this provider"));

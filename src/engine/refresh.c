@@ -90,16 +90,16 @@ static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
  * describe_nodes call for all of them when the provider has it, else one
  * describe_node each.  have[i] tells which ns[i] were filled.
  */
-static int describe_live(gpc_session *s, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
+static int describe_live(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
                          size_t n, gpc_node_status *ns, int *have, gpc_error *err)
 {
     int rc = 0;
-    if (!s->prov->describe_nodes) {
+    if (!pv->prov->describe_nodes) {
         for (size_t i = 0; !rc && i < n; i++) {
             const gpc_node_rec *nd = &nodes[i];
             if (!nd->provider_id[0] || (gpc_lc_is_terminal(nd->phase) && nd->ended_at))
                 continue;
-            rc = s->prov->describe_node(s->pctx, nd->region, nd->provider_id, &ns[i], err);
+            rc = pv->prov->describe_node(pv->ctx, nd->region, nd->provider_id, &ns[i], err);
             have[i] = rc == 0;
         }
         return rc;
@@ -123,7 +123,7 @@ static int describe_live(gpc_session *s, const gpc_cluster_rec *c, const gpc_nod
     if (!rc && k) {
         gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
                                .regions = (const char *const *)regions, .n_regions = nr};
-        rc = s->prov->describe_nodes(s->pctx, &ref, ids, k, out, err);
+        rc = pv->prov->describe_nodes(pv->ctx, &ref, ids, k, out, err);
     }
     for (size_t j = 0; !rc && j < k; j++) {
         ns[at[j]] = out[j];
@@ -139,7 +139,7 @@ static int describe_live(gpc_session *s, const gpc_cluster_rec *c, const gpc_nod
 /* The cluster's nodes from the state and what the provider says of each
  * (see describe_live).  The caller frees *nodes (gpc_node_list_free), *ns
  * and *have, also on failure. */
-int gpc_lc_describe_cluster(gpc_session *s, const gpc_cluster_rec *c, gpc_node_rec **nodes,
+int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, gpc_node_rec **nodes,
                             size_t *n, gpc_node_status **ns, int **have, gpc_error *err)
 {
     int rc = gpc_node_list(s->st, c->id, 0, nodes, n, err);
@@ -149,7 +149,7 @@ int gpc_lc_describe_cluster(gpc_session *s, const gpc_cluster_rec *c, gpc_node_r
     *have = calloc(*n ? *n : 1, sizeof(int));
     if (!*ns || !*have)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    return describe_live(s, c, *nodes, *n, *ns, *have, err);
+    return describe_live(s, pv, c, *nodes, *n, *ns, *have, err);
 }
 
 /* The cluster's last launch attempt (the newest row) did not create. */
@@ -170,7 +170,9 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     int rc = reload(s, c, err);
     if (rc || c->destroyed_at)
         return rc;
-    rc = gpc_session_provider(s, c->provider, err);
+    gpc_open_provider op;
+    const gpc_open_provider *pv = &op;
+    rc = gpc_session_provider(s, c->provider, &op, err);
     if (rc)
         return rc;
     /* Ask the provider first, outside any transaction (it may be slow). */
@@ -178,7 +180,7 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
     size_t n = 0;
     gpc_node_status *ns = NULL;
     int *have = NULL;
-    rc = gpc_lc_describe_cluster(s, c, &nodes, &n, &ns, &have, err);
+    rc = gpc_lc_describe_cluster(s, pv, c, &nodes, &n, &ns, &have, err);
     /* Then record it against the rows as they are now: a destroy that ran
      * meanwhile must not be undone by what we saw before it. */
     gpc_node_rec *cur = NULL;

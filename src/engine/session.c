@@ -61,32 +61,47 @@ int gpc_session_open(gpc_session *s, const gpc_settings *o, gpc_error *err)
     return rc;
 }
 
-int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)
+int gpc_session_provider(gpc_session *s, const char *name, gpc_open_provider *out,
+                         gpc_error *err)
 {
-    if (s->prov && strcmp(s->prov->name, name) == 0)
-        return 0;
-    if (s->prov) {
-        s->prov->close(s->pctx);
-        s->prov = NULL;
-        s->pctx = NULL;
-    }
-    const gpc_provider *p = gpc_provider_find(name);
-    if (!p)
+    memset(out, 0, sizeof(*out));
+    size_t i = 0;
+    while (gpc_providers[i] && strcmp(gpc_providers[i]->name, name) != 0)
+        i++;
+    if (!gpc_providers[i])
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "provider '%s' is not built into this gpuctl (available: %s)",
                         name, gpc_provider_names());
-    gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->cfg->endpoint,
-                               .region = NULL, .profile = s->cfg->profile, .log = s->log};
-    int rc = p->open(&cfg, &s->pctx, err);
-    if (!rc)
-        s->prov = p;
-    return rc;
+    if (!s->open) {
+        size_t n = 0;
+        while (gpc_providers[n])
+            n++;
+        if (!(s->open = calloc(n, sizeof(*s->open))))
+            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        s->n_open = n;
+    }
+    gpc_open_provider *slot = &s->open[i];
+    if (!slot->prov) {
+        const gpc_provider *p = gpc_providers[i];
+        gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->cfg->endpoint,
+                                   .region = NULL, .profile = s->cfg->profile, .log = s->log};
+        void *ctx = NULL;
+        int rc = p->open(&cfg, &ctx, err);
+        if (rc)
+            return rc;
+        slot->prov = p;
+        slot->ctx = ctx;
+    }
+    *out = *slot;
+    return 0;
 }
 
 void gpc_session_close(gpc_session *s)
 {
-    if (s->prov)
-        s->prov->close(s->pctx);
+    for (size_t i = 0; i < s->n_open; i++)
+        if (s->open[i].prov)
+            s->open[i].prov->close(s->open[i].ctx);
+    free(s->open);
     gpc_state_close(s->st);
     free(s->state_dir);
     memset(s, 0, sizeof(*s));

@@ -14,15 +14,15 @@
 
 /* ---- logs and wait --------------------------------------------------- */
 
-int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
+int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
                  int prefix, gpc_buf *partial, const gpc_log *f, gpc_error *err)
 {
-    if (!s->prov || !s->prov->read_log || !provider_id[0])
+    if (!pv || !pv->prov->read_log || !provider_id[0])
         return 0;
     gpc_buf b;
     gpc_buf_init(&b, 1u << 22);
     long next = *off;
-    int rc = s->prov->read_log(s->pctx, provider_id, *off, &b, &next, err);
+    int rc = pv->prov->read_log(pv->ctx, provider_id, *off, &b, &next, err);
     if (!rc && b.len) {
         if (!prefix) {
             gpc_output(f, b.data, b.len);
@@ -65,13 +65,13 @@ void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, const gpc_log *f
  * still booting (they can never join; those that joined end with torchrun
  * by themselves).  all = 1: every node still alive (the job has failed).
  */
-static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const char *why)
+static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, int all, const char *why)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
     gpc_error e;
     gpc_error_clear(&e);
-    if (gpc_node_list(s->st, c->id, 0, &nodes, &n, &e))
+    if (!pv || gpc_node_list(s->st, c->id, 0, &nodes, &n, &e))
         return;
     int64_t now = gpc_now();
     for (size_t i = 0; i < n; i++) {
@@ -80,7 +80,7 @@ static void stop_stragglers(gpc_session *s, gpc_cluster_rec *c, int all, const c
             (!all && (nd->rank == 0 || nd->phase != GPC_PHASE_BOOTING)))
             continue;
         gpc_error_clear(&e);
-        if (s->prov->delete_node(s->pctx, nd->region, nd->provider_id, &e) != 0) {
+        if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) != 0) {
             gpc_info(s->log, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
             continue;
         }
@@ -116,10 +116,20 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     int head_lost = 0;
     char bad_name[128] = "";
     int bad_exit = -1;
+    gpc_open_provider op;
     for (int final = 0; !final;) {
         rc = gpc_cluster_refresh(s, c, err);
         if (rc)
             break;
+        /* the cluster's provider (refresh opened it, unless the cluster
+         * is gone: then there is nothing to ask it) */
+        const gpc_open_provider *pv = NULL;
+        if (!c->destroyed_at) {
+            rc = gpc_session_provider(s, c->provider, &op, err);
+            if (rc)
+                break;
+            pv = &op;
+        }
         gpc_node_rec *nodes = NULL;
         size_t n = 0;
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
@@ -160,7 +170,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
                     continue;
                 gpc_error e;
                 gpc_error_clear(&e);
-                gpc_log_pump(s, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
+                gpc_log_pump(pv, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
                              nt > 1, &parts[nodes[i].rank], s->log, &e);
                 if (final)
                     gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
@@ -176,11 +186,11 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         gpc_status(s->log, (long)(gpc_now() - start), line);
         if (final) {
             if (bad_name[0])
-                stop_stragglers(s, c, 1, "a worker failed and the job cannot finish");
+                stop_stragglers(s, pv, c, 1, "a worker failed and the job cannot finish");
             else if (head_lost)
-                stop_stragglers(s, c, 1, "rank 0 is gone and the job cannot finish");
+                stop_stragglers(s, pv, c, 1, "rank 0 is gone and the job cannot finish");
             else
-                stop_stragglers(s, c, 0, "the job ended before this node joined");
+                stop_stragglers(s, pv, c, 0, "the job ended before this node joined");
             break;
         }
         if (gpc_interrupted) {
