@@ -21,18 +21,68 @@
 
 struct cJSON;
 
-/* What the engine is configured with (the CLI fills it from flags, the
- * environment and the config file).  Strings are borrowed for the
- * session's life. */
+/* What the engine is configured with (the CLI fills it from its flags).
+ * Strings are borrowed for the session's life. */
 typedef struct gpc_settings {
     const char *state_dir;    /* --state-dir, or NULL for the default */
     const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
-    const char *endpoint;     /* --endpoint URL: the provider API endpoint, or NULL */
-    const char *profile;      /* --profile NAME: the credentials profile, or NULL */
+    const char *endpoint;     /* --endpoint URL: the API endpoint of every provider,
+                                 or NULL (gpc_provider_settings_get) */
+    const char *profile;      /* --profile NAME: the credentials profile of every
+                                 provider, or NULL */
     int state_reads_only;     /* the command only reads the state: on a full
                                  disk it opens it read-only (state.h) */
     const gpc_log *log;       /* where events go; NULL drops them */
 } gpc_settings;
+
+/*
+ * A provider's settings, resolved: what its open() is handed.  Each of
+ * endpoint, profile and region comes from, first to last:
+ *   1. the flag (gpc_settings: --endpoint, --profile; there is no region
+ *      flag), for every provider;
+ *   2. the environment: GPUCTL_<NAME>_ENDPOINT, GPUCTL_<NAME>_PROFILE,
+ *      GPUCTL_<NAME>_REGION, NAME being the provider's name upper-cased
+ *      (an empty variable counts as unset);
+ *   3. the config file (gpc_config_path), section [provider "NAME"], keys
+ *      endpoint, profile, region;
+ * else it stays NULL, and the provider uses its own defaults (AWS:
+ * AWS_ENDPOINT_URL_EC2, AWS_PROFILE, AWS_REGION, ~/.aws/config, ...).
+ * docs/config.md has the file's format.
+ */
+typedef struct gpc_provider_settings {
+    gpc_provider_config cfg; /* for open(); its strings point into this struct,
+                                and to state_dir and log as given */
+    char *endpoint;          /* owned, or NULL */
+    char *profile;           /* owned, or NULL */
+    char *region;            /* owned, or NULL */
+} gpc_provider_settings;
+
+/*
+ * Resolve the settings of provider `prov` (from the registry) into *out;
+ * `set` may be NULL (no flags, no log), `state_dir` (borrowed) is handed on
+ * as is and may be NULL for a provider that keeps no files (catalog
+ * refreshes).  The config file is read, and checked whole, on every call.
+ * Errors, with *out empty: GPC_ERR_USAGE "FILE:LINE: ..." for a config
+ * file that is not right (a line that is not '[section]' or 'key =
+ * value', a section other than [provider "NAME"], a NAME not in the
+ * registry, an unknown key, an empty or repeated value, a line longer than
+ * 198 characters); GPC_ERR_IO when it cannot be read (also when
+ * GPUCTL_CONFIG names a file that does not exist); GPC_ERR_NOMEM.  Free
+ * with gpc_provider_settings_free (also after an error).
+ */
+int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
+                              const char *state_dir, gpc_provider_settings *out,
+                              gpc_error *err);
+void gpc_provider_settings_free(gpc_provider_settings *ps);
+
+/*
+ * The config file's path into buf (n bytes): $GPUCTL_CONFIG (then
+ * *named = 1: it must exist), else $GPUCTL_CONFIG_DIR/config, else
+ * $XDG_CONFIG_HOME/gpuctl/config (an XDG_CONFIG_HOME that is not absolute
+ * is ignored), else $HOME/.config/gpuctl/config; "" when none of these is
+ * set.  Errors: GPC_ERR_IO when the path does not fit.
+ */
+int gpc_config_path(char *buf, size_t n, int *named, gpc_error *err);
 
 /* A provider open in a session: its table and the context its open()
  * made.  Both belong to the session and stay valid until

@@ -83,10 +83,12 @@ int gpc_session_provider(gpc_session *s, const char *name, gpc_open_provider *ou
     gpc_open_provider *slot = &s->open[i];
     if (!slot->prov) {
         const gpc_provider *p = gpc_providers[i];
-        gpc_provider_config cfg = {.state_dir = s->state_dir, .endpoint = s->cfg->endpoint,
-                                   .region = NULL, .profile = s->cfg->profile, .log = s->log};
+        gpc_provider_settings ps;
         void *ctx = NULL;
-        int rc = p->open(&cfg, &ctx, err);
+        int rc = gpc_provider_settings_get(s->cfg, p, s->state_dir, &ps, err);
+        if (!rc)
+            rc = p->open(&ps.cfg, &ctx, err);
+        gpc_provider_settings_free(&ps);
         if (rc)
             return rc;
         slot->prov = p;
