@@ -31,7 +31,8 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
     return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
 
-static int new_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, const char *spec_path,
+static int new_cluster(gpc_session *s, const gpc_open_provider *pv,
+                       const gpc_spec *spec, const char *spec_path,
                        const char *hash, gpc_cluster_rec *c, gpc_error *err)
 {
     char uid[33];
@@ -104,7 +105,7 @@ static int new_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_sp
         gpc_state_rollback(s->st);
     if (!rc)
         gpc_lc_event(s, c->id, -1, "apply", "cluster recorded: %u node(s) on %s, spec %.12s",
-              c->nodes, c->provider, hash);
+                     c->nodes, c->provider, hash);
     return rc;
 }
 
@@ -299,7 +300,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         if (!rc) {
             res->cluster_id = c.id;
             rc = gpc_lc_create_missing(s, pv, spec, &c, chosen, workdir, ckpt,
-                                opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
+                                       opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
         }
         /* Only from a clean slate: when the rollback could not remove a
          * node, the cluster stays recorded for destroy, and this error

@@ -30,7 +30,8 @@ static void batch_token(const gpc_cluster_rec *c, uint32_t rank, uint32_t attemp
     snprintf(token, tl, "%.32s-w%u-%.8s-a%u", c->name, rank, c->uid, attempt);
 }
 
-void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, uint32_t rank,
+void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv,
+                           const gpc_cluster_rec *c, uint32_t rank,
                            const gpc_launch *l, const gpc_offer *of, const char *outcome,
                            const gpc_error *e)
 {
@@ -47,7 +48,8 @@ void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv, const gp
         gpc_debug(s->log, "could not record attempt: %s", e2.msg);
 }
 
-static int adopt_late(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec **nds, size_t n, gpc_error *err);
+static int adopt_late(gpc_session *s, const gpc_open_provider *pv,
+                      gpc_node_rec **nds, size_t n, gpc_error *err);
 
 /* Write where node `nd` is about to be created (record before create). */
 static int record_intent(gpc_session *s, gpc_node_rec *nd, const gpc_offer *of,
@@ -97,7 +99,8 @@ static void settle_intent(gpc_session *s, gpc_node_rec **nds, size_t n, int code
 }
 
 /* Record what the provider made for node `nd`; on failure take it back. */
-static int record_created(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nd,
+static int record_created(gpc_session *s, const gpc_open_provider *pv,
+                          gpc_cluster_rec *c, gpc_node_rec *nd,
                           const gpc_offer *of, const gpc_node_status *ns, gpc_error *err)
 {
     int64_t now = gpc_now();
@@ -129,13 +132,14 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv, gpc_clust
         return rc;
     }
     gpc_lc_event(s, c->id, (int)nd->rank, "create", "created %s as %s in %s%s%s", nd->name,
-          nd->provider_id, of->region, of->zone[0] ? "/" : "", of->zone);
+                 nd->provider_id, of->region, of->zone[0] ? "/" : "", of->zone);
     return 0;
 }
 
 /* Render the user-data of node `rank` (with_launch_index: of a batch that
  * starts at `rank`).  Checks it fits the provider's transport. */
-static int render_for(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, const gpc_cluster_rec *c,
+static int render_for(gpc_session *s, const gpc_open_provider *pv,
+                      const gpc_spec *spec, const gpc_cluster_rec *c,
                       uint32_t rank, int with_launch_index, const gpc_offer *of,
                       const char *head_ip, const char *workdir, const char *ckpt, char **ud,
                       gpc_error *err)
@@ -178,7 +182,8 @@ static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec
 /* Render and create node `nd`; record it.  head_ip NULL for rank 0.  A
  * node whose create has an unknown outcome goes again with its own token
  * (and `offer` is the one it was made with: recorded_offer). */
-int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
+                      const gpc_spec *spec, gpc_cluster_rec *c,
                       gpc_node_rec *nd, const gpc_launch *l, const gpc_offer *offer,
                       const char *head_ip, const char *workdir, const char *ckpt,
                       gpc_error *err)
@@ -228,7 +233,8 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv, const gpc_spe
  * (create_nodes): one user-data, each node's rank from its launch index.
  * made[i] is set for each node recorded.
  */
-int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
+                        const gpc_spec *spec, gpc_cluster_rec *c,
                         gpc_node_rec **nds, size_t n, const gpc_launch *l, const gpc_offer *of,
                         const char *head_ip, const char *workdir, const char *ckpt, int *made,
                         gpc_error *err)
@@ -268,7 +274,8 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_s
                   nds[n - 1]->name, token);
         for (size_t i = 0; !rc && i < n; i++)
             if (gpc_lc_fault("fail-create", nds[i]->rank))
-                rc = gpc_fail(err, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure creating %s",
+                rc = gpc_fail(err, (gpc_code)gpc_lc_fault_code,
+                              "%s: injected %s failure creating %s",
                               pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code),
                               nds[i]->name);
         if (!rc) {
@@ -291,10 +298,11 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_s
         return 0;
     }
     for (size_t i = 0; i < n; i++)
-        gpc_lc_record_attempt(s, pv, c, nds[i]->rank, l, of, rc ? "error" : "created", rc ? err : NULL);
+        gpc_lc_record_attempt(s, pv, c, nds[i]->rank, l, of, rc ? "error" : "created",
+                              rc ? err : NULL);
     if (rc) {
         gpc_lc_event(s, c->id, (int)nds[0]->rank, "error", "create of %zu node(s) failed: %s", n,
-              err->msg);
+                     err->msg);
         settle_intent(s, nds, n, rc, sent || resumed);
     }
     for (size_t i = 0; !rc && i < n; i++) {
@@ -325,7 +333,8 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_s
  * A lookup that fails is not "none": its error is returned and nothing is
  * recorded, so that no caller makes the node again on a guess.
  */
-int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec *nd, int *found, gpc_error *err)
+int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv,
+                 gpc_node_rec *nd, int *found, gpc_error *err)
 {
     *found = 0;
     if (!gpc_lc_outcome_unknown(nd) || !pv->prov->find_node)
@@ -372,7 +381,7 @@ int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec *nd, 
     if (rc)
         return rc;
     gpc_lc_event(s, nd->cluster_id, (int)nd->rank, "adopt",
-          "found %s by its client token (created, never recorded)", nd->provider_id);
+                 "found %s by its client token (created, never recorded)", nd->provider_id);
     *found = 1;
     return 0;
 }
@@ -384,7 +393,8 @@ int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec *nd, 
  * nodes, recorded, and the create's error is dropped (0).  Else the
  * error stands (non-zero, err untouched).
  */
-static int adopt_late(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec **nds, size_t n, gpc_error *err)
+static int adopt_late(gpc_session *s, const gpc_open_provider *pv,
+                      gpc_node_rec **nds, size_t n, gpc_error *err)
 {
     int all = 1;
     for (size_t i = 0; all && i < n; i++) {

@@ -7,7 +7,8 @@
 #include "gpuctl/util.h"
 
 /* Ask the provider to remove what else it made for the cluster. */
-int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_error *err)
+int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
+                             gpc_cluster_rec *c, gpc_error *err)
 {
     if (!pv->prov->cleanup_cluster)
         return 0;

@@ -17,7 +17,8 @@
  * ledger entry closed, ready for the next attempt; one that cannot be
  * removed stays recorded.  Returns how many are left.
  */
-static int rollback_created(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nodes,
+static int rollback_created(gpc_session *s, const gpc_open_provider *pv,
+                            gpc_cluster_rec *c, gpc_node_rec *nodes,
                             size_t n, const int *made)
 {
     int64_t now = gpc_now();
@@ -31,7 +32,7 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv, gpc_clu
         if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) == 0) {
             gpc_ledger_close(s->st, nd->id, now, &e);
             gpc_lc_event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
-                  nd->provider_id);
+                         nd->provider_id);
             gpc_lc_set_str(&nd->provider_id, "");
             gpc_lc_set_str(&nd->client_token, ""); /* its create is settled: gone */
             gpc_lc_set_str(&nd->private_ip, "");
@@ -42,7 +43,7 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv, gpc_clu
         } else {
             left++;
             gpc_lc_event(s, c->id, (int)nd->rank, "error",
-                  "could not remove after a failed apply: %s", e.msg);
+                         "could not remove after a failed apply: %s", e.msg);
             gpc_info(s->log, "gpuctl: node %s could not be removed (%s); it stays recorded: "
                      "run 'gpuctl destroy %s'", nd->name, e.msg, c->name);
         }
@@ -57,7 +58,8 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv, gpc_clu
  * are removed first and made again with the new head's address.  An error
  * when one cannot be removed (it stays recorded; destroy takes it).
  */
-static int replace_orphans(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
+static int replace_orphans(gpc_session *s, const gpc_open_provider *pv,
+                           gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
                            gpc_error *err)
 {
     if (!n || nodes[0].rank != 0 || nodes[0].provider_id[0] || gpc_lc_outcome_unknown(&nodes[0]))
@@ -186,7 +188,8 @@ static void note_created(gpc_session *s, const gpc_node_rec *nd, int *made,
  * back as one run), under its own attempt number.  made[i] marks the
  * nodes this call recorded.
  */
-static int launch_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
+                          const gpc_spec *spec, gpc_cluster_rec *c,
                           gpc_node_rec *nodes, size_t n, const gpc_launch *l, const char *workdir,
                           const char *ckpt, int *made, gpc_apply_result *res, gpc_error *err)
 {
@@ -257,8 +260,8 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc
         }
         if (in_batch && pv->prov->create_nodes) {
             int *m = made + start;
-            rc = gpc_lc_create_batch(s, pv, spec, c, run, k, &rl, &of, head->private_ip, workdir, ckpt,
-                              m, err);
+            rc = gpc_lc_create_batch(s, pv, spec, c, run, k, &rl, &of, head->private_ip,
+                                     workdir, ckpt, m, err);
             for (size_t j = 0; j < k; j++)
                 if (m[j]) {
                     m[j] = 0;
@@ -267,8 +270,8 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc
             continue;
         }
         for (size_t j = 0; !rc && j < k; j++) {
-            rc = gpc_lc_create_one(s, pv, spec, c, run[j], &rl, &of, head->private_ip, workdir, ckpt,
-                            err);
+            rc = gpc_lc_create_one(s, pv, spec, c, run[j], &rl, &of, head->private_ip, workdir,
+                                   ckpt, err);
             if (!rc)
                 note_created(s, run[j], &made[start + j], res);
         }
@@ -294,7 +297,8 @@ static long boot_timeout_s(void)
  * back for want of capacity makes the attempt fail with GPC_ERR_CAPACITY
  * (the caller moves on); one that died otherwise, GPC_ERR_PROVIDER.
  */
-static int wait_booted(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, double poll_s, gpc_error *err)
+static int wait_booted(gpc_session *s, const gpc_open_provider *pv,
+                       gpc_cluster_rec *c, double poll_s, gpc_error *err)
 {
     if (!pv->prov->describe_nodes)
         return 0;
@@ -343,7 +347,8 @@ static int wait_booted(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_
 
 /* After wait_booted: the provider finishes the running nodes
  * (nodes_running; EC2: their Elastic IPs).  Its failure fails the launch. */
-static int finish_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_error *err)
+static int finish_nodes(gpc_session *s, const gpc_open_provider *pv,
+                        gpc_cluster_rec *c, gpc_error *err)
 {
     if (!pv->prov->nodes_running)
         return 0;
@@ -398,7 +403,8 @@ static int any_unknown(const gpc_node_rec *nodes, size_t n)
  * call created is removed.  Returns GPC_ERR_CAPACITY / GPC_ERR_QUOTA when
  * the caller may go on to its next offer.
  */
-int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
+                          const gpc_spec *spec, gpc_cluster_rec *c,
                           const gpc_plan_offer *chosen, const char *workdir,
                           const char *ckpt, double poll_s, gpc_apply_result *res,
                           gpc_error *err)
@@ -512,7 +518,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv, const gpc
             for (size_t i = 0; last && i < n; i++)
                 if (made[i])
                     gpc_lc_record_attempt(s, pv, c, nodes[i].rank, &l,
-                                   nodes[i].rank == 0 ? &head : &worker, "error", &e);
+                                          nodes[i].rank == 0 ? &head : &worker, "error", &e);
         }
         if (!last)
             break;

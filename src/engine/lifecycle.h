@@ -58,7 +58,8 @@ void gpc_lc_free_strv(char **v, size_t n);
  * describe_node each); (*have)[i] tells which (*ns)[i] were filled.  The
  * caller frees *nodes (gpc_node_list_free), *ns and *have, also on
  * failure. */
-int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, gpc_node_rec **nodes,
+int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv,
+                            const gpc_cluster_rec *c, gpc_node_rec **nodes,
                             size_t *n, gpc_node_status **ns, int **have, gpc_error *err);
 
 /* ---- create.c ---------------------------------------------------------- */
@@ -78,7 +79,8 @@ void gpc_lc_node_ids(const gpc_cluster_rec *c, uint32_t rank, uint32_t attempt, 
 /* Record one try of `rank` at offer `of` in the attempts table (outcome
  * "created", "error", "skipped"; e: the error, or NULL).  A failure to
  * record is only logged. */
-void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, uint32_t rank,
+void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv,
+                           const gpc_cluster_rec *c, uint32_t rank,
                            const gpc_launch *l, const gpc_offer *of, const char *outcome,
                            const gpc_error *e);
 
@@ -88,14 +90,16 @@ int gpc_lc_outcome_unknown(const gpc_node_rec *nd);
 
 /* Render, record the intent of, create and record node `nd` at `offer`
  * (head_ip: rank 0's address, NULL for rank 0 itself). */
-int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
+                      const gpc_spec *spec, gpc_cluster_rec *c,
                       gpc_node_rec *nd, const gpc_launch *l, const gpc_offer *offer,
                       const char *head_ip, const char *workdir, const char *ckpt,
                       gpc_error *err);
 
 /* The same for nds[0..n-1] (consecutive ranks) in one create_nodes call;
  * made[i] is set for each node recorded. */
-int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
+                        const gpc_spec *spec, gpc_cluster_rec *c,
                         gpc_node_rec **nds, size_t n, const gpc_launch *l, const gpc_offer *of,
                         const char *head_ip, const char *workdir, const char *ckpt, int *made,
                         gpc_error *err);
@@ -103,14 +107,16 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv, const gpc_s
 /* Look a node of unknown outcome up by its client token and record it when
  * the provider has it (*found = 1).  A failed lookup is an error, never
  * "none". */
-int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv, gpc_node_rec *nd, int *found, gpc_error *err);
+int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv,
+                 gpc_node_rec *nd, int *found, gpc_error *err);
 
 /* ---- launch.c ---------------------------------------------------------- */
 
 /* Create the nodes of `c` still missing on offer `chosen`, zone by zone,
  * removing what a failed attempt made.  GPC_ERR_CAPACITY / GPC_ERR_QUOTA
  * when the caller may go on to its next offer. */
-int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec, gpc_cluster_rec *c,
+int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
+                          const gpc_spec *spec, gpc_cluster_rec *c,
                           const gpc_plan_offer *chosen, const char *workdir,
                           const char *ckpt, double poll_s, gpc_apply_result *res,
                           gpc_error *err);
@@ -119,7 +125,8 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv, const gpc
 
 /* Ask the provider to remove what else it made for the cluster
  * (cleanup_cluster; 0 when it has none). */
-int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, gpc_error *err);
+int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
+                             gpc_cluster_rec *c, gpc_error *err);
 
 /* ---- fault.c ----------------------------------------------------------- */
 

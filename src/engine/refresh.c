@@ -57,8 +57,8 @@ static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, in
     if (ns->phase != n->phase || ns->exit_code != n->exit_code) {
         if (ns->phase != n->phase)
             gpc_lc_event(s, n->cluster_id, (int)n->rank, "phase", "%s -> %s%s%s",
-                  gpc_phase_name(n->phase), gpc_phase_name(ns->phase),
-                  ns->detail[0] ? ": " : "", ns->detail);
+                         gpc_phase_name(n->phase), gpc_phase_name(ns->phase),
+                         ns->detail[0] ? ": " : "", ns->detail);
         n->phase = ns->phase;
         n->exit_code = ns->exit_code;
         changed = 1;
@@ -90,7 +90,8 @@ static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
  * describe_nodes call for all of them when the provider has it, else one
  * describe_node each.  have[i] tells which ns[i] were filled.
  */
-static int describe_live(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
+static int describe_live(gpc_session *s, const gpc_open_provider *pv,
+                         const gpc_cluster_rec *c, const gpc_node_rec *nodes,
                          size_t n, gpc_node_status *ns, int *have, gpc_error *err)
 {
     int rc = 0;
@@ -139,7 +140,8 @@ static int describe_live(gpc_session *s, const gpc_open_provider *pv, const gpc_
 /* The cluster's nodes from the state and what the provider says of each
  * (see describe_live).  The caller frees *nodes (gpc_node_list_free), *ns
  * and *have, also on failure. */
-int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv, const gpc_cluster_rec *c, gpc_node_rec **nodes,
+int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv,
+                            const gpc_cluster_rec *c, gpc_node_rec **nodes,
                             size_t *n, gpc_node_status **ns, int **have, gpc_error *err)
 {
     int rc = gpc_node_list(s->st, c->id, 0, nodes, n, err);
@@ -213,8 +215,8 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
             gpc_phase ph = summarise(c, all, nall, last_attempt_failed(s, c), &exit_code);
             if (ph != c->phase || exit_code != c->exit_code) {
                 if (ph != c->phase)
-                    gpc_lc_event(s, c->id, -1, "phase", "cluster %s -> %s", gpc_phase_name(c->phase),
-                          gpc_phase_name(ph));
+                    gpc_lc_event(s, c->id, -1, "phase", "cluster %s -> %s",
+                                 gpc_phase_name(c->phase), gpc_phase_name(ph));
                 c->phase = ph;
                 c->exit_code = exit_code;
                 c->updated_at = now;

@@ -19,9 +19,9 @@ int gpc_attempt_add(gpc_state *st, const gpc_attempt_rec *a, gpc_error *err)
     const char *what = "record attempt";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO attempts (cluster_id, rank, at, provider, region, "
-                 "instance_type, outcome, error_code, error_message, zone, spot, attempt) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-             &s, what, err))
+                        "instance_type, outcome, error_code, error_message, zone, spot, attempt) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, a->cluster_id);
     sqlite3_bind_int64(s, 2, a->rank);
@@ -48,9 +48,9 @@ int gpc_attempt_list(gpc_state *st, int64_t cluster_id, gpc_attempt_rec **out, s
     const char *what = "list attempts";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "SELECT id, cluster_id, rank, at, provider, region, zone, instance_type, "
-                 "spot, attempt, outcome, error_code, error_message FROM attempts "
-                 "WHERE cluster_id = ?1 ORDER BY id",
-             &s, what, err))
+                        "spot, attempt, outcome, error_code, error_message FROM attempts "
+                        "WHERE cluster_id = ?1 ORDER BY id",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     gpc_attempt_rec *arr = NULL;
@@ -121,9 +121,9 @@ int gpc_capacity_miss_add(gpc_state *st, const char *provider, const char *regio
         return GPC_ERR_STATE;
     const char *what = "record capacity miss";
     sqlite3_stmt *s;
-    if (gpc_st_prep(st, "INSERT INTO capacity_misses (provider, region, zone, instance_type, spot, at) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-             &s, what, err))
+    if (gpc_st_prep(st, "INSERT INTO capacity_misses (provider, region, zone, instance_type, "
+                        "spot, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    &s, what, err))
         return GPC_ERR_STATE;
     gpc_st_bind_text(s, 1, provider);
     gpc_st_bind_text(s, 2, region);
@@ -144,8 +144,8 @@ int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *regi
     const char *what = "read capacity misses";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "SELECT MAX(at) FROM capacity_misses WHERE provider = ?1 AND region = ?2 "
-                 "AND zone = ?3 AND instance_type = ?4 AND spot = ?5",
-             &s, what, err))
+                        "AND zone = ?3 AND instance_type = ?4 AND spot = ?5",
+                    &s, what, err))
         return GPC_ERR_STATE;
     gpc_st_bind_text(s, 1, provider);
     gpc_st_bind_text(s, 2, region);
@@ -177,8 +177,8 @@ int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,
     const char *what = "add event";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO events (cluster_id, at, rank, kind, message) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5)",
-             &s, what, err))
+                        "VALUES (?1, ?2, ?3, ?4, ?5)",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     sqlite3_bind_int64(s, 2, gpc_now());
@@ -209,8 +209,8 @@ int gpc_event_list(gpc_state *st, int64_t cluster_id,
     const char *what = "list events";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "SELECT id, cluster_id, at, rank, kind, message FROM events "
-                 "WHERE cluster_id = ?1 ORDER BY id",
-             &s, what, err))
+                        "WHERE cluster_id = ?1 ORDER BY id",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     gpc_event_rec *arr = NULL;
@@ -261,9 +261,9 @@ int gpc_ledger_open(gpc_state *st, int64_t cluster_id, int64_t node_id,
     const char *what = "open ledger entry";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO ledger (cluster_id, node_id, provider, instance_type, "
-                 "price_hourly, start_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-                 "ON CONFLICT (node_id) WHERE stop_at IS NULL DO NOTHING",
-             &s, what, err))
+                        "price_hourly, start_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                        "ON CONFLICT (node_id) WHERE stop_at IS NULL DO NOTHING",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     sqlite3_bind_int64(s, 2, node_id);
@@ -283,8 +283,8 @@ int gpc_ledger_close(gpc_state *st, int64_t node_id, int64_t stop_at, gpc_error 
     const char *what = "close ledger entry";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "UPDATE ledger SET stop_at = ?2 "
-                 "WHERE node_id = ?1 AND stop_at IS NULL",
-             &s, what, err))
+                        "WHERE node_id = ?1 AND stop_at IS NULL",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, node_id);
     sqlite3_bind_int64(s, 2, stop_at);
@@ -301,8 +301,8 @@ int gpc_ledger_cost(gpc_state *st, int64_t cluster_id, int64_t now,
     sqlite3_stmt *s;
     /* An open entry that started after `now` (clock skew) counts as zero. */
     if (gpc_st_prep(st, "SELECT TOTAL(MAX(COALESCE(stop_at, ?2) - start_at, 0) / 3600.0 "
-                 "* price_hourly) FROM ledger WHERE cluster_id = ?1",
-             &s, what, err))
+                        "* price_hourly) FROM ledger WHERE cluster_id = ?1",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     sqlite3_bind_int64(s, 2, now);

@@ -113,10 +113,10 @@ int gpc_cluster_insert(gpc_state *st, gpc_cluster_rec *rec, gpc_error *err)
     const char *what = "insert cluster";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO clusters (name, uid, provider, spec_hash, spec_json, "
-                 "spec_path, nodes, rdzv_port, phase, exit_code, created_at, "
-                 "updated_at, destroyed_at) VALUES "
-                 "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-             &s, what, err))
+                        "spec_path, nodes, rdzv_port, phase, exit_code, created_at, "
+                        "updated_at, destroyed_at) VALUES "
+                        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    &s, what, err))
         return GPC_ERR_STATE;
     bind_cluster(s, rec);
     int rc = gpc_st_step_first(st, s, what, err);
@@ -134,10 +134,10 @@ int gpc_cluster_update(gpc_state *st, const gpc_cluster_rec *rec, gpc_error *err
     const char *what = "update cluster";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "UPDATE clusters SET name = ?1, uid = ?2, provider = ?3, "
-                 "spec_hash = ?4, spec_json = ?5, spec_path = ?6, nodes = ?7, "
-                 "rdzv_port = ?8, phase = ?9, exit_code = ?10, created_at = ?11, "
-                 "updated_at = ?12, destroyed_at = ?13 WHERE id = ?14",
-             &s, what, err))
+                        "spec_hash = ?4, spec_json = ?5, spec_path = ?6, nodes = ?7, "
+                        "rdzv_port = ?8, phase = ?9, exit_code = ?10, created_at = ?11, "
+                        "updated_at = ?12, destroyed_at = ?13 WHERE id = ?14",
+                    &s, what, err))
         return GPC_ERR_STATE;
     bind_cluster(s, rec);
     sqlite3_bind_int64(s, 14, rec->id);
@@ -214,8 +214,8 @@ int gpc_cluster_list(gpc_state *st, int all, gpc_cluster_rec **out, size_t *n,
     const char *what = "list clusters";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "SELECT " CLUSTER_COLS " FROM clusters "
-                 "WHERE ?1 OR destroyed_at = 0 ORDER BY name, id",
-             &s, what, err))
+                        "WHERE ?1 OR destroyed_at = 0 ORDER BY name, id",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int(s, 1, all ? 1 : 0);
     gpc_cluster_rec *arr = NULL;
@@ -353,11 +353,11 @@ int gpc_node_insert(gpc_state *st, gpc_node_rec *rec, gpc_error *err)
     const char *what = "insert node";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO nodes (cluster_id, rank, name, provider, provider_id, "
-                 "client_token, region, zone, instance_type, spot, private_ip, "
-                 "price_hourly, phase, exit_code, created_at, started_at, ended_at) "
-                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                 "?14, ?15, ?16, ?17)",
-             &s, what, err))
+                        "client_token, region, zone, instance_type, spot, private_ip, "
+                        "price_hourly, phase, exit_code, created_at, started_at, ended_at) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                        "?14, ?15, ?16, ?17)",
+                    &s, what, err))
         return GPC_ERR_STATE;
     bind_node(s, rec);
     int rc = gpc_st_step_first(st, s, what, err);
@@ -375,11 +375,11 @@ int gpc_node_update(gpc_state *st, const gpc_node_rec *rec, gpc_error *err)
     const char *what = "update node";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "UPDATE nodes SET cluster_id = ?1, rank = ?2, name = ?3, "
-                 "provider = ?4, provider_id = ?5, client_token = ?6, region = ?7, "
-                 "zone = ?8, instance_type = ?9, spot = ?10, private_ip = ?11, "
-                 "price_hourly = ?12, phase = ?13, exit_code = ?14, created_at = ?15, "
-                 "started_at = ?16, ended_at = ?17 WHERE id = ?18",
-             &s, what, err))
+                        "provider = ?4, provider_id = ?5, client_token = ?6, region = ?7, "
+                        "zone = ?8, instance_type = ?9, spot = ?10, private_ip = ?11, "
+                        "price_hourly = ?12, phase = ?13, exit_code = ?14, created_at = ?15, "
+                        "started_at = ?16, ended_at = ?17 WHERE id = ?18",
+                    &s, what, err))
         return GPC_ERR_STATE;
     bind_node(s, rec);
     sqlite3_bind_int64(s, 18, rec->id);
@@ -401,8 +401,8 @@ int gpc_node_list(gpc_state *st, int64_t cluster_id, int include_terminated,
     const char *what = "list nodes";
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "SELECT " NODE_COLS " FROM nodes WHERE cluster_id = ?1 "
-                 "AND (?2 OR phase <> 'terminated') ORDER BY rank, id",
-             &s, what, err))
+                        "AND (?2 OR phase <> 'terminated') ORDER BY rank, id",
+                    &s, what, err))
         return GPC_ERR_STATE;
     sqlite3_bind_int64(s, 1, cluster_id);
     sqlite3_bind_int(s, 2, include_terminated ? 1 : 0);

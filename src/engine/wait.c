@@ -65,7 +65,8 @@ void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, const gpc_log *f
  * still booting (they can never join; those that joined end with torchrun
  * by themselves).  all = 1: every node still alive (the job has failed).
  */
-static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c, int all, const char *why)
+static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
+                            gpc_cluster_rec *c, int all, const char *why)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
