@@ -21,33 +21,107 @@
 
 struct cJSON;
 
-/* What the engine is configured with (the CLI fills it from flags, the
- * environment and the config file).  Strings are borrowed for the
- * session's life. */
+/* What the engine is configured with (the CLI fills it from its flags).
+ * Strings are borrowed for the session's life. */
 typedef struct gpc_settings {
     const char *state_dir;    /* --state-dir, or NULL for the default */
     const char *catalog_path; /* --catalog FILE, or NULL (see catalog.h) */
-    const char *endpoint;     /* --endpoint URL: the provider API endpoint, or NULL */
-    const char *profile;      /* --profile NAME: the credentials profile, or NULL */
+    const char *endpoint;     /* --endpoint URL: the API endpoint of every provider,
+                                 or NULL (gpc_provider_settings_get) */
+    const char *profile;      /* --profile NAME: the credentials profile of every
+                                 provider, or NULL */
     int state_reads_only;     /* the command only reads the state: on a full
                                  disk it opens it read-only (state.h) */
     const gpc_log *log;       /* where events go; NULL drops them */
 } gpc_settings;
 
-/* An open provider plus the state it reports into. */
+/*
+ * A provider's settings, resolved: what its open() is handed.  Each of
+ * endpoint, profile and region comes from, first to last:
+ *   1. the flag (gpc_settings: --endpoint, --profile; there is no region
+ *      flag), for every provider;
+ *   2. the environment: GPUCTL_<NAME>_ENDPOINT, GPUCTL_<NAME>_PROFILE,
+ *      GPUCTL_<NAME>_REGION, NAME being the provider's name upper-cased
+ *      (an empty variable counts as unset);
+ *   3. the config file (gpc_config_path), section [provider "NAME"], keys
+ *      endpoint, profile, region;
+ * else it stays NULL, and the provider uses its own defaults (AWS:
+ * AWS_ENDPOINT_URL_EC2, AWS_PROFILE, AWS_REGION, ~/.aws/config, ...).
+ * docs/config.md has the file's format.
+ */
+typedef struct gpc_provider_settings {
+    gpc_provider_config cfg; /* for open(); its strings point into this struct,
+                                and to state_dir and log as given */
+    char *endpoint;          /* owned, or NULL */
+    char *profile;           /* owned, or NULL */
+    char *region;            /* owned, or NULL */
+} gpc_provider_settings;
+
+/*
+ * Resolve the settings of provider `prov` (from the registry) into *out;
+ * `set` may be NULL (no flags, no log), `state_dir` (borrowed) is handed on
+ * as is and may be NULL for a provider that keeps no files (catalog
+ * refreshes).  The config file is read, and checked whole, on every call.
+ * Errors, with *out empty: GPC_ERR_USAGE "FILE:LINE: ..." for a config
+ * file that is not right (a line that is not '[section]' or 'key =
+ * value', a section other than [provider "NAME"], a NAME not in the
+ * registry, an unknown key, an empty or repeated value, a line longer than
+ * 198 characters); GPC_ERR_IO when it cannot be read (also when
+ * GPUCTL_CONFIG names a file that does not exist); GPC_ERR_NOMEM.  Free
+ * with gpc_provider_settings_free (also after an error).
+ */
+int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
+                              const char *state_dir, gpc_provider_settings *out,
+                              gpc_error *err);
+void gpc_provider_settings_free(gpc_provider_settings *ps);
+
+/*
+ * The config file's path into buf (n bytes): $GPUCTL_CONFIG (then
+ * *named = 1: it must exist), else $GPUCTL_CONFIG_DIR/config, else
+ * $XDG_CONFIG_HOME/gpuctl/config (an XDG_CONFIG_HOME that is not absolute
+ * is ignored), else $HOME/.config/gpuctl/config; "" when none of these is
+ * set.  Errors: GPC_ERR_IO when the path does not fit.
+ */
+int gpc_config_path(char *buf, size_t n, int *named, gpc_error *err);
+
+/* A provider open in a session: its table and the context its open()
+ * made.  Both belong to the session and stay valid until
+ * gpc_session_close. */
+typedef struct gpc_open_provider {
+    const gpc_provider *prov;
+    void *ctx;
+} gpc_open_provider;
+
+/* The state, and the providers opened so far: one context per provider
+ * of the registry (gpc_providers[]), each opened on first use and all
+ * closed by gpc_session_close.  Asking for one provider never closes
+ * another. */
 typedef struct gpc_session {
     const gpc_settings *cfg;
     const gpc_log *log;         /* cfg->log */
     gpc_state *st;
     char *state_dir;            /* owned */
-    const gpc_provider *prov;   /* NULL until gpc_session_provider() */
-    void *pctx;
+    gpc_open_provider *open;    /* owned; open[i] is gpc_providers[i], prov NULL
+                                   until opened (n_open entries) */
+    size_t n_open;
 } gpc_session;
 
-/* Open the state (--state-dir or the default). */
+/* Open the state (--state-dir or the default).  No provider is opened
+ * yet.  On failure the session is still closed with gpc_session_close. */
 int gpc_session_open(gpc_session *s, const gpc_settings *cfg, gpc_error *err);
-/* Open provider `name` (once; later calls with the same name are no-ops). */
-int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err);
+
+/*
+ * Provider `name` of the session in *out, opened on first use with its
+ * settings (gpc_provider_settings); later calls give the same context.
+ * Errors: GPC_ERR_PROVIDER when `name` is not in the registry (the
+ * message lists the names), the settings' errors, and what the
+ * provider's open() returns (GPC_ERR_AUTH, ...); a provider that failed to
+ * open is tried again by the next call.
+ */
+int gpc_session_provider(gpc_session *s, const char *name, gpc_open_provider *out,
+                         gpc_error *err);
+
+/* Close every provider opened, the state, and free the session. */
 void gpc_session_close(gpc_session *s);
 
 /* Hold an exclusive lock on a cluster name (flock on
@@ -79,13 +153,6 @@ typedef struct gpc_apply_result {
     int exit_code;        /* rank 0's exit status, -1 when unknown */
 } gpc_apply_result;
 
-/*
- * The absolute path of a spec path `p` (workdir, checkpoint_dir): as is
- * when absolute, else under the spec file's directory; canonical
- * (realpath) when it exists.  Caller frees *out.
- */
-int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
-
 /* Apply a parsed spec (see docs/cli.md for the contract). */
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);
@@ -102,14 +169,15 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
 
 /*
  * Send the bytes a node logged since *off to `log` as output, and advance
- * *off.  With
+ * *off.  `pv` is the node's provider (gpc_session_provider); NULL, or one
+ * without read_log, sends nothing.  With
  * `prefix`, whole lines are printed as "[node RANK] line" and an unfinished
  * last line waits in `partial` (a buffer the caller owns) for the next
  * call; gpc_log_flush prints what is left.  Returns 0 or the provider's
  * error.
  */
 struct gpc_buf;
-int gpc_log_pump(gpc_session *s, uint32_t rank, const char *provider_id, long *off,
+int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
                  int prefix, struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
 void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 

@@ -80,14 +80,6 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
 /* Write the plan document to `path` (atomically, mode 0600). */
 int gpc_plan_write(const gpc_plan *p, const char *path, gpc_error *err);
 
-/*
- * Fingerprint of what the state holds for cluster `name`: SHA-256 (hex)
- * over its id, spec hash, provider and every live node's rank and provider
- * id; "absent" hashed when there is no live cluster.  Phases are left out:
- * a node moving from booting to running does not make a plan stale.
- */
-int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err);
-
 void gpc_plan_free(gpc_plan *p);
 
 /*

@@ -184,6 +184,15 @@ struct cJSON *gpc_spec_to_json(const gpc_spec *spec);
  */
 int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err);
 
+/*
+ * The absolute path of a spec path `p` (workdir, checkpoint_dir): as is
+ * when absolute, else under the spec file's directory; canonical
+ * (realpath) when it exists.  Caller frees *out.
+ * Errors: GPC_ERR_SPEC (the path is longer than PATH_MAX), GPC_ERR_NOMEM;
+ * err may be NULL.
+ */
+int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
+
 /* Parsers for the numeric forms, exposed for tests and other modules.
  * Each returns 0 or GPC_ERR_SPEC with a message naming `what`. */
 

@@ -211,4 +211,12 @@ int gpc_ledger_close(gpc_state *st, int64_t node_id, int64_t stop_at, gpc_error 
 int gpc_ledger_cost(gpc_state *st, int64_t cluster_id, int64_t now,
                     double *usd, gpc_error *err);
 
+/*
+ * Fingerprint of what the state holds for cluster `name`: SHA-256 (hex)
+ * over its id, spec hash, provider and every live node's rank and provider
+ * id; "absent" hashed when there is no live cluster.  Phases are left out:
+ * a node moving from booting to running does not make a plan stale.
+ */
+int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err);
+
 #endif /* GPUCTL_STATE_H */

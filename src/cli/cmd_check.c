@@ -36,9 +36,10 @@ static void check_one(gpc_session *s, const gpc_provider *p, check_result *r)
                                           : "no credentials check for this provider");
         return;
     }
-    int rc = gpc_session_provider(s, p->name, &r->err);
+    gpc_open_provider op;
+    int rc = gpc_session_provider(s, p->name, &op, &r->err);
     if (!rc)
-        rc = s->prov->check(s->pctx, r->detail, sizeof(r->detail), &r->err);
+        rc = op.prov->check(op.ctx, r->detail, sizeof(r->detail), &r->err);
     r->ok = rc == 0;
 }
 

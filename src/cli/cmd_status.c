@@ -143,7 +143,7 @@ static int logs_opt(int opt, const char *arg, void *ud)
 }
 
 /* `logs -o json`: every node's whole log as one string. */
-static int logs_json(gpc_session *s, const gpc_cluster_rec *cr, const gpc_node_rec *nodes,
+static int logs_json(const gpc_open_provider *pv, const gpc_cluster_rec *cr, const gpc_node_rec *nodes,
                      size_t n, long only, gpc_error *err)
 {
     cJSON *doc = cJSON_CreateObject();
@@ -159,7 +159,7 @@ static int logs_json(gpc_session *s, const gpc_cluster_rec *cr, const gpc_node_r
         long off = 0, next = 0;
         while (!rc && nodes[i].provider_id[0]) {
             size_t before = b.len;
-            rc = s->prov->read_log(s->pctx, nodes[i].provider_id, off, &b, &next, err);
+            rc = pv->prov->read_log(pv->ctx, nodes[i].provider_id, off, &b, &next, err);
             if (b.len == before)
                 break;
             off = next;
@@ -203,6 +203,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_error err;
     gpc_error_clear(&err);
     gpc_session s;
+    gpc_open_provider op;
     gpc_cluster_rec cr;
     memset(&cr, 0, sizeof(cr));
     gpc_node_rec *nodes = NULL;
@@ -212,8 +213,8 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc)
         rc = gpc_cluster_get(s.st, name, &cr, &err);
     if (!rc)
-        rc = gpc_session_provider(&s, cr.provider, &err);
-    if (!rc && !s.prov->read_log)
+        rc = gpc_session_provider(&s, cr.provider, &op, &err);
+    if (!rc && !op.prov->read_log)
         rc = gpc_fail(&err, GPC_ERR_PROVIDER, "provider %s cannot read node logs", cr.provider);
     if (!rc)
         rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
@@ -229,7 +230,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (a.follow)
             rc = gpc_fail(&err, GPC_ERR_USAGE, "logs: --follow cannot be used with -o json");
         else
-            rc = logs_json(&s, &cr, nodes, n, a.node, &err);
+            rc = logs_json(&op, &cr, nodes, n, a.node, &err);
         int st = rc ? gpc_report_error(o, &err) : 0;
         gpc_node_list_free(nodes, n);
         gpc_cluster_rec_free(&cr);
@@ -253,7 +254,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
             uint32_t r = nodes[i].rank;
             if (r >= nr || (a.node >= 0 && r != (uint32_t)a.node) || !nodes[i].provider_id[0])
                 continue;
-            rc = gpc_log_pump(&s, r, nodes[i].provider_id, &offs[r], prefix, &parts[r],
+            rc = gpc_log_pump(&op, r, nodes[i].provider_id, &offs[r], prefix, &parts[r],
                               &o->log, &err);
         }
         if (rc || last || gpc_interrupted)

@@ -129,38 +129,6 @@ cJSON *gpc_candidate_json(const gpc_catalog *cat, const gpc_candidate *c)
     return o;
 }
 
-/* ---- state fingerprint ------------------------------------------------- */
-
-int gpc_state_fingerprint(gpc_state *st, const char *name, char out[65], gpc_error *err)
-{
-    gpc_cluster_rec c;
-    gpc_error nf;
-    gpc_error_clear(&nf);
-    gpc_buf b;
-    gpc_buf_init(&b, GPC_BUF_FILE_MAX);
-    int rc = 0;
-    if (gpc_cluster_get(st, name, &c, &nf) != 0) {
-        if (nf.code != GPC_ERR_NOT_FOUND)
-            return gpc_fail(err, nf.code, "%s", nf.msg);
-        rc = gpc_buf_addf(&b, err, "absent %s\n", name);
-    } else {
-        gpc_node_rec *nodes = NULL;
-        size_t n = 0;
-        rc = gpc_buf_addf(&b, err, "cluster %s %lld %s %s %s\n", c.name, (long long)c.id,
-                          c.uid, c.spec_hash, c.provider);
-        if (!rc)
-            rc = gpc_node_list(st, c.id, 0, &nodes, &n, err);
-        for (size_t i = 0; !rc && i < n; i++)
-            rc = gpc_buf_addf(&b, err, "node %u %s\n", nodes[i].rank, nodes[i].provider_id);
-        gpc_node_list_free(nodes, n);
-        gpc_cluster_rec_free(&c);
-    }
-    if (!rc)
-        gpc_sha256_hex(b.data, b.len, out);
-    gpc_buf_free(&b);
-    return rc;
-}
-
 /* ---- offers a provider lists itself (local) ---------------------------- */
 
 /* Rows made from a provider's own offers, and the strings they point at. */
@@ -278,11 +246,12 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
             continue;
         }
         size_t updated = 0;
-        rc = gpc_session_provider(s, p->name, err);
+        gpc_open_provider op;
+        rc = gpc_session_provider(s, p->name, &op, err);
         if (!rc) {
             gpc_error e;
             gpc_error_clear(&e);
-            rc = s->prov->live_prices(s->pctx, o, n, &updated, &e);
+            rc = op.prov->live_prices(op.ctx, o, n, &updated, &e);
             if (rc)
                 gpc_fail(err, e.code, "--live: %s", e.msg);
         }
@@ -313,14 +282,15 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         const gpc_provider *p = gpc_provider_find(names[i]);
         if (!p || !(p->caps & GPC_CAP_OWN_OFFERS))
             continue;
-        int rc = gpc_session_provider(s, p->name, err);
+        gpc_open_provider op;
+        int rc = gpc_session_provider(s, p->name, &op, err);
         if (rc)
             return rc;
         gpc_offer *o = NULL;
         size_t n = 0;
         gpc_error e;
         gpc_error_clear(&e);
-        rc = s->prov->list_offers(s->pctx, spec, &o, &n, &e);
+        rc = op.prov->list_offers(op.ctx, spec, &o, &n, &e);
         if (rc == GPC_ERR_CAPACITY || rc == GPC_ERR_BUDGET || (!rc && n == 0)) {
             cJSON_AddItemToArray(own->notes, cJSON_CreateString(
                 rc ? e.msg : "no offer from this provider"));

@@ -1,5 +1,7 @@
 /*
- * test_core.c - error type, bounded buffer and util helpers.
+ * test_core.c - error type, bounded buffer and util helpers; the engine's
+ * session (one open context per provider) and providers' settings
+ * (flags, environment, config file).
  * Vectors: SHA-256 of "abc" and of "" from FIPS 180-2 (Appendix B.1) /
  * NIST CSRC examples; base64 from RFC 4648 section 10.
  */
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 #include "gpuctl/buf.h"
+#include "gpuctl/cluster.h"
 #include "gpuctl/error.h"
+#include "gpuctl/provider.h"
 #include "gpuctl/util.h"
 
 static void test_first_error_wins(void **state)
@@ -200,6 +204,240 @@ static void test_files(void **state)
     assert_int_equal(gpc_rm_rf(dir, NULL), 0); /* missing is fine */
 }
 
+/* ---- settings ------------------------------------------------------------ */
+
+static char cfg_dir[64];
+static char cfg_path[300];
+
+static void write_config(const char *text)
+{
+    assert_int_equal(gpc_write_file_atomic(cfg_path, text, strlen(text), 0600, NULL), 0);
+}
+
+static void settings_env_clear(void)
+{
+    const char *vars[] = {"GPUCTL_AWS_ENDPOINT", "GPUCTL_AWS_PROFILE", "GPUCTL_AWS_REGION",
+                          "GPUCTL_LOCAL_ENDPOINT", "GPUCTL_LOCAL_PROFILE",
+                          "GPUCTL_LOCAL_REGION", "GPUCTL_CONFIG", "GPUCTL_CONFIG_DIR",
+                          "XDG_CONFIG_HOME"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+}
+
+static int settings_setup(void **state)
+{
+    (void)state;
+    snprintf(cfg_dir, sizeof(cfg_dir), "/tmp/gpuctl-cfg-XXXXXX");
+    assert_non_null(mkdtemp(cfg_dir));
+    snprintf(cfg_path, sizeof(cfg_path), "%s/config", cfg_dir);
+    settings_env_clear();
+    setenv("GPUCTL_CONFIG", cfg_path, 1);
+    return 0;
+}
+
+static int settings_teardown(void **state)
+{
+    (void)state;
+    settings_env_clear();
+    gpc_rm_rf(cfg_dir, NULL);
+    return 0;
+}
+
+/* Settings of `name` resolved with flags `set`; 0 or the error in err. */
+static int resolve(const gpc_settings *set, const char *name, gpc_provider_settings *ps,
+                   gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find(name);
+    assert_non_null(p);
+    gpc_error_clear(err);
+    return gpc_provider_settings_get(set, p, "/state", ps, err);
+}
+
+#define assert_str_or_null(want, got) \
+    do { if (want) assert_string_equal(want, got); else assert_null(got); } while (0)
+
+static void expect(const gpc_settings *set, const char *name, const char *endpoint,
+                   const char *profile, const char *region)
+{
+    gpc_provider_settings ps;
+    gpc_error err;
+    assert_int_equal(resolve(set, name, &ps, &err), 0);
+    assert_str_or_null(endpoint, ps.cfg.endpoint);
+    assert_str_or_null(profile, ps.cfg.profile);
+    assert_str_or_null(region, ps.cfg.region);
+    assert_string_equal(ps.cfg.state_dir, "/state");
+    gpc_provider_settings_free(&ps);
+}
+
+/* flag > environment > file, key by key and provider by provider */
+static void test_settings_order(void **state)
+{
+    (void)state;
+    gpc_settings none = {0};
+    unsetenv("GPUCTL_CONFIG");
+    setenv("HOME", cfg_dir, 1);                          /* no config file there */
+    expect(&none, "aws", NULL, NULL, NULL);
+    expect(NULL, "aws", NULL, NULL, NULL);
+    setenv("GPUCTL_CONFIG", cfg_path, 1);
+    write_config("# gpuctl\n"
+                 "; settings per provider\n"
+                 "[provider \"aws\"]\n"
+                 "endpoint = http://127.0.0.1:8001\n"
+                 "  profile=file-profile  \n"
+                 "\n"
+                 "[ provider  \"local\" ]\n"
+                 "region = here\n"
+                 "[provider \"aws\"]\n"
+                 "region = eu-west-1 ; not a comment\n");
+    expect(&none, "aws", "http://127.0.0.1:8001", "file-profile", "eu-west-1 ; not a comment");
+    expect(&none, "local", NULL, NULL, "here");
+    setenv("GPUCTL_AWS_ENDPOINT", "http://127.0.0.1:8002", 1);
+    setenv("GPUCTL_AWS_REGION", "us-west-2", 1);
+    setenv("GPUCTL_AWS_PROFILE", "", 1);                 /* empty: unset */
+    expect(&none, "aws", "http://127.0.0.1:8002", "file-profile", "us-west-2");
+    expect(&none, "local", NULL, NULL, "here");          /* another provider's */
+    gpc_settings flags = {.endpoint = "http://127.0.0.1:8003", .profile = "flag-profile"};
+    expect(&flags, "aws", "http://127.0.0.1:8003", "flag-profile", "us-west-2");
+    expect(&flags, "local", "http://127.0.0.1:8003", "flag-profile", "here");
+    settings_env_clear();
+    /* the file's default places, in order */
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/gpuctl", cfg_dir);
+    assert_int_equal(gpc_mkdir_p(dir, 0700, NULL), 0);
+    char xdg[320];
+    snprintf(xdg, sizeof(xdg), "%s/config", dir);
+    assert_int_equal(gpc_write_file_atomic(xdg, "[provider \"aws\"]\nregion = xdg\n", 30, 0600,
+                                           NULL), 0);
+    char path[400];
+    int named = 1;
+    assert_int_equal(gpc_config_path(path, sizeof(path), &named, NULL), 0);
+    char want[400];
+    snprintf(want, sizeof(want), "%s/.config/gpuctl/config", cfg_dir);
+    assert_string_equal(path, want);
+    assert_int_equal(named, 0);
+    expect(&none, "aws", NULL, NULL, NULL);              /* not there: none */
+    setenv("XDG_CONFIG_HOME", "relative", 1);            /* ignored */
+    assert_int_equal(gpc_config_path(path, sizeof(path), &named, NULL), 0);
+    assert_string_equal(path, want);
+    setenv("XDG_CONFIG_HOME", cfg_dir, 1);
+    assert_int_equal(gpc_config_path(path, sizeof(path), &named, NULL), 0);
+    assert_string_equal(path, xdg);
+    expect(&none, "aws", NULL, NULL, "xdg");
+    setenv("GPUCTL_CONFIG_DIR", cfg_dir, 1);
+    assert_int_equal(gpc_config_path(path, sizeof(path), &named, NULL), 0);
+    assert_string_equal(path, cfg_path);
+    expect(&none, "aws", "http://127.0.0.1:8001", "file-profile", "eu-west-1 ; not a comment");
+    setenv("GPUCTL_CONFIG", xdg, 1);
+    assert_int_equal(gpc_config_path(path, sizeof(path), &named, NULL), 0);
+    assert_string_equal(path, xdg);
+    assert_int_equal(named, 1);
+    settings_env_clear();
+    setenv("GPUCTL_CONFIG", cfg_path, 1);
+}
+
+static void expect_error(const char *text, gpc_code code, const char *msg_after_path)
+{
+    write_config(text);
+    gpc_provider_settings ps;
+    gpc_error err;
+    /* the whole file is checked, whichever provider asks */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(resolve(NULL, i ? "local" : "aws", &ps, &err), code);
+        char want[GPC_ERROR_MSG_MAX];
+        snprintf(want, sizeof(want), "%s%s", cfg_path, msg_after_path);
+        assert_string_equal(err.msg, want);
+        assert_null(ps.cfg.endpoint);
+        assert_null(ps.endpoint);
+        gpc_provider_settings_free(&ps);
+    }
+}
+
+static void test_settings_file_errors(void **state)
+{
+    (void)state;
+    char msg[512];
+    expect_error("[aws]\nendpoint = http://x\n", GPC_ERR_USAGE,
+                 ":1: unknown section [aws] (sections are [provider \"NAME\"])");
+    expect_error("\n[provider aws]\n", GPC_ERR_USAGE,
+                 ":2: unknown section [provider aws] (sections are [provider \"NAME\"])");
+    snprintf(msg, sizeof(msg), ":3: unknown provider 'nosuch' (known: %s)",
+             gpc_provider_names());
+    expect_error("[provider \"aws\"]\nregion = a\n[provider \"nosuch\"]\nendpoint = x\n",
+                 GPC_ERR_USAGE, msg);
+    expect_error("[provider \"aws\"]\nzone = us-east-1a\n", GPC_ERR_USAGE,
+                 ":2: unknown key 'zone' in [provider \"aws\"] (keys: endpoint, profile, "
+                 "region)");
+    expect_error("endpoint = http://x\n", GPC_ERR_USAGE,
+                 ":1: 'endpoint' is outside a [provider \"NAME\"] section");
+    expect_error("[provider \"aws\"]\nendpoint = http://a\n# b\nendpoint = http://b\n",
+                 GPC_ERR_USAGE, ":4: endpoint of provider 'aws' is already set on line 2");
+    expect_error("[provider \"aws\"]\nregion =\n", GPC_ERR_USAGE,
+                 ":2: region of provider 'aws' is empty");
+    expect_error("[provider \"aws\"]\nendpoint\n", GPC_ERR_USAGE,
+                 ":2: expected '[provider \"NAME\"]' or 'key = value'");
+    expect_error("[provider \"aws\"\n", GPC_ERR_USAGE,
+                 ":1: expected '[provider \"NAME\"]' or 'key = value'");
+    /* the first error is the one told */
+    expect_error("[provider \"aws\"]\nendpoint\nzone = a\n", GPC_ERR_USAGE,
+                 ":2: expected '[provider \"NAME\"]' or 'key = value'");
+    expect_error("[provider \"aws\"]\nzone = a\nendpoint\n", GPC_ERR_USAGE,
+                 ":2: unknown key 'zone' in [provider \"aws\"] (keys: endpoint, profile, "
+                 "region)");
+    char longline[400];
+    snprintf(longline, sizeof(longline), "[provider \"aws\"]\nendpoint = http://%0250d\n", 0);
+    expect_error(longline, GPC_ERR_USAGE, ":2: line longer than 198 characters");
+    /* GPUCTL_CONFIG names a file: it must be there */
+    unlink(cfg_path);
+    gpc_provider_settings ps;
+    gpc_error err;
+    assert_int_equal(resolve(NULL, "aws", &ps, &err), GPC_ERR_IO);
+    snprintf(msg, sizeof(msg), "%s: No such file or directory", cfg_path);
+    assert_string_equal(err.msg, msg);
+    gpc_provider_settings_free(&ps);
+}
+
+/* The session keeps one context per provider, opened on first use. */
+static void test_session_contexts(void **state)
+{
+    (void)state;
+    write_config("[provider \"aws\"]\nregion = us-east-2\n");
+    setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config", 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials", 1);
+    char dir[300];
+    snprintf(dir, sizeof(dir), "%s/state", cfg_dir);
+    gpc_settings set = {.state_dir = dir};
+    gpc_session s;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_session_open(&s, &set, &err), 0);
+    assert_null(s.open); /* nothing opened yet */
+    gpc_open_provider a, b, a2;
+    assert_int_equal(gpc_session_provider(&s, "local", &a, &err), 0);
+    assert_string_equal(a.prov->name, "local");
+    assert_int_equal(gpc_session_provider(&s, "aws", &b, &err), 0);
+    assert_string_equal(b.prov->name, "aws");
+    assert_int_equal(gpc_session_provider(&s, "local", &a2, &err), 0);
+    assert_ptr_equal(a.ctx, a2.ctx); /* still open: the same context */
+    assert_ptr_equal(a.prov, a2.prov);
+    gpc_open_provider none;
+    assert_int_equal(gpc_session_provider(&s, "nosuch", &none, &err), GPC_ERR_PROVIDER);
+    char msg[512];
+    snprintf(msg, sizeof(msg), "provider 'nosuch' is not built into this gpuctl (available: %s)",
+             gpc_provider_names());
+    assert_string_equal(err.msg, msg);
+    assert_null(none.prov);
+    gpc_session_close(&s);
+    /* a config file in error: no provider opens */
+    write_config("[provider \"aws\"]\nzone = a\n");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_session_open(&s, &set, &err), 0);
+    assert_int_equal(gpc_session_provider(&s, "local", &a, &err), GPC_ERR_USAGE);
+    snprintf(msg, sizeof(msg), "%s:2: unknown key 'zone' in [provider \"aws\"] (keys: "
+             "endpoint, profile, region)", cfg_path);
+    assert_string_equal(err.msg, msg);
+    gpc_session_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +449,11 @@ int main(void)
         cmocka_unit_test(test_gzip_round_trip),
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_files),
+        cmocka_unit_test_setup_teardown(test_settings_order, settings_setup, settings_teardown),
+        cmocka_unit_test_setup_teardown(test_settings_file_errors, settings_setup,
+                                        settings_teardown),
+        cmocka_unit_test_setup_teardown(test_session_contexts, settings_setup,
+                                        settings_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

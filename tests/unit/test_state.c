@@ -1,4 +1,4 @@
-/* test_state.c - the SQLite state store (src/state.c). */
+/* test_state.c - the SQLite state store (src/engine/state*.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,368 @@
+/* apply.c - gpc_apply: the plan and its checks, the failover walk over
+ * the plan's offers */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "lifecycle.h"
+#include "gpuctl/render.h"
+#include "gpuctl/util.h"
+
+/* ---- apply ------------------------------------------------------------ */
+
+/* The absolute path of directory `field` (created when `create`); it must
+ * exist. */
+static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
+                        char **out, gpc_error *err)
+{
+    char *path = NULL;
+    int rc = gpc_spec_path(spec, p, &path, err);
+    if (!rc && create)
+        rc = gpc_mkdir_p(path, 0755, err);
+    struct stat sb;
+    if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
+                      spec->source, field, p, path);
+    free(path);
+    return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
+}
+
+static int new_cluster(gpc_session *s, const gpc_open_provider *pv,
+                       const gpc_spec *spec, const char *spec_path,
+                       const char *hash, gpc_cluster_rec *c, gpc_error *err)
+{
+    char uid[33];
+    int rc = gpc_random_hex(uid, err);
+    if (rc)
+        return rc;
+    char *json = NULL;
+    cJSON *j = gpc_spec_to_json(spec);
+    if (j) {
+        json = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+    }
+    if (!json)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    uint32_t port = spec->run.rdzv_port;
+    if (!port && pv->prov->pick_rdzv_port)
+        rc = pv->prov->pick_rdzv_port(pv->ctx, &port, err);
+    if (!port)
+        port = 29400;
+    char *abs_spec = NULL;
+    if (strcmp(spec_path, "-") != 0)
+        gpc_realpath(spec_path, &abs_spec, NULL);
+    int64_t now = gpc_now();
+    memset(c, 0, sizeof(*c));
+    c->name = strdup(spec->name);
+    c->uid = strdup(uid);
+    c->provider = strdup(pv->prov->name);
+    c->spec_hash = strdup(hash);
+    c->spec_json = json;
+    c->spec_path = strdup(abs_spec ? abs_spec : "");
+    free(abs_spec);
+    c->nodes = spec->nodes;
+    c->rdzv_port = port;
+    c->phase = GPC_PHASE_PENDING;
+    c->exit_code = -1;
+    c->created_at = now;
+    c->updated_at = now;
+    if (!c->name || !c->uid || !c->provider || !c->spec_hash || !c->spec_path)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    if (rc)
+        return rc;
+    /* The cluster and every node, as pending, in one transaction: a gpuctl
+     * killed after this knows what it meant to create. */
+    rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_cluster_insert(s->st, c, err);
+    for (uint32_t r = 0; !rc && r < spec->nodes; r++) {
+        char name[128], token[72];
+        gpc_lc_node_ids(c, r, 1, name, sizeof(name), token, sizeof(token));
+        gpc_node_rec nd;
+        memset(&nd, 0, sizeof(nd));
+        nd.cluster_id = c->id;
+        nd.rank = r;
+        nd.name = name;
+        nd.provider = c->provider;
+        nd.provider_id = "";
+        nd.client_token = token;
+        nd.region = "";
+        nd.zone = "";
+        nd.instance_type = "";
+        nd.private_ip = "";
+        nd.phase = GPC_PHASE_PENDING;
+        nd.exit_code = -1;
+        nd.created_at = now;
+        rc = gpc_node_insert(s->st, &nd, err);
+    }
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    if (!rc)
+        gpc_lc_event(s, c->id, -1, "apply", "cluster recorded: %u node(s) on %s, spec %.12s",
+                     c->nodes, c->provider, hash);
+    return rc;
+}
+
+/* After a failed apply: add to err's message what is left (when the
+ * cluster stays recorded; also when not, after an interrupt). */
+static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *err)
+{
+    gpc_cluster_rec c;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_cluster_get_by_id(s->st, cid, &c, &e))
+        return;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0, live = 0, unknown = 0;
+    if (!c.destroyed_at && gpc_node_list(s->st, cid, 0, &nodes, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++) {
+            live += nodes[i].provider_id[0] && nodes[i].phase != GPC_PHASE_TERMINATED;
+            unknown += gpc_lc_outcome_unknown(&nodes[i]);
+        }
+    char msg[GPC_ERROR_MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    if (c.destroyed_at) {
+        /* closed: a failure's own message says it all */
+        if (interrupted)
+            gpc_fail_replace(err, err->code, "%s; nothing is left of cluster '%s' (what this "
+                             "apply made was removed)", msg, c.name);
+    } else if (unknown) {
+        gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s) "
+                         "and %zu whose create has no answer (they may exist): gpuctl apply "
+                         "finishes it, gpuctl destroy %s removes it", msg, c.name, live,
+                         unknown, c.name);
+    } else {
+        gpc_fail_replace(err, err->code, "%s; cluster '%s' stays recorded with %zu node(s): "
+                         "gpuctl apply finishes it, gpuctl destroy %s removes it", msg,
+                         c.name, live, c.name);
+    }
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec_free(&c);
+}
+
+int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+              const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->exit_code = -1;
+    gpc_plan own;
+    memset(&own, 0, sizeof(own));
+    char hash[65];
+    int rc = gpc_spec_hash(spec, hash, err);
+    if (rc)
+        return rc;
+
+    /* Where the job's directories are, as the node sees them (the
+     * checkpoint directory is made further down, once the plan holds). */
+    char *workdir = NULL, *ckpt = NULL;
+    int lockfd = -1;
+    if (!rc && !opts->dry_run)
+        rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
+    /* A saved plan holds only while the state is as it was when it was
+     * made (checked under the lock, before anything else). */
+    if (!rc && opts->plan) {
+        char fp[65];
+        rc = gpc_state_fingerprint(s->st, spec->name, fp, err);
+        if (!rc && strcmp(fp, opts->plan->fingerprint) != 0)
+            rc = gpc_fail(err, GPC_ERR_STALE,
+                          "the saved plan is stale: cluster '%s' changed in the state since "
+                          "the plan was made (created, destroyed or nodes added); run gpuctl "
+                          "plan again", spec->name);
+    }
+    if (rc)
+        goto out;
+
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    gpc_error nf;
+    gpc_error_clear(&nf);
+    int have = gpc_cluster_get(s->st, spec->name, &c, &nf) == 0;
+    if (!have && nf.code != GPC_ERR_NOT_FOUND) {
+        rc = gpc_fail(err, nf.code, "%s", nf.msg);
+        goto out;
+    }
+    /* A cluster with another spec: gpc_plan_make refuses it (and a saved
+     * plan made against it could not pass the fingerprint check above). */
+    /* The plan: the one given (a saved plan, which must still match the
+     * state), or one made now under the lock. */
+    const gpc_plan *plan = opts->plan;
+    if (!plan) {
+        gpc_plan_opts po = {.catalog_path = opts->catalog_path, .spec_path = spec_path};
+        rc = gpc_plan_make(s, spec, &po, &own, err);
+        plan = &own;
+    }
+    /* A saved plan for a cluster that existed (or not) must meet the same
+     * now; the fingerprint says so, this says it for a plan made while
+     * another gpuctl changed the state between its reads. */
+    if (!rc && plan->cluster_exists != have)
+        rc = gpc_fail(err, GPC_ERR_STALE, "the saved plan is stale: cluster '%s' %s when the "
+                      "plan was made; run gpuctl plan again", spec->name,
+                      plan->cluster_exists ? "existed" : "did not exist");
+    if (rc)
+        goto out_c;
+    if (plan->action != GPC_PLAN_NONE && plan->n_offers == 0) {
+        rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
+        goto out_c;
+    }
+    /* Where the job's directories are, as the node sees them.  The local
+     * provider's nodes share this machine's files; a cloud node has its
+     * own disk, where checkpoint_dir is a path of the node's and nothing of
+     * this machine is copied (yet). */
+    const char *target = plan->n_offers ? plan->offers[0].worker.provider
+                       : have ? c.provider : gpc_provider_default()->name;
+    const gpc_provider *tp = gpc_provider_find(target);
+    int shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
+    if (spec->workdir && shares_files)
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
+    else if (spec->workdir && plan->action != GPC_PLAN_NONE)
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
+                      "cannot see this machine's files (only the %s provider shares them); "
+                      "put the code in the image or fetch it in setup", spec->source, target,
+                      gpc_provider_names_with(GPC_CAP_SHARED_FILES));
+    if (!rc && spec->checkpoint_dir && !shares_files) {
+        if (spec->checkpoint_dir[0] != '/')
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
+                          "on the %s nodes", spec->source, spec->checkpoint_dir, target);
+        else if (!(ckpt = strdup(spec->checkpoint_dir)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    } else if (!rc && spec->checkpoint_dir && !opts->dry_run &&
+               plan->action != GPC_PLAN_NONE) {
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
+    }
+    if (rc)
+        goto out_c;
+    /* What can be known before any call: the provider takes the spec
+     * (aws: the image), and the user-data of the head and of a worker fits
+     * the provider's transport (a placeholder head address, a full one). */
+    if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
+        const gpc_offer *of = &plan->offers[0].worker;
+        const gpc_provider *cp = gpc_provider_find(of->provider);
+        if (cp && cp->check_spec)
+            rc = cp->check_spec(spec, err);
+        const gpc_userdata_rules *rules = cp ? cp->userdata : NULL;
+        for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
+            gpc_node_ctx ctx = {
+                .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
+                .rank = r, .nnodes = spec->nodes,
+                .head_ip = r ? "255.255.255.255" : NULL, .rdzv_port = 65535,
+                .workdir = workdir, .checkpoint_dir = ckpt,
+                .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
+                              ? of->fabric : NULL,
+                .instance_type = of->instance_type,
+                .rank_from_launch_index = r > 0 && cp->create_nodes && spec->nodes > 2 &&
+                                          (cp->caps & GPC_CAP_LAUNCH_INDEX),
+            };
+            char *ud = NULL, *enc = NULL;
+            size_t enc_len;
+            rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
+            if (!rc)
+                rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, NULL, err);
+            free(ud);
+            free(enc);
+        }
+        if (rc)
+            goto out_c;
+    }
+    if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
+        res->created = opts->dry_run ? (int)plan->n_create : 0;
+        res->unchanged = plan->action == GPC_PLAN_NONE;
+        res->phase = have ? c.phase : GPC_PHASE_PENDING;
+        res->exit_code = have ? c.exit_code : -1;
+        res->cluster_id = have ? c.id : 0;
+        if (opts->dry_run && plan->n_offers && !gpc_provider_find(plan->offers[0].worker.provider))
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
+                          "(available: %s)", plan->offers[0].worker.provider,
+                          gpc_provider_names());
+        if (opts->dry_run)
+            goto out_c;
+    }
+    /* Nodes go to the plan's offers in order: the chosen one, then, when a
+     * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),
+     * each fallback in turn.  An existing cluster's plan only holds offers
+     * of its own provider, and it stays on the first. */
+    size_t attempt = 0;
+    for (;;) {
+        const gpc_plan_offer *chosen = plan->n_offers ? &plan->offers[attempt] : NULL;
+        gpc_error e;
+        gpc_error_clear(&e);
+        gpc_open_provider op;
+        const gpc_open_provider *pv = &op;
+        rc = gpc_session_provider(s, chosen ? chosen->worker.provider : c.provider, &op, &e);
+        int fresh = !have;
+        if (!rc && fresh)
+            rc = new_cluster(s, pv, spec, spec_path, hash, &c, &e);
+        if (!rc) {
+            res->cluster_id = c.id;
+            rc = gpc_lc_create_missing(s, pv, spec, &c, chosen, workdir, ckpt,
+                                       opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
+        }
+        /* Only from a clean slate: when the rollback could not remove a
+         * node, the cluster stays recorded for destroy, and this error
+         * is the answer. */
+        int closed = 0;
+        int next_ok = rc == GPC_ERR_CAPACITY || rc == GPC_ERR_QUOTA;
+        if (next_ok && fresh) {
+            gpc_cluster_rec live;
+            gpc_error ge;
+            gpc_error_clear(&ge);
+            closed = gpc_cluster_get(s->st, spec->name, &live, &ge) != 0 &&
+                     ge.code == GPC_ERR_NOT_FOUND;
+            if (!ge.code)
+                gpc_cluster_rec_free(&live);
+        }
+        /* A quota error closes the whole region of that provider. */
+        size_t next = attempt + 1;
+        if (rc == GPC_ERR_QUOTA && chosen)
+            while (next < plan->n_offers &&
+                   strcmp(plan->offers[next].worker.provider, chosen->worker.provider) == 0 &&
+                   strcmp(plan->offers[next].worker.region, chosen->worker.region) == 0)
+                next++;
+        if (next_ok && closed && next < plan->n_offers && !gpc_interrupted) {
+            const gpc_offer *nx = &plan->offers[next].worker;
+            gpc_info(s->log, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,
+                     next + 1, plan->n_offers, nx->provider, nx->instance_type, nx->region,
+                     nx->spot ? "spot" : "on-demand");
+            attempt = next;
+            gpc_cluster_rec_free(&c);
+            memset(&c, 0, sizeof(c));
+            res->created = 0;
+            continue;
+        }
+        if (next_ok && attempt > 0)
+            gpc_fail(err, rc, "no offer could be launched after %zu offer(s) in the plan's "
+                     "failover order; last: %s", attempt + 1, e.msg);
+        else if (rc)
+            gpc_fail(err, e.code, "%s", e.msg);
+        break;
+    }
+    if (rc && res->cluster_id)
+        say_left(s, res->cluster_id, rc == GPC_ERR_INTERRUPTED, err);
+    if (rc && !res->cluster_id)
+        goto out_c;
+    res->unchanged = !rc && res->created == 0 && res->adopted == 0;
+    if (!rc)
+        rc = gpc_cluster_refresh(s, &c, err);
+    /* Waiting only reads: let destroy (or another apply) in meanwhile. */
+    gpc_cluster_unlock(lockfd);
+    lockfd = -1;
+    if (!rc && opts->wait) {
+        rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, opts->stream_logs, err);
+        res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;
+    }
+    res->phase = c.phase;
+    res->exit_code = c.exit_code;
+out_c:
+    gpc_plan_free(&own);
+    gpc_cluster_rec_free(&c);
+out:
+    gpc_cluster_unlock(lockfd);
+    free(workdir);
+    free(ckpt);
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* destroy.c - gpc_cluster_destroy and the provider's cluster clean-up */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/util.h"
+
+/* Ask the provider to remove what else it made for the cluster. */
+int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
+                             gpc_cluster_rec *c, gpc_error *err)
+{
+    if (!pv->prov->cleanup_cluster)
+        return 0;
+    char **regions = NULL;
+    size_t nr = 0;
+    int rc = gpc_lc_cluster_regions(s, c, &regions, &nr, err);
+    if (!rc) {
+        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
+                               .regions = (const char *const *)regions, .n_regions = nr};
+        rc = pv->prov->cleanup_cluster(pv->ctx, &ref, err);
+    }
+    gpc_lc_free_strv(regions, nr);
+    if (!rc)
+        gpc_lc_event(s, c->id, -1, "cleanup", "provider resources removed");
+    return rc;
+}
+
+/* ---- destroy ---------------------------------------------------------- */
+
+int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err)
+{
+    *deleted = 0;
+    gpc_open_provider op;
+    const gpc_open_provider *pv = &op;
+    int rc = gpc_session_provider(s, c->provider, &op, err);
+    if (rc)
+        return rc;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    if (rc)
+        return rc;
+    gpc_buf left;
+    gpc_buf_init(&left, GPC_BUF_LINE_MAX);
+    int nleft = 0;
+    int64_t now = gpc_now();
+    /* A provider that tags what it makes removes it all by the cluster's
+     * tag (EC2: terminate, wait until terminated, then the placement group,
+     * security group and key pair); the nodes are then gone too. */
+    int by_tag = pv->prov->cleanup_cluster != NULL;
+    size_t to_mark = n;
+    gpc_code by_tag_code = GPC_OK;
+    if (by_tag) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        for (size_t i = 0; i < n; i++)
+            if (nodes[i].provider_id[0] && gpc_lc_fault("fail-delete", nodes[i].rank))
+                gpc_fail(&e, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure deleting %s",
+                         pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nodes[i].name);
+        if (e.code || gpc_lc_cleanup_resources(s, pv, c, &e) != 0) {
+            by_tag_code = e.code;
+            nleft = 1;
+            gpc_buf_addf(&left, NULL, "%s", e.msg);
+            gpc_lc_event(s, c->id, -1, "error", "cleanup failed: %s", e.msg);
+            to_mark = 0; /* nothing is marked deleted: destroy again to finish */
+        }
+    }
+    for (size_t i = 0; i < to_mark; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        gpc_error e;
+        gpc_error_clear(&e);
+        int found = 0;
+        /* a node created but never recorded is deleted too; one that
+         * cannot be looked up stays recorded */
+        int drc = by_tag ? 0 : gpc_lc_adopt(s, pv, nd, &found, &e);
+        drc = drc ? drc : !nd->provider_id[0] || by_tag ? 0
+                : gpc_lc_fault("fail-delete", nd->rank)
+                ? gpc_fail(&e, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure deleting %s",
+                           pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name)
+                : pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e);
+        if (drc) {
+            nleft++;
+            gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);
+            gpc_lc_event(s, c->id, (int)nd->rank, "error", "delete failed: %s", e.msg);
+            continue;
+        }
+        nd->phase = GPC_PHASE_TERMINATED;
+        if (!nd->ended_at)
+            nd->ended_at = now;
+        rc = gpc_state_begin(s->st, err);
+        if (!rc)
+            rc = gpc_node_update(s->st, nd, err);
+        if (!rc)
+            rc = gpc_ledger_close(s->st, nd->id, now, err);
+        if (!rc)
+            rc = gpc_state_commit(s->st, err);
+        else
+            gpc_state_rollback(s->st);
+        if (rc)
+            break;
+        if (nd->provider_id[0]) {
+            (*deleted)++;
+            gpc_lc_event(s, c->id, (int)nd->rank, "delete", "deleted %s", nd->provider_id);
+        }
+    }
+    gpc_node_list_free(nodes, n);
+    if (!rc && nleft == 0) {
+        c->destroyed_at = now;
+        c->updated_at = now;
+        c->phase = GPC_PHASE_TERMINATED;
+        rc = gpc_cluster_update(s->st, c, err);
+        if (!rc)
+            gpc_lc_event(s, c->id, -1, "destroy", "cluster destroyed");
+    } else if (!rc) {
+        rc = by_tag ? gpc_fail(err, by_tag_code == GPC_ERR_AUTH ? GPC_ERR_AUTH : GPC_ERR_PARTIAL,
+                               "cluster '%s' stays recorded: %s; run destroy again", c->name,
+                               gpc_buf_str(&left))
+                    : gpc_fail(err, GPC_ERR_PARTIAL,
+                               "cluster '%s': %d node(s) could not be deleted and stay "
+                               "recorded: %s", c->name, nleft, gpc_buf_str(&left));
+    }
+    gpc_buf_free(&left);
+    return rc;
+}

@@ -1,0 +1,143 @@
+/*
+ * lifecycle.h - what the files of the cluster lifecycle share (private to
+ * src/engine/; the public entry is include/gpuctl/cluster.h).
+ *
+ *   session.c  sessions, signals, cluster locks, events, the shared helpers
+ *   refresh.c  gpc_cluster_refresh: ask the provider, record what changed
+ *   apply.c    gpc_apply: the plan check, paths, per-spec checks, failover
+ *   create.c   one create (or one batch create) of nodes, record before
+ *              create, adoption of nodes an interrupted apply made
+ *   launch.c   launch attempts over zones, rollback, waiting for boot
+ *   wait.c     gpc_cluster_wait, the log pump, stopping stragglers
+ *   destroy.c  gpc_cluster_destroy and the provider's cluster clean-up
+ *   fault.c    fault injection for the end-to-end tests
+ *
+ * A function that talks to a provider takes it as `pv`: the cluster's
+ * provider, opened in the session by the public entry point
+ * (gpc_session_provider).  Nothing here keeps a "current" provider.
+ */
+#ifndef GPUCTL_ENGINE_LIFECYCLE_H
+#define GPUCTL_ENGINE_LIFECYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/cluster.h"
+#include "gpuctl/plan.h"
+
+/* ---- session.c --------------------------------------------------------- */
+
+/* Sleep `s` seconds; returns early on an interrupt (gpc_interrupted). */
+void gpc_lc_sleep(double s);
+
+/* 1 for the phases a node does not leave (succeeded, failed, preempted,
+ * terminated). */
+int gpc_lc_is_terminal(gpc_phase p);
+
+/* Replace *dst (owned, freed) by a copy of src (NULL counts as ""); on
+ * allocation failure *dst is left as it was. */
+void gpc_lc_set_str(char **dst, const char *src);
+
+/* Record an event of cluster `cid` (rank -1: cluster-wide) in the state and
+ * send it to the session's log as a debug line.  A failure to record is
+ * only logged.  Returns 0. */
+int gpc_lc_event(gpc_session *s, int64_t cid, int rank, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Every region the cluster launched in or tried (its nodes' and attempts'),
+ * without duplicates or "".  *out (n strings) is the caller's:
+ * gpc_lc_free_strv.  Errors: state errors, GPC_ERR_NOMEM. */
+int gpc_lc_cluster_regions(gpc_session *s, const gpc_cluster_rec *c, char ***out, size_t *n,
+                           gpc_error *err);
+void gpc_lc_free_strv(char **v, size_t n);
+
+/* ---- refresh.c --------------------------------------------------------- */
+
+/* The cluster's nodes from the state and what the provider says of each
+ * live one (describe_nodes in one call when the provider has it, else
+ * describe_node each); (*have)[i] tells which (*ns)[i] were filled.  The
+ * caller frees *nodes (gpc_node_list_free), *ns and *have, also on
+ * failure. */
+int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv,
+                            const gpc_cluster_rec *c, gpc_node_rec **nodes,
+                            size_t *n, gpc_node_status **ns, int **have, gpc_error *err);
+
+/* ---- create.c ---------------------------------------------------------- */
+
+/* One launch attempt: where it goes and its number (attempts table). */
+typedef struct gpc_launch {
+    uint32_t attempt;
+    const gpc_offer *head;    /* the offers with the attempt's zone filled in */
+    const gpc_offer *worker;
+} gpc_launch;
+
+/* Node name and client token of `rank` in launch attempt `attempt`
+ * (name: nl bytes, token: tl bytes; 72 bytes hold any token). */
+void gpc_lc_node_ids(const gpc_cluster_rec *c, uint32_t rank, uint32_t attempt, char *name,
+                     size_t nl, char *token, size_t tl);
+
+/* Record one try of `rank` at offer `of` in the attempts table (outcome
+ * "created", "error", "skipped"; e: the error, or NULL).  A failure to
+ * record is only logged. */
+void gpc_lc_record_attempt(gpc_session *s, const gpc_open_provider *pv,
+                           const gpc_cluster_rec *c, uint32_t rank,
+                           const gpc_launch *l, const gpc_offer *of, const char *outcome,
+                           const gpc_error *e);
+
+/* 1 when node nd's create may have happened without gpuctl seeing the
+ * answer: its intent (token, region) is recorded, its provider id is not. */
+int gpc_lc_outcome_unknown(const gpc_node_rec *nd);
+
+/* Render, record the intent of, create and record node `nd` at `offer`
+ * (head_ip: rank 0's address, NULL for rank 0 itself). */
+int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
+                      const gpc_spec *spec, gpc_cluster_rec *c,
+                      gpc_node_rec *nd, const gpc_launch *l, const gpc_offer *offer,
+                      const char *head_ip, const char *workdir, const char *ckpt,
+                      gpc_error *err);
+
+/* The same for nds[0..n-1] (consecutive ranks) in one create_nodes call;
+ * made[i] is set for each node recorded. */
+int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
+                        const gpc_spec *spec, gpc_cluster_rec *c,
+                        gpc_node_rec **nds, size_t n, const gpc_launch *l, const gpc_offer *of,
+                        const char *head_ip, const char *workdir, const char *ckpt, int *made,
+                        gpc_error *err);
+
+/* Look a node of unknown outcome up by its client token and record it when
+ * the provider has it (*found = 1).  A failed lookup is an error, never
+ * "none". */
+int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv,
+                 gpc_node_rec *nd, int *found, gpc_error *err);
+
+/* ---- launch.c ---------------------------------------------------------- */
+
+/* Create the nodes of `c` still missing on offer `chosen`, zone by zone,
+ * removing what a failed attempt made.  GPC_ERR_CAPACITY / GPC_ERR_QUOTA
+ * when the caller may go on to its next offer. */
+int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
+                          const gpc_spec *spec, gpc_cluster_rec *c,
+                          const gpc_plan_offer *chosen, const char *workdir,
+                          const char *ckpt, double poll_s, gpc_apply_result *res,
+                          gpc_error *err);
+
+/* ---- destroy.c --------------------------------------------------------- */
+
+/* Ask the provider to remove what else it made for the cluster
+ * (cleanup_cluster; 0 when it has none). */
+int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
+                             gpc_cluster_rec *c, gpc_error *err);
+
+/* ---- fault.c ----------------------------------------------------------- */
+
+/* The error code the last fault point that fired reports. */
+extern int gpc_lc_fault_code;
+
+/* 1 when GPUCTL_TEST_FAULT names `point` for `rank` (a kill point does not
+ * return: SIGKILL). */
+int gpc_lc_fault(const char *point, uint32_t rank);
+
+/* kill-in-create:<rank>[:<ms>]: arm a SIGKILL <ms> after now. */
+void gpc_lc_fault_kill_in_create(uint32_t rank);
+
+#endif /* GPUCTL_ENGINE_LIFECYCLE_H */

@@ -1,0 +1,241 @@
+/* wait.c - gpc_cluster_wait, the log pump, stopping the nodes a finished
+ * job leaves */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle.h"
+#include "gpuctl/buf.h"
+#include "gpuctl/util.h"
+
+/* Seconds --wait gives the other nodes after rank 0 ends, or rank 0 after
+ * a worker failed (docs/cli.md). */
+#define WAIT_GRACE_S 30
+
+/* ---- logs and wait --------------------------------------------------- */
+
+int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
+                 int prefix, gpc_buf *partial, const gpc_log *f, gpc_error *err)
+{
+    if (!pv || !pv->prov->read_log || !provider_id[0])
+        return 0;
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 22);
+    long next = *off;
+    int rc = pv->prov->read_log(pv->ctx, provider_id, *off, &b, &next, err);
+    if (!rc && b.len) {
+        if (!prefix) {
+            gpc_output(f, b.data, b.len);
+        } else if (gpc_buf_add(partial, b.data, b.len, NULL) == 0) {
+            char *start = partial->data, *nl;
+            size_t left = partial->len;
+            while ((nl = memchr(start, '\n', left))) {
+                gpc_outputf(f, "[node %u] %.*s\n", rank, (int)(nl - start), start);
+                left -= (size_t)(nl + 1 - start);
+                start = nl + 1;
+            }
+            memmove(partial->data, start, left);
+            partial->len = left;
+            partial->data[left] = '\0';
+        } else {
+            /* an endless line: print what we have */
+            gpc_outputf(f, "[node %u] %s", rank, gpc_buf_str(partial));
+            gpc_output(f, b.data, b.len);
+            gpc_output(f, "\n", 1);
+            gpc_buf_reset(partial);
+        }
+    }
+    *off = next;
+    gpc_buf_free(&b);
+    return rc;
+}
+
+void gpc_log_flush(uint32_t rank, int prefix, gpc_buf *partial, const gpc_log *f)
+{
+    if (partial->len && prefix)
+        gpc_outputf(f, "[node %u] %s\n", rank, partial->data);
+    else if (partial->len)
+        gpc_outputf(f, "%s\n", partial->data);
+    gpc_buf_reset(partial);
+}
+
+/*
+ * Stop nodes that can no longer do anything useful, so that they do not
+ * wait, and bill, for nothing.  all = 0: once rank 0 has ended, the nodes
+ * still booting (they can never join; those that joined end with torchrun
+ * by themselves).  all = 1: every node still alive (the job has failed).
+ */
+static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
+                            gpc_cluster_rec *c, int all, const char *why)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (!pv || gpc_node_list(s->st, c->id, 0, &nodes, &n, &e))
+        return;
+    int64_t now = gpc_now();
+    for (size_t i = 0; i < n; i++) {
+        gpc_node_rec *nd = &nodes[i];
+        if (!nd->provider_id[0] || gpc_lc_is_terminal(nd->phase) ||
+            (!all && (nd->rank == 0 || nd->phase != GPC_PHASE_BOOTING)))
+            continue;
+        gpc_error_clear(&e);
+        if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) != 0) {
+            gpc_info(s->log, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
+            continue;
+        }
+        nd->phase = GPC_PHASE_TERMINATED;
+        nd->ended_at = now;
+        gpc_node_update(s->st, nd, &e);
+        gpc_ledger_close(s->st, nd->id, now, &e);
+        gpc_lc_event(s, c->id, (int)nd->rank, "delete", "stopped: %s", why);
+        gpc_info(s->log, "stopped node %s: %s", nd->name, why);
+    }
+    gpc_node_list_free(nodes, n);
+}
+
+int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
+                     int stream_logs, gpc_error *err)
+{
+    int64_t start = gpc_now();
+    if (poll_s <= 0)
+        poll_s = 1.0;
+    int rc = 0;
+    /* Log tails, indexed by rank. */
+    uint32_t nt = c->nodes;
+    long *offs = calloc(nt ? nt : 1, sizeof(long));
+    gpc_buf *parts = calloc(nt ? nt : 1, sizeof(gpc_buf));
+    if (!offs || !parts) {
+        free(offs);
+        free(parts);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t r = 0; r < nt; r++)
+        gpc_buf_init(&parts[r], 1u << 20);
+    int64_t head_end = 0, bad_since = 0;
+    int head_lost = 0;
+    char bad_name[128] = "";
+    int bad_exit = -1;
+    gpc_open_provider op;
+    for (int final = 0; !final;) {
+        rc = gpc_cluster_refresh(s, c, err);
+        if (rc)
+            break;
+        /* the cluster's provider (refresh opened it, unless the cluster
+         * is gone: then there is nothing to ask it) */
+        const gpc_open_provider *pv = NULL;
+        if (!c->destroyed_at) {
+            rc = gpc_session_provider(s, c->provider, &op, err);
+            if (rc)
+                break;
+            pv = &op;
+        }
+        gpc_node_rec *nodes = NULL;
+        size_t n = 0;
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+        if (rc)
+            break;
+        /* Rank 0 decides the job; give the other nodes a grace period to
+         * finish (and their logs to arrive) after it ends.  A worker that
+         * failed while rank 0 lives fails the job after the same grace,
+         * unless rank 0 ends by itself meanwhile. */
+        int64_t now = gpc_now();
+        int all_done = 1; /* nodes still booting never joined: they do not count */
+        const gpc_node_rec *bad = NULL;
+        for (size_t i = 0; i < n; i++) {
+            all_done &= gpc_lc_is_terminal(nodes[i].phase) || nodes[i].phase == GPC_PHASE_BOOTING;
+            if (!bad && nodes[i].rank > 0 && nodes[i].phase == GPC_PHASE_FAILED)
+                bad = &nodes[i];
+        }
+        /* rank 0 gone without an exit status (preempted, lost): the other
+         * nodes cannot finish without its rendezvous; no grace */
+        head_lost = c->phase == GPC_PHASE_PREEMPTED ||
+                    (c->phase == GPC_PHASE_FAILED && c->exit_code < 0);
+        if (gpc_lc_is_terminal(c->phase)) {
+            if (!head_end)
+                head_end = now;
+            final = all_done || head_lost || now - head_end >= WAIT_GRACE_S;
+        } else if (bad) {
+            if (!bad_since)
+                bad_since = now;
+            if (now - bad_since >= WAIT_GRACE_S) {
+                final = 1;
+                snprintf(bad_name, sizeof(bad_name), "%s", bad->name);
+                bad_exit = bad->exit_code;
+            }
+        }
+        if (stream_logs) {
+            for (size_t i = 0; i < n; i++) {
+                if (nodes[i].rank >= nt)
+                    continue;
+                gpc_error e;
+                gpc_error_clear(&e);
+                gpc_log_pump(pv, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
+                             nt > 1, &parts[nodes[i].rank], s->log, &e);
+                if (final)
+                    gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
+            }
+        }
+        /* One line: elapsed, then each node's phase. */
+        char line[256];
+        int len = snprintf(line, sizeof(line), "%s:", c->name);
+        for (size_t i = 0; i < n && len < (int)sizeof(line) - 32; i++)
+            len += snprintf(line + len, sizeof(line) - (size_t)len, " node%u=%s",
+                            nodes[i].rank, gpc_phase_name(nodes[i].phase));
+        gpc_node_list_free(nodes, n);
+        gpc_status(s->log, (long)(gpc_now() - start), line);
+        if (final) {
+            if (bad_name[0])
+                stop_stragglers(s, pv, c, 1, "a worker failed and the job cannot finish");
+            else if (head_lost)
+                stop_stragglers(s, pv, c, 1, "rank 0 is gone and the job cannot finish");
+            else
+                stop_stragglers(s, pv, c, 0, "the job ended before this node joined");
+            break;
+        }
+        if (gpc_interrupted) {
+            rc = gpc_fail(err, GPC_ERR_INTERRUPTED,
+                          "interrupted; the nodes keep running (gpuctl destroy %s stops them)",
+                          c->name);
+            break;
+        }
+        if (timeout_s > 0 && gpc_now() - start >= timeout_s) {
+            rc = gpc_fail(err, GPC_ERR_TIMEOUT,
+                          "cluster '%s' still %s after %lds; the nodes keep running",
+                          c->name, gpc_phase_name(c->phase), timeout_s);
+            break;
+        }
+        gpc_lc_sleep(poll_s);
+    }
+    gpc_status_end(s->log);
+    for (uint32_t r = 0; r < nt; r++)
+        gpc_buf_free(&parts[r]);
+    free(parts);
+    free(offs);
+    if (rc)
+        return rc;
+    if (bad_name[0])
+        return gpc_fail(err, GPC_ERR_JOB_FAILED,
+                        "cluster '%s': node %s failed (exit status %d) and rank 0 did not "
+                        "finish within %d s; the other nodes were stopped",
+                        c->name, bad_name, bad_exit, WAIT_GRACE_S);
+    switch (c->phase) {
+    case GPC_PHASE_SUCCEEDED:
+        return 0;
+    case GPC_PHASE_FAILED:
+        if (c->exit_code < 0)
+            return gpc_fail(err, GPC_ERR_NODE_LOST,
+                            "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
+        return gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, rank 0 exit status %d",
+                        c->name, c->exit_code);
+    case GPC_PHASE_PREEMPTED:
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
+    default:
+        if (c->destroyed_at)
+            return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' was destroyed while waiting",
+                            c->name);
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' ended as %s", c->name,
+                        gpc_phase_name(c->phase));
+    }
+}

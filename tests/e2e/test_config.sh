@@ -1,0 +1,47 @@
+#!/bin/bash
+# Settings per provider (docs/config.md): an endpoint given only in the
+# config file reaches the fake EC2; GPUCTL_AWS_ENDPOINT beats the file and
+# --endpoint beats both; the file's region is the one used; a config file
+# in error stops a command with exit 3 naming FILE:LINE.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/ec2_parts.sh"
+
+part cfg
+unset AWS_ENDPOINT_URL_EC2               # the config file is all that names it
+mkdir -p "$GPUCTL_CONFIG_DIR"
+cat > "$GPUCTL_CONFIG_DIR/config" <<EOF2
+# gpuctl's settings per provider
+[provider "aws"]
+endpoint = $URL
+region = us-west-2
+EOF2
+
+n0=$(log_lines)
+run_rc rc g check aws > "$T/check.txt" 2>&1
+expect_eq "check aws with the endpoint from the config file: exit 0" 0 "$rc"
+expect_eq "the config file's endpoint got the call" "DescribeRegions" "$(actions "$n0")"
+expect_match "the config file's region is used" "region us-west-2" "$(cat "$T/check.txt")"
+expect_match "check names the endpoint" "endpoint $URL" "$(cat "$T/check.txt")"
+
+# The environment beats the file: nothing reaches the fake.
+n0=$(log_lines)
+run_rc rc env GPUCTL_AWS_ENDPOINT=http://127.0.0.1:9 "$GPUCTL_BIN" --state-dir "$STATE" \
+    check aws > "$T/check-env.txt" 2>&1
+expect_eq "GPUCTL_AWS_ENDPOINT beats the config file: the call fails" 6 "$rc"
+expect_eq "GPUCTL_AWS_ENDPOINT beats the config file: no call at the fake" "" "$(actions "$n0")"
+# --endpoint beats both.
+run_rc rc env GPUCTL_AWS_ENDPOINT=http://127.0.0.1:9 "$GPUCTL_BIN" --state-dir "$STATE" \
+    --endpoint "$URL" check aws > "$T/check-flag.txt" 2>&1
+expect_eq "--endpoint beats GPUCTL_AWS_ENDPOINT: exit 0" 0 "$rc"
+expect_eq "--endpoint beats GPUCTL_AWS_ENDPOINT: the fake got the call" "DescribeRegions" \
+    "$(actions "$n0")"
+
+# A config file in error: exit 3, FILE:LINE and what is wrong.
+printf '[provider "aws"]\nendpoint = %s\nzone = eu-west-1a\n' "$URL" > "$T/bad-config"
+run_rc rc env GPUCTL_CONFIG="$T/bad-config" "$GPUCTL_BIN" --state-dir "$STATE" \
+    check aws > "$T/check-bad.txt" 2>&1
+expect_eq "a config file in error: exit 3" 3 "$rc"
+expect_match "the error names FILE:LINE" \
+    "$T/bad-config:3: unknown key 'zone' in \[provider \"aws\"\] \(keys: endpoint, profile, region\)" \
+    "$(cat "$T/check-bad.txt")"
+finish
