@@ -80,7 +80,7 @@ int gpc_session_provider(gpc_session *s, const char *name, gpc_error *err)
         s->pctx = NULL;
     }
     const gpc_provider *p = gpc_provider_find(name);
-    if (!p)
+    if (!p || (p->caps & GPC_CAP_PLAN_ONLY))
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "provider '%s' is not built into this gpuctl (available: %s)",
                         name, gpc_provider_names());
@@ -1765,6 +1765,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
         const gpc_offer *of = &plan->offers[0].worker;
         const gpc_provider *pv = gpc_provider_find(of->provider);
+        if (pv && (pv->caps & GPC_CAP_PLAN_ONLY))
+            pv = NULL; /* refused below, as not built in */
         if (pv && pv->check_spec)
             rc = pv->check_spec(spec, err);
         const gpc_userdata_rules *rules = pv ? pv->userdata : NULL;
@@ -1797,7 +1799,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         res->phase = have ? c.phase : GPC_PHASE_PENDING;
         res->exit_code = have ? c.exit_code : -1;
         res->cluster_id = have ? c.id : 0;
-        if (opts->dry_run && plan->n_offers && !gpc_provider_find(plan->offers[0].worker.provider))
+        const gpc_provider *wp = plan->n_offers ? gpc_provider_find(plan->offers[0].worker.provider)
+                                                : NULL;
+        if (opts->dry_run && plan->n_offers && (!wp || (wp->caps & GPC_CAP_PLAN_ONLY)))
             rc = gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
                           "(available: %s)", plan->offers[0].worker.provider,
                           gpc_provider_names());
