@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <yaml.h>
 
+#include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/util.h"
 
@@ -438,7 +439,6 @@ static const char *const interconnect_names[] = {
     "any", "none", "efa", "infiniband", "erdma", "rdma", NULL};
 static const char *const spot_names[] = {"on-demand", "spot", "auto", NULL};
 static const char *const tier_names[] = {"any", "standard", "ssd", "nvme", NULL};
-static const char *const provider_names[] = {"local", "aws", "azure", "aliyun", NULL};
 
 const char *gpc_interconnect_name(gpc_interconnect ic)
 {
@@ -992,19 +992,23 @@ static int check_cloud_name(walk *w, const ynode *item, const char *path)
     return 0;
 }
 
+/* A provider of the registry (plan-only ones too: a spec may name them). */
 static int check_provider(walk *w, const ynode *item, const char *path)
 {
     char q[SHOW_MAX];
-    for (size_t i = 0; provider_names[i]; i++)
-        if (strcmp(item->text, provider_names[i]) == 0)
-            return 0;
-    const char *near = closest(item->text, provider_names);
+    const char *names[65];
+    size_t n = 0;
+    if (gpc_provider_find(item->text))
+        return 0;
+    for (size_t i = 0; gpc_providers[i] && n + 1 < sizeof(names) / sizeof(names[0]); i++)
+        names[n++] = gpc_providers[i]->name;
+    names[n] = NULL;
+    const char *near = closest(item->text, names);
     if (near)
-        return failn(w, item, path,
-                     "unknown provider %s (did you mean '%s'? known: local, aws, azure, aliyun)",
-                     show(item, q), near);
-    return failn(w, item, path, "unknown provider %s (known: local, aws, azure, aliyun)",
-                 show(item, q));
+        return failn(w, item, path, "unknown provider %s (did you mean '%s'? known: %s)",
+                     show(item, q), near, gpc_provider_names_with(0));
+    return failn(w, item, path, "unknown provider %s (known: %s)", show(item, q),
+                 gpc_provider_names_with(0));
 }
 
 /* Keys people bring from other tools or put at the wrong level. */
@@ -1626,7 +1630,7 @@ static int walk_spec(walk *w, const ynode *root)
         return rc;
     if (s->n_providers == 0) {
         s->providers = calloc(1, sizeof(*s->providers));
-        if (!s->providers || !(s->providers[0] = strdup("local")))
+        if (!s->providers || !(s->providers[0] = strdup(gpc_provider_default()->name)))
             return nomem(w->err);
         s->n_providers = 1;
     }
