@@ -23,8 +23,8 @@
 ## Knobs read from the environment the script starts in (the spec reserves
 ## GPUCTL_* env names, so these are for the provider and for tests):
 ##   GPUCTL_HOME=DIR           where the files above go
-##   GPUCTL_LOCAL_IP=ADDR      the head address on the local provider
-##   GPUCTL_POWEROFF=0         keep a cloud node up after the job ends
+##   GPUCTL_LOCAL_IP=ADDR      the head address, for a node script that reads it (local)
+##   GPUCTL_POWEROFF=0         keep a machine of its own up after the job ends
 ##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
 set -euo pipefail

@@ -26,7 +26,8 @@
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
  *
- * On a cloud (not `local`) the bootstrap powers the node off when it ends,
+ * On a machine of its own (gpuctl_md_machine=1 in the node script, below:
+ * a cloud VM) the bootstrap powers the node off when it ends,
  * whatever the outcome (`shutdown -h now`), unless it was started with
  * GPUCTL_POWEROFF=0 in its environment.  That stops billing only where the
  * instance is launched to terminate on a guest shutdown (EC2
