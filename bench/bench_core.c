@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "aws/sigv4.h"
 #include "gpuctl/spec.h"
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_core: %s\n", err.msg);
         return 1;
     }
-    const gpc_userdata_rules *aws = gpc_userdata_rules_for("aws");
+    const gpc_userdata_rules *aws = gpc_provider_find("aws")->userdata;
     double t0 = now_s(), t_parse = 0, t_render = 0;
     size_t bytes = 0;
     for (int i = 0; i < iters; i++) {

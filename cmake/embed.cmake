@@ -11,6 +11,29 @@
 #   cmake -DDIR=templates -DOUT=templates.c -DHEADER=gpuctl/templates.h
 #         -DTYPE=gpc_template -DARRAY=gpc_templates -DGETTER=gpc_template_get
 #         -P embed.cmake
+#
+# Or one file as one NUL-terminated array, with no table:
+#
+#   const unsigned char SYMBOL[] = {..., 0x00};
+#
+#   cmake -DFILE=providers/aws/node.sh -DOUT=node_aws.c
+#         -DSYMBOL=gpc_node_script_aws -P embed.cmake
+if(DEFINED SYMBOL)
+  foreach(var FILE OUT)
+    if(NOT DEFINED ${var})
+      message(FATAL_ERROR "embed.cmake: -D${var}=... is required with -DSYMBOL")
+    endif()
+  endforeach()
+  file(READ ${FILE} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" hex "${hex}")
+  get_filename_component(fname ${FILE} NAME)
+  set(body "/* Generated from ${fname} by cmake/embed.cmake. Do not edit. */\n")
+  string(APPEND body "extern const unsigned char ${SYMBOL}[];\nconst unsigned char ${SYMBOL}[] = {\n${hex}0x00};\n")
+  file(WRITE ${OUT}.tmp "${body}")
+  file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
+  return()
+endif()
 foreach(var DIR OUT HEADER TYPE ARRAY GETTER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "embed.cmake: -D${var}=... is required")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpuctl node bootstrap: job env, interconnect env, setup, then torchrun.
 # Files in GPUCTL_HOME: node.log, phase, exit_status.
-## Rendered by src/render.c; lines starting with `##` are template comments
+## Rendered by src/engine/render.c; lines starting with `##` are template comments
 ## and do not reach the node.
 ##
 ## Every node of a cluster (cloud or local) runs this same script: it exports
@@ -23,8 +23,8 @@
 ## Knobs read from the environment the script starts in (the spec reserves
 ## GPUCTL_* env names, so these are for the provider and for tests):
 ##   GPUCTL_HOME=DIR           where the files above go
-##   GPUCTL_LOCAL_IP=ADDR      the head address on the local provider
-##   GPUCTL_POWEROFF=0         keep a cloud node up after the job ends
+##   GPUCTL_LOCAL_IP=ADDR      the head address, for a node script that reads it (local)
+##   GPUCTL_POWEROFF=0         keep a machine of its own up after the job ends
 ##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
 set -euo pipefail
@@ -35,6 +35,7 @@ export GPUCTL_HOME
 ## cloud-init's runcmd may run without HOME; tools (pip, torch hub) need one.
 export HOME="${HOME:-/root}"
 mkdir -p "$GPUCTL_HOME"
+## The provider's name: says whose metadata service the node asked.
 GPUCTL_METADATA={{METADATA}}
 gpuctl_done=0  # exit_status written
 gpuctl_child=0 # pid of the `timeout` running setup / torchrun, 0 = none
@@ -54,6 +55,25 @@ gpuctl_phase() {
   gpuctl_write phase "$1"
   gpuctl_say "phase $1"
 }
+
+## curl for a link-local metadata service, for the node script below: never
+## through a proxy, short timeouts, a few retries.
+# shellcheck disable=SC2317 # unused where the node script asks no service
+gpuctl_md_curl() {
+  curl -fsS --noproxy '*' --connect-timeout 2 --max-time 5 --retry 3 --retry-delay 1 "$@"
+}
+
+## --- node script ---
+## The node side of the node's provider (providers/NAME/node.sh, see the
+## contract in include/gpuctl/render.h), before anything runs.  It sets
+##   gpuctl_md_machine       1: a machine of its own, powered off at the end;
+##                           0: processes on this machine
+## and defines the functions
+##   gpuctl_md_private_ip    prints this node's private IP literal
+##   gpuctl_md_launch_index  prints the node's 0-based position among the
+##                           nodes launched by one call (providers whose
+##                           nodes take their rank from it)
+{{NODE_SCRIPT}}
 
 ## Whatever the job left behind (processes that moved to sessions of their
 ## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this
@@ -96,14 +116,14 @@ gpuctl_on_exit() {
     fi
     gpuctl_write exit_status "$rc"
     gpuctl_say "exit status $rc"
-    if [ "$GPUCTL_METADATA" != local ]; then
+    if [ "$gpuctl_md_machine" = 1 ]; then
       ## The control plane reads this line back from the serial console
       ## (EC2 GetConsoleOutput) once the node has powered itself off.
       printf 'gpuctl-node-exit: cluster=%s rank=%s status=%s\n' "$GPUCTL_CLUSTER_ID" \
         "$GPUCTL_NODE_RANK" "$rc" >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
     fi
   fi
-  if [ "$GPUCTL_METADATA" != local ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
+  if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
     case ${GPUCTL_POWEROFF_DELAY:-0} in
       '' | *[!0-9]* | 0) ;;
       *) when="+$GPUCTL_POWEROFF_DELAY" ;;
@@ -119,15 +139,15 @@ gpuctl_on_exit() {
 ## torchrun: `timeout` puts its command in a process group of its own (so
 ## that max_duration stops the whole tree), which a signal sent to this
 ## script's group does not reach.  What still runs after a grace period (8 s
-## on the local provider, whose delete sends SIGKILL after 10 s; 25 s on a
-## cloud) is killed.
+## on processes of this machine, whose provider's delete sends SIGKILL after
+## 10 s; 25 s on a machine of its own) is killed.
 # shellcheck disable=SC2317 # run by `trap ... TERM`, which shellcheck 0.9 does not follow
 gpuctl_on_signal() {
   local i=0 grace=50
   trap '' TERM INT HUP
   gpuctl_say "received SIG$1; stopping"
   if [ "$gpuctl_child" != 0 ]; then
-    if [ "$GPUCTL_METADATA" = local ]; then
+    if [ "$gpuctl_md_machine" = 0 ]; then
       grace=16
     fi
     kill -TERM "$gpuctl_child" 2>/dev/null || true
@@ -213,7 +233,7 @@ gpuctl_user_env={{USER_ENV_NAMES}}
 
 ## max_duration's second line of defence on a cloud: the OS powers the node
 ## off two minutes after the limit even if this script dies before it can.
-if [ "$GPUCTL_METADATA" != local ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ] &&
+if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ] &&
   [ "$GPUCTL_MAX_DURATION_S" -gt 0 ]; then
   shutdown -h "+$(((GPUCTL_MAX_DURATION_S + 59) / 60 + 2))" >/dev/null 2>&1 || true
 fi
@@ -328,34 +348,14 @@ esac
 
 # --- head address ---
 
-##if METADATA=aws|azure|aliyun
-gpuctl_curl() {
-  curl -fsS --noproxy '*' --connect-timeout 2 --max-time 5 --retry 3 --retry-delay 1 "$@"
-}
-##endif
-
-##if METADATA=aws
-## EC2 IMDSv2 (aws.md section 4.4): a token first, then the GET with it.
-gpuctl_imds_aws() {
-  local token
-  token=$(gpuctl_curl -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
-    http://169.254.169.254/latest/api/token) || return 1
-  gpuctl_curl -H "X-aws-ec2-metadata-token: $token" \
-    "http://169.254.169.254/latest/meta-data/$1"
-}
-gpuctl_ip_aws() {
-  gpuctl_imds_aws local-ipv4
-}
-##endif
-
 ##if RANK_FROM_LAUNCH=1
-## The workers of one cluster start from one RunInstances call with one
-## user-data, so each finds its rank from its position in that call: EC2's
-## ami-launch-index (0-based, IMDS /latest/meta-data/ami-launch-index) added
-## to the first worker's rank.
-gpuctl_launch_index=$(gpuctl_imds_aws ami-launch-index) || gpuctl_launch_index=''
+## The nodes of one batch start from one launch call with one user-data, so
+## each finds its rank from its position in that call (the node script's
+## gpuctl_md_launch_index, 0-based, which says why when it cannot tell)
+## added to the first node's rank.
+gpuctl_launch_index=$(gpuctl_md_launch_index) || exit 1
 if ! [[ $gpuctl_launch_index =~ ^[0-9]{1,6}$ ]]; then
-  gpuctl_say "error: no ami-launch-index from the EC2 metadata service; node rank unknown"
+  gpuctl_say "error: launch index '$gpuctl_launch_index' is not a number; node rank unknown"
   exit 1
 fi
 GPUCTL_NODE_RANK=$((GPUCTL_NODE_RANK + 10#$gpuctl_launch_index))
@@ -364,28 +364,6 @@ if [ "$GPUCTL_NODE_RANK" -ge "$GPUCTL_NUM_NODES" ]; then
     "not below $GPUCTL_NUM_NODES nodes"
   exit 1
 fi
-##endif
-
-##if METADATA=azure
-## Azure IMDS (azure.md section 7.2): header Metadata: true, format=text.
-gpuctl_ip_azure() {
-  gpuctl_curl -H 'Metadata: true' \
-    'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text'
-}
-##endif
-
-##if METADATA=aliyun
-## Aliyun ECS metadata (aliyun.md section 4): the token is needed only where
-## the instance enforces it, so the GET goes without one when the PUT fails.
-gpuctl_ip_aliyun() {
-  local token url=http://100.100.100.200/latest/meta-data/private-ipv4
-  if token=$(gpuctl_curl -X PUT -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300' \
-    http://100.100.100.200/latest/api/token); then
-    gpuctl_curl -H "X-aliyun-ecs-metadata-token: $token" "$url"
-  else
-    gpuctl_curl "$url"
-  fi
-}
 ##endif
 
 gpuctl_is_ipv4() {
@@ -400,18 +378,13 @@ gpuctl_is_ipv6() {
   [[ $1 =~ ^[0-9A-Fa-f:.]+$ && $1 == *:*:* ]]
 }
 
-## This node's private IP from the provider's metadata service, else the
-## first address `hostname -I` prints.
+## This node's private IP from the node script (the provider's metadata
+## service), else, on a machine of its own, the first address `hostname -I`
+## prints.
 gpuctl_own_ip() {
   local ip='' rest
-  case $GPUCTL_METADATA in
-    local) ip=${GPUCTL_LOCAL_IP:-127.0.0.1} ;;
-    aws) ip=$(gpuctl_ip_aws) || ip='' ;;
-    azure) ip=$(gpuctl_ip_azure) || ip='' ;;
-    aliyun) ip=$(gpuctl_ip_aliyun) || ip='' ;;
-    *) ;;
-  esac
-  if [ "$GPUCTL_METADATA" != local ] && ! gpuctl_is_ipv4 "$ip" && ! gpuctl_is_ipv6 "$ip"; then
+  ip=$(gpuctl_md_private_ip) || ip=''
+  if [ "$gpuctl_md_machine" = 1 ] && ! gpuctl_is_ipv4 "$ip" && ! gpuctl_is_ipv6 "$ip"; then
     gpuctl_say "no IP from the $GPUCTL_METADATA metadata service; using hostname -I" >&2
     read -r ip rest <<<"$(hostname -I 2>/dev/null || true)" || true
   fi

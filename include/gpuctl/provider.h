@@ -41,6 +41,13 @@ struct gpc_buf;
                                           and checkpoint_dir are used in place */
 #define GPC_CAP_LAUNCH_INDEX (1u << 8) /* create_nodes' nodes learn their rank from
                                           the provider's launch index at boot */
+/* Plan-only providers (docs/providers/azure.md, aliyun.md): their offers
+ * are planned from the catalog, but the provider cannot create nodes yet:
+ * no open() nor create_node.  Lookups find them (spec validation, plan,
+ * offers, render); nothing opens them, and `apply` of their offer fails
+ * with "not built into this gpuctl".  Their node script and user-data rules
+ * are real, so `gpuctl render --provider NAME` shows what a node would get. */
+#define GPC_CAP_PLAN_ONLY   (1u << 9)
 
 
 /* One way to run one node: an instance type in a region/zone at a price. */
@@ -115,7 +122,7 @@ typedef struct gpc_provider {
     const char *summary;      /* one line for `gpuctl help providers` */
     unsigned caps;            /* GPC_CAP_* */
     /* How user-data travels to this provider's nodes (size limit, gzip,
-     * base64, metadata service); see render.h. */
+     * base64) and the node script the bootstrap includes; see render.h. */
     const gpc_userdata_rules *userdata;
 
     /* Optional: refuse what this provider cannot do with the spec before
@@ -244,7 +251,9 @@ const gpc_provider *gpc_provider_find(const char *name);
 /* The provider of a spec that names none: gpc_providers[0]. */
 const gpc_provider *gpc_provider_default(void);
 
-/* Comma-separated names of the providers compiled in (static storage). */
+/* Comma-separated names of the providers that can create nodes: those
+ * compiled in, less the plan-only ones (GPC_CAP_PLAN_ONLY); "local, aws"
+ * (static storage).  gpc_provider_names_with(0) names them all. */
 const char *gpc_provider_names(void);
 
 /* Comma-separated names of the providers with every bit of `caps` (a

@@ -26,7 +26,8 @@
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
  *
- * On a cloud (not `local`) the bootstrap powers the node off when it ends,
+ * On a machine of its own (gpuctl_md_machine=1 in the node script, below:
+ * a cloud VM) the bootstrap powers the node off when it ends,
  * whatever the outcome (`shutdown -h now`), unless it was started with
  * GPUCTL_POWEROFF=0 in its environment.  That stops billing only where the
  * instance is launched to terminate on a guest shutdown (EC2
@@ -46,36 +47,47 @@
 #include "gpuctl/error.h"
 #include "gpuctl/spec.h"
 
-/* How a node discovers facts about itself (its private IP, ...). */
-typedef enum gpc_metadata_flavour {
-    GPC_MD_LOCAL = 0, /* local provider: loopback, facts passed in env */
-    GPC_MD_AWS,       /* EC2 IMDSv2 at 169.254.169.254 (token PUT first) */
-    GPC_MD_AZURE,     /* Azure IMDS at 169.254.169.254, header Metadata: true */
-    GPC_MD_ALIYUN     /* ECS metadata at 100.100.100.200 */
-} gpc_metadata_flavour;
-
 /*
- * Transport rules for user-data on a provider.  Sources:
- *  aws:    EC2 RunInstances `UserData`: base64 of the raw data, raw limit
- *          16 KB (16384 bytes); cloud-init accepts gzip-compressed data
- *          (EC2 API reference, RunInstances; cloud-init docs "User-data
- *          formats", gzip compressed content).
- *  azure:  `osProfile.customData`: base64, decoded size <= 65535 bytes
- *          (Azure Compute REST 2024-07-01, VirtualMachines - Create).
- *  aliyun: ECS RunInstances `UserData`: base64, raw limit 32 KB (32768)
- *          (ECS API reference RunInstances; older docs said 16 KB).
- *  local:  no transport limit; passed as a file.
+ * How user-data travels to a provider's nodes, and the node side of the
+ * provider.  Each provider defines its rules in its folder (providers/NAME/,
+ * with the limit and its source) and points gpc_provider.userdata at them.
+ *
+ * The node script (providers/NAME/node.sh, embedded by the build from the
+ * NODE_SCRIPT of providers/NAME/provider.cmake) is how a node learns facts
+ * about itself.  It is a template like the bootstrap (see
+ * gpc_template_render: `##` comments and `##if` sections, the bootstrap's
+ * placeholders), and the bootstrap includes it near its top, before any of
+ * its own code runs.  The contract:
+ *
+ *   gpuctl_md_machine=0|1   (variable, required) 1: the node is a machine
+ *       of its own (a cloud VM): when the job ends the bootstrap writes the
+ *       exit status to the serial console and powers the machine off
+ *       (unless GPUCTL_POWEROFF=0), it schedules the lifecycle.max_duration
+ *       power-off, falls back to `hostname -I` when gpuctl_md_private_ip
+ *       gives no address, and gives the job 25 s to stop after a signal.
+ *       0: the node is processes on this machine: none of that, and 8 s to
+ *       stop (the provider's delete kills what is left after 10 s).
+ *   gpuctl_md_private_ip    (function, required) print this node's private
+ *       IP literal (IPv4 or IPv6) on stdout; non-zero when it cannot tell.
+ *   gpuctl_md_launch_index  (function, required of providers whose nodes
+ *       take their rank from a launch index: GPC_CAP_LAUNCH_INDEX) print the
+ *       node's 0-based position among the nodes launched by one call; when
+ *       it cannot, say why on stderr (gpuctl_say ... >&2) and fail.
+ *
+ * The script may call the bootstrap's gpuctl_say (a log line) and
+ * gpuctl_md_curl (curl for a link-local metadata service: never through a
+ * proxy, 2 s to connect, 5 s in all, 3 retries).  Every function and
+ * variable it defines starts with gpuctl_md_.
  */
 typedef struct gpc_userdata_rules {
-    const char *provider;   /* "aws", "azure", "aliyun", "local" */
+    const char *provider;   /* the provider's name: GPUCTL_METADATA on the
+                               node, and error messages ("aws allows 16384") */
     size_t max_raw;         /* limit on the bytes before base64; 0 = none */
     int gzip_ok;            /* may gzip when the plain text is over max_raw */
     int base64;             /* the API wants base64 (exactly once) */
-    gpc_metadata_flavour metadata;
+    const char *node_script;/* the node script (NUL-terminated, static
+                               storage); NULL only where nothing is rendered */
 } gpc_userdata_rules;
-
-/* Rules by provider name, or NULL when unknown. */
-const gpc_userdata_rules *gpc_userdata_rules_for(const char *provider);
 
 /* What differs between nodes of one cluster. */
 typedef struct gpc_node_ctx {
@@ -97,16 +109,19 @@ typedef struct gpc_node_ctx {
                                 on the node; picks GPUDirect RDMA on EFA), or
                                 NULL */
     int rank_from_launch_index; /* 1: one user-data for several nodes launched
-                                together (EC2 RunInstances with MaxCount > 1):
-                                each node's rank is `rank` plus its EC2
-                                ami-launch-index, read from IMDS at boot.
-                                AWS metadata only, rank >= 1, head_ip set. */
+                                together by one call: each node's rank is
+                                `rank` plus its launch index, which the node
+                                script's gpuctl_md_launch_index reads at boot.
+                                Needs a node script that defines it, rank >= 1
+                                and head_ip set. */
 } gpc_node_ctx;
 
 /*
- * Render the bootstrap shell script for one node.  Returns 0 with *out a
- * NUL-terminated string the caller frees, or GPC_ERR_RENDER / GPC_ERR_NOMEM.
- * Fails when an env value holds a NUL byte.
+ * Render the bootstrap shell script for one node, with rules->node_script
+ * in it.  Returns 0 with *out a NUL-terminated string the caller frees, or
+ * GPC_ERR_RENDER / GPC_ERR_NOMEM.  Fails when an env value holds a NUL
+ * byte, and when the node script is missing or does not define a function
+ * the contract above asks of it.
  */
 int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
                          const gpc_userdata_rules *rules,

@@ -90,7 +90,8 @@ typedef struct gpc_spec {
     char *base_dir;        /* directory of that file; relative paths resolve here */
 
     char *name;            /* RFC 1123 label */
-    char **providers;      /* candidates in preference order; default {"local"} */
+    char **providers;      /* candidates in preference order; default: the
+                              registry's default provider (gpc_provider_default) */
     size_t n_providers;
     uint32_t nodes;        /* >= 1, default 1 */
 

@@ -37,9 +37,15 @@
 #include "gpuctl/http.h"
 #include "gpuctl/render.h"
 
-/* EC2 RunInstances UserData: base64 of at most 16 KB (16384 bytes) of raw
- * data; cloud-init takes it gzip-compressed (render.h has the sources). */
-static const gpc_userdata_rules aws_userdata = {"aws", 16384, 1, 1, GPC_MD_AWS};
+/* EC2 RunInstances `UserData`: base64 of the raw data, raw limit 16 KB
+ * (16384 bytes) (EC2 API Reference, RunInstances); cloud-init accepts
+ * gzip-compressed data (cloud-init docs, "User-data formats": gzip
+ * compressed content).  The node learns about itself from node.sh (IMDSv2). */
+extern const unsigned char gpc_node_script_aws[];
+static const gpc_userdata_rules aws_userdata = {
+    .provider = "aws", .max_raw = 16384, .gzip_ok = 1, .base64 = 1,
+    .node_script = (const char *)gpc_node_script_aws,
+};
 
 /* ---- small helpers ----------------------------------------------------- */
 

@@ -1,2 +1,3 @@
-# Azure: the Retail Prices API for `catalog update` (docs/providers/azure.md).
-gpuctl_provider_code(SOURCES prices.c)
+# Azure: plan-only (docs/providers/azure.md): catalog rows, the Retail
+# Prices API for `catalog update`, user-data rules and the node script.
+gpuctl_provider(azure SOURCES azure.c prices.c NODE_SCRIPT node.sh)

@@ -1079,8 +1079,13 @@ static int local_delete_in(void *ctx, const char *region, const char *id, gpc_er
     return local_delete(ctx, id, err);
 }
 
-/* User-data is a file on this machine: no transport limit. */
-static const gpc_userdata_rules local_userdata = {"local", 0, 0, 0, GPC_MD_LOCAL};
+/* User-data is a file on this machine: no transport limit, no encoding.
+ * The node's facts come from its environment (node.sh). */
+extern const unsigned char gpc_node_script_local[];
+static const gpc_userdata_rules local_userdata = {
+    .provider = "local", .max_raw = 0, .gzip_ok = 0, .base64 = 0,
+    .node_script = (const char *)gpc_node_script_local,
+};
 
 const gpc_provider gpc_provider_local = {
     .name = "local",

@@ -128,7 +128,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
     const char *paid = NULL;
     for (size_t i = 0; i < spec->n_providers && !paid; i++) {
         const gpc_provider *p = gpc_provider_find(spec->providers[i]);
-        if (p && !(p->caps & GPC_CAP_FREE))
+        if (p && !(p->caps & (GPC_CAP_FREE | GPC_CAP_PLAN_ONLY)))
             paid = p->name;
     }
     if (paid && !o->assume_yes && !a.opts.dry_run && !planfile) {

@@ -50,13 +50,19 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (done)
         return rc;
     size_t n_named = (size_t)(argc - optind);
-    for (int i = optind; i < argc; i++)
-        if (!gpc_provider_find(argv[i]))
+    for (int i = optind; i < argc; i++) {
+        const gpc_provider *p = gpc_provider_find(argv[i]);
+        if (!p || (p->caps & GPC_CAP_PLAN_ONLY))
             return gpc_usage_error(o, c, "unknown provider '%s' (available: %s)", argv[i],
                                    gpc_provider_names());
+    }
+    /* the providers that can create nodes (plan-only ones have nothing to
+     * check), in registry order */
+    const gpc_provider *avail[64];
     size_t total = 0;
-    while (gpc_providers[total])
-        total++;
+    for (size_t i = 0; gpc_providers[i] && total < sizeof(avail) / sizeof(avail[0]); i++)
+        if (!(gpc_providers[i]->caps & GPC_CAP_PLAN_ONLY))
+            avail[total++] = gpc_providers[i];
     size_t n = n_named ? n_named : total;
     check_result *res = calloc(n, sizeof(*res));
     gpc_session s;
@@ -71,7 +77,7 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int any_ok = 0, first_bad = -1;
     for (size_t i = 0; i < n; i++) {
         const gpc_provider *p = n_named ? gpc_provider_find(argv[optind + (int)i])
-                                        : gpc_providers[i];
+                                        : avail[i];
         check_one(&s, p, &res[i]);
         any_ok |= res[i].ok;
         if (!res[i].ok && first_bad < 0)

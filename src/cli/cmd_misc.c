@@ -131,10 +131,13 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (gpc_spec_load_file(a.file, &spec, &err))
         return gpc_report_error(o, &err);
     const char *prov = a.provider ? a.provider
-                                  : (spec->n_providers ? spec->providers[0] : "local");
-    const gpc_userdata_rules *rules = gpc_userdata_rules_for(prov);
+                                  : (spec->n_providers ? spec->providers[0]
+                                                       : gpc_provider_default()->name);
+    const gpc_provider *pv = gpc_provider_find(prov);
+    const gpc_userdata_rules *rules = pv ? pv->userdata : NULL;
     if (!rules) {
-        gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (aws, azure, aliyun, local)", prov);
+        gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (%s)", prov,
+                 gpc_provider_names_with(0));
         gpc_spec_free(spec);
         return gpc_report_error(o, &err);
     }
@@ -220,7 +223,8 @@ int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv)
         cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
         cJSON *prov = cJSON_AddArrayToObject(doc, "providers");
         for (size_t i = 0; gpc_providers[i]; i++)
-            cJSON_AddItemToArray(prov, cJSON_CreateString(gpc_providers[i]->name));
+            if (!(gpc_providers[i]->caps & GPC_CAP_PLAN_ONLY))
+                cJSON_AddItemToArray(prov, cJSON_CreateString(gpc_providers[i]->name));
         gpc_print_json(doc);
         return 0;
     }

@@ -223,6 +223,8 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
     for (size_t pi = 0; !rc && gpc_providers[pi]; pi++) {
         const gpc_provider *p = gpc_providers[pi];
         size_t n = 0;
+        if (p->caps & GPC_CAP_PLAN_ONLY)
+            continue; /* the note on providers not built in covers it */
         for (size_t r = 0; r < cat->n_rows; r++) {
             const gpc_catalog_row *cr = &cat->rows[r];
             if (!want[r] || strcasecmp(cr->provider, p->name) != 0 || cr->price_spot < 0 ||
@@ -685,13 +687,15 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
     /* Providers planned from the catalog alone: say so once. */
     char missing[160] = "";
     size_t n_missing = 0;
-    for (size_t i = 0; !rc && i < q.n_providers; i++)
-        if (!gpc_provider_find(q.providers[i]) && strlen(missing) + strlen(q.providers[i]) + 3 <
-            sizeof(missing)) {
+    for (size_t i = 0; !rc && i < q.n_providers; i++) {
+        const gpc_provider *p = gpc_provider_find(q.providers[i]);
+        if ((!p || (p->caps & GPC_CAP_PLAN_ONLY)) &&
+            strlen(missing) + strlen(q.providers[i]) + 3 < sizeof(missing)) {
             snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
                      n_missing ? ", " : "", q.providers[i]);
             n_missing++;
         }
+    }
     if (n_missing) {
         char note[512];
         snprintf(note, sizeof(note), "provider%s %s %s not built into this gpuctl yet "

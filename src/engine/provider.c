@@ -17,12 +17,13 @@ const gpc_provider *gpc_provider_default(void)
     return gpc_providers[0];
 }
 
-static void names_into(char *names, size_t size, unsigned caps)
+/* Names of the providers with every bit of `caps` and none of `without`. */
+static void names_into(char *names, size_t size, unsigned caps, unsigned without)
 {
     size_t len = 0;
     names[0] = '\0';
     for (size_t i = 0; gpc_providers[i]; i++) {
-        if ((gpc_providers[i]->caps & caps) != caps)
+        if ((gpc_providers[i]->caps & caps) != caps || (gpc_providers[i]->caps & without))
             continue;
         const char *n = gpc_providers[i]->name;
         size_t l = strlen(n);
@@ -42,14 +43,14 @@ const char *gpc_provider_names(void)
 {
     static char names[256];
     if (!names[0])
-        names_into(names, sizeof(names), 0);
+        names_into(names, sizeof(names), 0, GPC_CAP_PLAN_ONLY);
     return names;
 }
 
 const char *gpc_provider_names_with(unsigned caps)
 {
     static char names[256];
-    names_into(names, sizeof(names), caps);
+    names_into(names, sizeof(names), caps, 0);
     return names;
 }
 

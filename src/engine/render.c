@@ -12,30 +12,6 @@
 #define DEFAULT_RDZV_PORT 29400u
 
 /* ------------------------------------------------------------------------ */
-/* Provider rules                                                           */
-
-static const gpc_userdata_rules rules_table[] = {
-    /* EC2 RunInstances UserData: 16 KB raw before base64. */
-    {"aws", 16384, 1, 1, GPC_MD_AWS},
-    /* osProfile.customData: decoded size <= 65535. */
-    {"azure", 65535, 1, 1, GPC_MD_AZURE},
-    /* ECS RunInstances UserData: 32 KB raw before base64. */
-    {"aliyun", 32768, 1, 1, GPC_MD_ALIYUN},
-    /* A file on this machine. */
-    {"local", 0, 0, 0, GPC_MD_LOCAL},
-};
-
-const gpc_userdata_rules *gpc_userdata_rules_for(const char *provider)
-{
-    if (!provider)
-        return NULL;
-    for (size_t i = 0; i < sizeof(rules_table) / sizeof(rules_table[0]); i++)
-        if (strcmp(rules_table[i].provider, provider) == 0)
-            return &rules_table[i];
-    return NULL;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Shell quoting                                                            */
 
 /*
@@ -318,17 +294,6 @@ int gpc_template_render(const char *tname, const char *text, size_t len,
 /* ------------------------------------------------------------------------ */
 /* Bootstrap                                                                */
 
-static const char *metadata_word(gpc_metadata_flavour md)
-{
-    switch (md) {
-    case GPC_MD_LOCAL: return "local";
-    case GPC_MD_AWS: return "aws";
-    case GPC_MD_AZURE: return "azure";
-    case GPC_MD_ALIYUN: return "aliyun";
-    }
-    return NULL;
-}
-
 /* As in the YAML (spec.h); kept here so that render.c stands alone. */
 static const char *interconnect_word(gpc_interconnect ic)
 {
@@ -389,7 +354,7 @@ enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_COUNT
+    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_NODE_SCRIPT, V_COUNT
 };
 
 static const char *const var_names[V_COUNT] = {
@@ -411,7 +376,21 @@ static const char *const var_names[V_COUNT] = {
     [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
     [V_RANK_FROM_LAUNCH] = "RANK_FROM_LAUNCH",
     [V_INSTANCE_TYPE] = "INSTANCE_TYPE",
+    [V_NODE_SCRIPT] = "NODE_SCRIPT",
 };
+
+/*
+ * Does the node script define shell function `name`: a line that starts
+ * with "name() {" (the form the contract in render.h asks for)?
+ */
+static int defines_function(const char *script, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = script; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && strncmp(p + n, "() {", 4) == 0)
+            return 1;
+    return 0;
+}
 
 /* Quote s into b; NULL quotes as ''. */
 static int quote_opt(gpc_buf *b, const char *s, gpc_error *err)
@@ -424,7 +403,6 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                             const gpc_userdata_rules *rules, gpc_buf vals[V_COUNT],
                             gpc_error *err)
 {
-    const char *md = metadata_word(rules->metadata);
     const char *ic = node->fabric && *node->fabric ? node->fabric
                    : interconnect_word(spec->resources.interconnect);
     uint32_t port = node->rdzv_port ? node->rdzv_port
@@ -432,9 +410,12 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
     char head[INET6_ADDRSTRLEN + 3] = "";
     int rc;
 
-    if (!md)
-        return gpc_fail(err, GPC_ERR_RENDER, "unknown metadata flavour %d",
-                        (int)rules->metadata);
+    if (!rules->provider || !*rules->provider || !rules->node_script)
+        return gpc_fail(err, GPC_ERR_RENDER, "provider '%s' has no node script",
+                        rules->provider ? rules->provider : "");
+    if (!defines_function(rules->node_script, "gpuctl_md_private_ip"))
+        return gpc_fail(err, GPC_ERR_RENDER, "the node script of provider '%s' does not "
+                        "define gpuctl_md_private_ip", rules->provider);
     if (!ic)
         return gpc_fail(err, GPC_ERR_RENDER, "unknown interconnect %d",
                         (int)spec->resources.interconnect);
@@ -457,11 +438,12 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                         (unsigned)node->rank);
     }
 
-    if (node->rank_from_launch_index && (rules->metadata != GPC_MD_AWS || node->rank == 0))
-        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs EC2 "
-                        "metadata and a first rank above 0");
+    if (node->rank_from_launch_index &&
+        (!defines_function(rules->node_script, "gpuctl_md_launch_index") || node->rank == 0))
+        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
+                        "script that defines gpuctl_md_launch_index and a first rank above 0");
 
-    rc = gpc_buf_adds(&vals[V_METADATA], md, err);
+    rc = gpc_buf_adds(&vals[V_METADATA], rules->provider, err);
     for (size_t i = 0; !rc && i < spec->n_env; i++) {
         const gpc_env_var *e = &spec->env[i];
         if (!is_env_name(e->name))
@@ -544,6 +526,15 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
     for (size_t i = 0; i < V_COUNT; i++) {
         vars[i].name = var_names[i];
         vars[i].value = gpc_buf_str(&vals[i]);
+    }
+    /* The node script is a template with the same placeholders (all but
+     * its own), rendered first and then included as a block. */
+    if (!rc) {
+        char tname[64];
+        snprintf(tname, sizeof(tname), "%.40s/node.sh", rules->provider);
+        rc = gpc_template_render(tname, rules->node_script, strlen(rules->node_script), vars,
+                                 V_NODE_SCRIPT, &vals[V_NODE_SCRIPT], err);
+        vars[V_NODE_SCRIPT].value = gpc_buf_str(&vals[V_NODE_SCRIPT]);
     }
     if (!rc)
         rc = gpc_template_render(t->name, t->data, t->len, vars, V_COUNT, &res, err);

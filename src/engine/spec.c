@@ -1,5 +1,6 @@
 /*
- * spec.c - the job spec: YAML -> gpc_spec, canonical JSON, hash.
+ * spec.c - the job spec: YAML -> gpc_spec (pass 2, the schema walk), load
+ * and free; the other parts are listed in spec_int.h.
  *
  * Two passes.  load_tree() turns libyaml's events into a small tree of nodes
  * that carry 1-based line/column marks; it resolves aliases (bounding their
@@ -16,420 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-#include <yaml.h>
-
+#include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/util.h"
-
-#define ALIAS_NODES_MAX 10000 /* nodes reachable through aliases, in all */
-#define NEST_MAX 64           /* collections open at once */
-#define ANCHORS_MAX 1000
-#define NODES_MAX GPC_SPEC_NODES_MAX
-#define GPUS_PER_NODE_MAX 64
-#define NPROC_MAX 64
-#define LIST_MAX 256          /* entries in a list field (provider, regions, gpu, ...) */
-#define DURATION_MAX_S GPC_SPEC_DURATION_MAX_S
-#define SHOW_MAX 96           /* quoted value in a message */
-#define PATH_MAX_LEN 160      /* field path in a message */
-
-/* ------------------------------------------------------------------ */
-/* Small ASCII helpers (locale-independent).                          */
-
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static bool is_lower(int c) { return c >= 'a' && c <= 'z'; }
-static bool is_alpha(int c) { return is_lower(c) || (c >= 'A' && c <= 'Z'); }
-static bool is_alnum(int c) { return is_alpha(c) || is_digit(c); }
-static int to_lower(int c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; }
-static int to_upper(int c) { return is_lower(c) ? c - 'a' + 'A' : c; }
-
-/* Digits only, no sign; false on overflow or empty. */
-static bool parse_u64(const char *s, size_t len, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (len == 0)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        if (!is_digit((unsigned char)s[i]))
-            return false;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
-/* An optional sign, digits, an optional fraction ("15", "-2", "0.5", ".5").
- * No exponents, hex, inf or nan. */
-static bool parse_number(const char *s, size_t len, double *out)
-{
-    char tmp[64];
-    size_t i = 0, digits = 0;
-    if (len == 0 || len >= sizeof(tmp))
-        return false;
-    if (s[i] == '+' || s[i] == '-')
-        i++;
-    for (; i < len && is_digit((unsigned char)s[i]); i++)
-        digits++;
-    if (i < len && s[i] == '.')
-        for (i++; i < len && is_digit((unsigned char)s[i]); i++)
-            digits++;
-    if (i != len || digits == 0)
-        return false;
-    memcpy(tmp, s, len);
-    tmp[len] = '\0';
-    *out = strtod(tmp, NULL);
-    return isfinite(*out);
-}
-
-/* 'text' for messages, cut at SHOW_MAX bytes on a UTF-8 boundary. */
-static const char *quote(const char *text, size_t len, char buf[SHOW_MAX])
-{
-    size_t room = SHOW_MAX - 6; /* quotes, "...", NUL */
-    bool cut = len > room;
-    if (cut) {
-        len = room;
-        while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
-            len--;
-    }
-    snprintf(buf, SHOW_MAX, "'%.*s%s'", (int)len, text, cut ? "..." : "");
-    return buf;
-}
-
-
-/* The closest of `names` (NULL-terminated) to `word`, or NULL when none is
- * close: at most 1 edit for words of up to 4 letters, else 2. */
-static const char *closest(const char *word, const char *const *names)
-{
-    size_t len = strlen(word);
-    size_t limit = len <= 4 ? 1 : 2;
-    const char *best = NULL;
-    size_t best_d = SIZE_MAX;
-    for (const char *const *p = names; *p; p++) {
-        /* Ties go to a name with the same first letter ("cpu": "cpus", not "gpu"). */
-        size_t dist = gpc_edit_distance(word, *p);
-        if (dist != SIZE_MAX)
-            dist = 2 * dist + (to_lower((unsigned char)word[0]) != to_lower((unsigned char)(*p)[0]));
-        if (dist <= 2 * limit + 1 && dist < best_d) {
-            best = *p;
-            best_d = dist;
-        }
-    }
-    return best;
-}
-
-/* ------------------------------------------------------------------ */
-/* Numeric forms.                                                     */
-
-typedef enum size_rc { SZ_OK, SZ_SYNTAX, SZ_UNIT, SZ_NONPOS, SZ_HUGE } size_rc;
-
-/* No machine or disk is bigger than 1 PB; a larger number is a typo. */
-#define SIZE_MAX_GIB (1024.0 * 1024.0)
-
-static const struct size_unit {
-    const char *name;
-    double gib;
-} size_units[] = {
-    {"", 1}, {"g", 1}, {"gb", 1}, {"gib", 1},
-    {"t", 1024}, {"tb", 1024}, {"tib", 1024},
-    {"m", 1.0 / 1024}, {"mb", 1.0 / 1024}, {"mib", 1.0 / 1024},
-};
-
-/* "80GB", "1.5 TB", "512mib", "64" -> GiB.  *unit gets the unit's offset. */
-static size_rc scan_size(const char *s, size_t len, double *gib, size_t *unit)
-{
-    size_t i = 0, digits = 0;
-    double v;
-    if (i < len && s[i] == '-')
-        i++;
-    size_t num_start = i;
-    for (; i < len && is_digit((unsigned char)s[i]); i++)
-        digits++;
-    if (i < len && s[i] == '.')
-        for (i++; i < len && is_digit((unsigned char)s[i]); i++)
-            digits++;
-    if (digits == 0 || !parse_number(s + num_start, i - num_start, &v))
-        return SZ_SYNTAX;
-    size_t num_end = i;
-    while (i < len && s[i] == ' ')
-        i++;
-    *unit = i;
-    if (i > num_end && i == len)
-        return SZ_SYNTAX; /* trailing blank, no unit */
-    for (size_t j = i; j < len; j++)
-        if (!is_alpha((unsigned char)s[j]))
-            return SZ_SYNTAX;
-    size_t ulen = len - i;
-    const struct size_unit *u = NULL;
-    for (size_t k = 0; k < sizeof(size_units) / sizeof(size_units[0]); k++) {
-        const char *n = size_units[k].name;
-        if (strlen(n) != ulen)
-            continue;
-        size_t j = 0;
-        while (j < ulen && to_lower((unsigned char)s[i + j]) == n[j])
-            j++;
-        if (j == ulen) {
-            u = &size_units[k];
-            break;
-        }
-    }
-    if (!u)
-        return SZ_UNIT;
-    if (s[0] == '-' || v <= 0)
-        return SZ_NONPOS;
-    *gib = v * u->gib;
-    return *gib > SIZE_MAX_GIB ? SZ_HUGE : SZ_OK;
-}
-
-int gpc_parse_size_gib(const char *what, const char *s, double *gib, gpc_error *err)
-{
-    char q[SHOW_MAX];
-    size_t unit = 0, len = strlen(s);
-    switch (scan_size(s, len, gib, &unit)) {
-    case SZ_OK:
-        return 0;
-    case SZ_UNIT:
-        return gpc_fail(err, GPC_ERR_SPEC,
-                        "%s: unknown size unit '%s' in %s (use MB, GB or TB)",
-                        what, s + unit, quote(s, len, q));
-    case SZ_NONPOS:
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: expected a positive size, got %s",
-                        what, quote(s, len, q));
-    case SZ_HUGE:
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s is more than 1PB", what, quote(s, len, q));
-    default:
-        return gpc_fail(err, GPC_ERR_SPEC,
-                        "%s: expected a size like 80GB, 512MB or 2TB, got %s",
-                        what, quote(s, len, q));
-    }
-}
-
-int gpc_parse_duration(const char *what, const char *s, uint64_t *secs, gpc_error *err)
-{
-    static const char units[] = "dhms";
-    static const uint64_t mult[] = {86400, 3600, 60, 1};
-    char q[SHOW_MAX];
-    size_t len = strlen(s), i = 0;
-    uint64_t total = 0;
-    int last = -1;
-    bool ok = len > 0;
-
-    if (ok && s[0] == '-')
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: expected a positive duration, got %s",
-                        what, quote(s, len, q));
-    while (ok && i < len) { /* NUMBER UNIT ..., units in the order d h m s */
-        size_t start = i;
-        uint64_t n;
-        int unit;
-        const char *u;
-        while (i < len && is_digit((unsigned char)s[i]))
-            i++;
-        if (i == start) {
-            ok = false;
-            break;
-        }
-        if (!parse_u64(s + start, i - start, &n))
-            n = UINT64_MAX;               /* overflow: "too long" below */
-        if (i == len && start == 0) {
-            unit = 3;                     /* a bare number is seconds */
-        } else if (i < len && (u = strchr(units, s[i])) != NULL) {
-            unit = (int)(u - units);
-            i++;
-        } else {
-            unit = -1;
-        }
-        if (unit <= last) {
-            ok = false;
-            break;
-        }
-        last = unit;
-        if (n > (UINT64_MAX - total) / mult[unit])
-            total = UINT64_MAX;
-        else
-            total += n * mult[unit];
-    }
-    if (!ok)
-        return gpc_fail(err, GPC_ERR_SPEC,
-                        "%s: expected a duration like 90s, 30m, 72h, 1d or 1h30m, got %s",
-                        what, quote(s, len, q));
-    if (total == 0)
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: expected a positive duration, got %s",
-                        what, quote(s, len, q));
-    if (total > DURATION_MAX_S)
-        return gpc_fail(err, GPC_ERR_SPEC, "%s: %s is too long (at most 36500d)",
-                        what, quote(s, len, q));
-    *secs = total;
-    return 0;
-}
-
-/* One end of a range: a positive size, or a positive integer count. */
-typedef bool (*range_end_fn)(const char *s, size_t len, double *out);
-
-static bool size_end(const char *s, size_t len, double *out)
-{
-    size_t unit;
-    size_rc rc = scan_size(s, len, out, &unit);
-    return rc == SZ_OK || rc == SZ_HUGE; /* callers bound the result */
-}
-
-static bool count_end(const char *s, size_t len, double *out)
-{
-    uint64_t v;
-    if (!parse_u64(s, len, &v) || v == 0 || v > 1000000)
-        return false;
-    *out = (double)v;
-    return true;
-}
-
-typedef enum range_rc { RG_OK, RG_SYNTAX, RG_EMPTY } range_rc;
-
-/* "X", "X+", "X..Y", "X..", "..Y" -> {min, max} (0 = unbounded). */
-static range_rc parse_range(const char *s, size_t len, range_end_fn end, gpc_range *out)
-{
-    const char *dots = NULL;
-    gpc_range r = {0, 0};
-    for (size_t i = 0; i + 1 < len; i++)
-        if (s[i] == '.' && s[i + 1] == '.') {
-            dots = s + i;
-            break;
-        }
-    if (len > 1 && s[len - 1] == '+') {
-        if (!end(s, len - 1, &r.min))
-            return RG_SYNTAX;
-    } else if (dots) {
-        size_t l = (size_t)(dots - s), rl = len - l - 2;
-        if ((l == 0 && rl == 0) || (l > 0 && !end(s, l, &r.min)) ||
-            (rl > 0 && !end(dots + 2, rl, &r.max)))
-            return RG_SYNTAX;
-        if (r.max > 0 && r.min > r.max)
-            return RG_EMPTY;
-    } else {
-        if (!end(s, len, &r.min))
-            return RG_SYNTAX;
-        r.max = r.min;
-    }
-    *out = r;
-    return RG_OK;
-}
-
-/* A model name: [A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters. */
-static bool valid_model(const char *s, size_t len)
-{
-    if (len == 0 || len > 64 || !is_alnum((unsigned char)s[0]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_alnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
-            return false;
-    return true;
-}
-
-static bool has_alpha(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (is_alpha((unsigned char)s[i]))
-            return true;
-    return false;
-}
-
-/* "A100-80GB": when the text after the last '-' is a size with a unit, set
- * *mem (if not NULL) and return the model's length without it; else 0. */
-static size_t model_mem_suffix(const char *model, size_t len, gpc_range *mem)
-{
-    size_t dash = 0;
-    gpc_range m;
-    for (size_t i = 1; i < len; i++)
-        if (model[i] == '-')
-            dash = i;
-    if (dash == 0 || dash + 1 >= len)
-        return 0;
-    const char *suf = model + dash + 1;
-    size_t sl = len - dash - 1;
-    if (!is_digit((unsigned char)suf[0]) || !has_alpha(suf, sl) ||
-        parse_range(suf, sl, size_end, &m) != RG_OK)
-        return 0;
-    if (mem)
-        *mem = m;
-    return dash;
-}
-
-int gpc_parse_gpu(const char *what, const char *s, gpc_gpu_req *out, gpc_error *err)
-{
-    const char *part[3];
-    size_t plen[3], n = 0, len = strlen(s);
-    gpc_range count = {1, 1}, mem = {0, 0};
-    const char *model = "";
-    size_t model_len = 0;
-    char q[SHOW_MAX];
-
-    /* Split at ':' into at most three non-empty parts. */
-    for (const char *p = s;; ) {
-        const char *c = strchr(p, ':');
-        size_t l = c ? (size_t)(c - p) : strlen(p);
-        if (n == 3 || l == 0)
-            goto bad;
-        part[n] = p;
-        plen[n++] = l;
-        if (!c)
-            break;
-        p = c + 1;
-    }
-
-    /* The last part is a count unless it has letters ("80GB" is memory). */
-    if (!has_alpha(part[n - 1], plen[n - 1])) {
-        const char *c = part[n - 1];
-        size_t cl = plen[n - 1];
-        uint64_t zero;
-        if (parse_u64(c, cl, &zero) && zero == 0)
-            return gpc_fail(err, GPC_ERR_SPEC, "%s: GPU count must be at least 1 in %s",
-                            what, quote(s, len, q));
-        if (parse_range(c, cl, count_end, &count) != RG_OK)
-            goto bad;
-        if (count.min == 0)                 /* "..2" is "1..2" */
-            count.min = 1;
-        if (count.min > GPUS_PER_NODE_MAX || count.max > GPUS_PER_NODE_MAX)
-            return gpc_fail(err, GPC_ERR_SPEC, "%s: at most %d GPUs per node in %s",
-                            what, GPUS_PER_NODE_MAX, quote(s, len, q));
-        n--;
-    }
-    if (n == 2) {                       /* MODEL:MEM */
-        model = part[0];
-        model_len = plen[0];
-        if (parse_range(part[1], plen[1], size_end, &mem) != RG_OK ||
-            model_mem_suffix(model, model_len, NULL))
-            goto bad;
-    } else if (n == 1 && (is_digit((unsigned char)part[0][0]) || part[0][0] == '.')) {
-        if (parse_range(part[0], plen[0], size_end, &mem) != RG_OK)  /* MEM */
-            goto bad;
-    } else if (n == 1) {                /* MODEL or MODEL-MEM */
-        model = part[0];
-        model_len = plen[0];
-        size_t cut = model_mem_suffix(model, model_len, &mem);
-        if (cut)
-            model_len = cut;
-    } else if (n != 0) {
-        goto bad;
-    }
-    if (model_len > 0 && !valid_model(model, model_len))
-        goto bad;
-
-    char *m = malloc(model_len + 1);
-    if (!m)
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < model_len; i++)
-        m[i] = (char)to_upper((unsigned char)model[i]);
-    m[model_len] = '\0';
-    out->model = m;
-    out->mem_gib = mem;
-    out->count = count;
-    return 0;
-
-bad:
-    return gpc_fail(err, GPC_ERR_SPEC,
-                    "%s: expected a GPU like A100-80GB:8, A100:80GB:8, H100:8, T4 "
-                    "or 24GB..80GB:2, got %s", what, quote(s, len, q));
-}
+#include "spec_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Enum names.                                                        */
@@ -438,7 +29,6 @@ static const char *const interconnect_names[] = {
     "any", "none", "efa", "infiniband", "erdma", "rdma", NULL};
 static const char *const spot_names[] = {"on-demand", "spot", "auto", NULL};
 static const char *const tier_names[] = {"any", "standard", "ssd", "nvme", NULL};
-static const char *const provider_names[] = {"local", "aws", "azure", "aliyun", NULL};
 
 const char *gpc_interconnect_name(gpc_interconnect ic)
 {
@@ -453,342 +43,6 @@ const char *gpc_spot_policy_name(gpc_spot_policy p)
 const char *gpc_disk_tier_name(gpc_disk_tier t)
 {
     return (unsigned)t <= GPC_DISK_NVME ? tier_names[t] : "?";
-}
-
-/* ------------------------------------------------------------------ */
-/* Pass 1: libyaml events -> node tree.                               */
-
-typedef enum ykind { Y_SCALAR, Y_SEQ, Y_MAP } ykind;
-
-typedef struct ynode {
-    ykind kind;
-    unsigned long line, col; /* 1-based */
-    char *text;              /* scalar value, NUL-terminated */
-    size_t len;
-    bool plain;              /* plain scalar: may mean null or a boolean */
-    char *anchor;            /* its anchor name, or NULL */
-    struct ynode **kids;     /* sequence items; mapping key, value, key, ... */
-    size_t n, cap;
-    size_t weight;           /* nodes in this subtree with aliases expanded,
-                                capped at ALIAS_NODES_MAX + 1 */
-} ynode;
-
-typedef struct ydoc {
-    const char *src;
-    const char *text;
-    size_t len;
-    ynode **all;           /* every node, for freeing (aliases share nodes) */
-    size_t n_all, cap_all;
-    ynode **anchored;      /* completed nodes with an anchor, in order */
-    size_t n_anchored, cap_anchored;
-    ynode *root;
-    size_t alias_nodes;
-} ydoc;
-
-static void *grow(void *p, size_t *cap, size_t size)
-{
-    size_t ncap = *cap ? *cap * 2 : 8;
-    void *np = realloc(p, ncap * size);
-    if (np)
-        *cap = ncap;
-    return np;
-}
-
-static void doc_free(ydoc *d)
-{
-    for (size_t i = 0; i < d->n_all; i++) {
-        free(d->all[i]->text);
-        free(d->all[i]->anchor);
-        free(d->all[i]->kids);
-        free(d->all[i]);
-    }
-    free(d->all);
-    free(d->anchored);
-}
-
-static int nomem(gpc_error *err)
-{
-    return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-}
-
-static int fail_at(const ydoc *d, gpc_error *err, unsigned long line,
-                   unsigned long col, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int fail_at(const ydoc *d, gpc_error *err, unsigned long line,
-                   unsigned long col, const char *fmt, ...)
-{
-    char msg[GPC_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return gpc_fail(err, GPC_ERR_SPEC, "%s:%lu:%lu: %s", d->src, line, col, msg);
-}
-
-/* libyaml failed: name the place, and call a tab in indentation a tab. */
-static int syntax_error(const ydoc *d, const yaml_parser_t *p, gpc_error *err)
-{
-    size_t line = p->problem_mark.line, col = p->problem_mark.column;
-    if (p->error == YAML_MEMORY_ERROR)
-        return nomem(err);
-    if (p->error == YAML_READER_ERROR) { /* only a byte offset is known */
-        size_t off = p->problem_offset < d->len ? p->problem_offset : d->len;
-        size_t start = 0;
-        line = 0;
-        for (size_t i = 0; i < off; i++)
-            if (d->text[i] == '\n') {
-                line++;
-                start = i + 1;
-            }
-        col = off - start;
-    }
-    /* Find that line; look for a tab among its leading blanks. */
-    const char *s = d->text, *end = d->text + d->len;
-    for (size_t l = 0; l < line && s < end; s++)
-        if (*s == '\n')
-            l++;
-    for (const char *t = s; t < end && (*t == ' ' || *t == '\t'); t++)
-        if (*t == '\t')
-            return fail_at(d, err, line + 1, (unsigned long)(t - s) + 1,
-                           "tab character in indentation (YAML allows only spaces)");
-    const char *problem = p->problem ? p->problem : "invalid YAML";
-    if (p->context)
-        return fail_at(d, err, line + 1, col + 1, "%s (%s at line %lu)", problem,
-                       p->context, (unsigned long)p->context_mark.line + 1);
-    return fail_at(d, err, line + 1, col + 1, "%s", problem);
-}
-
-static ynode *new_node(ydoc *d, ykind kind, yaml_mark_t mark, gpc_error *err)
-{
-    ynode *n = calloc(1, sizeof(*n));
-    if (!n) {
-        nomem(err);
-        return NULL;
-    }
-    if (d->n_all == d->cap_all) {
-        void *p = grow(d->all, &d->cap_all, sizeof(*d->all));
-        if (!p) {
-            free(n);
-            nomem(err);
-            return NULL;
-        }
-        d->all = p;
-    }
-    d->all[d->n_all++] = n;
-    n->kind = kind;
-    n->line = (unsigned long)mark.line + 1;
-    n->col = (unsigned long)mark.column + 1;
-    n->weight = 1;
-    return n;
-}
-
-static int add_kid(ynode *parent, ynode *kid, gpc_error *err)
-{
-    if (parent->n == parent->cap) {
-        void *p = grow(parent->kids, &parent->cap, sizeof(*parent->kids));
-        if (!p)
-            return nomem(err);
-        parent->kids = p;
-    }
-    parent->kids[parent->n++] = kid;
-    return 0;
-}
-
-static int set_anchor(ynode *n, const yaml_char_t *anchor, gpc_error *err)
-{
-    if (!anchor)
-        return 0;
-    n->anchor = strdup((const char *)anchor);
-    return n->anchor ? 0 : nomem(err);
-}
-
-/* A node is complete: its anchor (if any) may now be referred to.  Anchors
- * are registered only once complete, so no alias can form a cycle. */
-static int register_anchor(ydoc *d, ynode *n, gpc_error *err)
-{
-    if (!n->anchor)
-        return 0;
-    if (d->n_anchored == ANCHORS_MAX)
-        return fail_at(d, err, n->line, n->col, "more than %d anchors", ANCHORS_MAX);
-    if (d->n_anchored == d->cap_anchored) {
-        void *p = grow(d->anchored, &d->cap_anchored, sizeof(*d->anchored));
-        if (!p)
-            return nomem(err);
-        d->anchored = p;
-    }
-    d->anchored[d->n_anchored++] = n;
-    return 0;
-}
-
-typedef struct keyref {
-    const ynode *key;
-    size_t i;
-} keyref;
-
-static int keyref_cmp(const void *a, const void *b)
-{
-    const keyref *x = a, *y = b;
-    size_t l = x->key->len < y->key->len ? x->key->len : y->key->len;
-    int c = memcmp(x->key->text, y->key->text, l);
-    if (c)
-        return c;
-    if (x->key->len != y->key->len)
-        return x->key->len < y->key->len ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* libyaml accepts duplicate keys; the first repeat (in document order) is
- * an error naming where the key was first seen. */
-static int check_duplicates(const ydoc *d, const ynode *map, gpc_error *err)
-{
-    size_t m = 0;
-    keyref *r;
-    const keyref *dup = NULL, *first = NULL;
-    if (map->n < 4)
-        return 0;
-    r = malloc(map->n / 2 * sizeof(*r));
-    if (!r)
-        return nomem(err);
-    for (size_t i = 0; i < map->n; i += 2)
-        if (map->kids[i]->kind == Y_SCALAR)
-            r[m++] = (keyref){map->kids[i], i};
-    qsort(r, m, sizeof(*r), keyref_cmp);
-    for (size_t j = 1, g = 0; j < m; j++) {
-        if (r[j].key->len == r[g].key->len &&
-            memcmp(r[j].key->text, r[g].key->text, r[g].key->len) == 0) {
-            if (!dup || r[j].i < dup->i) {
-                dup = &r[j];
-                first = &r[g];
-            }
-        } else {
-            g = j;
-        }
-    }
-    int rc = 0;
-    if (dup) {
-        char q[SHOW_MAX];
-        rc = fail_at(d, err, map->kids[dup->i]->line, map->kids[dup->i]->col,
-                     "duplicate key %s (first at line %lu)",
-                     quote(dup->key->text, dup->key->len, q), first->key->line);
-    }
-    free(r);
-    return rc;
-}
-
-/* Node `n` was just created: hang it under the open collection, or make it
- * the root. */
-static int attach(ydoc *d, ynode **stack, size_t depth, ynode *n, gpc_error *err)
-{
-    if (depth == 0) {
-        d->root = n;
-        return 0;
-    }
-    return add_kid(stack[depth - 1], n, err);
-}
-
-static int on_event(ydoc *d, const yaml_event_t *ev, ynode **stack, size_t *depth,
-                    int *docs, gpc_error *err)
-{
-    ynode *n;
-    int rc;
-    unsigned long line = (unsigned long)ev->start_mark.line + 1;
-    unsigned long col = (unsigned long)ev->start_mark.column + 1;
-
-    switch (ev->type) {
-    case YAML_DOCUMENT_START_EVENT:
-        if (++*docs > 1)
-            return fail_at(d, err, line, col,
-                           "a second YAML document; a spec file holds exactly one");
-        return 0;
-    case YAML_SCALAR_EVENT:
-        n = new_node(d, Y_SCALAR, ev->start_mark, err);
-        if (!n)
-            return GPC_ERR_NOMEM;
-        n->len = ev->data.scalar.length;
-        n->text = malloc(n->len + 1);
-        if (!n->text)
-            return nomem(err);
-        memcpy(n->text, ev->data.scalar.value, n->len);
-        n->text[n->len] = '\0';
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        if (set_anchor(n, ev->data.scalar.anchor, err))
-            return GPC_ERR_NOMEM;
-        rc = register_anchor(d, n, err);
-        return rc ? rc : attach(d, stack, *depth, n, err);
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (*depth == NEST_MAX)
-            return fail_at(d, err, line, col, "nesting deeper than %d levels", NEST_MAX);
-        n = new_node(d, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ,
-                     ev->start_mark, err);
-        if (!n)
-            return GPC_ERR_NOMEM;
-        if (set_anchor(n, ev->type == YAML_MAPPING_START_EVENT
-                              ? ev->data.mapping_start.anchor
-                              : ev->data.sequence_start.anchor, err) ||
-            attach(d, stack, *depth, n, err))
-            return GPC_ERR_NOMEM;
-        stack[(*depth)++] = n;
-        return 0;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        n = stack[--*depth];
-        for (size_t i = 0; i < n->n; i++) {
-            n->weight += n->kids[i]->weight;
-            if (n->weight > ALIAS_NODES_MAX)
-                n->weight = ALIAS_NODES_MAX + 1;
-        }
-        if (n->kind == Y_MAP && (rc = check_duplicates(d, n, err)) != 0)
-            return rc;
-        return register_anchor(d, n, err);
-    case YAML_ALIAS_EVENT: {
-        const char *name = (const char *)ev->data.alias.anchor;
-        ynode *target = NULL;
-        for (size_t i = d->n_anchored; i-- > 0;)
-            if (strcmp(d->anchored[i]->anchor, name) == 0) {
-                target = d->anchored[i];
-                break;
-            }
-        if (!target)
-            return fail_at(d, err, line, col, "alias '*%s' names no anchor defined before it",
-                           name);
-        if (target->weight > ALIAS_NODES_MAX - d->alias_nodes)
-            return fail_at(d, err, line, col,
-                           "alias expansion exceeds %d nodes (billion laughs?)",
-                           ALIAS_NODES_MAX);
-        d->alias_nodes += target->weight;
-        return attach(d, stack, *depth, target, err);
-    }
-    default:
-        return 0;
-    }
-}
-
-static int load_tree(ydoc *d, gpc_error *err)
-{
-    yaml_parser_t parser;
-    ynode *stack[NEST_MAX];
-    size_t depth = 0;
-    int docs = 0, rc = 0;
-
-    if (!yaml_parser_initialize(&parser))
-        return nomem(err);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)d->text, d->len);
-    for (;;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&parser, &ev)) {
-            rc = syntax_error(d, &parser, err);
-            break;
-        }
-        rc = on_event(d, &ev, stack, &depth, &docs, err);
-        bool end = ev.type == YAML_STREAM_END_EVENT;
-        yaml_event_delete(&ev);
-        if (rc || end)
-            break;
-    }
-    yaml_parser_delete(&parser);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -822,7 +76,7 @@ static int failn(walk *w, const ynode *n, const char *path, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return fail_at(w->doc, w->err, n->line, n->col, "%s%s%s", path ? path : "",
+    return spec_fail_at(w->doc, w->err, n->line, n->col, "%s%s%s", path ? path : "",
                    path && *path ? ": " : "", msg);
 }
 
@@ -831,7 +85,7 @@ static int fail_from(walk *w, const ynode *n, const gpc_error *e)
 {
     if (e->code != GPC_ERR_SPEC)
         return gpc_fail(w->err, e->code, "%s", e->msg);
-    return fail_at(w->doc, w->err, n->line, n->col, "%s", e->msg);
+    return spec_fail_at(w->doc, w->err, n->line, n->col, "%s", e->msg);
 }
 
 static bool is_null(const ynode *n)
@@ -850,7 +104,7 @@ static const char *show(const ynode *n, char buf[SHOW_MAX])
         return "a sequence";
     if (is_null(n))
         return "null";
-    return quote(n->text, n->len, buf);
+    return spec_quote(n->text, n->len, buf);
 }
 
 static int get_str(walk *w, const ynode *v, const char *path, bool nonempty, char **out)
@@ -863,7 +117,7 @@ static int get_str(walk *w, const ynode *v, const char *path, bool nonempty, cha
     if (nonempty && v->len == 0)
         return failn(w, v, path, "must not be empty");
     *out = strdup(v->text);
-    return *out ? 0 : nomem(w->err);
+    return *out ? 0 : spec_nomem(w->err);
 }
 
 static int get_enum(walk *w, const ynode *v, const char *path, const char *const *names,
@@ -879,7 +133,7 @@ static int get_enum(walk *w, const ynode *v, const char *path, const char *const
     for (size_t i = first; names[i]; i++)      /* "a, b or c" */
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
                  i == first ? "" : names[i + 1] ? ", " : " or ", names[i]);
-    const char *near = v->kind == Y_SCALAR ? closest(v->text, names + first) : NULL;
+    const char *near = v->kind == Y_SCALAR ? spec_closest(v->text, names + first) : NULL;
     if (near)
         return failn(w, v, path, "expected %s, got %s (did you mean '%s'?)", list,
                      show(v, q), near);
@@ -890,7 +144,7 @@ static int get_positive(walk *w, const ynode *v, const char *path, double *out)
 {
     char q[SHOW_MAX];
     double d;
-    if (v->kind != Y_SCALAR || !parse_number(v->text, v->len, &d))
+    if (v->kind != Y_SCALAR || !spec_parse_number(v->text, v->len, &d))
         return failn(w, v, path, "expected a number, got %s", show(v, q));
     if (d <= 0)
         return failn(w, v, path, "must be greater than 0, got %s", show(v, q));
@@ -904,7 +158,7 @@ static int get_int(walk *w, const ynode *v, const char *path, uint64_t lo, uint6
 {
     char q[SHOW_MAX];
     uint64_t n;
-    if (v->kind != Y_SCALAR || !parse_u64(v->text, v->len, &n) || n < lo)
+    if (v->kind != Y_SCALAR || !spec_parse_u64(v->text, v->len, &n) || n < lo)
         return failn(w, v, path, "expected %s, got %s", expect, show(v, q));
     if (n > hi)
         return failn(w, v, path, "at most %llu, got %s", (unsigned long long)hi,
@@ -957,7 +211,7 @@ static int get_str_list(walk *w, const ynode *v, const char *path, item_check ch
         return failn(w, v, path, "at most %d entries, got %zu", LIST_MAX, count);
     *out = calloc(count ? count : 1, sizeof(**out));
     if (!*out)
-        return nomem(w->err);
+        return spec_nomem(w->err);
     for (size_t i = 0; i < count; i++) {
         const ynode *item = item_at(v, i);
         char *str;
@@ -973,7 +227,7 @@ static int get_str_list(walk *w, const ynode *v, const char *path, item_check ch
             return rc;
         for (size_t j = 0; j + 1 < *n; j++)
             if (strcmp((*out)[j], str) == 0)
-                return failn(w, item, ipath, "%s is listed twice", quote(str, strlen(str), q));
+                return failn(w, item, ipath, "%s is listed twice", spec_quote(str, strlen(str), q));
     }
     return 0;
 }
@@ -992,19 +246,23 @@ static int check_cloud_name(walk *w, const ynode *item, const char *path)
     return 0;
 }
 
+/* A provider of the registry (plan-only ones too: a spec may name them). */
 static int check_provider(walk *w, const ynode *item, const char *path)
 {
     char q[SHOW_MAX];
-    for (size_t i = 0; provider_names[i]; i++)
-        if (strcmp(item->text, provider_names[i]) == 0)
-            return 0;
-    const char *near = closest(item->text, provider_names);
+    const char *names[65];
+    size_t n = 0;
+    if (gpc_provider_find(item->text))
+        return 0;
+    for (size_t i = 0; gpc_providers[i] && n + 1 < sizeof(names) / sizeof(names[0]); i++)
+        names[n++] = gpc_providers[i]->name;
+    names[n] = NULL;
+    const char *near = spec_closest(item->text, names);
     if (near)
-        return failn(w, item, path,
-                     "unknown provider %s (did you mean '%s'? known: local, aws, azure, aliyun)",
-                     show(item, q), near);
-    return failn(w, item, path, "unknown provider %s (known: local, aws, azure, aliyun)",
-                 show(item, q));
+        return failn(w, item, path, "unknown provider %s (did you mean '%s'? known: %s)",
+                     show(item, q), near, gpc_provider_names_with(0));
+    return failn(w, item, path, "unknown provider %s (known: %s)", show(item, q),
+                 gpc_provider_names_with(0));
 }
 
 /* Keys people bring from other tools or put at the wrong level. */
@@ -1063,7 +321,7 @@ static int unknown_key(walk *w, const ynode *k, const char *path, const field *f
         for (; fields[n].key && n + 1 < sizeof(keys) / sizeof(keys[0]); n++)
             keys[n] = fields[n].key;
         keys[n] = NULL;
-        const char *c = closest(k->text, keys);
+        const char *c = spec_closest(k->text, keys);
         if (c) {
             snprintf(near, sizeof(near), "'%s'", c);
             hint = near;
@@ -1071,8 +329,8 @@ static int unknown_key(walk *w, const ynode *k, const char *path, const field *f
     }
     if (hint)
         return failn(w, k, path, "unknown key %s (did you mean %s?)",
-                     quote(k->text, k->len, q), hint);
-    return failn(w, k, path, "unknown key %s", quote(k->text, k->len, q));
+                     spec_quote(k->text, k->len, q), hint);
+    return failn(w, k, path, "unknown key %s", spec_quote(k->text, k->len, q));
 }
 
 /* Walk a mapping with a field table: keys in document order, unknown keys
@@ -1165,7 +423,7 @@ static int f_gpu(walk *w, const ynode *k, const ynode *v, const char *path)
         return failn(w, v, path, "at most %d entries, got %zu", LIST_MAX, count);
     s->resources.gpus = calloc(count ? count : 1, sizeof(*s->resources.gpus));
     if (!s->resources.gpus)
-        return nomem(w->err);
+        return spec_nomem(w->err);
     for (size_t i = 0; i < count; i++) {
         const ynode *item = item_at(v, i);
         gpc_error e;
@@ -1188,7 +446,7 @@ static int get_range(walk *w, const ynode *v, const char *path, range_end_fn end
                      const char *expect, gpc_range *out)
 {
     char q[SHOW_MAX];
-    range_rc rc = v->kind == Y_SCALAR ? parse_range(v->text, v->len, end, out) : RG_SYNTAX;
+    range_rc rc = v->kind == Y_SCALAR ? spec_parse_range(v->text, v->len, end, out) : RG_SYNTAX;
     if (rc == RG_EMPTY)
         return failn(w, v, path, "empty range %s (the minimum is above the maximum)",
                      show(v, q));
@@ -1199,7 +457,7 @@ static int get_range(walk *w, const ynode *v, const char *path, range_end_fn end
 
 static int f_cpus(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    return get_range(w, v, path, count_end, "a vCPU count like 8, 8+ or 4..16",
+    return get_range(w, v, path, spec_count_end, "a vCPU count like 8, 8+ or 4..16",
                      &w->s->resources.cpus);
 }
 
@@ -1207,7 +465,7 @@ static int f_memory(walk *w, const ynode *k, const ynode *v, const char *path)
 {
     char q[SHOW_MAX];
     gpc_range *m = &w->s->resources.memory_gib;
-    int rc = get_range(w, v, path, size_end, "a size like 256GB, 256GB+ or 128GB..512GB", m);
+    int rc = get_range(w, v, path, spec_size_end, "a size like 256GB, 256GB+ or 128GB..512GB", m);
     if (!rc && (m->min > SIZE_MAX_GIB || m->max > SIZE_MAX_GIB))
         rc = failn(w, v, path, "%s is more than 1PB", show(v, q));
     return rc;
@@ -1468,7 +726,7 @@ static int get_str_map(walk *w, const ynode *v, const char *path, bool is_env)
     size_t count = v->n / 2;
     void *arr = calloc(count ? count : 1, is_env ? sizeof(gpc_env_var) : sizeof(gpc_label));
     if (!arr)
-        return nomem(w->err);
+        return spec_nomem(w->err);
     if (is_env)
         s->env = arr;
     else
@@ -1480,12 +738,12 @@ static int get_str_map(walk *w, const ynode *v, const char *path, bool is_env)
         if (is_env && !valid_env_name(key->text, key->len))
             return failn(w, key, path,
                          "invalid variable name %s (letters, digits and '_', "
-                         "not starting with a digit)", quote(key->text, key->len, q));
+                         "not starting with a digit)", spec_quote(key->text, key->len, q));
         if (!is_env && !valid_label_key(key->text, key->len))
             return failn(w, key, path,
                          "invalid label key %s (lower-case letters, digits, '-', '_' and '.', "
                          "starting with a letter or digit, at most 63 characters)",
-                         quote(key->text, key->len, q));
+                         spec_quote(key->text, key->len, q));
         snprintf(kpath, sizeof(kpath), "%s.%s", path, key->text);
         if (is_env && strncmp(key->text, "GPUCTL_", 7) == 0)
             return failn(w, key, kpath, "names starting with GPUCTL_ are reserved");
@@ -1495,7 +753,7 @@ static int get_str_map(walk *w, const ynode *v, const char *path, bool is_env)
             return failn(w, key, kpath, "null value; quote it if you mean the text");
         char *name = strdup(key->text), *text;
         if (!name)
-            return nomem(w->err);
+            return spec_nomem(w->err);
         if (is_env) {
             s->env[s->n_env].name = name;
             s->n_env++;
@@ -1558,7 +816,7 @@ static int f_nproc(walk *w, const ynode *k, const ynode *v, const char *path)
         w->s->run.nproc_per_node = 0;
         return 0;
     }
-    if (v->kind != Y_SCALAR || !parse_u64(v->text, v->len, &n) || n < 1 || n > NPROC_MAX)
+    if (v->kind != Y_SCALAR || !spec_parse_u64(v->text, v->len, &n) || n < 1 || n > NPROC_MAX)
         return failn(w, v, path, "expected 'auto' or an integer from 1 to %d, got %s",
                      NPROC_MAX, show(v, q));
     w->s->run.nproc_per_node = (uint32_t)n;
@@ -1569,7 +827,7 @@ static int f_rdzv_port(walk *w, const ynode *k, const ynode *v, const char *path
 {
     char q[SHOW_MAX];
     uint64_t n;
-    if (v->kind != Y_SCALAR || !parse_u64(v->text, v->len, &n) || n < 1024 || n > 65535)
+    if (v->kind != Y_SCALAR || !spec_parse_u64(v->text, v->len, &n) || n < 1024 || n > 65535)
         return failn(w, v, path, "expected a port from 1024 to 65535, got %s", show(v, q));
     w->s->run.rdzv_port = (uint32_t)n;
     return 0;
@@ -1616,7 +874,7 @@ static int walk_spec(walk *w, const ynode *root)
     char q[SHOW_MAX];
     gpc_spec *s = w->s;
     if (!root || is_null(root))
-        return fail_at(w->doc, w->err, 1, 1,
+        return spec_fail_at(w->doc, w->err, 1, 1,
                        "the spec is empty; expected a mapping with at least 'name' and 'run'");
     if (root->kind != Y_MAP)
         return failn(w, root, NULL, "expected a mapping at the top level, got %s",
@@ -1626,12 +884,12 @@ static int walk_spec(walk *w, const ynode *root)
         return rc;
     if (s->n_providers == 0) {
         s->providers = calloc(1, sizeof(*s->providers));
-        if (!s->providers || !(s->providers[0] = strdup("local")))
-            return nomem(w->err);
+        if (!s->providers || !(s->providers[0] = strdup(gpc_provider_default()->name)))
+            return spec_nomem(w->err);
         s->n_providers = 1;
     }
     if (!s->image && !(s->image = strdup("pytorch")))
-        return nomem(w->err);
+        return spec_nomem(w->err);
     return 0;
 }
 
@@ -1672,15 +930,15 @@ int gpc_spec_load_string(const char *source, const char *base_dir,
 
     gpc_spec *s = calloc(1, sizeof(*s));
     if (!s)
-        return nomem(err);
+        return spec_nomem(err);
     s->nodes = 1;
     s->source = strdup(source);
     s->base_dir = strdup(base_dir ? base_dir : ".");
     if (!s->source || !s->base_dir) {
-        rc = nomem(err);
+        rc = spec_nomem(err);
         goto done;
     }
-    rc = load_tree(&d, err);
+    rc = spec_load_tree(&d, err);
     if (rc)
         goto done;
     memset(&w, 0, sizeof(w));
@@ -1689,7 +947,7 @@ int gpc_spec_load_string(const char *source, const char *base_dir,
     w.err = err;
     rc = walk_spec(&w, d.root);
 done:
-    doc_free(&d);
+    spec_doc_free(&d);
     if (rc) {
         gpc_spec_free(s);
         return rc;
@@ -1711,7 +969,7 @@ int gpc_spec_load_file_text(const char *path, gpc_spec **out, char **text_out,
     dir = dir_of(path);
     if (!dir) {
         free(text);
-        return nomem(err);
+        return spec_nomem(err);
     }
     rc = gpc_spec_load_string(strcmp(path, "-") == 0 ? "<stdin>" : path, dir, text, len,
                               out, err);
@@ -1765,163 +1023,4 @@ void gpc_spec_free(gpc_spec *s)
     free(s->setup);
     free(s->run.command);
     free(s);
-}
-
-/* ------------------------------------------------------------------ */
-/* Canonical JSON.                                                    */
-
-/* Add item to obj (or to array obj when key is NULL); on any failure mark
- * *ok false and free the item. */
-static cJSON *jput(bool *ok, cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item || !obj ||
-        !(key ? cJSON_AddItemToObject(obj, key, item) : cJSON_AddItemToArray(obj, item))) {
-        cJSON_Delete(item);
-        *ok = false;
-        return NULL;
-    }
-    return item;
-}
-
-static cJSON *jstr(const char *s)
-{
-    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
-}
-
-/* 0 means "not set / no limit": null. */
-static cJSON *jnum0(double v)
-{
-    return v != 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-static cJSON *jrange(bool *ok, gpc_range r)
-{
-    cJSON *o = cJSON_CreateObject();
-    jput(ok, o, "min", jnum0(r.min));
-    jput(ok, o, "max", jnum0(r.max));
-    return o;
-}
-
-static cJSON *jstrs(bool *ok, char *const *v, size_t n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++)
-        jput(ok, a, NULL, cJSON_CreateString(v[i]));
-    return a;
-}
-
-static int env_cmp(const void *a, const void *b)
-{
-    return strcmp(((const gpc_env_var *)a)->name, ((const gpc_env_var *)b)->name);
-}
-
-static int label_cmp(const void *a, const void *b)
-{
-    return strcmp(((const gpc_label *)a)->key, ((const gpc_label *)b)->key);
-}
-
-/* env and labels sorted by name: their order carries no meaning. */
-static cJSON *jpairs(bool *ok, const void *items, size_t n, bool is_env)
-{
-    cJSON *o = cJSON_CreateObject();
-    size_t size = is_env ? sizeof(gpc_env_var) : sizeof(gpc_label);
-    void *copy = n ? malloc(n * size) : NULL;
-    if (n && !copy) {
-        *ok = false;
-        return o;
-    }
-    if (n) {
-        memcpy(copy, items, n * size);
-        qsort(copy, n, size, is_env ? env_cmp : label_cmp);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (is_env) {
-            const gpc_env_var *e = (const gpc_env_var *)copy + i;
-            jput(ok, o, e->name, jstr(e->value));
-        } else {
-            const gpc_label *l = (const gpc_label *)copy + i;
-            jput(ok, o, l->key, jstr(l->value));
-        }
-    }
-    free(copy);
-    return o;
-}
-
-cJSON *gpc_spec_to_json(const gpc_spec *s)
-{
-    bool ok = true;
-    if (!s)
-        return NULL;
-    cJSON *j = cJSON_CreateObject();
-    jput(&ok, j, "spec_version", cJSON_CreateNumber(GPC_SPEC_VERSION));
-    jput(&ok, j, "name", jstr(s->name));
-    jput(&ok, j, "provider", jstrs(&ok, s->providers, s->n_providers));
-    jput(&ok, j, "nodes", cJSON_CreateNumber(s->nodes));
-
-    cJSON *r = jput(&ok, j, "resources", cJSON_CreateObject());
-    cJSON *gpus = jput(&ok, r, "gpu", cJSON_CreateArray());
-    for (size_t i = 0; i < s->resources.n_gpus; i++) {
-        const gpc_gpu_req *g = &s->resources.gpus[i];
-        cJSON *o = jput(&ok, gpus, NULL, cJSON_CreateObject());
-        jput(&ok, o, "model", jstr(g->model && *g->model ? g->model : NULL));
-        jput(&ok, o, "memory_gib", jrange(&ok, g->mem_gib));
-        jput(&ok, o, "count", jrange(&ok, g->count));
-    }
-    jput(&ok, r, "cpus", jrange(&ok, s->resources.cpus));
-    jput(&ok, r, "memory_gib", jrange(&ok, s->resources.memory_gib));
-    cJSON *disk = jput(&ok, r, "disk", cJSON_CreateObject());
-    jput(&ok, disk, "size_gib", jnum0(s->resources.disk_gib));
-    jput(&ok, disk, "tier", cJSON_CreateString(gpc_disk_tier_name(s->resources.disk_tier)));
-    jput(&ok, disk, "iops", jnum0(s->resources.disk_iops));
-    jput(&ok, r, "interconnect",
-         cJSON_CreateString(gpc_interconnect_name(s->resources.interconnect)));
-    jput(&ok, r, "instance_types",
-         jstrs(&ok, s->resources.instance_types, s->resources.n_instance_types));
-
-    jput(&ok, j, "regions", jstrs(&ok, s->regions, s->n_regions));
-    jput(&ok, j, "zones", jstrs(&ok, s->zones, s->n_zones));
-
-    cJSON *spot = jput(&ok, j, "spot", cJSON_CreateObject());
-    jput(&ok, spot, "policy", cJSON_CreateString(gpc_spot_policy_name(s->spot.policy)));
-    jput(&ok, spot, "max_price", jnum0(s->spot.max_price));
-    jput(&ok, spot, "head", cJSON_CreateString(gpc_spot_policy_name(s->spot.head)));
-
-    cJSON *budget = jput(&ok, j, "budget", cJSON_CreateObject());
-    jput(&ok, budget, "max_hourly", jnum0(s->budget.max_hourly));
-    jput(&ok, budget, "max_total", jnum0(s->budget.max_total));
-
-    cJSON *life = jput(&ok, j, "lifecycle", cJSON_CreateObject());
-    jput(&ok, life, "max_duration_s", jnum0((double)s->lifecycle.max_duration_s));
-    jput(&ok, life, "idle_timeout_s", jnum0((double)s->lifecycle.idle_timeout_s));
-
-    jput(&ok, j, "image", jstr(s->image ? s->image : "pytorch"));
-    jput(&ok, j, "env", jpairs(&ok, s->env, s->n_env, true));
-    jput(&ok, j, "labels", jpairs(&ok, s->labels, s->n_labels, false));
-    jput(&ok, j, "workdir", jstr(s->workdir));
-    jput(&ok, j, "checkpoint_dir", jstr(s->checkpoint_dir));
-    jput(&ok, j, "setup", jstr(s->setup));
-
-    cJSON *run = jput(&ok, j, "run", cJSON_CreateObject());
-    jput(&ok, run, "command", jstr(s->run.command));
-    jput(&ok, run, "nproc_per_node", s->run.nproc_per_node
-                                         ? cJSON_CreateNumber(s->run.nproc_per_node)
-                                         : cJSON_CreateString("auto"));
-    jput(&ok, run, "rdzv_port", jnum0(s->run.rdzv_port)); /* null: provider default */
-    if (!ok) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
-}
-
-int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err)
-{
-    cJSON *j = gpc_spec_to_json(spec);
-    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    if (!text)
-        return nomem(err);
-    gpc_sha256_hex(text, strlen(text), out);
-    cJSON_free(text);
-    return 0;
 }

@@ -13,6 +13,7 @@
 #include "fuzz.h"
 #include "gpuctl/catalog.h"
 #include "gpuctl/offers.h"
+#include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/spec.h"
 
@@ -50,10 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                          .rdzv_port = 29400, .fabric = "efa", .instance_type = "p4d.24xlarge"};
     char *ud = NULL;
     gpc_error_clear(&err);
-    if (gpc_render_userdata(spec, &node, gpc_userdata_rules_for("aws"), &ud, &err) == 0) {
+    if (gpc_render_userdata(spec, &node, gpc_provider_find("aws")->userdata, &ud, &err) == 0) {
         char *enc = NULL;
         size_t len = 0;
-        gpc_userdata_encode(ud, strlen(ud), gpc_userdata_rules_for("aws"), &enc, &len, NULL,
+        gpc_userdata_encode(ud, strlen(ud), gpc_provider_find("aws")->userdata, &enc, &len, NULL,
                             &err);
         free(enc);
     }

@@ -1,5 +1,5 @@
-/* test_render.c - node bootstrap and user-data rendering (src/render.c,
- * templates/bootstrap.sh, templates/cloud-config.yaml).
+/* test_render.c - node bootstrap and user-data rendering (src/engine/render.c,
+ * templates/bootstrap.sh, templates/cloud-config.yaml, providers/NAME/node.sh).
  *
  * Besides string checks, the rendered scripts are run: bash -n, shellcheck,
  * a round trip of hostile env values through bash, and whole bootstrap runs
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gpuctl/buf.h"
+#include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
@@ -135,7 +136,7 @@ __attribute__((noinline)) static char *render_boot(const gpc_spec *s, const gpc_
     char *out = NULL;
     gpc_error e;
     gpc_error_clear(&e);
-    int rc = gpc_render_bootstrap(s, n, gpc_userdata_rules_for(prov), &out, &e);
+    int rc = gpc_render_bootstrap(s, n, gpc_provider_find(prov)->userdata, &out, &e);
     if (rc)
         fail_msg("render failed: %s", e.msg);
     return out;
@@ -146,7 +147,7 @@ static char *render_ud(const gpc_spec *s, const gpc_node_ctx *n, const char *pro
     char *out = NULL;
     gpc_error e;
     gpc_error_clear(&e);
-    int rc = gpc_render_userdata(s, n, gpc_userdata_rules_for(prov), &out, &e);
+    int rc = gpc_render_userdata(s, n, gpc_provider_find(prov)->userdata, &out, &e);
     if (rc)
         fail_msg("render failed: %s", e.msg);
     return out;
@@ -311,34 +312,44 @@ static void hostile_spec(gpc_spec *s, const char *dir)
 static void test_rules_for(void **state)
 {
     (void)state;
-    const gpc_userdata_rules *r = gpc_userdata_rules_for("aws");
+    const gpc_userdata_rules *r = gpc_provider_find("aws")->userdata;
     assert_non_null(r);
     assert_string_equal(r->provider, "aws");
     assert_int_equal(r->max_raw, 16384);
     assert_true(r->gzip_ok && r->base64);
-    assert_int_equal(r->metadata, GPC_MD_AWS);
+    assert_non_null(strstr(r->node_script, "\ngpuctl_md_private_ip() {\n  gpuctl_md_ec2 local-ipv4\n"));
 
-    r = gpc_userdata_rules_for("azure");
+    r = gpc_provider_find("azure")->userdata;
     assert_non_null(r);
     assert_int_equal(r->max_raw, 65535);
     assert_true(r->base64);
-    assert_int_equal(r->metadata, GPC_MD_AZURE);
+    assert_non_null(strstr(r->node_script, "\ngpuctl_md_private_ip() {\n  gpuctl_md_curl -H 'Metadata: true'"));
 
-    r = gpc_userdata_rules_for("aliyun");
+    r = gpc_provider_find("aliyun")->userdata;
     assert_non_null(r);
     assert_int_equal(r->max_raw, 32768);
     assert_true(r->base64);
-    assert_int_equal(r->metadata, GPC_MD_ALIYUN);
+    assert_non_null(strstr(r->node_script, "http://100.100.100.200/latest/meta-data/private-ipv4"));
 
-    r = gpc_userdata_rules_for("local");
+    r = gpc_provider_find("local")->userdata;
     assert_non_null(r);
     assert_int_equal(r->max_raw, 0);
     assert_false(r->base64);
-    assert_int_equal(r->metadata, GPC_MD_LOCAL);
+    assert_non_null(strstr(r->node_script, "\ngpuctl_md_machine=0\n"));
 
-    assert_null(gpc_userdata_rules_for("gcp"));
-    assert_null(gpc_userdata_rules_for(""));
-    assert_null(gpc_userdata_rules_for(NULL));
+    /* every provider has rules and a node script; only those whose nodes
+     * take their rank from a launch index define gpuctl_md_launch_index */
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        const gpc_provider *p = gpc_providers[i];
+        assert_non_null(p->userdata);
+        assert_string_equal(p->userdata->provider, p->name);
+        assert_non_null(p->userdata->node_script);
+        assert_int_equal(strstr(p->userdata->node_script, "\ngpuctl_md_launch_index() {\n") != NULL,
+                         (p->caps & GPC_CAP_LAUNCH_INDEX) != 0);
+    }
+
+    assert_null(gpc_provider_find("gcp"));
+    assert_null(gpc_provider_find(""));
 }
 
 /* ------------------------------------------------------------------ */
@@ -681,7 +692,7 @@ static void test_bootstrap_head_ip(void **state)
         gpc_error e;
         gpc_error_clear(&e);
         n.head_ip = bad[i];
-        if (gpc_render_bootstrap(&s, &n, gpc_userdata_rules_for("aws"), &out, &e) !=
+        if (gpc_render_bootstrap(&s, &n, gpc_provider_find("aws")->userdata, &out, &e) !=
             GPC_ERR_RENDER)
             fail_msg("head_ip '%s' was accepted", bad[i]);
         assert_null(out);
@@ -697,7 +708,7 @@ static void test_bootstrap_rejects(void **state)
     gpc_env_var env[1];
     char *out = NULL;
     gpc_error e;
-    const gpc_userdata_rules *aws = gpc_userdata_rules_for("aws");
+    const gpc_userdata_rules *aws = gpc_provider_find("aws")->userdata;
 
 #define EXPECT_FAIL(substr)                                                      \
     do {                                                                         \
@@ -751,10 +762,14 @@ static void test_bootstrap_rejects(void **state)
 
     base_spec(&s);
     gpc_userdata_rules weird = *aws;
-    weird.metadata = (gpc_metadata_flavour)9;
+    weird.node_script = NULL;
     gpc_error_clear(&e);
     assert_int_equal(gpc_render_bootstrap(&s, &n, &weird, &out, &e), GPC_ERR_RENDER);
-    assert_non_null(strstr(e.msg, "unknown metadata flavour"));
+    assert_non_null(strstr(e.msg, "provider 'aws' has no node script"));
+    weird.node_script = "gpuctl_md_machine=1\ngpuctl_md_ip() {\n  :\n}\n";
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_bootstrap(&s, &n, &weird, &out, &e), GPC_ERR_RENDER);
+    assert_non_null(strstr(e.msg, "does not define gpuctl_md_private_ip"));
 #undef EXPECT_FAIL
 }
 
@@ -1595,7 +1610,8 @@ static void test_run_rank_from_launch_index(void **state)
         }
         node_run_free(&r);
     }
-    /* only for EC2 metadata, and never for the head */
+    /* only with a node script that knows the launch index, and never for
+     * the head */
     gpc_spec s;
     base_spec(&s);
     gpc_node_ctx n = base_node();
@@ -1605,13 +1621,13 @@ static void test_run_rank_from_launch_index(void **state)
     char *out = NULL;
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_userdata_rules_for("azure"), &out, &e),
+    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_provider_find("azure")->userdata, &out, &e),
                      GPC_ERR_RENDER);
-    assert_string_equal(e.msg, "a node rank from the launch index needs EC2 metadata and a "
-                               "first rank above 0");
+    assert_string_equal(e.msg, "a node rank from the launch index needs a node script that "
+                               "defines gpuctl_md_launch_index and a first rank above 0");
     n.rank = 0;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_userdata_rules_for("aws"), &out, &e),
+    assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_provider_find("aws")->userdata, &out, &e),
                      GPC_ERR_RENDER);
     assert_null(out);
 }
@@ -1716,7 +1732,7 @@ static void test_userdata_typical_size(void **state)
     int gz = -1;
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_userdata_encode(ud, len, gpc_userdata_rules_for("aws"), &enc, &enc_len,
+    assert_int_equal(gpc_userdata_encode(ud, len, gpc_provider_find("aws")->userdata, &enc, &enc_len,
                                          &gz, &e), 0);
     assert_int_equal(gz, 0);
     free(enc);
@@ -1744,7 +1760,7 @@ static void test_encode_small(void **state)
         int gz = -1;
         gpc_error e;
         gpc_error_clear(&e);
-        assert_int_equal(gpc_userdata_encode(ud, sizeof(ud) - 1, gpc_userdata_rules_for(provs[i]),
+        assert_int_equal(gpc_userdata_encode(ud, sizeof(ud) - 1, gpc_provider_find(provs[i])->userdata,
                                              &enc, &enc_len, &gz, &e), 0);
         assert_int_equal(gz, 0);
         assert_int_equal(strlen(enc), enc_len);
@@ -1763,7 +1779,7 @@ static void test_encode_small(void **state)
     size_t enc_len = 0;
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_userdata_encode(ud, sizeof(ud) - 1, gpc_userdata_rules_for("local"),
+    assert_int_equal(gpc_userdata_encode(ud, sizeof(ud) - 1, gpc_provider_find("local")->userdata,
                                          &enc, &enc_len, NULL, &e), 0);
     assert_int_equal(enc_len, sizeof(ud) - 1);
     assert_string_equal(enc, ud);
@@ -1792,7 +1808,7 @@ static void test_encode_gzip_40k(void **state)
     int gz = -1;
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_userdata_encode(ud, len, gpc_userdata_rules_for("aws"), &enc, &enc_len,
+    assert_int_equal(gpc_userdata_encode(ud, len, gpc_provider_find("aws")->userdata, &enc, &enc_len,
                                          &gz, &e), 0);
     assert_int_equal(gz, 1);
     unsigned char *dec = NULL, *plain = NULL;
@@ -1809,7 +1825,7 @@ static void test_encode_gzip_40k(void **state)
 
     /* azure takes it plain (65535) */
     gpc_error_clear(&e);
-    assert_int_equal(gpc_userdata_encode(ud, len, gpc_userdata_rules_for("azure"), &enc,
+    assert_int_equal(gpc_userdata_encode(ud, len, gpc_provider_find("azure")->userdata, &enc,
                                          &enc_len, &gz, &e), 0);
     assert_int_equal(gz, 0);
     decode_b64(enc, enc_len, &dec, &dec_len);
@@ -1852,13 +1868,13 @@ static void test_encode_too_big(void **state)
     char *enc = (char *)"untouched";
     size_t enc_len = 0;
     int gz = -1;
-    assert_int_equal(gpc_userdata_encode(ud, len, gpc_userdata_rules_for("aws"), &enc, &enc_len,
+    assert_int_equal(gpc_userdata_encode(ud, len, gpc_provider_find("aws")->userdata, &enc, &enc_len,
                                          &gz, &e), GPC_ERR_RENDER);
     assert_string_equal(e.msg, want);
     assert_string_equal(enc, "untouched");
 
     /* where gzip is not allowed, the plain size is named */
-    gpc_userdata_rules strict = {"test", 1000, 0, 1, GPC_MD_LOCAL};
+    gpc_userdata_rules strict = {"test", 1000, 0, 1, NULL};
     fmt(want, sizeof(want), "user-data is %zu bytes; test allows 1000", len);
     gpc_error_clear(&e);
     assert_int_equal(gpc_userdata_encode(ud, len, &strict, &enc, &enc_len, &gz, &e),

@@ -1,0 +1,35 @@
+## providers/aws/node.sh: the node script of an EC2 instance (the contract
+## is in include/gpuctl/render.h).  Included in the bootstrap, rendered with
+## its placeholders; `##` lines do not reach the node.
+##
+## An EC2 instance is a machine of its own: launched with instance-initiated
+## shutdown = terminate, so the bootstrap's power-off ends its billing.
+gpuctl_md_machine=1
+
+## IMDSv2 (aws.md section 4.4): a token first (PUT), then the GET with it.
+gpuctl_md_ec2() {
+  local token
+  token=$(gpuctl_md_curl -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' \
+    http://169.254.169.254/latest/api/token) || return 1
+  gpuctl_md_curl -H "X-aws-ec2-metadata-token: $token" \
+    "http://169.254.169.254/latest/meta-data/$1"
+}
+
+gpuctl_md_private_ip() {
+  gpuctl_md_ec2 local-ipv4
+}
+
+##if RANK_FROM_LAUNCH=1
+## The workers of one cluster start from one RunInstances call: EC2's
+## ami-launch-index (0-based, IMDS /latest/meta-data/ami-launch-index) is
+## each one's position in that call.
+gpuctl_md_launch_index() {
+  local i
+  i=$(gpuctl_md_ec2 ami-launch-index) || i=''
+  if ! [[ $i =~ ^[0-9]{1,6}$ ]]; then
+    gpuctl_say "error: no ami-launch-index from the EC2 metadata service; node rank unknown" >&2
+    return 1
+  fi
+  printf '%s\n' "$i"
+}
+##endif
