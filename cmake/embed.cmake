@@ -1,5 +1,7 @@
-# Turn the files of DIR matching GLOB (default "*") into byte arrays in OUT
-# (one C file), with a lookup table and a getter:
+# Turn the files of DIR matching GLOB (default "*"), or the files FILES
+# ("|"-separated paths, each named by its last component), into byte arrays
+# in OUT (one C file), with a lookup table and a getter; entries are sorted
+# by name:
 #
 #   const TYPE ARRAY[] = {{name, data, len}, ..., {NULL, NULL, 0}};
 #   const TYPE *GETTER(const char *name);
@@ -11,24 +13,45 @@
 #   cmake -DDIR=templates -DOUT=templates.c -DHEADER=gpuctl/templates.h
 #         -DTYPE=gpc_template -DARRAY=gpc_templates -DGETTER=gpc_template_get
 #         -P embed.cmake
-foreach(var DIR OUT HEADER TYPE ARRAY GETTER)
+foreach(var OUT HEADER TYPE ARRAY GETTER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "embed.cmake: -D${var}=... is required")
   endif()
 endforeach()
-if(NOT DEFINED GLOB)
-  set(GLOB "*")
+if(DEFINED FILES)
+  # name -> path, by name
+  string(REPLACE "|" ";" paths "${FILES}")
+  set(files)
+  foreach(p IN LISTS paths)
+    get_filename_component(n ${p} NAME)
+    if(DEFINED path_${n})
+      message(FATAL_ERROR "embed.cmake: two files named ${n}")
+    endif()
+    set(path_${n} ${p})
+    list(APPEND files ${n})
+  endforeach()
+  set(what "the files named in CMakeLists.txt")
+elseif(DEFINED DIR)
+  if(NOT DEFINED GLOB)
+    set(GLOB "*")
+  endif()
+  file(GLOB files RELATIVE ${DIR} ${DIR}/${GLOB})
+  foreach(n IN LISTS files)
+    set(path_${n} ${DIR}/${n})
+  endforeach()
+  get_filename_component(dirname ${DIR} NAME)
+  set(what "${dirname}/")
+else()
+  message(FATAL_ERROR "embed.cmake: -DDIR=... or -DFILES=... is required")
 endif()
-get_filename_component(dirname ${DIR} NAME)
-file(GLOB files RELATIVE ${DIR} ${DIR}/${GLOB})
 list(SORT files)
-set(body "/* Generated from ${dirname}/ by cmake/embed.cmake. Do not edit. */\n")
+set(body "/* Generated from ${what} by cmake/embed.cmake. Do not edit. */\n")
 string(APPEND body "#include <stddef.h>\n#include <string.h>\n#include \"${HEADER}\"\n\n")
 set(table "")
 set(i 0)
 foreach(f ${files})
-  file(READ ${DIR}/${f} hex HEX)
-  file(SIZE ${DIR}/${f} size)
+  file(READ ${path_${f}} hex HEX)
+  file(SIZE ${path_${f}} size)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
   string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" hex "${hex}")
   string(APPEND body "static const unsigned char file_${i}[] = {\n${hex}0x00};\n")

@@ -2,9 +2,11 @@
  * catalog.h - the GPU instance catalog: instance types, their hardware and
  * their prices per provider and region.
  *
- * The built-in catalog is catalog/gpu_instances.csv (with catalog/gpus.csv
- * and catalog/sources.csv) embedded into the binary at build time; see
- * catalog/README.md for every source, version and data date.  A user-level
+ * The built-in catalog is the instance table gpu_instances.csv -- every
+ * provider's providers/NAME/catalog.csv, joined by folder name with one
+ * header -- with catalog/gpus.csv and catalog/sources.csv, embedded into
+ * the binary at build time; see catalog/README.md for every source,
+ * version and data date.  A user-level
  * override (written by `gpuctl catalog update`) or an explicit file
  * (`--catalog FILE`, env GPUCTL_CATALOG) replaces the instance table; the
  * GPU figures and the sources table always come from the built-in files.

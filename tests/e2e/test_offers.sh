@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpuctl offers: the built-in catalog's offers, filtered and ranked
 # (docs/offers.md). Every number asserted here was checked by hand against
-# catalog/gpu_instances.csv and catalog/gpus.csv; the arithmetic is in the
+# providers/*/catalog.csv and catalog/gpus.csv; the arithmetic is in the
 # comments. No network, no provider: offers only reads the catalog.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" && cd "$T/work"
