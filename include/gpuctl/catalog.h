@@ -200,6 +200,14 @@ int gpc_catalog_write_csv(const gpc_catalog *c, struct gpc_buf *out, gpc_error *
 int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
                           double spot, const char *source, gpc_error *err);
 
+/*
+ * Set one row's notes (used by `catalog update`): `notes` (copied into the
+ * catalog's storage; NULL = "") replaces the row's notes.  Returns 0,
+ * GPC_ERR_INTERNAL for a row not in `c`, or GPC_ERR_NOMEM.
+ */
+int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *notes,
+                          gpc_error *err);
+
 /* Release a catalog (NULL is fine). */
 void gpc_catalog_free(gpc_catalog *c);
 

@@ -25,6 +25,7 @@
 #include "gpuctl/state.h"
 
 struct gpc_buf;
+struct gpc_catalog;
 #include "gpuctl/log.h"
 
 /* Capability bits. */
@@ -99,6 +100,33 @@ typedef struct gpc_node_status {
                                for want of capacity (EC2 stateReason
                                Server.InsufficientInstanceCapacity) */
 } gpc_node_status;
+
+/* ---- Catalog price refresh (`gpuctl catalog update`) ---- */
+
+/* What refresh_prices is asked.  Strings borrowed. */
+typedef struct gpc_price_refresh_opts {
+    const char *const *regions; /* --region: only rows in these regions; */
+    size_t n_regions;           /*   0 = every region */
+    const char *endpoint;       /* --endpoint for a price API that open() does
+                                   not connect to (Azure's Retail Prices API),
+                                   or NULL; a provider whose prices come from
+                                   its own API gets the endpoint through open() */
+    int named;                  /* 1 when the user named this provider
+                                   (--provider), 0 when every provider runs */
+    const gpc_log *log;         /* progress and summary lines, or NULL */
+} gpc_price_refresh_opts;
+
+/* What refresh_prices did, for the command's JSON document. */
+typedef struct gpc_price_refresh_result {
+    const char *api;            /* static: the API asked, e.g. "Azure Retail Prices" */
+    size_t rows;                /* catalog rows looked at */
+    size_t updated;             /* rows given the API's prices */
+    size_t not_listed;          /* rows the API has no price for: kept as they were */
+    size_t spot_cleared;        /* spot prices removed: the API has no spot price
+                                   for the row any more */
+    char skipped[GPC_ERROR_MSG_MAX]; /* "" or why the provider skipped the refresh
+                                   (it then returned 0 and changed nothing) */
+} gpc_price_refresh_result;
 
 /* Settings handed to open(). Strings borrowed. */
 typedef struct gpc_provider_config {
@@ -214,6 +242,26 @@ typedef struct gpc_provider {
     int (*live_prices)(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
                        gpc_error *err);
 
+    /* Optional: replace the prices of this provider's rows of `cat` (those
+     * with a region, narrowed by o->regions) by the ones its price API
+     * lists now, with gpc_catalog_set_price and a row note saying when and
+     * from where (gpc_catalog_set_notes); rows the API does not list are
+     * kept as they are.  Needs no session: a provider whose price API
+     * needs its context opens it with `cfg` (the settings open() takes)
+     * once it knows it has rows to refresh, and closes it.  Fills *res
+     * (zeroed by the caller) and says what it asks and what it did through
+     * o->log.  A failure that should not stop the other providers when
+     * this one was not named (aws: no credentials) returns 0 with
+     * res->skipped set.  Errors: GPC_ERR_USAGE (no rows to refresh), the
+     * API's errors (GPC_ERR_AUTH, GPC_ERR_PROVIDER, ...), GPC_ERR_NOMEM;
+     * `cat` may then be partly updated. */
+    int (*refresh_prices)(const gpc_provider_config *cfg, struct gpc_catalog *cat,
+                          const gpc_price_refresh_opts *o, gpc_price_refresh_result *res,
+                          gpc_error *err);
+    /* Optional, for a provider without refresh_prices that has catalog
+     * rows: why its prices cannot be refreshed, said after "NAME: ". */
+    const char *no_refresh_prices;
+
     /* Optional: do the credentials resolve and work?  One cheap
      * authenticated call (EC2 DescribeRegions).  Fills `detail` (size
      * bytes) with where the credentials came from, the region and the
@@ -230,6 +278,12 @@ typedef struct gpc_provider {
 /* The providers compiled in, ended by NULL: generated from the folders
  * providers/NAME/ (CMakeLists.txt), the default provider first. */
 extern const gpc_provider *const gpc_providers[];
+
+/* Provider tables of folders that gpuctl cannot run yet (plan-only: their
+ * offers come from the catalog; apply refuses them), ended by NULL: not in
+ * gpc_providers[], so nothing but `catalog update` sees them.  Generated
+ * from providers/NAME/provider.cmake (gpuctl_provider(NAME PLAN_ONLY ...)). */
+extern const gpc_provider *const gpc_plan_only_providers[];
 
 /* A provider by name, or NULL. */
 const gpc_provider *gpc_provider_find(const char *name);

@@ -42,6 +42,7 @@
 #include <openssl/pem.h>
 
 #include "aws/ec2.h"
+#include "aws/prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
 #include "gpuctl/provider.h"
@@ -2643,6 +2644,7 @@ const gpc_provider gpc_provider_aws = {
     .create_nodes = aws_create_many,
     .cleanup_cluster = aws_cleanup,
     .live_prices = aws_live_prices,
+    .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,
     .read_log = NULL,
 };
