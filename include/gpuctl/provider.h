@@ -262,6 +262,14 @@ typedef struct gpc_provider {
      * rows: why its prices cannot be refreshed, said after "NAME: ". */
     const char *no_refresh_prices;
 
+    /* Optional: is `zone` a zone name of this provider that exists in
+     * every region (Azure numbers its availability zones 1, 2, 3 in each
+     * region)?  A spec's zone that some provider says so of keeps every
+     * region when offers are chosen; any other zone keeps only the region
+     * it is named after (the region, then a letter or '-': us-east-1a,
+     * cn-hangzhou-h).  Returns 1 or 0. */
+    int (*zone_in_every_region)(const char *zone);
+
     /* Optional: do the credentials resolve and work?  One cheap
      * authenticated call (EC2 DescribeRegions).  Fills `detail` (size
      * bytes) with where the credentials came from, the region and the
