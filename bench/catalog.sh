@@ -143,7 +143,7 @@ fi
 # One line per catalog: label rows, median and min ms of offers, offers all
 # and plan, peak RSS KiB of the three, then cold median ms of offers and
 # plan ("-" for a catalog that gets no cache).
-BUILTIN_ROWS=$(($(wc -l <"$ROOT/catalog/gpu_instances.csv") - 1))
+BUILTIN_ROWS=$(cat "$ROOT"/providers/*/catalog.csv | grep -vc '^provider,')
 : >"$TMP/results"
 for label in built-in $SIZES; do
     if [ "$label" = built-in ]; then

@@ -11,7 +11,7 @@ http://ec2.amazonaws.com/doc/2016-11-15/ shaped as in
 shared/reference/aws.md section 2.7.  The instance types are the request's
 InstanceType.N values (default: p4de.24xlarge); the facts for each come from
 the first aws row of that type in the catalog CSV (default:
-catalog/gpu_instances.csv next to this script): vCPUs, memory, GPU model,
+providers/aws/catalog.csv next to this script): vCPUs, memory, GPU model,
 count and memory, EFA and bandwidth.  A type not in the catalog answers
 400 InvalidInstanceType in the EC2 error shape; any other action answers 400
 InvalidAction.
@@ -185,7 +185,7 @@ def main():
     global LOG
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="loopback EC2 DescribeInstanceTypes (no signature check)")
-    ap.add_argument("--catalog", default=os.path.join(here, "..", "catalog", "gpu_instances.csv"))
+    ap.add_argument("--catalog", default=os.path.join(here, "..", "providers", "aws", "catalog.csv"))
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--log")
     ap.add_argument("--exit-on-stdin-eof", action="store_true")

@@ -3,7 +3,8 @@
 
     bench/scale_catalog.py ROWS OUT.csv [SOURCE.csv]
 
-SOURCE defaults to catalog/gpu_instances.csv next to this script.  The
+SOURCE defaults to the built-in instance table: providers/*/catalog.csv
+next to this script, concatenated by folder name as the build does.  The
 output has the source's header and exactly ROWS data rows: copy 0 is the
 source's rows unchanged, copy k (k >= 1) is the same rows with "-rNNNN"
 appended to the region (us-east-1 -> us-east-1-r0001), so every row stays a
@@ -15,6 +16,7 @@ Deterministic (same arguments, same bytes) and standard library only.  The
 output is benchmark input: write it to a temp dir, never commit it.
 """
 import csv
+import glob
 import io
 import os
 import sys
@@ -32,11 +34,18 @@ def main(argv):
         sys.stderr.write("scale_catalog.py: ROWS must be a positive integer\n")
         return 2
     out_path = argv[2]
-    src = argv[3] if len(argv) == 4 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "catalog", "gpu_instances.csv")
-
-    with open(src, newline="", encoding="utf-8") as f:
-        table = list(csv.reader(f))
+    if len(argv) == 4:
+        src = argv[3]
+        with open(src, newline="", encoding="utf-8") as f:
+            table = list(csv.reader(f))
+    else:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "providers",
+                           "*", "catalog.csv")
+        table = []
+        for path in sorted(glob.glob(src)):
+            with open(path, newline="", encoding="utf-8") as f:
+                part = list(csv.reader(f))
+            table += part if not table else part[1:]
     header, body = table[0], [r for r in table[1:] if r]
     if not body:
         sys.stderr.write("scale_catalog.py: %s has no rows\n" % src)

@@ -1,20 +1,24 @@
 #!/usr/bin/python3
 """Convert the shared GPU catalog into gpuctl's built-in catalog files.
 
-    scripts/catalog-import.py [SHARED_DIR] [OUT_DIR]
+    scripts/catalog-import.py [SHARED_DIR] [ROOT]
 
 SHARED_DIR holds the source material (gpu_instances.csv, gpus.csv; default
-/work/shared/catalog); OUT_DIR is the project's catalog/ (default: the one
-next to this script).  Writes:
+/work/shared/catalog); ROOT is the project's top directory (default: the
+one above this script).  Writes:
 
-  OUT_DIR/gpu_instances.csv  every row of the shared table, values copied
-                             verbatim, columns in gpuctl's order, the long
-                             `source` citation replaced by a short key into
-                             sources.csv, notes common to a whole source
-                             moved to that source's row in sources.csv;
-                             sorted by (provider, instance_type, region).
-  OUT_DIR/gpus.csv           the shared gpus.csv byte for byte, plus one
-                             row for the "H-e" GPU (see H_E below).
+  ROOT/providers/NAME/catalog.csv
+                        for each provider NAME of the shared table, its
+                        rows: values copied verbatim, columns in gpuctl's
+                        order, the long `source` citation replaced by a
+                        short key into catalog/sources.csv, notes common
+                        to a whole source moved to that source's row in
+                        sources.csv; sorted by (instance_type, region).
+                        Every file has the same header, so that the build
+                        concatenates them (in name order) into the
+                        built-in instance table.
+  ROOT/catalog/gpus.csv the shared gpus.csv byte for byte, plus one row
+                        for the "H-e" GPU (see H_E below).
 
 catalog/sources.csv is kept by hand; this script only checks that every key
 it emits is there.  Output is deterministic: running it twice gives the same
@@ -25,6 +29,7 @@ person instead of being converted silently.
 import csv
 import io
 import os
+import re
 import sys
 
 COLUMNS = [
@@ -127,7 +132,8 @@ def write(path, text):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     shared = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/catalog"
-    out_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "catalog")
+    root = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..")
+    out_dir = os.path.join(root, "catalog")
 
     with open(os.path.join(shared, "gpu_instances.csv"), encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
@@ -149,8 +155,14 @@ def main():
     for key in sorted({r["source"] for r in rows} - known):
         die("source key %r is not in sources.csv" % key)
 
-    write(os.path.join(out_dir, "gpu_instances.csv"),
-          csv_text([COLUMNS] + [[r[c] for c in COLUMNS] for r in rows]))
+    for provider in sorted({r["provider"] for r in rows}):
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,14}", provider) or provider == "local":
+            die("provider %r cannot name a folder providers/%s/ with catalog rows" % (provider, provider))
+        folder = os.path.join(root, "providers", provider)
+        os.makedirs(folder, exist_ok=True)
+        write(os.path.join(folder, "catalog.csv"),
+              csv_text([COLUMNS] + [[r[c] for c in COLUMNS] for r in rows
+                                    if r["provider"] == provider]))
 
     with open(os.path.join(shared, "gpus.csv"), encoding="utf-8", newline="") as f:
         gpus = f.read()

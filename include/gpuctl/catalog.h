@@ -2,9 +2,11 @@
  * catalog.h - the GPU instance catalog: instance types, their hardware and
  * their prices per provider and region.
  *
- * The built-in catalog is catalog/gpu_instances.csv (with catalog/gpus.csv
- * and catalog/sources.csv) embedded into the binary at build time; see
- * catalog/README.md for every source, version and data date.  A user-level
+ * The built-in catalog is the instance table gpu_instances.csv -- every
+ * provider's providers/NAME/catalog.csv, joined by folder name with one
+ * header -- with catalog/gpus.csv and catalog/sources.csv, embedded into
+ * the binary at build time; see catalog/README.md for every source,
+ * version and data date.  A user-level
  * override (written by `gpuctl catalog update`) or an explicit file
  * (`--catalog FILE`, env GPUCTL_CATALOG) replaces the instance table; the
  * GPU figures and the sources table always come from the built-in files.
@@ -197,6 +199,14 @@ int gpc_catalog_write_csv(const gpc_catalog *c, struct gpc_buf *out, gpc_error *
  */
 int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
                           double spot, const char *source, gpc_error *err);
+
+/*
+ * Set one row's notes (used by `catalog update`): `notes` (copied into the
+ * catalog's storage; NULL = "") replaces the row's notes.  Returns 0,
+ * GPC_ERR_INTERNAL for a row not in `c`, or GPC_ERR_NOMEM.
+ */
+int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *notes,
+                          gpc_error *err);
 
 /* Release a catalog (NULL is fine). */
 void gpc_catalog_free(gpc_catalog *c);

@@ -1,7 +1,10 @@
 /*
- * embedded.h - the data files of catalog/ (*.csv), embedded at build time
- * by cmake/embed.cmake like templates/ (see templates.h), so that one
- * gpuctl binary carries its built-in catalog.  Read through catalog.h.
+ * embedded.h - the built-in catalog's CSV files, embedded at build time by
+ * cmake/embed.cmake like templates/ (see templates.h), so that one gpuctl
+ * binary carries its built-in catalog: catalog/gpus.csv, catalog/sources.csv
+ * and gpu_instances.csv, the providers' providers/NAME/catalog.csv joined by
+ * folder name with one header (cmake/concat-csv.cmake).  Read through
+ * catalog.h.
  */
 #ifndef GPUCTL_EMBEDDED_H
 #define GPUCTL_EMBEDDED_H
@@ -9,7 +12,7 @@
 #include <stddef.h>
 
 typedef struct gpc_embedded_file {
-    const char *name;  /* file name under catalog/, e.g. "gpus.csv" */
+    const char *name;  /* file name, e.g. "gpus.csv", "gpu_instances.csv" */
     const char *data;  /* the bytes, NUL-terminated; static storage */
     size_t len;        /* length in bytes, without the NUL */
 } gpc_embedded_file;

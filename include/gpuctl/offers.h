@@ -51,7 +51,9 @@ typedef struct gpc_offer_query {
     const char *const *zones;      /* allowed zones; n = 0: all.  A zone named
                                       after its region (AWS us-east-1a, Aliyun
                                       cn-hangzhou-h) keeps only that region;
-                                      a bare one (Azure 1, 2, 3) any region */
+                                      one that a provider has in every region
+                                      (gpc_provider.zone_in_every_region:
+                                      Azure 1, 2, 3) any region */
     size_t n_zones;
     const char *const *instance_types; /* pinned types; n = 0: all */
     size_t n_instance_types;

@@ -26,6 +26,7 @@
 #include "gpuctl/state.h"
 
 struct gpc_buf;
+struct gpc_catalog;
 #include "gpuctl/log.h"
 
 /* Capability bits. */
@@ -107,6 +108,33 @@ typedef struct gpc_node_status {
                                for want of capacity (EC2 stateReason
                                Server.InsufficientInstanceCapacity) */
 } gpc_node_status;
+
+/* ---- Catalog price refresh (`gpuctl catalog update`) ---- */
+
+/* What refresh_prices is asked.  Strings borrowed. */
+typedef struct gpc_price_refresh_opts {
+    const char *const *regions; /* --region: only rows in these regions; */
+    size_t n_regions;           /*   0 = every region */
+    const char *endpoint;       /* --endpoint for a price API that open() does
+                                   not connect to (Azure's Retail Prices API),
+                                   or NULL; a provider whose prices come from
+                                   its own API gets the endpoint through open() */
+    int named;                  /* 1 when the user named this provider
+                                   (--provider), 0 when every provider runs */
+    const gpc_log *log;         /* progress and summary lines, or NULL */
+} gpc_price_refresh_opts;
+
+/* What refresh_prices did, for the command's JSON document. */
+typedef struct gpc_price_refresh_result {
+    const char *api;            /* static: the API asked, e.g. "Azure Retail Prices" */
+    size_t rows;                /* catalog rows looked at */
+    size_t updated;             /* rows given the API's prices */
+    size_t not_listed;          /* rows the API has no price for: kept as they were */
+    size_t spot_cleared;        /* spot prices removed: the API has no spot price
+                                   for the row any more */
+    char skipped[GPC_ERROR_MSG_MAX]; /* "" or why the provider skipped the refresh
+                                   (it then returned 0 and changed nothing) */
+} gpc_price_refresh_result;
 
 /* Settings handed to open(). Strings borrowed. */
 typedef struct gpc_provider_config {
@@ -221,6 +249,34 @@ typedef struct gpc_provider {
      * counts the others. */
     int (*live_prices)(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
                        gpc_error *err);
+
+    /* Optional: replace the prices of this provider's rows of `cat` (those
+     * with a region, narrowed by o->regions) by the ones its price API
+     * lists now, with gpc_catalog_set_price and a row note saying when and
+     * from where (gpc_catalog_set_notes); rows the API does not list are
+     * kept as they are.  Needs no session: a provider whose price API
+     * needs its context opens it with `cfg` (the settings open() takes)
+     * once it knows it has rows to refresh, and closes it.  Fills *res
+     * (zeroed by the caller) and says what it asks and what it did through
+     * o->log.  A failure that should not stop the other providers when
+     * this one was not named (aws: no credentials) returns 0 with
+     * res->skipped set.  Errors: GPC_ERR_USAGE (no rows to refresh), the
+     * API's errors (GPC_ERR_AUTH, GPC_ERR_PROVIDER, ...), GPC_ERR_NOMEM;
+     * `cat` may then be partly updated. */
+    int (*refresh_prices)(const gpc_provider_config *cfg, struct gpc_catalog *cat,
+                          const gpc_price_refresh_opts *o, gpc_price_refresh_result *res,
+                          gpc_error *err);
+    /* Optional, for a provider without refresh_prices that has catalog
+     * rows: why its prices cannot be refreshed, said after "NAME: ". */
+    const char *no_refresh_prices;
+
+    /* Optional: is `zone` a zone name of this provider that exists in
+     * every region (Azure numbers its availability zones 1, 2, 3 in each
+     * region)?  A spec's zone that some provider says so of keeps every
+     * region when offers are chosen; any other zone keeps only the region
+     * it is named after (the region, then a letter or '-': us-east-1a,
+     * cn-hangzhou-h).  Returns 1 or 0. */
+    int (*zone_in_every_region)(const char *zone);
 
     /* Optional: do the credentials resolve and work?  One cheap
      * authenticated call (EC2 DescribeRegions).  Fills `detail` (size

@@ -1,7 +1,9 @@
 /* aliyun.c - the Alibaba Cloud (ECS) provider table: plan-only
  * (docs/providers/aliyun.md).
  *
- * gpuctl plans ECS offers from the built-in catalog (catalog/, CSV) but
+ * gpuctl plans ECS offers from the catalog rows of
+ * providers/aliyun/catalog.csv (their prices cannot be refreshed:
+ * DescribePrice and DescribeSpotPriceHistory need signed requests) but
  * cannot create instances yet: the table has no open or create_node, and
  * GPC_CAP_PLAN_ONLY tells the engine so (apply of an ECS offer is refused,
  * naming the providers that can create nodes). */
@@ -24,4 +26,7 @@ const gpc_provider gpc_provider_aliyun = {
     .summary = "Alibaba Cloud ECS: plans from the catalog only; cannot create nodes yet",
     .caps = GPC_CAP_PLAN_ONLY | GPC_CAP_SPOT | GPC_CAP_ERDMA,
     .userdata = &aliyun_userdata,
+    .no_refresh_prices = "refreshing prices needs DescribePrice and DescribeSpotPriceHistory "
+                         "with Alibaba Cloud credentials; the aliyun provider is not built into "
+                         "this gpuctl yet",
 };

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "aws/aws_internal.h"
+#include "aws/prices.h"
 #include "gpuctl/http.h"
 #include "gpuctl/render.h"
 
@@ -283,6 +284,7 @@ const gpc_provider gpc_provider_aws = {
     .create_nodes = aws_create_many,
     .cleanup_cluster = aws_cleanup,
     .live_prices = aws_live_prices,
+    .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,
     .read_log = NULL,
     .secret_words = aws_secret_words,

@@ -1,14 +1,18 @@
-/* prices.c - the Azure Retail Prices client; see include/gpuctl/azure_prices.h */
+/* prices.c - the Azure Retail Prices client and the provider's
+ * refresh_prices (`gpuctl catalog update`); see prices.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "azure/prices.h"
 #include "gpuctl/buf.h"
+#include "gpuctl/catalog.h"
 #include "gpuctl/http.h"
+#include "gpuctl/util.h"
 
 #define URL_BUF_MAX (64u << 10)
 
@@ -306,5 +310,107 @@ out:
     free(res);
     free(picks);
     gpc_buf_free(&url);
+    return rc;
+}
+
+/* ---- the provider's refresh_prices ------------------------------------ */
+
+/* Source key given to rows whose prices came from the Retail Prices API
+ * (catalog/sources.csv describes it). */
+#define AZURE_SOURCE "azure-retail-api"
+
+static int in_list(const char *const *v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+/* An azure row with a region, in o->regions when any are given. */
+static int wanted(const gpc_catalog_row *r, const gpc_price_refresh_opts *o)
+{
+    return strcmp(r->provider, "azure") == 0 && *r->region &&
+           (!o->n_regions || in_list(o->regions, o->n_regions, r->region));
+}
+
+int gpc_azure_refresh_prices(const gpc_provider_config *cfg, gpc_catalog *cat,
+                             const gpc_price_refresh_opts *o, gpc_price_refresh_result *res,
+                             gpc_error *err)
+{
+    (void)cfg;
+    res->api = "Azure Retail Prices";
+    /* Which (region, size) pairs: the catalog's Azure rows, narrowed by
+     * --region. */
+    const char **regions = calloc(cat->n_rows + 1, sizeof(*regions));
+    const char **skus = calloc(cat->n_rows + 1, sizeof(*skus));
+    size_t nr = 0, ns = 0;
+    int rc = !regions || !skus ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory") : 0;
+    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
+        const gpc_catalog_row *r = &cat->rows[i];
+        if (!wanted(r, o))
+            continue;
+        if (!in_list(regions, nr, r->region))
+            regions[nr++] = r->region;
+        if (!in_list(skus, ns, r->instance_type))
+            skus[ns++] = r->instance_type;
+    }
+    if (!rc && (nr == 0 || ns == 0))
+        rc = gpc_fail(err, GPC_ERR_USAGE, "azure: the catalog has no Azure rows%s to refresh",
+                      o->n_regions ? " in the regions given" : "");
+    gpc_azure_price *prices = NULL;
+    size_t np = 0;
+    const char *endpoint = o->endpoint ? o->endpoint : getenv("GPUCTL_AZURE_PRICES_ENDPOINT");
+    if (!rc) {
+        gpc_info(o->log, "azure: asking the Retail Prices API for %zu size(s) in %zu region(s)",
+                 ns, nr);
+        gpc_http_opts ho;
+        memset(&ho, 0, sizeof(ho));
+        ho.what = "azure retail prices";
+        rc = gpc_azure_retail_prices(endpoint && *endpoint ? endpoint : NULL, regions, nr, skus,
+                                     ns, &ho, &prices, &np, err);
+    }
+    char today[16];
+    time_t now = (time_t)gpc_now();
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(today, sizeof(today), "%Y-%m-%d", &tm);
+    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
+        gpc_catalog_row *r = &cat->rows[i];
+        if (!wanted(r, o))
+            continue;
+        res->rows++;
+        const gpc_azure_price *p = NULL;
+        for (size_t k = 0; k < np && !p; k++)
+            if (strcmp(prices[k].region, r->region) == 0 &&
+                strcmp(prices[k].sku, r->instance_type) == 0)
+                p = &prices[k];
+        if (!p || p->ondemand_usd_hr < 0) {
+            res->not_listed++;  /* the API does not list it (now): keep the old row */
+            continue;
+        }
+        rc = gpc_catalog_set_price(cat, r, p->ondemand_usd_hr, p->spot_usd_hr, AZURE_SOURCE, err);
+        if (!rc && p->spot_usd_hr < 0 && r->price_spot >= 0) {
+            r->price_spot = -1;  /* no Spot meter any more: no stale spot price */
+            res->spot_cleared++;
+        }
+        if (!rc) {
+            char note[128];
+            snprintf(note, sizeof(note), "fetched %s; price effective %.10s", today, p->effective);
+            rc = gpc_catalog_set_notes(cat, r, note, err);
+        }
+        if (!rc) {
+            r->price_ondemand_cny = -1;
+            r->price_spot_cny = -1;
+            res->updated++;
+        }
+    }
+    if (!rc)
+        gpc_info(o->log, "azure: %zu of %zu row(s) updated; %zu not listed by the API "
+                 "(kept as they were); %zu spot price(s) removed (no Spot meter)",
+                 res->updated, res->rows, res->not_listed, res->spot_cleared);
+    free(prices);
+    free(regions);
+    free(skus);
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * azure_prices.h - the Azure Retail Prices API client (public, no
+ * prices.h - the Azure Retail Prices API client (public, no
  * credentials): Linux on-demand and Spot USD/hour for VM sizes by region.
  *
  * For each region it sends
@@ -28,8 +28,10 @@
 
 #include <stddef.h>
 
+#include "gpuctl/catalog.h"
 #include "gpuctl/error.h"
 #include "gpuctl/http.h"
+#include "gpuctl/provider.h"
 
 #define GPC_AZURE_PRICES_ENDPOINT  "https://prices.azure.com/api/retail/prices"
 #define GPC_AZURE_PRICES_URL_MAX   2000 /* characters per request URL */
@@ -76,5 +78,21 @@ int gpc_azure_retail_prices(const char *endpoint, const char *const *regions,
                             size_t n_regions, const char *const *skus, size_t n_skus,
                             const gpc_http_opts *opts, gpc_azure_price **out, size_t *n,
                             gpc_error *err);
+
+/*
+ * The azure provider's refresh_prices (provider.h): new on-demand and Spot
+ * prices for the catalog's azure rows (narrowed by o->regions) from the
+ * Retail Prices API at o->endpoint, else $GPUCTL_AZURE_PRICES_ENDPOINT
+ * when set and not empty, else GPC_AZURE_PRICES_ENDPOINT.  A listed row
+ * gets both prices (a Spot price the API no longer lists is removed), the
+ * source key "azure-retail-api", no CNY figures and the note "fetched
+ * YYYY-MM-DD; price effective YYYY-MM-DD"; others are kept.  cfg unused.
+ * Errors: GPC_ERR_USAGE "azure: the catalog has no Azure rows[ in the
+ * regions given] to refresh", those of gpc_azure_retail_prices, and
+ * GPC_ERR_PROVIDER for a price out of the catalog's range.
+ */
+int gpc_azure_refresh_prices(const gpc_provider_config *cfg, gpc_catalog *cat,
+                             const gpc_price_refresh_opts *o, gpc_price_refresh_result *res,
+                             gpc_error *err);
 
 #endif /* GPUCTL_AZURE_PRICES_H */

@@ -3,21 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "commands.h"
-#include "azure/prices.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/catalog.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/util.h"
-
-/* Source key given to rows whose prices `catalog update` fetched from the
- * Azure Retail Prices API (catalog/sources.csv describes it). */
-#define AZURE_SOURCE "azure-retail-api"
 
 typedef struct catalog_args {
     const char *from;
@@ -56,11 +50,29 @@ static int has(char *const *v, size_t n, const char *s)
     return 0;
 }
 
+/* The providers whose offers come from the catalog (not GPC_CAP_OWN_OFFERS),
+ * those that can refresh their prices first, each group in registry order:
+ * the providers `catalog show` counts rows of and `catalog update` walks.
+ * Fills v (room for CATALOG_PROVIDERS_MAX) and returns how many. */
+#define CATALOG_PROVIDERS_MAX 64
+static size_t catalog_providers(const gpc_provider **v)
+{
+    size_t n = 0;
+    for (int refresh = 1; refresh >= 0; refresh--)
+        for (size_t i = 0; gpc_providers[i] && n < CATALOG_PROVIDERS_MAX; i++) {
+            const gpc_provider *p = gpc_providers[i];
+            if (!(p->caps & GPC_CAP_OWN_OFFERS) && !p->refresh_prices == !refresh)
+                v[n++] = p;
+        }
+    return n;
+}
+
 /* ---- show ---------------------------------------------------------------- */
 
 static int catalog_show(const gpc_out *o, const gpc_catalog *cat, const char *user_path)
 {
-    static const char *const provs[] = {"aws", "azure", "aliyun"};
+    const gpc_provider *provs[CATALOG_PROVIDERS_MAX];
+    size_t n_provs = catalog_providers(provs);
     struct stat sb;
     int user = user_path[0] && stat(user_path, &sb) == 0;
     if (o->format == GPC_OUT_JSON) {
@@ -97,11 +109,11 @@ static int catalog_show(const gpc_out *o, const gpc_catalog *cat, const char *us
     }
     printf("%scatalog:%s %s (%zu rows, sha256 %.12s)\n", gpc_c_bold(o), gpc_c_reset(o),
            cat->origin, cat->n_rows, cat->sha256);
-    for (size_t p = 0; p < sizeof(provs) / sizeof(provs[0]); p++) {
+    for (size_t p = 0; p < n_provs; p++) {
         size_t n = 0;
         for (size_t i = 0; i < cat->n_rows; i++)
-            n += strcmp(cat->rows[i].provider, provs[p]) == 0;
-        printf("  %-7s %zu rows\n", provs[p], n);
+            n += strcmp(cat->rows[i].provider, provs[p]->name) == 0;
+        printf("  %-7s %zu rows\n", provs[p]->name, n);
     }
     printf("user override: %s (%s)\n", user_path[0] ? user_path : "-",
            user ? "present" : "absent");
@@ -125,175 +137,6 @@ static int catalog_show(const gpc_out *o, const gpc_catalog *cat, const char *us
     return 0;
 }
 
-/* ---- update -------------------------------------------------------------- */
-
-typedef struct update_stats {
-    size_t rows, updated, no_price, spot_cleared;
-} update_stats;
-
-static int refresh_azure(const gpc_out *o, gpc_catalog *cat, const catalog_args *a,
-                         update_stats *st, char ***notes, size_t *n_notes, gpc_error *err)
-{
-    /* Which (region, size) pairs: the catalog's Azure rows, narrowed by
-     * --region. */
-    const char **regions = calloc(cat->n_rows + 1, sizeof(*regions));
-    const char **skus = calloc(cat->n_rows + 1, sizeof(*skus));
-    size_t nr = 0, ns = 0;
-    int rc = !regions || !skus ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory") : 0;
-    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
-        const gpc_catalog_row *r = &cat->rows[i];
-        if (strcmp(r->provider, "azure") != 0 || !*r->region ||
-            (a->n_regions && !has(a->regions, a->n_regions, r->region)))
-            continue;
-        int seen = 0;
-        for (size_t k = 0; k < nr && !seen; k++)
-            seen = strcmp(regions[k], r->region) == 0;
-        if (!seen)
-            regions[nr++] = r->region;
-        seen = 0;
-        for (size_t k = 0; k < ns && !seen; k++)
-            seen = strcmp(skus[k], r->instance_type) == 0;
-        if (!seen)
-            skus[ns++] = r->instance_type;
-    }
-    if (!rc && (nr == 0 || ns == 0))
-        rc = gpc_fail(err, GPC_ERR_USAGE, "azure: the catalog has no Azure rows%s%s to refresh",
-                      a->n_regions ? " in the regions given" : "", "");
-    gpc_azure_price *prices = NULL;
-    size_t np = 0;
-    const char *endpoint = a->endpoint ? a->endpoint : getenv("GPUCTL_AZURE_PRICES_ENDPOINT");
-    if (!rc) {
-        gpc_info(&o->log, "azure: asking the Retail Prices API for %zu size(s) in %zu region(s)", ns, nr);
-        gpc_http_opts ho;
-        memset(&ho, 0, sizeof(ho));
-        ho.what = "azure retail prices";
-        rc = gpc_azure_retail_prices(endpoint && *endpoint ? endpoint : NULL, regions, nr, skus,
-                                     ns, &ho, &prices, &np, err);
-    }
-    char today[16];
-    time_t now = (time_t)gpc_now();
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(today, sizeof(today), "%Y-%m-%d", &tm);
-    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
-        gpc_catalog_row *r = &cat->rows[i];
-        if (strcmp(r->provider, "azure") != 0 || !*r->region ||
-            (a->n_regions && !has(a->regions, a->n_regions, r->region)))
-            continue;
-        st->rows++;
-        const gpc_azure_price *p = NULL;
-        for (size_t k = 0; k < np && !p; k++)
-            if (strcmp(prices[k].region, r->region) == 0 && strcmp(prices[k].sku, r->instance_type) == 0)
-                p = &prices[k];
-        if (!p || p->ondemand_usd_hr < 0) {
-            st->no_price++;  /* the API does not list it (now): keep the old row */
-            continue;
-        }
-        rc = gpc_catalog_set_price(cat, r, p->ondemand_usd_hr, p->spot_usd_hr, AZURE_SOURCE, err);
-        if (!rc && p->spot_usd_hr < 0 && r->price_spot >= 0) {
-            r->price_spot = -1;  /* no Spot meter any more: no stale spot price */
-            st->spot_cleared++;
-        }
-        char **nn = rc ? NULL : realloc(*notes, (*n_notes + 1) * sizeof(*nn));
-        if (!rc && !nn)
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        if (!rc) {
-            *notes = nn;
-            char buf[128];
-            snprintf(buf, sizeof(buf), "fetched %s; price effective %.10s", today,
-                     p->effective);
-            nn[*n_notes] = strdup(buf);
-            if (!nn[*n_notes])
-                rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-            else
-                r->notes = nn[(*n_notes)++];
-            r->price_ondemand_cny = -1;
-            r->price_spot_cny = -1;
-            st->updated++;
-        }
-    }
-    free(prices);
-    free(regions);
-    free(skus);
-    return rc;
-}
-
-/* AWS: current spot prices from DescribeSpotPriceHistory (the aws
- * provider's live_prices, signed with the user's credentials) for the
- * catalog's AWS rows that have a spot price.  On-demand prices stay (they
- * come from the AWS Price List, which gpuctl does not read). */
-static int refresh_aws(const gpc_out *o, gpc_catalog *cat, const catalog_args *a,
-                       update_stats *st, char ***notes, size_t *n_notes, gpc_error *err)
-{
-    const gpc_provider *p = gpc_provider_find("aws");
-    gpc_offer *offers = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*offers));
-    size_t *rows = calloc(cat->n_rows ? cat->n_rows : 1, sizeof(*rows));
-    int rc = !p ? gpc_fail(err, GPC_ERR_PROVIDER, "aws: the provider is not built in")
-           : !offers || !rows ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory") : 0;
-    size_t n = 0;
-    for (size_t i = 0; !rc && i < cat->n_rows; i++) {
-        const gpc_catalog_row *r = &cat->rows[i];
-        if (strcmp(r->provider, "aws") != 0 || !*r->region || r->price_spot < 0 ||
-            (a->n_regions && !has(a->regions, a->n_regions, r->region)))
-            continue;
-        snprintf(offers[n].provider, sizeof(offers[n].provider), "aws");
-        snprintf(offers[n].instance_type, sizeof(offers[n].instance_type), "%s",
-                 r->instance_type);
-        snprintf(offers[n].region, sizeof(offers[n].region), "%s", r->region);
-        offers[n].spot = 1;
-        offers[n].price_hourly = -1;
-        rows[n++] = i;
-    }
-    if (!rc && n == 0)
-        rc = gpc_fail(err, GPC_ERR_USAGE, "aws: the catalog has no AWS rows with spot prices%s "
-                      "to refresh", a->n_regions ? " in the regions given" : "");
-    void *ctx = NULL;
-    /* --endpoint is the EC2 endpoint only when aws is the one provider
-     * asked; else it is the Azure API's (AWS_ENDPOINT_URL_EC2 still works) */
-    gpc_provider_config cfg = {.endpoint = a->n_providers == 1 ? o->cfg.endpoint : NULL,
-                               .profile = o->cfg.profile, .log = &o->log};
-    if (!rc)
-        rc = p->open(&cfg, &ctx, err);
-    size_t updated = 0;
-    if (!rc) {
-        gpc_info(&o->log, "aws: asking DescribeSpotPriceHistory for %zu row(s)", n);
-        rc = p->live_prices(ctx, offers, n, &updated, err);
-        p->close(ctx);
-    }
-    char today[16];
-    time_t now = (time_t)gpc_now();
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(today, sizeof(today), "%Y-%m-%d", &tm);
-    for (size_t k = 0; !rc && k < n; k++) {
-        gpc_catalog_row *r = &cat->rows[rows[k]];
-        st->rows++;
-        if (offers[k].price_hourly <= 0) {
-            st->no_price++;
-            continue;
-        }
-        r->price_spot = offers[k].price_hourly;
-        r->price_spot_cny = -1;
-        char **nn = realloc(*notes, (*n_notes + 1) * sizeof(*nn));
-        if (!nn) {
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        *notes = nn;
-        char buf[160];
-        snprintf(buf, sizeof(buf), "spot price fetched %s from DescribeSpotPriceHistory "
-                 "(lowest zone: %s)", today, offers[k].zone);
-        if (!(nn[*n_notes] = strdup(buf)))
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        else
-            r->notes = nn[(*n_notes)++];
-        st->updated++;
-    }
-    free(offers);
-    free(rows);
-    return rc;
-}
-
 static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_args *a,
                           const char *user_path)
 {
@@ -301,8 +144,6 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
     gpc_error_clear(&err);
     gpc_catalog *cat = *catp;
     int rc = gpc_providers_register_secrets(&err);
-    char **notes = NULL;
-    size_t n_notes = 0;
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "command", "catalog update");
     cJSON *provs = cJSON_AddArrayToObject(doc, "providers");
@@ -319,66 +160,57 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
             cJSON_AddStringToObject(doc, "from", a->from);
         }
     } else {
-        static const char *const known[] = {"aws", "azure", "aliyun"};
-        for (size_t i = 0; !rc && i < a->n_providers; i++)
-            if (!has((char *const *)known, 3, a->providers[i]))
-                rc = gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (aws, azure, aliyun)",
-                              a->providers[i]);
-        for (size_t i = 0; !rc && i < 3; i++) {
-            const char *p = known[i];
-            int asked = a->n_providers ? has(a->providers, a->n_providers, p) : 1;
-            if (!asked)
+        const gpc_provider *known[CATALOG_PROVIDERS_MAX];
+        size_t n_known = catalog_providers(known);
+        char names[256] = "";
+        for (size_t i = 0; i < n_known; i++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+                     i ? ", " : "", known[i]->name);
+        for (size_t i = 0; !rc && i < a->n_providers; i++) {
+            size_t k = 0;
+            while (k < n_known && strcmp(known[k]->name, a->providers[i]) != 0)
+                k++;
+            if (k == n_known)
+                rc = gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (%s)",
+                              a->providers[i], names);
+        }
+        /* --endpoint is the provider API's only when one provider is asked;
+         * a price API of its own (Azure's) takes it in any case. */
+        gpc_settings set = o->cfg;
+        if (a->n_providers != 1)
+            set.endpoint = NULL;
+        gpc_price_refresh_opts ro = {.regions = (const char *const *)a->regions,
+                                     .n_regions = a->n_regions, .endpoint = a->endpoint,
+                                     .named = a->n_providers > 0, .log = &o->log};
+        for (size_t i = 0; !rc && i < n_known; i++) {
+            const gpc_provider *p = known[i];
+            if (a->n_providers && !has(a->providers, a->n_providers, p->name))
                 continue;
             cJSON *pj = cJSON_CreateObject();
-            cJSON_AddStringToObject(pj, "provider", p);
-            if (strcmp(p, "azure") == 0) {
-                update_stats st;
-                memset(&st, 0, sizeof(st));
-                rc = refresh_azure(o, cat, a, &st, &notes, &n_notes, &err);
-                cJSON_AddStringToObject(pj, "status", rc ? "failed" : "updated");
-                cJSON_AddStringToObject(pj, "api", "Azure Retail Prices");
-                cJSON_AddNumberToObject(pj, "rows", (double)st.rows);
-                cJSON_AddNumberToObject(pj, "updated", (double)st.updated);
-                cJSON_AddNumberToObject(pj, "not_listed", (double)st.no_price);
-                cJSON_AddNumberToObject(pj, "spot_cleared", (double)st.spot_cleared);
+            cJSON_AddStringToObject(pj, "provider", p->name);
+            if (p->refresh_prices) {
+                gpc_price_refresh_result res;
+                memset(&res, 0, sizeof(res));
+                gpc_provider_settings ps;
+                rc = gpc_provider_settings_get(&set, p, NULL, &ps, &err);
                 if (!rc)
-                    gpc_info(&o->log, "azure: %zu of %zu row(s) updated; %zu not listed by the API "
-                             "(kept as they were); %zu spot price(s) removed (no Spot meter)",
-                             st.updated, st.rows, st.no_price, st.spot_cleared);
-            } else if (strcmp(p, "aws") == 0) {
-                update_stats st;
-                memset(&st, 0, sizeof(st));
-                gpc_error ae;
-                gpc_error_clear(&ae);
-                int arc = refresh_aws(o, cat, a, &st, &notes, &n_notes, &ae);
-                int skipped = arc && !a->n_providers;
-                cJSON_AddStringToObject(pj, "status", !arc ? "updated"
-                                                      : skipped ? "skipped" : "failed");
-                if (!skipped) {
-                    cJSON_AddStringToObject(pj, "api",
-                                            "EC2 DescribeSpotPriceHistory (spot prices only)");
-                    cJSON_AddNumberToObject(pj, "rows", (double)st.rows);
-                    cJSON_AddNumberToObject(pj, "updated", (double)st.updated);
-                    cJSON_AddNumberToObject(pj, "not_listed", (double)st.no_price);
-                    cJSON_AddNumberToObject(pj, "spot_cleared", 0);
-                }
-                if (arc && a->n_providers) {
-                    rc = gpc_fail(&err, ae.code, "%s", ae.msg);
-                } else if (arc) {
-                    /* not asked by name: no AWS credentials is not an error */
-                    cJSON_AddStringToObject(pj, "reason", ae.msg);
-                    gpc_info(&o->log, "aws: %s (skipped)", ae.msg);
+                    rc = p->refresh_prices(&ps.cfg, cat, &ro, &res, &err);
+                gpc_provider_settings_free(&ps);
+                cJSON_AddStringToObject(pj, "status", rc ? "failed"
+                                                    : res.skipped[0] ? "skipped" : "updated");
+                if (res.skipped[0] && !rc) {
+                    cJSON_AddStringToObject(pj, "reason", res.skipped);
                 } else {
-                    gpc_info(&o->log, "aws: %zu of %zu spot price(s) updated; %zu not listed by the "
-                             "API (kept as they were)", st.updated, st.rows, st.no_price);
+                    cJSON_AddStringToObject(pj, "api", res.api ? res.api : "");
+                    cJSON_AddNumberToObject(pj, "rows", (double)res.rows);
+                    cJSON_AddNumberToObject(pj, "updated", (double)res.updated);
+                    cJSON_AddNumberToObject(pj, "not_listed", (double)res.not_listed);
+                    cJSON_AddNumberToObject(pj, "spot_cleared", (double)res.spot_cleared);
                 }
             } else {
-                /* The signed price APIs need the provider's credentials and
-                 * request signing, which come with the provider module. */
-                char why[256];
-                snprintf(why, sizeof(why), "%s: refreshing prices needs DescribePrice and "
-                         "DescribeSpotPriceHistory with Alibaba Cloud credentials; the %s "
-                         "provider is not built into this gpuctl yet", p, p);
+                char why[512];
+                snprintf(why, sizeof(why), "%s: %s", p->name, p->no_refresh_prices
+                         ? p->no_refresh_prices : "this gpuctl cannot refresh its prices");
                 cJSON_AddStringToObject(pj, "status", "skipped");
                 cJSON_AddStringToObject(pj, "reason", why);
                 if (a->n_providers)
@@ -422,9 +254,6 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
     }
     cJSON_Delete(doc);
     gpc_buf_free(&csv);
-    for (size_t i = 0; i < n_notes; i++)
-        free(notes[i]);
-    free(notes);
     return rc ? gpc_report_error(o, &err) : 0;
 }
 

@@ -206,13 +206,21 @@ static void print_offers_table(const gpc_out *o, const gpc_catalog *cat,
         free(done);
     }
     if (!o->quiet) {
-        int cny = 0;
-        for (size_t i = 0; i < cat->n_sources; i++)
-            cny |= strcmp(cat->sources[i].currency, "CNY") == 0;
-        fprintf(stderr, "%zu of %zu offer(s) shown, by %s price%s; catalog %s (%zu rows)%s\n",
-                shown, sel->n_fit, spot ? "spot" : "on-demand",
+        /* the currencies other than USD that the catalog's rows were priced
+         * in at source (their sources' currency), e.g. "CNY" */
+        char cur[64] = "";
+        for (size_t i = 0; i < cat->n_rows; i++) {
+            const gpc_catalog_source *src = gpc_catalog_source_get(cat, cat->rows[i].source);
+            const char *c = src ? src->currency : "";
+            if (*c && strcmp(c, "USD") != 0 && !strstr(cur, c) &&
+                strlen(cur) + strlen(c) + 3 < sizeof(cur))
+                snprintf(cur + strlen(cur), sizeof(cur) - strlen(cur), "%s%s", *cur ? ", " : "", c);
+        }
+        fprintf(stderr, "%zu of %zu offer(s) shown, by %s price%s; catalog %s (%zu rows); "
+                "prices USD/hour%s%s%s\n", shown, sel->n_fit, spot ? "spot" : "on-demand",
                 sort == GPC_SORT_PER_TFLOPS ? " per dense TFLOPS" : "", cat->origin, cat->n_rows,
-                cny ? "; prices USD/hour, Aliyun's converted from CNY (see gpuctl catalog)" : "");
+                *cur ? "; " : "", cur,
+                *cur ? " rows converted at the catalog's rate (see gpuctl catalog)" : "");
     }
 }
 

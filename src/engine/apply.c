@@ -243,6 +243,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
         const gpc_offer *of = &plan->offers[0].worker;
         const gpc_provider *cp = gpc_provider_find(of->provider);
+        if (cp && (cp->caps & GPC_CAP_PLAN_ONLY))
+            cp = NULL; /* refused below, as not built in */
         if (cp && cp->check_spec)
             rc = cp->check_spec(spec, err);
         const gpc_userdata_rules *rules = cp ? cp->userdata : NULL;
@@ -275,7 +277,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         res->phase = have ? c.phase : GPC_PHASE_PENDING;
         res->exit_code = have ? c.exit_code : -1;
         res->cluster_id = have ? c.id : 0;
-        if (opts->dry_run && plan->n_offers && !gpc_provider_find(plan->offers[0].worker.provider))
+        const gpc_provider *wp = plan->n_offers ? gpc_provider_find(plan->offers[0].worker.provider)
+                                                : NULL;
+        if (opts->dry_run && plan->n_offers && (!wp || (wp->caps & GPC_CAP_PLAN_ONLY)))
             rc = gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
                           "(available: %s)", plan->offers[0].worker.provider,
                           gpc_provider_names());

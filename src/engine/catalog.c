@@ -2374,6 +2374,18 @@ int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
     return 0;
 }
 
+int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *notes,
+                          gpc_error *err)
+{
+    if (!c || row < c->rows || row >= c->rows + c->n_rows)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_catalog_set_notes: row not in catalog");
+    const char *s = arena_strndup(cat_arena(c), notes ? notes : "", notes ? strlen(notes) : 0);
+    if (!s)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    row->notes = s;
+    return 0;
+}
+
 void gpc_catalog_free(gpc_catalog *c)
 {
     if (!c)

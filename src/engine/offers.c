@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpuctl/offers.h"
+#include "gpuctl/provider.h"
 
 /* Prices equal to a micro-dollar rank as equal (offers.h). */
 #define PRICE_QUANTUM 1e6
@@ -306,13 +307,23 @@ static bool zone_in_region(const char *z, const char *r)
     return strncmp(z, r, n) == 0 && ((z[n] >= 'a' && z[n] <= 'z') || z[n] == '-');
 }
 
-/* Does some zone of the query lie in region r, or name no region at all
- * (Azure's 1, 2, 3)?  True without zones. */
+/* Does some provider (gpc_provider.zone_in_every_region) have a zone
+ * named z in every region, so that z names no region at all? */
+static bool zone_everywhere(const char *z)
+{
+    for (size_t i = 0; gpc_providers[i]; i++)
+        if (gpc_providers[i]->zone_in_every_region && gpc_providers[i]->zone_in_every_region(z))
+            return true;
+    return false;
+}
+
+/* Does some zone of the query lie in region r, or name no region at all?
+ * True without zones. */
 static bool zones_allow(const gpc_offer_query *q, const char *r)
 {
     for (size_t i = 0; i < q->n_zones; i++) {
         const char *z = q->zones[i];
-        if (zone_in_region(z, r) || strspn(z, "0123456789") == strlen(z))
+        if (zone_in_region(z, r) || zone_everywhere(z))
             return true;
     }
     return q->n_zones == 0;

@@ -68,7 +68,7 @@ int gpc_session_provider(gpc_session *s, const char *name, gpc_open_provider *ou
     size_t i = 0;
     while (gpc_providers[i] && strcmp(gpc_providers[i]->name, name) != 0)
         i++;
-    if (!gpc_providers[i])
+    if (!gpc_providers[i] || (gpc_providers[i]->caps & GPC_CAP_PLAN_ONLY))
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "provider '%s' is not built into this gpuctl (available: %s)",
                         name, gpc_provider_names());

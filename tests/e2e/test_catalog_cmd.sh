@@ -9,7 +9,23 @@ export GPUCTL_CONFIG_DIR="$T/config"   # not created: update must make it
 unset GPUCTL_CATALOG XDG_CONFIG_HOME GPUCTL_AZURE_PRICES_ENDPOINT
 umask 022                              # so that the documented 0644 is what we see
 OVR="$GPUCTL_CONFIG_DIR/catalog.csv"
-BUILTIN="$GPUCTL_SOURCE_DIR/catalog/gpu_instances.csv"
+# The built-in instance table: every providers/NAME/catalog.csv, by folder
+# name, the header once (catalog/README.md).
+BUILTIN="$T/gpu_instances.csv"
+/usr/bin/python3 - "$GPUCTL_SOURCE_DIR" "$BUILTIN" <<'PY'
+import csv, glob, os, sys
+src, out = sys.argv[1:3]
+text, header = "", None
+for path in sorted(glob.glob(os.path.join(src, "providers", "*", "catalog.csv"))):
+    folder = os.path.basename(os.path.dirname(path))
+    data = open(path, encoding="utf-8", newline="").read()
+    head, rows = data.split("\n", 1)
+    assert header in (None, head), "%s: another header" % path
+    for r in csv.DictReader(data.splitlines()):
+        assert r["provider"] == folder, "%s: a row of provider %s" % (path, r["provider"])
+    text, header = text + (head + "\n" if header is None else "") + rows, head
+open(out, "w", encoding="utf-8", newline="").write(text)
+PY
 BUILTIN_SHA=$(sha256sum < "$BUILTIN" | cut -d' ' -f1)
 
 # The fake server: a coprocess that exits when this shell closes its stdin

@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpuctl offers: the built-in catalog's offers, filtered and ranked
 # (docs/offers.md). Every number asserted here was checked by hand against
-# catalog/gpu_instances.csv and catalog/gpus.csv; the arithmetic is in the
+# providers/*/catalog.csv and catalog/gpus.csv; the arithmetic is in the
 # comments. No network, no provider: offers only reads the catalog.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" && cd "$T/work"
@@ -222,6 +222,9 @@ expect_match "first line: azure eastus, 3.6047 spot, 89 %" "^azure +Standard_ND9
     "$(sed -n 2p "$T/table.txt")"
 expect_eq "table rows in the JSON order" "$(names "$T/spot.json")" "$(tail -n +2 "$T/table.txt" | awk '{print $1, $2, $3}')"
 expect_match "summary on stderr" "^6 of 6 offer\(s\) shown, by spot price; catalog built-in \(212 rows\)" "$(cat "$T/table.err")"
+expect_eq "the summary names the currency converted, from the rows' sources" "6 of 6 offer(s) shown, by spot price; catalog built-in (212 rows); prices USD/hour; CNY rows converted at the catalog's rate (see gpuctl catalog)" "$(cat "$T/table.err")"
+g --catalog "$GPUCTL_SOURCE_DIR/providers/aws/catalog.csv" offers --gpu A100-80GB:8 --spot > /dev/null 2> "$T/table-aws.err"
+expect_eq "no CNY rows: no conversion said" "3 of 3 offer(s) shown, by spot price; catalog $GPUCTL_SOURCE_DIR/providers/aws/catalog.csv (71 rows); prices USD/hour" "$(cat "$T/table-aws.err")"
 expect_eq "no ANSI escapes when piped" 0 "$(cat "$T/table.txt" "$T/table.err" | tr -cd '\033' | wc -c)"
 g offers --gpu A100-80GB:8 --spot --limit 2 > "$T/table2.txt" 2> "$T/table2.err"
 expect_eq "--limit 2 table: header + 2" 3 "$(wc -l < "$T/table2.txt")"

@@ -32,7 +32,7 @@ Options
   --seed FILE            JSON object whose top-level keys replace those of the
                          default world (see --print-seed for the shape)
   --catalog PATH         instance catalog CSV (default
-                         ../../catalog/gpu_instances.csv from this script)
+                         ../../providers/aws/catalog.csv from this script)
   --clock-offset S       the fake's clock runs S seconds ahead (negative:
                          behind) of the real one; used for X-Amz-Date checks,
                          the Date header and launch times
@@ -2846,7 +2846,7 @@ def main():
     ap.add_argument("--pending-polls", type=int, default=1)
     ap.add_argument("--faults")
     ap.add_argument("--seed")
-    ap.add_argument("--catalog", default=os.path.join(here, "..", "..", "catalog", "gpu_instances.csv"))
+    ap.add_argument("--catalog", default=os.path.join(here, "..", "..", "providers", "aws", "catalog.csv"))
     ap.add_argument("--clock-offset", type=float, default=0.0)
     ap.add_argument("--print-seed", action="store_true")
     ARGS = ap.parse_args()

@@ -7,7 +7,8 @@ and the fake EC2 produce:
 
   spec           examples/**/*.yaml, tests/fixtures/spec/*.yaml
   plan           `gpuctl plan --out` of each example
-  catalog_csv    catalog/gpu_instances.csv and a small table
+  catalog_csv    the built-in instance table (providers/*/catalog.csv,
+                 concatenated) and a small table
   catalog_cache  the cache gpuctl writes for a small table padded with
                  blank lines to GPC_CATALOG_CACHE_MIN_BYTES
   ec2            the fake EC2's answers (tests/fake/ec2.py, recorded by
@@ -89,8 +90,11 @@ def main():
                 os.unlink(out)
 
         clean_seeds("catalog_csv")
-        put("catalog_csv", "gpu_instances.csv",
-            open(os.path.join(SRC, "catalog", "gpu_instances.csv"), "rb").read())
+        builtin = b""
+        for path in sorted(glob.glob(os.path.join(SRC, "providers", "*", "catalog.csv"))):
+            data = open(path, "rb").read()
+            builtin += data if not builtin else data[data.index(b"\n") + 1:]
+        put("catalog_csv", "gpu_instances.csv", builtin)
         put("catalog_csv", "small.csv", SMALL)
 
         clean_seeds("catalog_cache")
