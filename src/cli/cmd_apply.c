@@ -17,10 +17,28 @@ typedef struct apply_args {
     gpc_apply_opts opts;
 } apply_args;
 
+const gpc_option gpc_apply_options[] = {
+    {"file", 'f', "FILE", 'f', "the job spec to apply (YAML; - reads stdin)"},
+    {"wait", 0, NULL, 'w', "follow the job until rank 0 ends, streaming the node logs to "
+     "stdout; exit with its outcome (0, 10, 11)"},
+    {"timeout", 0, "DURATION", 't', "with --wait: give up waiting after DURATION (90s, 5m, 2h, "
+     "1h30m; a bare number is seconds) and exit 12; the nodes "
+     "keep running"},
+    {"poll-interval", 0, "DURATION", 'p', "time between polls while new cloud nodes start (default "
+     "2s) and while --wait waits (default 1s): 0.05s to 1h "
+     "(2s, 1m; a bare number is seconds, fractions allowed)"},
+    {"dry-run", 0, NULL, 'n', "plan and say what would be created; change nothing"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
+const gpc_option gpc_destroy_options[] = {
+    {"file", 'f', "FILE", 'f', "take the cluster's name from this job spec"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
 static int apply_opt(int opt, const char *arg, void *ud)
 {
     apply_args *a = ud;
-    char *end;
     switch (opt) {
     case 'f':
         if (a->file)
@@ -29,15 +47,18 @@ static int apply_opt(int opt, const char *arg, void *ud)
         return 0;
     case 'w': a->opts.wait = 1; return 0;
     case 'n': a->opts.dry_run = 1; return 0;
-    case 't':
-        a->opts.timeout_s = strtol(arg, &end, 10);
-        return *end || a->opts.timeout_s <= 0 ? -1 : 0;
-    case 'p':
-        a->opts.poll_s = strtod(arg, &end);
-        if (*end || !(a->opts.poll_s >= 0.05) || a->opts.poll_s > 3600)
-            return gpc_opt_fail("--poll-interval: '%s' is not a number of seconds from 0.05 "
-                                "to 3600", arg);
+    case 't': {
+        /* whole seconds: the wait counts in seconds */
+        double secs;
+        if (gpc_opt_duration("--timeout", arg, 1, (double)GPC_SPEC_DURATION_MAX_S, &secs))
+            return -1;
+        if (secs != (double)(long)secs)
+            return gpc_opt_fail("--timeout: '%s' is not a whole number of seconds", arg);
+        a->opts.timeout_s = (long)secs;
         return 0;
+    }
+    case 'p':
+        return gpc_opt_duration("--poll-interval", arg, 0.05, 3600, &a->opts.poll_s);
     }
     return -1;
 }
@@ -83,18 +104,10 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
 
 int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {"wait", no_argument, NULL, 'w'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"timeout", required_argument, NULL, 't'},
-        {"poll-interval", required_argument, NULL, 'p'},
-        {NULL, 0, NULL, 0}
-    };
     apply_args a;
     memset(&a, 0, sizeof(a));
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", apply_opt, &a, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, apply_opt, &a, &done);
     if (done)
         return rc;
     const char *planfile = NULL;
@@ -137,12 +150,15 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                  spec->nodes, paid, spec->name);
         int yes = gpc_confirm(o, q);
         if (yes != 1) {
-            gpc_fail(&err, GPC_ERR_USAGE, yes < 0 ? "refusing to create paid resources "
-                     "without a terminal to confirm on; pass -y" : "aborted");
+            if (yes < 0)
+                gpc_fail(&err, GPC_ERR_USAGE, "refusing to create paid resources without a "
+                         "terminal to confirm on; pass -y");
             gpc_spec_free(spec);
             gpc_plan_free(&plan);
             free(spec_path);
-            return gpc_report_error(o, &err);
+            /* answered no: what was not done, not an error */
+            return yes < 0 ? gpc_report_error(o, &err)
+                           : gpc_report_cancelled(o, "apply cancelled; nothing was created");
         }
     }
     gpc_session s;
@@ -199,82 +215,26 @@ typedef struct destroy_args {
     const char *file;
 } destroy_args;
 
-/* At most this many did-you-mean names for a destroy of an unknown name. */
-#define DESTROY_SUGGEST_MAX 3
-
-typedef struct suggestion {
-    const char *name; /* owned by the cluster list */
-    size_t dist;
-    int live;
-} suggestion;
-
-static int suggestion_cmp(const void *x, const void *y)
-{
-    const suggestion *a = x, *b = y;
-    if (a->dist != b->dist)
-        return a->dist < b->dist ? -1 : 1;
-    if (a->live != b->live)
-        return a->live ? -1 : 1; /* a live cluster is the likelier target */
-    return strcmp(a->name, b->name);
-}
-
 /*
  * `name` has no live cluster.  When some record (a destroyed cluster)
  * has that name, set *destroyed: destroy is idempotent.  Otherwise the
  * name was never recorded: GPC_ERR_NOT_FOUND with the closest recorded
- * names (at most 1 edit for names of up to 4 letters, 2 up to 10, else
- * 3), which are also added to `sugg` (a JSON array).
+ * names (gpc_suggest_clusters), which are also added to `sugg` (a JSON
+ * array).
  */
 static int never_recorded(gpc_session *s, const char *name, int *destroyed, cJSON *sugg,
                           gpc_error *err)
 {
-    *destroyed = 0;
-    gpc_cluster_rec *list = NULL;
-    size_t n = 0;
-    int rc = gpc_cluster_list(s->st, 1, &list, &n, err);
-    if (rc)
-        return rc;
-    suggestion *near = calloc(n ? n : 1, sizeof(*near));
-    if (!near) {
-        gpc_cluster_list_free(list, n);
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    }
-    size_t len = strlen(name), limit = len <= 4 ? 1 : len <= 10 ? 2 : 3, k = 0;
-    for (size_t i = 0; i < n && !*destroyed; i++) {
-        size_t d = gpc_edit_distance(name, list[i].name);
-        if (d == 0)
-            *destroyed = 1;
-        if (d == 0 || d == SIZE_MAX || d > limit)
-            continue;
-        size_t j = 0; /* one entry per name; live if any of its records is */
-        while (j < k && strcmp(near[j].name, list[i].name) != 0)
-            j++;
-        if (j == k)
-            near[k++] = (suggestion){list[i].name, d, 0};
-        near[j].live |= list[i].destroyed_at == 0;
-    }
-    if (!*destroyed) {
-        qsort(near, k, sizeof(*near), suggestion_cmp);
-        if (k > DESTROY_SUGGEST_MAX)
-            k = DESTROY_SUGGEST_MAX;
-        gpc_buf hint;
-        gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
-        for (size_t j = 0; j < k; j++) {
-            gpc_buf_addf(&hint, NULL, "%s'%s'%s",
-                         j == 0 ? "; did you mean " : j + 1 == k ? " or " : ", ", near[j].name,
-                         near[j].live ? "" : " (destroyed)");
-            cJSON_AddItemToArray(sugg, cJSON_CreateString(near[j].name));
-        }
-        if (k)
-            gpc_buf_adds(&hint, "?", NULL);
+    gpc_buf hint;
+    gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
+    int rc = gpc_suggest_clusters(s, name, destroyed, &hint, sugg, err);
+    if (!rc && !*destroyed)
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND,
                       "no cluster named '%s' was ever recorded in the state at %s%s",
                       name, s->state_dir,
-                      k ? gpc_buf_str(&hint) : " (gpuctl status --all lists the recorded ones)");
-        gpc_buf_free(&hint);
-    }
-    free(near);
-    gpc_cluster_list_free(list, n);
+                      hint.len ? gpc_buf_str(&hint)
+                               : " (gpuctl status --all lists the recorded ones)");
+    gpc_buf_free(&hint);
     return rc;
 }
 
@@ -290,13 +250,9 @@ static int destroy_opt(int opt, const char *arg, void *ud)
 
 int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {NULL, 0, NULL, 0}
-    };
     destroy_args a = {NULL};
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", destroy_opt, &a, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, destroy_opt, &a, &done);
     if (done)
         return rc;
     gpc_error err;
@@ -326,7 +282,7 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     }
     gpc_session s;
     memset(&s, 0, sizeof(s));
-    int lockfd = -1, deleted = 0, found = 0, destroyed_before = 0;
+    int lockfd = -1, deleted = 0, found = 0, destroyed_before = 0, cancelled = 0;
     cJSON *sugg = cJSON_CreateArray();
     rc = sugg ? gpc_session_open(&s, &o->cfg, &err) : gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
     if (!rc)
@@ -346,9 +302,13 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc && found && !o->assume_yes) {
         char q[256];
         snprintf(q, sizeof(q), "Destroy cluster '%s' and its %u node(s)?", name, cr.nodes);
-        int yes = gpc_confirm(o, q);
-        if (yes == 0)
-            rc = gpc_fail(&err, GPC_ERR_USAGE, "aborted");
+        if (gpc_confirm(o, q) == 0) {
+            /* answered no: what was not done, not an error */
+            snprintf(q, sizeof(q), "destroy cancelled; cluster '%s' and its %u node(s) are left "
+                     "as they are", name, cr.nodes);
+            rc = gpc_fail(&err, GPC_ERR_USAGE, "%s", q);
+            cancelled = 1;
+        }
     }
     if (!rc && found)
         rc = gpc_cluster_destroy(&s, &cr, &deleted, &err);
@@ -365,11 +325,13 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
             cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
             cJSON_AddStringToObject(e, "message", err.msg);
             cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err.code));
-            fprintf(stderr, "gpuctl: error: %s\n", err.msg);
+            fprintf(stderr, "%s%s\n", cancelled ? "" : "gpuctl: error: ", err.msg);
         } else {
             cJSON_AddNullToObject(doc, "error");
         }
         gpc_print_json(doc);
+    } else if (cancelled) {
+        fprintf(stderr, "%s\n", err.msg);
     } else if (rc) {
         gpc_report_error(o, &err);
     } else if (!found) {

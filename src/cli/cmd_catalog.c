@@ -21,6 +21,17 @@ typedef struct catalog_args {
     int dry_run;
 } catalog_args;
 
+const gpc_option gpc_catalog_options[] = {
+    {"provider", 0, "P[,P]", 'P', "update: only these providers (default: every one whose "
+     "prices can be refreshed)"},
+    {"region", 0, "R[,R]", 'r', "update: only these regions, where the provider's price "
+     "refresh takes regions (docs/cli.md#catalog)"},
+    {"from", 0, "FILE", 'F', "update: check the catalog CSV FILE and install it as the "
+     "user override"},
+    {"dry-run", 0, NULL, 'n', "update: fetch and check, do not write"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
 static int catalog_opt(int opt, const char *arg, void *ud)
 {
     catalog_args *a = ud;
@@ -259,17 +270,10 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
 
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'F'},
-        {"provider", required_argument, NULL, 'P'},
-        {"region", required_argument, NULL, 'r'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {NULL, 0, NULL, 0}
-    };
     catalog_args a;
     memset(&a, 0, sizeof(a));
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "", catalog_opt, &a, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, catalog_opt, &a, &done);
     a.endpoint = o->cfg.endpoint; /* --endpoint is global: every provider API takes one */
     const char *verb = !done && optind < argc ? argv[optind++] : "show";
     if (!done && optind < argc)

@@ -46,7 +46,7 @@ static void check_one(gpc_session *s, const gpc_provider *p, check_result *r)
 int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, NULL, NULL, NULL, NULL, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, NULL, NULL, &done);
     if (done)
         return rc;
     size_t n_named = (size_t)(argc - optind);

@@ -17,6 +17,22 @@
 #define GPUCTL_VERSION "0.0.0"
 #endif
 
+const gpc_option gpc_validate_options[] = {
+    {"file", 'f', "FILE", 'f', "the job spec (YAML; - reads stdin); also as an operand"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
+const gpc_option gpc_render_options[] = {
+    {"file", 'f', "FILE", 'f', "the job spec (YAML; - reads stdin)"},
+    {"node", 0, "N", 'N', "the node's rank: 0 (the head, the default) to 1023"},
+    {"provider", 0, "P", 'P', "apply that provider's user-data rules (default: the spec's "
+     "first provider)"},
+    {"head-ip", 0, "IP", 'H', "the head's IP address in a worker's user-data (default "
+     "192.0.2.10, a documentation address)"},
+    {"encoded", 0, NULL, 'E', "print the payload as sent: gzip when needed, then base64"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
 static int file_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
@@ -27,15 +43,53 @@ static int file_opt(int opt, const char *arg, void *ud)
     return 0;
 }
 
+/*
+ * A GPU model the catalog in effect does not know is a spec error (a typo
+ * would otherwise only show as "no offer fits" at plan time): name the
+ * field, where the spec text has it, and the models known.
+ */
+static int check_gpu_models(const gpc_out *o, const gpc_spec *spec, const char *text,
+                            gpc_error *err)
+{
+    size_t bad = spec->resources.n_gpus;
+    gpc_catalog *cat = NULL;
+    for (size_t i = 0; i < spec->resources.n_gpus && bad == spec->resources.n_gpus; i++) {
+        const char *m = spec->resources.gpus[i].model;
+        if (!m || !*m)
+            continue;
+        if (!cat && gpc_catalog_open(o->cfg.catalog_path, &cat, err))
+            return err->code;
+        if (!gpc_gpu_model_known(cat, m))
+            bad = i;
+    }
+    if (bad == spec->resources.n_gpus) {
+        gpc_catalog_free(cat);
+        return 0;
+    }
+    char list[512], where[96] = "", field[48];
+    gpc_gpu_model_list(cat, list, sizeof(list));
+    unsigned line, col;
+    int pos = gpc_spec_gpu_position(text, bad, &line, &col);
+    if (pos)
+        snprintf(where, sizeof(where), ":%u:%u", line, col);
+    /* an item of a list of alternatives is named as the spec's own errors
+     * name it */
+    if (pos == 2 || (!pos && spec->resources.n_gpus > 1))
+        snprintf(field, sizeof(field), "resources.gpu[%zu]", bad);
+    else
+        snprintf(field, sizeof(field), "resources.gpu");
+    int rc = gpc_fail(err, GPC_ERR_SPEC, "%s%s: %s: unknown GPU model '%s' (the catalog (%s) "
+                      "knows %s; a family such as A100 matches every A100-*)", spec->source, where,
+                      field, spec->resources.gpus[bad].model, cat->origin, list);
+    gpc_catalog_free(cat);
+    return rc;
+}
+
 int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {NULL, 0, NULL, 0}
-    };
     const char *file = NULL;
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", file_opt, &file, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, file_opt, &file, &done);
     if (done)
         return rc;
     if (!file && optind < argc)
@@ -48,9 +102,13 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_error_clear(&err);
     gpc_spec *spec = NULL;
     char hash[65] = "";
-    rc = gpc_spec_load_file(file, &spec, &err);
+    char *text = NULL;
+    rc = gpc_spec_load_file_text(file, &spec, &text, &err);
     if (!rc)
         rc = gpc_spec_hash(spec, hash, &err);
+    if (!rc)
+        rc = check_gpu_models(o, spec, text, &err);
+    free(text);
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "validate");
@@ -70,8 +128,10 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_spec_free(spec);
         return rc ? gpc_exit_status(err.code) : 0;
     }
-    if (rc)
+    if (rc) {
+        gpc_spec_free(spec);
         return gpc_report_error(o, &err);
+    }
     printf("%s: valid: cluster %s, %u node(s) on %s, spec %.12s\n", file, spec->name,
            spec->nodes, spec->n_providers ? spec->providers[0] : "local", hash);
     gpc_spec_free(spec);
@@ -108,17 +168,9 @@ static int render_opt(int opt, const char *arg, void *ud)
 
 int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"file", required_argument, NULL, 'f'},
-        {"node", required_argument, NULL, 'N'},
-        {"provider", required_argument, NULL, 'P'},
-        {"head-ip", required_argument, NULL, 'H'},
-        {"encoded", no_argument, NULL, 'E'},
-        {NULL, 0, NULL, 0}
-    };
     render_args a = {NULL, NULL, NULL, 0, 0};
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "f:", render_opt, &a, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, render_opt, &a, &done);
     if (done)
         return rc;
     if (!a.file)
@@ -203,12 +255,8 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     return rc ? gpc_report_error(o, &err) : 0;
 }
 
-int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv)
+void gpc_version_print(const gpc_out *o)
 {
-    int done;
-    int rc = gpc_parse_options(o, c, argc, argv, NULL, NULL, NULL, NULL, &done);
-    if (done)
-        return rc;
     curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
@@ -226,11 +274,22 @@ int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv)
             if (!(gpc_providers[i]->caps & GPC_CAP_PLAN_ONLY))
                 cJSON_AddItemToArray(prov, cJSON_CreateString(gpc_providers[i]->name));
         gpc_print_json(doc);
-        return 0;
+        return;
     }
     printf("gpuctl %s (spec v%d; providers: %s; curl %s, %s, sqlite %s, libyaml %s)\n",
            GPUCTL_VERSION, GPC_SPEC_VERSION, gpc_provider_names(), cv->version,
            cv->ssl_version ? cv->ssl_version : "no TLS", sqlite3_libversion(),
            yaml_get_version_string());
+}
+
+int gpc_cmd_version(gpc_out *o, const gpc_command *c, int argc, char **argv)
+{
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, NULL, NULL, &done);
+    if (done)
+        return rc;
+    if (optind < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind]);
+    gpc_version_print(o);
     return 0;
 }

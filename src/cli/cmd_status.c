@@ -10,6 +10,43 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
 
+const gpc_option gpc_status_options[] = {
+    {"all", 'a', NULL, 'a', "also destroyed clusters (history); with NAME, its earlier "
+     "records too"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
+const gpc_option gpc_logs_options[] = {
+    {"node", 0, "N", 'N', "only node N (its rank, 0 to 1023)"},
+    {"follow", 'f', NULL, 'F', "keep printing new lines until the job ends"},
+    {NULL, 0, NULL, 0, NULL}
+};
+
+/*
+ * No cluster `name` (a live one; with `all`, any record): GPC_ERR_NOT_FOUND,
+ * with the recorded names closest to it when it was never recorded.
+ */
+static int not_found(gpc_session *s, const char *name, int all, gpc_error *err)
+{
+    gpc_error_clear(err); /* the state's own "no cluster named" */
+    gpc_buf hint;
+    gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
+    int recorded = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    /* a failed look for suggestions leaves the message without them */
+    if (gpc_suggest_clusters(s, name, &recorded, &hint, NULL, &e))
+        gpc_buf_free(&hint);
+    int rc;
+    if (hint.len)
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name, gpc_buf_str(&hint));
+    else
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
+                      all ? "" : " (gpuctl status --all shows destroyed ones)");
+    gpc_buf_free(&hint);
+    return rc;
+}
+
 static int status_opt(int opt, const char *arg, void *ud)
 {
     (void)arg;
@@ -21,12 +58,8 @@ static int status_opt(int opt, const char *arg, void *ud)
 
 int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"all", no_argument, NULL, 'a'},
-        {NULL, 0, NULL, 0}
-    };
     int all = 0, done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "a", status_opt, &all, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, status_opt, &all, &done);
     if (done)
         return rc;
     const char *name = optind < argc ? argv[optind] : NULL;
@@ -55,8 +88,7 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
             }
             n = k;
             if (n == 0)
-                rc = gpc_fail(&err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
-                              all ? "" : " (gpuctl status --all shows destroyed ones)");
+                rc = not_found(&s, name, all, &err);
         }
     }
     /* Ask the providers what changed since we last looked (not when the
@@ -131,7 +163,7 @@ static int logs_opt(int opt, const char *arg, void *ud)
 {
     logs_args *a = ud;
     char *end;
-    if (opt == 'F' || opt == 'f') {
+    if (opt == 'F') {
         a->follow = 1;
         return 0;
     }
@@ -182,14 +214,9 @@ static int logs_json(const gpc_open_provider *pv, const gpc_cluster_rec *cr, con
 
 int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"node", required_argument, NULL, 'N'},
-        {"follow", no_argument, NULL, 'F'},
-        {NULL, 0, NULL, 0}
-    };
     logs_args a = {-1, 0};
     int done;
-    int rc = gpc_parse_options(o, c, argc, argv, opts, "f", logs_opt, &a, &done);
+    int rc = gpc_parse_options(o, c, argc, argv, logs_opt, &a, &done);
     if (done)
         return rc;
     if (optind >= argc)
@@ -210,8 +237,11 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     size_t n = 0;
     o->cfg.state_reads_only = !a.follow; /* --follow records the phases it sees */
     rc = gpc_session_open(&s, &o->cfg, &err);
-    if (!rc)
+    if (!rc) {
         rc = gpc_cluster_get(s.st, name, &cr, &err);
+        if (rc == GPC_ERR_NOT_FOUND)
+            rc = not_found(&s, name, 1, &err);
+    }
     if (!rc)
         rc = gpc_session_provider(&s, cr.provider, &op, &err);
     if (!rc && !op.prov->read_log)

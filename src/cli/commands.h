@@ -1,23 +1,72 @@
-/* commands.h - the subcommands behind the table in cli.c. */
+/*
+ * commands.h - the subcommands behind the table in cli.c, and the option
+ * tables they are parsed and documented from.
+ *
+ * Every command has one table of gpc_option: the parser (getopt_long, built
+ * from the table), `gpuctl CMD -h`, `gpuctl help CMD` and the shell
+ * completions (`gpuctl completion bash|zsh`) all read it, so an option
+ * cannot be accepted without being explained, nor explained without being
+ * accepted.
+ */
 #ifndef GPUCTL_COMMANDS_H
 #define GPUCTL_COMMANDS_H
 
-#include <getopt.h>
 #include <stdio.h>
+#include <unistd.h> /* optind */
 
+#include "gpuctl/buf.h"
+#include "gpuctl/catalog.h"
 #include "output.h"
 #include "present.h"
+
+struct cJSON;
+
+/*
+ * One option of a command (or a global one).  Tables end with an entry
+ * whose `name` is NULL.
+ */
+typedef struct gpc_option {
+    const char *name;  /* the long name without "--" ("file") */
+    int short_name;    /* the one-letter form ('f'), or 0 for none */
+    const char *arg;   /* the value's name in help ("FILE", "DURATION"); a
+                          value list "a|b|c" is also what the completions
+                          offer; FILE, PLANFILE and DIR complete paths.
+                          NULL: a flag without a value */
+    int id;            /* what the command's handler gets for it */
+    const char *help;  /* what it does, with units (help wraps it) */
+} gpc_option;
 
 typedef struct gpc_command gpc_command;
 typedef int (*gpc_command_fn)(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
 struct gpc_command {
     const char *name;
-    const char *alias;
-    const char *summary;
-    const char *usage;
-    gpc_command_fn fn;   /* returns the process exit status */
+    const char *alias;        /* another name, or NULL */
+    const char *summary;      /* one line */
+    const char *usage;        /* the synopsis after "gpuctl " */
+    const gpc_option *options; /* the command's own options, or NULL */
+    const char *operands;     /* what the shell completes as operands: NULL
+                                 nothing, "@file" paths, "@command" command
+                                 names, "@provider" the registry's names,
+                                 else a space-separated word list */
+    int hidden;               /* not listed by help nor suggested */
+    gpc_command_fn fn;        /* returns the process exit status */
 };
+
+/* The command table (ends with a NULL name) and the global options. */
+extern const gpc_command gpc_commands[];
+extern const gpc_option gpc_global_options[];
+
+/* The option tables of the commands (cmd_*.c). */
+extern const gpc_option gpc_validate_options[];
+extern const gpc_option gpc_offers_options[];
+extern const gpc_option gpc_plan_options[];
+extern const gpc_option gpc_apply_options[];
+extern const gpc_option gpc_status_options[];
+extern const gpc_option gpc_logs_options[];
+extern const gpc_option gpc_destroy_options[];
+extern const gpc_option gpc_render_options[];
+extern const gpc_option gpc_catalog_options[];
 
 /* What an option callback returns for an option that may appear once and
  * came again (any other non-zero: an invalid value). */
@@ -27,14 +76,35 @@ struct gpc_command {
  * style) instead of "invalid value for option".  Returns -1. */
 int gpc_opt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Parse argv: the global options and, with a command `c`, that command's
+ * table.  Calls `on_opt(id, value, ud)` for each option of the command
+ * (value NULL for a flag); the operands are left at argv[optind...].
+ * Without a command, stops at the first operand (the command name).
+ * Sets *done and returns the exit status when parsing ended the command:
+ * -h/--help or --version (status 0, help printed), or a usage error
+ * (reported, status 3).  Otherwise *done is 0 and it returns 0.
+ */
 int gpc_parse_options(gpc_out *o, const gpc_command *c, int argc, char **argv,
-                      const struct option *extra, const char *extra_short,
-                      int (*on_opt)(int opt, const char *arg, void *ud), void *ud,
+                      int (*on_opt)(int id, const char *arg, void *ud), void *ud,
                       int *done);
+
+/* Print `gpuctl CMD -h`: the usage line, the summary, each of the
+ * command's options, then the global options. */
 void gpc_command_usage(const gpc_command *c, FILE *f);
-/* Report a usage error ("fmt" with one %s) and return its exit status. */
+
+/* Report a usage error (printf style) and return its exit status (3). */
 int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * Parse a duration option value: "90s", "5m", "2h", "1h30m", "1d", or a
+ * bare number of seconds (fractions allowed: "0.5"), from `min_s` to
+ * `max_s` seconds.  On failure returns -1 with gpc_opt_fail() set to a
+ * message naming `option`.
+ */
+int gpc_opt_duration(const char *option, const char *arg, double min_s, double max_s,
+                     double *secs);
 
 /*
  * Append the items of a comma-separated option value ("aws, azure") to *v
@@ -49,6 +119,53 @@ void gpc_list_free(char **v, size_t n);
 /* Is s a valid cluster name (RFC 1123 label, as the spec's `name`)? */
 int gpc_valid_cluster_name(const char *s);
 
+/* ---- did you mean (suggest.c) ----------------------------------------- */
+
+/* The most edits a did-you-mean suggestion for `word` may be away: 1 for
+ * words of up to 4 letters, 2 up to 10, else 3. */
+size_t gpc_suggest_limit(const char *word);
+
+/*
+ * Did-you-mean for a cluster name not found: look through every cluster
+ * recorded in the session's state (destroyed ones too).  Sets *recorded
+ * when some record has exactly `name`.  Otherwise appends to `hint` (when
+ * not NULL) "; did you mean 'a' or 'b' (destroyed)?" for the closest names
+ * within gpc_suggest_limit() edits, live ones first, at most three, and
+ * the same names to the JSON array `names` (when not NULL).  Returns 0,
+ * or an error of the state.
+ */
+int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded,
+                         gpc_buf *hint, struct cJSON *names, gpc_error *err);
+
+/* ---- GPU models (gpu_models.c) ---------------------------------------- */
+
+/* Does the catalog know `model` ("A100-80GB", or a family: "A100" matches
+ * every A100-*; case does not matter)?  "" (any GPU) is known. */
+int gpc_gpu_model_known(const gpc_catalog *cat, const char *model);
+
+/* The catalog's GPU models as "T4, V100-16GB, ..." into out (truncated
+ * with "..." when it does not fit). */
+void gpc_gpu_model_list(const gpc_catalog *cat, char *out, size_t len);
+
+/*
+ * Where the spec text puts resources.gpu (its item `item` when it is a
+ * list): 1-based *line and *col of the value, read with libyaml.  Returns
+ * 1 for a single value, 2 for an item of a list, 0 when the text has no
+ * such node.
+ */
+int gpc_spec_gpu_position(const char *text, size_t item, unsigned *line, unsigned *col);
+
+/* ---- shell completions (completion.c) --------------------------------- */
+
+/* Print the completion script for `shell` ("bash" or "zsh") to f; -1 for
+ * another shell. */
+int gpc_completion_print(const char *shell, FILE *f);
+
+/* ---- the commands ------------------------------------------------------ */
+
+/* Print what `gpuctl version` prints (text or, per o->format, JSON). */
+void gpc_version_print(const gpc_out *o);
+
 int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv);
@@ -60,6 +177,6 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);
-
+int gpc_cmd_completion(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
 #endif

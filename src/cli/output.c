@@ -111,6 +111,21 @@ int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status)
     return status;
 }
 
+int gpc_report_cancelled(const gpc_out *o, const char *what)
+{
+    int status = gpc_exit_status(GPC_ERR_USAGE);
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON *e = cJSON_AddObjectToObject(doc, "error");
+        cJSON_AddStringToObject(e, "code", gpc_code_name(GPC_ERR_USAGE));
+        cJSON_AddStringToObject(e, "message", what);
+        cJSON_AddNumberToObject(e, "exit_status", status);
+        gpc_print_json(doc);
+    }
+    fprintf(stderr, "%s\n", what);
+    return status;
+}
+
 void gpc_print_json(cJSON *doc)
 {
     /* schema_version first, then the document's own members in order. */

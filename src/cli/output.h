@@ -51,6 +51,15 @@ int gpc_report_error(const gpc_out *o, const gpc_error *err);
  * --detailed-exitcode exits 1 for every error); returns `status`. */
 int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status);
 
+/*
+ * A confirmation answered no: not an error.  Print `what` (what was not
+ * done, e.g. "apply cancelled; nothing was created") on stderr, without
+ * "gpuctl: error:", and in JSON mode the error document with code "usage"
+ * and that message on stdout (a script still gets one document).  Returns
+ * the exit status, 3 (docs/exit-codes.md).
+ */
+int gpc_report_cancelled(const gpc_out *o, const char *what);
+
 /* Print a cJSON document (takes ownership, adds schema_version first). */
 void gpc_print_json(struct cJSON *doc);
 

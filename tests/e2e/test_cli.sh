@@ -2,7 +2,9 @@
 # The command line contract: exit codes (docs/exit-codes.md), error
 # messages that name file:line:column, JSON documents that match
 # docs/schema/, plain output without a TTY, render output that bash,
-# shellcheck and cloud-init accept.
+# shellcheck and cloud-init accept.  Help from the option tables,
+# did-you-mean, durations, a declined prompt, and no escape sequences on a
+# dumb terminal or with NO_COLOR.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" && cd "$T/work"
 
@@ -19,6 +21,43 @@ for c in validate apply status logs destroy render version; do
 done
 run_rc rc g apply -h > "$T/apply-help.txt"
 expect_match "apply -h shows usage" "^usage: gpuctl apply -f FILE" "$(cat "$T/apply-help.txt")"
+
+# --version is `gpuctl version`.
+run_rc rc g --version > "$T/v2.txt"
+expect_eq "--version: exit 0, same output as version" "0 $(cat "$T/v.txt")" "$rc $(cat "$T/v2.txt")"
+g -o json --version > "$T/v2.json"
+check_schema "$T/v2.json" version
+
+# Each command's -h explains its options (from the table the parser uses),
+# then the global ones, in 80 columns; the global help names no provider.
+for c in validate offers plan apply status logs destroy render catalog check version; do
+    run_rc rc g "$c" -h > "$T/h-$c.txt"
+    expect_eq "$c -h: exit 0" 0 "$rc"
+    expect_eq "$c -h: help lines fit 80 columns" "" "$(tail -n +2 "$T/h-$c.txt" | awk 'length($0) > 80')"
+    expect_match "$c -h: the global options follow" "^Global options:$" "$(cat "$T/h-$c.txt")"
+done
+g help plan > "$T/help-plan.txt"
+expect_eq "help plan is plan -h" "$(cat "$T/h-plan.txt")" "$(cat "$T/help-plan.txt")"
+expect_match "plan -h documents --detailed-exitcode" "^      --detailed-exitcode  exit 0 when apply would change nothing, 2 when it$" "$(cat "$T/h-plan.txt")"
+expect_match "plan -h documents --out" "^      --out PLANFILE       also save the plan to PLANFILE" "$(cat "$T/h-plan.txt")"
+expect_match "apply -h: --timeout takes a duration, with units" "^      --timeout DURATION   with --wait: give up waiting after DURATION \(90s, 5m,$" "$(cat "$T/h-apply.txt")"
+expect_match "offers -h: --max-price in USD per node-hour" "^      --max-price USD      only offers of at most USD per node-hour \(> 0\)$" "$(cat "$T/h-offers.txt")"
+expect_eq "the global options name no provider" "" \
+    "$(sed -n '/^Global options:/,$p' "$T/h-plan.txt" | grep -Ei 'aws|ec2|azure|aliyun' || true)"
+expect_match "--endpoint points at the provider's page" "--endpoint URL       the provider's API endpoint \(see$" "$(cat "$T/h-plan.txt")"
+
+# Did you mean: commands, options.
+run_rc rc g aply 2> "$T/e.txt"
+expect_eq "a mistyped command: exit 3, the closest one suggested" \
+    "3 gpuctl: error: unknown command 'aply'; did you mean 'apply'? (see 'gpuctl help')" "$rc $(cat "$T/e.txt")"
+run_rc rc g help aply 2> "$T/e.txt"
+expect_eq "help of a mistyped command too" \
+    "3 gpuctl: error: unknown command 'aply'; did you mean 'apply'? (see 'gpuctl help')" "$rc $(cat "$T/e.txt")"
+run_rc rc g apply -f x.yaml --dry-rn 2> "$T/e.txt"
+expect_eq "a mistyped option: exit 3" 3 "$rc"
+expect_match "the closest option suggested" "^gpuctl: error: unknown option '--dry-rn'; did you mean '--dry-run'\? \(usage: gpuctl apply " "$(cat "$T/e.txt")"
+run_rc rc g plan -f x.yaml --d 2> "$T/e.txt"
+expect_match "an ambiguous prefix lists what it starts" "unknown option '--d'; it is the start of --detailed-exitcode, --debug " "$rc $(cat "$T/e.txt")"
 
 run_rc rc g frobnicate 2> "$T/e.txt"
 expect_eq "unknown command: exit 3" 3 "$rc"
@@ -50,6 +89,35 @@ expect_eq "quickstart validates" 0 "$rc"
 expect_match "validate summary" "^quickstart.yaml: valid: cluster quickstart, 2 node\(s\) on local, spec [0-9a-f]{12}$" "$(cat "$T/ok.txt")"
 g -o json validate -f quickstart.yaml > "$T/ok.json"
 check_schema "$T/ok.json" validate
+
+# A GPU model the catalog does not know is a spec error, with the field,
+# where it is, and the models known.
+printf 'name: gpus\nresources:\n  gpu: [H100:8, X100:8]\nrun: {command: "true"}\n' > gpus.yaml
+run_rc rc g validate -f gpus.yaml 2> "$T/e.txt"
+expect_eq "unknown GPU model: exit 4" 4 "$rc"
+expect_match "names file:line:col, the field and the known models" \
+    "^gpuctl: error: gpus.yaml:3:17: resources.gpu\[1\]: unknown GPU model 'X100' \(the catalog \(built-in\) knows T4, V100-16GB, .*, H100-80GB-SXM, .*; a family such as A100 matches every A100-\*\)$" \
+    "$(cat "$T/e.txt")"
+printf 'name: gpus\nresources: {gpu: "a100:4"}\nrun: {command: "true"}\n' > gpus1.yaml
+run_rc rc g validate -f gpus1.yaml > /dev/null
+expect_eq "a family, in any case, is known" 0 "$rc"
+printf 'name: gpus\nresources: {gpu: "Z9"}\nrun: {command: "true"}\n' > gpus2.yaml
+run_rc rc g -o json validate -f gpus2.yaml > "$T/gpus.json" 2> /dev/null
+check_schema "$T/gpus.json" validate
+expect_eq "json: spec error 4, one value named without an index" \
+    "spec 4 gpus2.yaml:2:18: resources.gpu: unknown GPU model 'Z9'" \
+    "$(json_get "$T/gpus.json" '" ".join((d["error"]["code"], str(d["error"]["exit_status"]), d["error"]["message"].split(" (")[0]))')"
+
+# Durations take units, as in the spec; a bad one names the option.
+run_rc rc g apply -f quickstart.yaml --dry-run --wait --timeout 5m --poll-interval 2s > /dev/null
+expect_eq "--timeout 5m --poll-interval 2s: accepted" 0 "$rc"
+run_rc rc g apply -f quickstart.yaml --dry-run --poll-interval 0.5 > /dev/null
+expect_eq "--poll-interval: a bare number is seconds, fractions allowed" 0 "$rc"
+run_rc rc g apply -f quickstart.yaml --wait --timeout 5x 2> "$T/e.txt"
+expect_eq "--timeout 5x: exit 3" 3 "$rc"
+expect_match "names the option and the forms" "^gpuctl: error: --timeout: expected a duration like 90s, 30m, 72h, 1d or 1h30m, got '5x' " "$(cat "$T/e.txt")"
+run_rc rc g apply -f quickstart.yaml --poll-interval 2h 2> "$T/e.txt"
+expect_match "--poll-interval 2h: past the range, exit 3" "^3 gpuctl: error: --poll-interval: '2h' is not a number of seconds from 0.05 to 3600 " "$rc $(cat "$T/e.txt")"
 
 # Unknown clusters.
 run_rc rc g status nosuch 2> "$T/e.txt"
@@ -177,6 +245,75 @@ expect_eq "the real cluster was left alone" "my-cluster" \
     "$(json_get "$T/dlive.json" '" ".join(c["name"] for c in d["clusters"])')"
 run_rc rc g -y destroy my-cluster > "$T/dm.txt"
 expect_eq "and destroy of its right name works" "0 cluster my-cluster: destroyed (1 node(s) deleted)" "$rc $(cat "$T/dm.txt")"
+
+# Did you mean, for status and logs too (destroyed names included).
+run_rc rc g status my-clustr 2> "$T/e.txt"
+expect_eq "status of a typo: exit 7, the closest recorded names" \
+    "7 gpuctl: error: no cluster named 'my-clustr'; did you mean 'my-cluster' (destroyed) or 'my-clusters' (destroyed)?" \
+    "$rc $(cat "$T/e.txt")"
+run_rc rc g logs my-clustr 2> "$T/e.txt"
+expect_eq "logs of a typo: exit 7, the same" \
+    "7 gpuctl: error: no cluster named 'my-clustr'; did you mean 'my-cluster' (destroyed) or 'my-clusters' (destroyed)?" \
+    "$rc $(cat "$T/e.txt")"
+run_rc rc g status my-cluster 2> "$T/e.txt"
+expect_eq "status of a destroyed name: as before" \
+    "7 gpuctl: error: no cluster named 'my-cluster' (gpuctl status --all shows destroyed ones)" "$rc $(cat "$T/e.txt")"
+
+# Escape sequences: none when piped, nor on a terminal with TERM=dumb or
+# NO_COLOR (on_tty.py gives the command a terminal for stdin, stdout and
+# stderr, types ANSWER, and keeps what the terminal showed).
+cat > "$T/on_tty.py" <<'PY'
+import os, pty, subprocess, sys
+answer, out, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+m, s = pty.openpty()
+p = subprocess.Popen(cmd, stdin=s, stdout=s, stderr=s, close_fds=True)
+os.close(s)
+if answer:
+    os.write(m, answer.encode())
+data = b""
+while True:
+    try:
+        chunk = os.read(m, 65536)
+    except OSError:  # EIO: the command and its children closed the terminal
+        break
+    if not chunk:
+        break
+    data += chunk
+open(out, "wb").write(data)
+sys.exit(p.wait())
+PY
+on_tty() { local ans=$1 out=$2; shift 2; python3 "$T/on_tty.py" "$ans" "$out" "$@"; }
+escapes() { tr -cd '\033' < "$1" | wc -c; }
+printf 'name: esc\nresources: {gpu: "H100:64"}\nrun: {command: "true"}\n' > esc.yaml
+g -q apply -f mine.yaml > /dev/null
+for cmd in "status" "plan -f esc.yaml" "apply -f esc.yaml" "status nosuch" "validate -f bad.yaml"; do
+    # shellcheck disable=SC2086
+    env -u NO_COLOR TERM=xterm "$GPUCTL_BIN" --state-dir "$STATE" $cmd > "$T/p.out" 2> "$T/p.err" || true
+    expect_eq "piped '$cmd': no escapes on stdout or stderr" "0 0" "$(escapes "$T/p.out") $(escapes "$T/p.err")"
+    # shellcheck disable=SC2086
+    run_rc rc on_tty "" "$T/t.out" env -u NO_COLOR TERM=dumb "$GPUCTL_BIN" --state-dir "$STATE" $cmd
+    expect_eq "'$cmd' on a TERM=dumb terminal: no escapes" 0 "$(escapes "$T/t.out")"
+    # shellcheck disable=SC2086
+    run_rc rc on_tty "" "$T/t.out" env NO_COLOR=1 TERM=xterm "$GPUCTL_BIN" --state-dir "$STATE" $cmd
+    expect_eq "'$cmd' on a terminal with NO_COLOR: no escapes" 0 "$(escapes "$T/t.out")"
+done
+run_rc rc on_tty "" "$T/t.out" env -u NO_COLOR TERM=xterm "$GPUCTL_BIN" --state-dir "$STATE" status nosuch
+expect_match "(the harness sees them: a red error on a colour terminal)" $'\033\\[1;31mgpuctl: error:' "$(cat "$T/t.out")"
+
+# Declining a prompt is not an error: it says what was not done (exit 3).
+printf 'name: paid\nprovider: aws\nrun: {command: "true"}\n' > paid.yaml
+run_rc rc on_tty $'n\n' "$T/t.out" "$GPUCTL_BIN" --state-dir "$STATE" apply -f paid.yaml
+expect_eq "apply answered no: exit 3" 3 "$rc"
+expect_match "asks first" "Create up to 1 paid node\(s\) on aws for cluster 'paid'\? \[y/N\]" "$(cat "$T/t.out")"
+expect_match "says nothing was created" "apply cancelled; nothing was created" "$(cat "$T/t.out")"
+expect_eq "and reports no error" "" "$(grep 'error' "$T/t.out" || true)"
+run_rc rc on_tty $'n\n' "$T/t.out" "$GPUCTL_BIN" --state-dir "$STATE" destroy my-cluster
+expect_eq "destroy answered no: exit 3" 3 "$rc"
+expect_match "says what is left" "destroy cancelled; cluster 'my-cluster' and its 1 node\(s\) are left as they are" "$(cat "$T/t.out")"
+expect_eq "and reports no error" "" "$(grep 'error' "$T/t.out" || true)"
+expect_eq "the cluster is still there" "my-cluster" \
+    "$(g -o json status | python3 -c 'import json,sys; print(" ".join(c["name"] for c in json.load(sys.stdin)["clusters"]))')"
+g -y destroy my-cluster > /dev/null
 
 # render -o json
 g -o json render -f quickstart.yaml --provider aws > "$T/render.json" 2>/dev/null
