@@ -17,7 +17,7 @@ import sys
 MAX_LINES = 1300
 NAMES = re.compile(r"aws|ec2|azure|aliyun|slurm|imds", re.I)
 # Headers of the helper layer (include/gpuctl/NAME.h).
-HELPER_HEADERS = {"buf", "error", "http", "log", "util"}
+HELPER_HEADERS = {"buf", "error", "http", "log", "util", "xml"}
 CODE_EXT = (".c", ".h")
 HASH_COMMENT_EXT = (".sh", ".cmake", ".txt", ".yaml", ".py")
 

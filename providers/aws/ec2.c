@@ -72,73 +72,6 @@ int gpc_ec2_code_is_throttle(const char *c)
     return in_list(c, throttle_codes);
 }
 
-/* ---- XML helpers ------------------------------------------------------ */
-
-static int named(const xmlNode *n, const char *name)
-{
-    return n && n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
-}
-
-xmlNode *gpc_xml_child(const xmlNode *n, const char *name)
-{
-    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (named(c, name))
-            return c;
-    return NULL;
-}
-
-xmlNode *gpc_xml_next(const xmlNode *n)
-{
-    for (xmlNode *c = n ? n->next : NULL; c; c = c->next)
-        if (named(c, (const char *)n->name))
-            return c;
-    return NULL;
-}
-
-xmlNode *gpc_xml_path(const xmlNode *n, const char *path)
-{
-    char part[128];
-    const xmlNode *cur = n;
-    while (cur && *path) {
-        size_t len = strcspn(path, "/");
-        if (len >= sizeof(part))
-            return NULL;
-        memcpy(part, path, len);
-        part[len] = '\0';
-        cur = gpc_xml_child(cur, part);
-        path += len + (path[len] == '/');
-    }
-    return (xmlNode *)cur;
-}
-
-const char *gpc_xml_text(const xmlNode *n, const char *path, char *out, size_t size)
-{
-    if (size == 0)
-        return out;
-    out[0] = '\0';
-    xmlNode *e = *path ? gpc_xml_path(n, path) : (xmlNode *)n;
-    if (!e)
-        return out;
-    xmlChar *t = xmlNodeGetContent(e);
-    if (t) {
-        /* trim surrounding blanks (pretty-printed answers) */
-        const char *s = (const char *)t;
-        while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
-            s++;
-        size_t len = strlen(s);
-        while (len && strchr(" \n\t\r", s[len - 1]))
-            len--;
-        snprintf(out, size, "%.*s", (int)len, s);
-        xmlFree(t);
-    }
-    return out;
-}
-
-xmlNode *gpc_xml_items(const xmlNode *n, const char *path)
-{
-    return gpc_xml_child(gpc_xml_path(n, path), "item");
-}
-
 /* ---- parameters -------------------------------------------------------- */
 
 void gpc_ec2_params_init(gpc_ec2_params *p)
@@ -341,7 +274,7 @@ static void error_fields(const gpc_buf *body, char *code, size_t cs, char *msg, 
     xmlNode *root = xmlDocGetRootElement(d);
     /* EC2: Response/Errors/Error; some gateways answer a bare <Error> */
     xmlNode *er = gpc_xml_path(root, "Errors/Error");
-    if (!er && named(root, "Error"))
+    if (!er && root && strcmp((const char *)root->name, "Error") == 0)
         er = root;
     if (er) {
         gpc_xml_text(er, "Code", code, cs);

@@ -42,6 +42,7 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/error.h"
 #include "gpuctl/http.h"
+#include "gpuctl/xml.h"
 
 #include "gpuctl/log.h"
 
@@ -110,20 +111,6 @@ typedef struct gpc_ec2_batch_item {
     int attempts;                   /* out: requests sent (more than 1: retried) */
 } gpc_ec2_batch_item;
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);
-
-/* ---- reading answers (namespace-tolerant: by local name) ------------- */
-
-/* The first child element of n named `name`, or NULL. */
-xmlNode *gpc_xml_child(const xmlNode *n, const char *name);
-/* The next sibling element of n named like n, or NULL. */
-xmlNode *gpc_xml_next(const xmlNode *n);
-/* The element at a '/'-separated path below n ("instanceState/name"). */
-xmlNode *gpc_xml_path(const xmlNode *n, const char *path);
-/* Text of the element at `path` copied into out (size bytes); "" when
- * absent.  Returns out. */
-const char *gpc_xml_text(const xmlNode *n, const char *path, char *out, size_t size);
-/* The first <item> of the list element at `path`, or NULL. */
-xmlNode *gpc_xml_items(const xmlNode *n, const char *path);
 
 /* Classify an EC2 error code (exposed for tests). */
 gpc_code gpc_ec2_error_code(const char *ec2_code);
