@@ -42,8 +42,11 @@ static void print_operand_words(FILE *f, const char *operands)
             if (!c->hidden)
                 fprintf(f, "%s%s", first ? "" : " ", c->name), first = 0;
     } else if (strcmp(operands, "@provider") == 0) {
+        /* the providers that can be opened (check's operands) */
+        int first = 1;
         for (size_t i = 0; gpc_providers[i]; i++)
-            fprintf(f, "%s%s", i ? " " : "", gpc_providers[i]->name);
+            if (!(gpc_providers[i]->caps & GPC_CAP_PLAN_ONLY))
+                fprintf(f, "%s%s", first ? "" : " ", gpc_providers[i]->name), first = 0;
     } else {
         fputs(operands, f);
     }
