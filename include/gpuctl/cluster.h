@@ -21,6 +21,15 @@
 
 struct cJSON;
 
+/* A setting the command line gave one provider: `--endpoint aws=URL`. */
+typedef struct gpc_provider_flag {
+    const char *provider;     /* a name of the registry */
+    const char *key;          /* "endpoint" or "profile" */
+    const char *value;
+} gpc_provider_flag;
+
+#define GPC_PROVIDER_FLAGS_MAX 16
+
 /* What the engine is configured with (the CLI fills it from its flags).
  * Strings are borrowed for the session's life. */
 typedef struct gpc_settings {
@@ -30,16 +39,31 @@ typedef struct gpc_settings {
                                  or NULL (gpc_provider_settings_get) */
     const char *profile;      /* --profile NAME: the credentials profile of every
                                  provider, or NULL */
+    gpc_provider_flag flags[GPC_PROVIDER_FLAGS_MAX]; /* --endpoint P=URL, --profile
+                                 P=NAME: one provider's, before the above */
+    size_t n_flags;
     int state_reads_only;     /* the command only reads the state: on a full
                                  disk it opens it read-only (state.h) */
     const gpc_log *log;       /* where events go; NULL drops them */
 } gpc_settings;
 
 /*
+ * Take the value of a flag that sets `key` ("endpoint" or "profile"):
+ * "PROVIDER=VALUE" sets it for that provider only (PROVIDER: letters,
+ * digits, '-' and '_' before the first '=', with no ':' or '/' in it, so
+ * that "http://h/?a=b" is a plain value), anything else for every
+ * provider.  `arg` is borrowed for the settings' life.  Errors:
+ * GPC_ERR_USAGE naming the flag when PROVIDER is not in the registry or
+ * too many provider flags are given.
+ */
+int gpc_settings_flag(gpc_settings *set, const char *key, const char *arg, gpc_error *err);
+
+/*
  * A provider's settings, resolved: what its open() is handed.  Each of
  * endpoint, profile and region comes from, first to last:
  *   1. the flag (gpc_settings: --endpoint, --profile; there is no region
- *      flag), for every provider;
+ *      flag): the provider's own (--endpoint NAME=URL), else the one for
+ *      every provider;
  *   2. the environment: GPUCTL_<NAME>_ENDPOINT, GPUCTL_<NAME>_PROFILE,
  *      GPUCTL_<NAME>_REGION, NAME being the provider's name upper-cased
  *      (an empty variable counts as unset);

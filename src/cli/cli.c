@@ -34,10 +34,10 @@ const gpc_option gpc_global_options[] = {
     {"state-dir", 0, "DIR", G_STATE_DIR, "state directory (default $XDG_STATE_HOME/gpuctl)"},
     {"catalog", 0, "FILE", G_CATALOG, "instance catalog CSV (default: $GPUCTL_CATALOG, else the "
      "user override from 'catalog update', else built-in)"},
-    {"endpoint", 0, "URL", G_ENDPOINT, "the provider's API endpoint (see docs/providers/NAME.md); "
-     "for tests and mocks"},
-    {"profile", 0, "NAME", G_PROFILE, "the provider's credentials profile (see "
-     "docs/providers/NAME.md)"},
+    {"endpoint", 0, "[P=]URL", G_ENDPOINT, "the API endpoint of every provider, or with P= of "
+     "provider P only (repeatable; docs/config.md, docs/providers/NAME.md); for tests and mocks"},
+    {"profile", 0, "[P=]NAME", G_PROFILE, "the credentials profile of every provider, or with P= "
+     "of provider P only (repeatable; docs/config.md)"},
     {"yes", 'y', NULL, G_YES, "do not ask for confirmation"},
     {"help", 'h', NULL, G_HELP, "help for gpuctl or the command"},
     {"version", 0, NULL, G_VERSION, "print the version (as 'gpuctl version')"},
@@ -310,8 +310,16 @@ static int global_opt(gpc_out *o, const gpc_command *c, const gpc_option *g, con
     case G_DEBUG: o->verbose = 2; gpc_http_set_trace(stderr); break;
     case G_STATE_DIR: o->cfg.state_dir = arg; break;
     case G_CATALOG: o->cfg.catalog_path = arg; break;
-    case G_ENDPOINT: o->cfg.endpoint = arg; break;
-    case G_PROFILE: o->cfg.profile = arg; break;
+    case G_ENDPOINT:
+    case G_PROFILE: {
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (gpc_settings_flag(&o->cfg, g->id == G_ENDPOINT ? "endpoint" : "profile", arg, &e)) {
+            *done = 1;
+            return gpc_usage_error(o, c, "%s", e.msg);
+        }
+        break;
+    }
     case G_YES: o->assume_yes = 1; break;
     case G_VERSION: *want_version = 1; break;
     case G_HELP:

@@ -264,6 +264,54 @@ static const char *env_setting(const char *prov, const char *key, char *var, siz
     return v && *v ? v : NULL;
 }
 
+int gpc_settings_flag(gpc_settings *set, const char *key, const char *arg, gpc_error *err)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : 0;
+    int named = n > 0 && strcspn(arg, ":/") > n;
+    for (size_t i = 0; named && i < n; i++)
+        named = isalnum((unsigned char)arg[i]) || arg[i] == '-' || arg[i] == '_';
+    if (!named) {
+        if (strcmp(key, "endpoint") == 0)
+            set->endpoint = arg;
+        else
+            set->profile = arg;
+        return 0;
+    }
+    const gpc_provider *p = NULL;
+    for (size_t i = 0; gpc_providers[i] && !p; i++)
+        if (strlen(gpc_providers[i]->name) == n && strncmp(gpc_providers[i]->name, arg, n) == 0)
+            p = gpc_providers[i];
+    if (!p)
+        return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: unknown provider '%.*s' (known: %s)", key,
+                        arg, (int)n, arg, gpc_provider_names_with(0));
+    if (!eq[1])
+        return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: the value for provider %s is empty", key,
+                        arg, p->name);
+    if (set->n_flags == GPC_PROVIDER_FLAGS_MAX)
+        return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: more than %d provider settings on the "
+                        "command line", key, arg, GPC_PROVIDER_FLAGS_MAX);
+    gpc_provider_flag *f = &set->flags[set->n_flags++];
+    f->provider = p->name;
+    f->key = strcmp(key, "endpoint") == 0 ? "endpoint" : "profile";
+    f->value = eq + 1;
+    return 0;
+}
+
+/* The command line's value of `key` for provider `prov`: its own, else
+ * the one for every provider (`dflt`), else NULL; *own says which. */
+static const char *flag_value(const gpc_settings *set, const char *prov, const char *key,
+                              const char *dflt, int *own)
+{
+    *own = 0;
+    for (size_t i = 0; set && i < set->n_flags; i++)
+        if (strcmp(set->flags[i].provider, prov) == 0 && strcmp(set->flags[i].key, key) == 0) {
+            *own = 1;
+            return set->flags[i].value;
+        }
+    return dflt && *dflt ? dflt : NULL;
+}
+
 int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
                               const char *state_dir, gpc_provider_settings *out,
                               gpc_error *err)
@@ -280,9 +328,13 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
     char **own[KEY_COUNT] = {&out->endpoint, &out->profile, &out->region};
     for (int k = 0; !rc && k < KEY_COUNT; k++) {
         char var[96], from[4200];
-        const char *v = flag[k] && *flag[k] ? flag[k] : NULL;
+        int mine;
+        const char *v = flag_value(set, prov->name, key_names[k], flag[k], &mine);
         if (v) {
-            snprintf(from, sizeof(from), "--%s", key_names[k]);
+            snprintf(from, sizeof(from), "--%s%s%s", key_names[k], mine ? " " : "",
+                     mine ? prov->name : "");
+            if (mine)
+                snprintf(from + strlen(from), sizeof(from) - strlen(from), "=...");
         } else if ((v = env_setting(prov->name, key_names[k], var, sizeof(var)))) {
             snprintf(from, sizeof(from), "%s", var);
         } else if ((v = p.value[k])) {

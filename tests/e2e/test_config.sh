@@ -36,6 +36,33 @@ expect_eq "--endpoint beats GPUCTL_AWS_ENDPOINT: exit 0" 0 "$rc"
 expect_eq "--endpoint beats GPUCTL_AWS_ENDPOINT: the fake got the call" "DescribeRegions" \
     "$(actions "$n0")"
 
+# --endpoint aws=URL is aws's alone, and beats --endpoint for every provider.
+n0=$(log_lines)
+run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" -v --endpoint http://127.0.0.1:9 \
+    --endpoint "aws=$URL" check aws > "$T/check-own.txt" 2>&1
+expect_eq "--endpoint aws=URL beats --endpoint URL: exit 0" 0 "$rc"
+expect_eq "--endpoint aws=URL: the fake got the call" "DescribeRegions" "$(actions "$n0")"
+expect_match "-v says where the endpoint came from" \
+    "gpuctl: debug: aws: endpoint $URL \(--endpoint aws=\.\.\.\)" "$(cat "$T/check-own.txt")"
+# ... and a URL with '=' in its query is still one for every provider.
+n0=$(log_lines)
+run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" -v --endpoint "$URL/?a=b" check aws \
+    > "$T/check-q.txt" 2>&1
+expect_match "an endpoint with '=' in its query is for every provider" \
+    "gpuctl: debug: aws: endpoint $URL/\?a=b \(--endpoint\)" "$(cat "$T/check-q.txt")"
+# A provider gpuctl does not have, or an empty value: exit 3, naming the flag.
+run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" --endpoint gcp=http://127.0.0.1:9 check aws \
+    > "$T/check-gcp.txt" 2>&1
+expect_eq "--endpoint gcp=URL: exit 3" 3 "$rc"
+expect_match "--endpoint gcp=URL: the message" \
+    "gpuctl: error: --endpoint gcp=http://127.0.0.1:9: unknown provider 'gcp' \(known: local, aliyun, aws, azure\)" \
+    "$(cat "$T/check-gcp.txt")"
+run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" --profile aws= check aws > "$T/check-empty.txt" 2>&1
+expect_eq "--profile aws=: exit 3" 3 "$rc"
+expect_match "--profile aws=: the message" \
+    "gpuctl: error: --profile aws=: the value for provider aws is empty" \
+    "$(cat "$T/check-empty.txt")"
+
 # A config file in error: exit 3, FILE:LINE and what is wrong.
 printf '[provider "aws"]\nendpoint = %s\nzone = eu-west-1a\n' "$URL" > "$T/bad-config"
 run_rc rc env GPUCTL_CONFIG="$T/bad-config" "$GPUCTL_BIN" --state-dir "$STATE" \
