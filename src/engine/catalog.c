@@ -16,9 +16,13 @@
  * the pass, in row order, with an open-addressing hash table.  libcsv alone
  * takes ~2.5 ns a byte (30 ms for 12 MB on the 2-core test machine), so a
  * table of 1 MiB or more is read in two parts on two threads: see
- * gpc_cat_load_instances.  A file of 256 KiB or more is parsed only once: its
- * rows go to a binary cache file that later loads read instead while the
- * file is unchanged (see "The cache of parsed instance tables").
+ * gpc_cat_load_instances (catalog_parts.c).  A file of 256 KiB or more is
+ * parsed only once: its rows go to a binary cache file that later loads
+ * read instead while the file is unchanged (see catalog_cache.c).
+ *
+ * This file: gpus.csv and sources.csv, loading, lookups and free; the other
+ * parts (the reader, the instance table's rows, the cache, writing) are
+ * listed in catalog_int.h.
  *
  * Every message has the form "NAME:LINE: [column: ]what is wrong".
  */
