@@ -79,6 +79,7 @@ typedef struct gpc_provider_settings {
     char *endpoint;          /* owned, or NULL */
     char *profile;           /* owned, or NULL */
     char *region;            /* owned, or NULL */
+    char from[3][320];       /* where endpoint, profile, region came from */
 } gpc_provider_settings;
 
 /*

@@ -139,9 +139,14 @@ typedef struct gpc_price_refresh_result {
 /* Settings handed to open(). Strings borrowed. */
 typedef struct gpc_provider_config {
     const char *state_dir;  /* gpuctl's state directory */
-    const char *endpoint;   /* API endpoint override (--endpoint), or NULL */
-    const char *region;     /* default region (--region), or NULL */
-    const char *profile;    /* credentials profile (--profile), or NULL */
+    const char *endpoint;   /* API endpoint override, or NULL */
+    const char *region;     /* default region, or NULL */
+    const char *profile;    /* credentials profile, or NULL */
+    /* Where each of the three came from, for messages: "--endpoint",
+     * "--profile aws=...", "GPUCTL_AWS_REGION", "/home/u/.config/gpuctl/
+     * config:3" (gpc_provider_settings_get, docs/config.md); NULL when the
+     * value is NULL or its source is not known. */
+    const char *endpoint_from, *region_from, *profile_from;
     const gpc_log *log;     /* for progress and --debug lines, or NULL */
 } gpc_provider_config;
 

@@ -171,7 +171,13 @@ static int aws_open(const gpc_provider_config *cfg, void **ctxp, gpc_error *err)
     int rc = cfg->state_dir && !c->state_dir ? gpc_fail(err, GPC_ERR_NOMEM, "out of memory")
                                              : 0;
     if (!rc)
-        rc = gpc_ec2_open(&c->ec2, cfg->profile, cfg->region, cfg->endpoint, cfg->log, err);
+        rc = gpc_ec2_open(&c->ec2,
+                          &(gpc_aws_options){.profile = cfg->profile, .region = cfg->region,
+                                             .endpoint = cfg->endpoint,
+                                             .profile_from = cfg->profile_from,
+                                             .region_from = cfg->region_from,
+                                             .endpoint_from = cfg->endpoint_from},
+                          cfg->log, err);
     if (rc) {
         gpc_ec2_close(&c->ec2);
         free(c->state_dir);

@@ -562,7 +562,7 @@ static int resolve_profile(const gpc_aws_options *opts, gpc_aws_config *cfg, gpc
     const char *name = "default", *from = "default";
     if (opts && opts->profile && *opts->profile) {
         name = opts->profile;
-        from = "--profile";
+        from = opts->profile_from ? opts->profile_from : "--profile";
     } else if (aws_env("AWS_PROFILE")) {
         name = aws_env("AWS_PROFILE");
         from = "AWS_PROFILE";
@@ -584,7 +584,7 @@ static int resolve_region(const gpc_aws_options *opts, gpc_aws_config *cfg, cons
     char label[sizeof(cfg->region_from)];
     if (opts && opts->region && *opts->region) {
         v = opts->region;
-        from = "--region";
+        from = opts->region_from ? opts->region_from : "--region";
     } else if ((v = aws_env("AWS_REGION"))) {
         from = "AWS_REGION";
     } else if ((v = aws_env("AWS_DEFAULT_REGION"))) {
@@ -645,7 +645,8 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
 
     if (opts && opts->endpoint && *opts->endpoint) {
         url = opts->endpoint;
-        aws_set_label(from, sizeof(from), "--endpoint");
+        aws_set_label(from, sizeof(from), "%s",
+                      opts->endpoint_from ? opts->endpoint_from : "--endpoint");
     } else if (ignore_configured_endpoints(cfg, f)) {
         return 0;
     } else if ((url = aws_env("AWS_ENDPOINT_URL_EC2"))) {

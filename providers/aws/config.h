@@ -87,17 +87,22 @@ typedef struct gpc_aws_options {
                                  the env-keys step (botocore rule, aws.md 4.1) */
     const char *region;       /* --region or the spec's region */
     const char *endpoint;     /* --endpoint URL for EC2 */
+    /* Where gpuctl's settings named each of them ("GPUCTL_AWS_PROFILE",
+     * "/home/u/.config/gpuctl/config:3"; docs/config.md), for messages;
+     * NULL: "--profile", "--region", "--endpoint". */
+    const char *profile_from, *region_from, *endpoint_from;
 } gpc_aws_options;
 
 /* The resolved configuration (no secrets).  Release with
  * gpc_aws_config_free(). */
 typedef struct gpc_aws_config {
     char profile[128];        /* the profile in use ("default" when none named) */
-    char profile_from[32];    /* "--profile", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                                 "default" */
+    char profile_from[320];   /* "--profile" (or where gpuctl's settings named it:
+                                 opts->profile_from), "AWS_PROFILE",
+                                 "AWS_DEFAULT_PROFILE", "default" */
     char region[64];          /* "" when none resolved (no error here: a caller
                                  with a region of its own still works) */
-    char region_from[64];     /* "--region", "AWS_REGION", "AWS_DEFAULT_REGION",
+    char region_from[320];    /* "--region" (or opts->region_from), "AWS_REGION", "AWS_DEFAULT_REGION",
                                  "config file [profile X]" ("credentials file
                                  [profile X]" for a region found there), "" */
     char *ec2_endpoint;       /* heap: the override URL, NULL = the default
@@ -109,7 +114,7 @@ typedef struct gpc_aws_config {
                                  =true (or the profile's
                                  ignore_configured_endpoint_urls = true, when
                                  the variable is unset) drops all but the flag */
-    char endpoint_from[64];   /* "--endpoint", "AWS_ENDPOINT_URL_EC2",
+    char endpoint_from[320];  /* "--endpoint" (or opts->endpoint_from), "AWS_ENDPOINT_URL_EC2",
                                  "AWS_ENDPOINT_URL", "config file [services NAME]",
                                  "config file [profile X]", "" when none */
     char *credentials_file;   /* heap: resolved path (AWS_SHARED_CREDENTIALS_FILE

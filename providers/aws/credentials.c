@@ -368,8 +368,7 @@ int gpc_aws_credentials(const gpc_aws_config *cfg, const gpc_aws_options *opts,
     };
     memset(out, 0, sizeof(*out));
     chain c = {.cfg = cfg, .out = out, .err = err};
-    c.explicit_profile = strcmp(cfg->profile_from, "--profile") == 0 ||
-                         (opts && opts->profile && *opts->profile);
+    c.explicit_profile = opts && opts->profile && *opts->profile;
     gpc_buf_init(&c.tried, GPC_BUF_LINE_MAX);
     int rc = aws_files_load(&c.files, cfg, err);
     for (size_t i = 0; !rc && !c.found && i < sizeof(steps) / sizeof(*steps); i++)

@@ -130,17 +130,19 @@ static char *dup_or_null(const char *s)
     return s && *s ? strdup(s) : NULL;
 }
 
-int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
-                 const gpc_log *log, gpc_error *err)
+int gpc_ec2_open(gpc_ec2 *e, const gpc_aws_options *opts, const gpc_log *log, gpc_error *err)
 {
     memset(e, 0, sizeof(*e));
     e->log = log;
-    e->opts.profile = dup_or_null(profile);
-    e->opts.region = dup_or_null(region);
-    e->opts.endpoint = dup_or_null(endpoint);
-    if ((profile && *profile && !e->opts.profile) || (region && *region && !e->opts.region) ||
-        (endpoint && *endpoint && !e->opts.endpoint))
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    const gpc_aws_options none = {0};
+    const gpc_aws_options *o = opts ? opts : &none;
+    const char *in[] = {o->profile, o->region, o->endpoint,
+                        o->profile_from, o->region_from, o->endpoint_from};
+    const char **out[] = {&e->opts.profile, &e->opts.region, &e->opts.endpoint,
+                          &e->opts.profile_from, &e->opts.region_from, &e->opts.endpoint_from};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        if ((*out[i] = dup_or_null(in[i])) == NULL && in[i] && *in[i])
+            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     int rc = gpc_aws_config_load(&e->opts, &e->cfg, err);
     if (!rc)
         rc = gpc_http_client_new(&e->http, err);
@@ -156,6 +158,9 @@ void gpc_ec2_close(gpc_ec2 *e)
     free((char *)e->opts.profile);
     free((char *)e->opts.region);
     free((char *)e->opts.endpoint);
+    free((char *)e->opts.profile_from);
+    free((char *)e->opts.region_from);
+    free((char *)e->opts.endpoint_from);
     memset(e, 0, sizeof(*e));
 }
 

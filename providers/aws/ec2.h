@@ -61,9 +61,11 @@ typedef struct gpc_ec2 {
     unsigned long calls;      /* requests made (for -v) */
 } gpc_ec2;
 
-/* Resolve config (not yet credentials: those on the first call). */
-int gpc_ec2_open(gpc_ec2 *e, const char *profile, const char *region, const char *endpoint,
-                 const gpc_log *log, gpc_error *err);
+/* Resolve config (not yet credentials: those on the first call).  `opts`
+ * (NULL = none given) is copied; `log` is borrowed for the session's life.
+ * Errors: those of gpc_aws_config_load, GPC_ERR_NOMEM.  Close with
+ * gpc_ec2_close also after an error. */
+int gpc_ec2_open(gpc_ec2 *e, const gpc_aws_options *opts, const gpc_log *log, gpc_error *err);
 void gpc_ec2_close(gpc_ec2 *e);
 
 /* Resolve (or refresh) credentials now; gpuctl check uses it to report. */

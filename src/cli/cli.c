@@ -73,7 +73,8 @@ const gpc_command gpc_commands[] = {
     {"check", NULL, "check that each provider's credentials resolve and work",
      "check [PROVIDER...]", NULL, "@provider", 0, gpc_cmd_check},
     {"version", NULL, "print the version", "version", NULL, NULL, 0, gpc_cmd_version},
-    {"help", NULL, "show help for gpuctl or a command", "help [COMMAND]", NULL, "@command", 0,
+    {"help", NULL, "show help for gpuctl, a command, or the providers",
+     "help [COMMAND | providers]", NULL, "@command", 0,
      NULL},
     {"completion", NULL, "print the shell completion script for bash or zsh",
      "completion bash|zsh", NULL, "bash zsh", 1, gpc_cmd_completion},
@@ -165,6 +166,21 @@ static const char *closest_command(const char *name)
     return n_prefix == 1 ? prefix : NULL;
 }
 
+/* `gpuctl help providers`: the registry, the default first. */
+static void help_providers(FILE *f)
+{
+    fprintf(f, "Providers built into this gpuctl (a spec's `provider:`; docs/providers/NAME.md):\n");
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        const gpc_provider *p = gpc_providers[i];
+        fprintf(f, "  %-8s %-10s %s\n", p->name,
+                i == 0 ? "default" : (p->caps & GPC_CAP_PLAN_ONLY) ? "plan-only" : "available",
+                p->summary ? p->summary : "");
+    }
+    fprintf(f, "\nSettings per provider (endpoint, profile, region): --endpoint NAME=URL,\n"
+               "--profile NAME=PROFILE, GPUCTL_<NAME>_ENDPOINT and the config file "
+               "(docs/config.md).\n");
+}
+
 static int unknown_command(const gpc_out *o, const char *name)
 {
     gpc_error err;
@@ -233,6 +249,11 @@ int gpc_opt_duration(const char *option, const char *arg, double min_s, double m
 {
     char *end;
     double v = strtod(arg, &end);
+    /* a number of seconds or milliseconds, fractions allowed: 0.5s, 500ms */
+    if (end != arg && isfinite(v) && strcmp(end, "s") == 0)
+        end++;
+    else if (end != arg && isfinite(v) && strcmp(end, "ms") == 0)
+        end += 2, v /= 1000;
     if (end == arg || *end || !isfinite(v)) {
         /* not a bare number: the spec's duration form (90s, 5m, 1h30m) */
         uint64_t u;
@@ -489,7 +510,9 @@ int gpc_cli_main(int argc, char **argv)
     }
     const char *name = argv[first];
     if (strcmp(name, "help") == 0) {
-        if (first + 1 < argc && argv[first + 1][0] != '-') {
+        if (first + 1 < argc && strcmp(argv[first + 1], "providers") == 0) {
+            help_providers(stdout);
+        } else if (first + 1 < argc && argv[first + 1][0] != '-') {
             const gpc_command *c = find_command(argv[first + 1]);
             if (!c)
                 return unknown_command(&o, argv[first + 1]);

@@ -26,7 +26,7 @@ const gpc_option gpc_apply_options[] = {
      "keep running"},
     {"poll-interval", 0, "DURATION", 'p', "time between polls while new cloud nodes start (default "
      "2s) and while --wait waits (default 1s): 0.05s to 1h "
-     "(2s, 1m; a bare number is seconds, fractions allowed)"},
+     "(2s, 0.5s, 500ms, 1m; a bare number is seconds)"},
     {"dry-run", 0, NULL, 'n', "plan and say what would be created; change nothing"},
     {NULL, 0, NULL, 0, NULL}
 };

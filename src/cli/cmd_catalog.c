@@ -181,7 +181,13 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
             size_t k = 0;
             while (k < n_known && strcmp(known[k]->name, a->providers[i]) != 0)
                 k++;
-            if (k == n_known)
+            if (k < n_known)
+                continue;
+            if (gpc_provider_find(a->providers[i]))
+                rc = gpc_fail(&err, GPC_ERR_USAGE, "provider '%s' lists its offers itself and "
+                              "has no catalog prices to update (those with catalog rows: %s)",
+                              a->providers[i], names);
+            else
                 rc = gpc_fail(&err, GPC_ERR_USAGE, "unknown provider '%s' (%s)",
                               a->providers[i], names);
         }

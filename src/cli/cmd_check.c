@@ -52,8 +52,12 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
     size_t n_named = (size_t)(argc - optind);
     for (int i = optind; i < argc; i++) {
         const gpc_provider *p = gpc_provider_find(argv[i]);
-        if (!p || (p->caps & GPC_CAP_PLAN_ONLY))
+        if (!p)
             return gpc_usage_error(o, c, "unknown provider '%s' (available: %s)", argv[i],
+                                   gpc_provider_names());
+        if (p->caps & GPC_CAP_PLAN_ONLY)
+            return gpc_usage_error(o, c, "provider '%s' is plan-only: it has no credentials "
+                                   "to check yet (available: %s)", argv[i],
                                    gpc_provider_names());
     }
     /* the providers that can create nodes (plan-only ones have nothing to

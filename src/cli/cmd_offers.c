@@ -95,18 +95,25 @@ static int offers_opt(int opt, const char *arg, void *ud)
             return gpc_opt_fail("--interconnect: expected any, none, efa, infiniband, erdma "
                                 "or rdma, got '%s'", arg);
         return 0;
-    case 'm': return parse_usd(arg, &a->max_price);
+    case 'm':
+        if (parse_usd(arg, &a->max_price))
+            return gpc_opt_fail("--max-price: expected a price above 0 in USD/hour, got '%s'",
+                                arg);
+        return 0;
     case 'S':
         if (strcmp(arg, "price") == 0)
             a->sort = GPC_SORT_PRICE;
         else if (strcmp(arg, "price-per-tflops") == 0)
             a->sort = GPC_SORT_PER_TFLOPS;
         else
-            return -1;
+            return gpc_opt_fail("--sort: expected price or price-per-tflops, got '%s'", arg);
         return 0;
     case 'n':
         a->limit = strtol(arg, &end, 10);
-        return *end || a->limit <= 0 ? -1 : 0;
+        if (end == arg || *end || a->limit <= 0)
+            return gpc_opt_fail("--limit: expected a whole number of offers from 1, got '%s'",
+                                arg);
+        return 0;
     }
     return -1;
 }

@@ -99,7 +99,8 @@ int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...
 
 /*
  * Parse a duration option value: "90s", "5m", "2h", "1h30m", "1d", or a
- * bare number of seconds (fractions allowed: "0.5"), from `min_s` to
+ * bare number of seconds, or seconds or milliseconds with fractions
+ * ("0.5", "0.5s", "500ms"), from `min_s` to
  * `max_s` seconds.  On failure returns -1 with gpc_opt_fail() set to a
  * message naming `option`.
  */

@@ -135,7 +135,7 @@ static void check_section(config_parse *p, const char *line, size_t n)
                    "[provider \"NAME\"])", sect);
     else if (!gpc_provider_find(prov))
         parse_fail(p, GPC_ERR_USAGE, "unknown provider '%s' (known: %s)", prov,
-                   gpc_provider_names());
+                   gpc_provider_names_with(0));
 }
 
 /* inih's reader: the next whole line of the file, or NULL at its end.  A
@@ -272,10 +272,12 @@ int gpc_settings_flag(gpc_settings *set, const char *key, const char *arg, gpc_e
     for (size_t i = 0; named && i < n; i++)
         named = isalnum((unsigned char)arg[i]) || arg[i] == '-' || arg[i] == '_';
     if (!named) {
-        if (strcmp(key, "endpoint") == 0)
-            set->endpoint = arg;
-        else
-            set->profile = arg;
+        const char **dst = strcmp(key, "endpoint") == 0 ? &set->endpoint : &set->profile;
+        if (*dst)
+            return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: --%s %s was given already (one value "
+                            "for every provider, and one per provider with NAME=)", key, arg, key,
+                            *dst);
+        *dst = arg;
         return 0;
     }
     const gpc_provider *p = NULL;
@@ -288,6 +290,10 @@ int gpc_settings_flag(gpc_settings *set, const char *key, const char *arg, gpc_e
     if (!eq[1])
         return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: the value for provider %s is empty", key,
                         arg, p->name);
+    for (size_t i = 0; i < set->n_flags; i++)
+        if (strcmp(set->flags[i].provider, p->name) == 0 && strcmp(set->flags[i].key, key) == 0)
+            return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: --%s %s=%s was given already", key, arg,
+                            key, p->name, set->flags[i].value);
     if (set->n_flags == GPC_PROVIDER_FLAGS_MAX)
         return gpc_fail(err, GPC_ERR_USAGE, "--%s %s: more than %d provider settings on the "
                         "command line", key, arg, GPC_PROVIDER_FLAGS_MAX);
@@ -342,6 +348,7 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
         } else {
             continue;
         }
+        snprintf(out->from[k], sizeof(out->from[k]), "%.319s", from);
         if (!(*own[k] = gpc_strdup(v, err)))
             rc = GPC_ERR_NOMEM;
         else if (set)
@@ -357,6 +364,9 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
     out->cfg.endpoint = out->endpoint;
     out->cfg.profile = out->profile;
     out->cfg.region = out->region;
+    out->cfg.endpoint_from = out->endpoint ? out->from[KEY_ENDPOINT] : NULL;
+    out->cfg.profile_from = out->profile ? out->from[KEY_PROFILE] : NULL;
+    out->cfg.region_from = out->region ? out->from[KEY_REGION] : NULL;
     out->cfg.log = set ? set->log : NULL;
     return 0;
 }

@@ -44,7 +44,8 @@ expect_match "apply -h: --timeout takes a duration, with units" "^      --timeou
 expect_match "offers -h: --max-price in USD per node-hour" "^      --max-price USD      only offers of at most USD per node-hour \(> 0\)$" "$(cat "$T/h-offers.txt")"
 expect_eq "the global options name no provider" "" \
     "$(sed -n '/^Global options:/,$p' "$T/h-plan.txt" | grep -Ei 'aws|ec2|azure|aliyun' || true)"
-expect_match "--endpoint points at the provider's page" "--endpoint URL       the provider's API endpoint \(see$" "$(cat "$T/h-plan.txt")"
+expect_match "--endpoint: every provider's, or one's with P=" "--endpoint \[P=\]URL   the API endpoint of every provider, or with P= of$" "$(cat "$T/h-plan.txt")"
+expect_match "--endpoint points at the provider's page" "provider P only \(repeatable; docs/config.md,$" "$(cat "$T/h-plan.txt")"
 
 # Did you mean: commands, options.
 run_rc rc g aply 2> "$T/e.txt"

@@ -63,6 +63,21 @@ expect_match "--profile aws=: the message" \
     "gpuctl: error: --profile aws=: the value for provider aws is empty" \
     "$(cat "$T/check-empty.txt")"
 
+# A message names where gpuctl's settings took a value from, not a flag
+# that was never given (a trial found "named by --profile" for a profile of
+# the config file).
+run_rc rc env GPUCTL_AWS_PROFILE=nosuch "$GPUCTL_BIN" --state-dir "$STATE" check aws \
+    > "$T/check-prof.txt" 2>&1
+expect_match "a profile from GPUCTL_AWS_PROFILE is named by it" \
+    "AWS profile 'nosuch' not found in .* \(named by GPUCTL_AWS_PROFILE\)" \
+    "$(cat "$T/check-prof.txt")"
+printf '[provider "aws"]\nendpoint = %s\nprofile = nosuch2\n' "$URL" > "$T/prof-config"
+run_rc rc env GPUCTL_CONFIG="$T/prof-config" "$GPUCTL_BIN" --state-dir "$STATE" check aws \
+    > "$T/check-prof2.txt" 2>&1
+expect_match "a profile from the config file is named by FILE:LINE" \
+    "AWS profile 'nosuch2' not found in .* \(named by $T/prof-config:3\)" \
+    "$(cat "$T/check-prof2.txt")"
+
 # A config file in error: exit 3, FILE:LINE and what is wrong.
 printf '[provider "aws"]\nendpoint = %s\nzone = eu-west-1a\n' "$URL" > "$T/bad-config"
 run_rc rc env GPUCTL_CONFIG="$T/bad-config" "$GPUCTL_BIN" --state-dir "$STATE" \

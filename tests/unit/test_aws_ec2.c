@@ -123,7 +123,8 @@ static void start(fixture *f, const char *faults, ...)
     gpc_error err;
     gpc_error_clear(&err);
     memset(&f->out, 0, sizeof(f->out));
-    assert_int_equal(gpc_ec2_open(&f->ec2, NULL, "us-east-1", NULL, &f->out, &err), 0);
+    assert_int_equal(gpc_ec2_open(&f->ec2, &(gpc_aws_options){.region = "us-east-1"}, &f->out,
+                                  &err), 0);
     f->opened = 1;
 }
 
