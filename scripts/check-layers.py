@@ -2,7 +2,8 @@
 """Check the layering rules of docs/architecture.md; exit 1 naming each breach.
 
 1. No code line outside providers/ and tests/ names a provider (aws, ec2,
-   azure, aliyun, slurm, imds): comments do not count, strings do.
+   azure, aliyun, slurm, imds, and every folder of providers/ but the
+   default provider's): comments do not count, strings do.
 2. The helpers (src/helpers/) include only helper headers; the engine
    (src/engine/, include/gpuctl/) never includes a CLI header (src/cli/);
    no file outside a provider's folder includes a provider's header.
@@ -15,7 +16,23 @@ import re
 import sys
 
 MAX_LINES = 1300
-NAMES = re.compile(r"aws|ec2|azure|aliyun|slurm|imds", re.I)
+# The issue's words, plus every provider folder but the default one (whose
+# name, "local", is an ordinary word of C code).
+WORDS = ["aws", "ec2", "azure", "aliyun", "slurm", "imds"]
+
+
+def provider_words(root):
+    words = list(WORDS)
+    pdir = os.path.join(root, "providers")
+    for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+        cm = os.path.join(pdir, name, "provider.cmake")
+        if not os.path.isfile(cm):
+            continue
+        with open(cm, encoding="utf-8") as f:
+            default = re.search(r"gpuctl_provider\(\s*\S+\s+DEFAULT\b", f.read())
+        if not default and name.lower() not in words:
+            words.append(name.lower())
+    return re.compile("|".join(re.escape(w) for w in words), re.I)
 # Headers of the helper layer (include/gpuctl/NAME.h).
 HELPER_HEADERS = {"buf", "error", "http", "log", "util", "xml"}
 CODE_EXT = (".c", ".h")
@@ -71,6 +88,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
     bad = []
+    NAMES = provider_words(root)
     core = ["src", "include", "cmake", "templates", "CMakeLists.txt"]
     for top in core:
         for rel in files(root, top):

@@ -3,7 +3,7 @@
  *
  * Human output is a table on a TTY (with colour unless NO_COLOR is set or
  * TERM=dumb) and the same table without colour when piped.  `-o json` prints
- * one JSON document per command with "schema_version" (docs/json.md); the
+ * one JSON document per command with "schema_version" (docs/cli.md); the
  * schemas live in docs/schema/.  Diagnostics go to stderr, never into JSON.
  */
 #ifndef GPUCTL_OUTPUT_H
