@@ -9,9 +9,13 @@ BUILD=$(dirname "$GPUCTL_BIN")
 P="$T/prefix"
 run_rc rc cmake --install "$BUILD" --prefix "$P" > "$T/install.txt" 2>&1
 expect_eq "cmake --install into a prefix: exit 0" 0 "$rc"
-expect_eq "what it installs" \
-    "bin/gpuctl share/bash-completion/completions/gpuctl share/man/man1/gpuctl.1 share/zsh/site-functions/_gpuctl" \
-    "$(cd "$P" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "what it installs, the reference docs aside" \
+    "bin/gpuctl share/bash-completion/completions/gpuctl share/doc/gpuctl/copyright share/man/man1/gpuctl.1 share/zsh/site-functions/_gpuctl" \
+    "$(cd "$P" && find . -type f | sed 's|^\./||' | grep -v '^share/doc/gpuctl/docs/' | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "the licence is the copyright file" "" "$(cmp "$P/share/doc/gpuctl/copyright" "$GPUCTL_SOURCE_DIR/LICENSE" 2>&1)"
+expect_eq "every page the man page points to is installed" \
+    "$(cd "$GPUCTL_SOURCE_DIR/docs" && find . -name '*.md' | sort | tr '\n' ' ')" \
+    "$(cd "$P/share/doc/gpuctl/docs" && find . -name '*.md' | sort | tr '\n' ' ')"
 
 # The installed binary works.
 run_rc rc "$P/bin/gpuctl" --version > "$T/v.txt"
