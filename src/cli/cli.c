@@ -228,7 +228,10 @@ int gpc_usage_error(const gpc_out *o, const gpc_command *c, const char *fmt, ...
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    gpc_fail(&err, GPC_ERR_USAGE, "%s (usage: gpuctl %s)", msg, c ? c->usage : "<command>");
+    if (c)
+        gpc_fail(&err, GPC_ERR_USAGE, "%s (usage: gpuctl %s)", msg, c->usage);
+    else /* a global option before the command */
+        gpc_fail(&err, GPC_ERR_USAGE, "%s (see 'gpuctl -h')", msg);
     return gpc_report_error(o, &err);
 }
 
