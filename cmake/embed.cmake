@@ -14,12 +14,13 @@
 #         -DTYPE=gpc_template -DARRAY=gpc_templates -DGETTER=gpc_template_get
 #         -P embed.cmake
 #
-# Or one file as one NUL-terminated array, with no table:
+# Or one file as one NUL-terminated array, with no table (a provider's node
+# script or fabric script, CMakeLists.txt's gpuctl_provider_embed):
 #
 #   const unsigned char SYMBOL[] = {..., 0x00};
 #
-#   cmake -DFILE=providers/aws/node.sh -DOUT=node_aws.c
-#         -DSYMBOL=gpc_node_script_aws -P embed.cmake
+#   cmake -DFILE=providers/aws/efa.sh -DOUT=gpc_fabric_script_aws_efa.c
+#         -DSYMBOL=gpc_fabric_script_aws_efa -P embed.cmake
 if(DEFINED SYMBOL)
   foreach(var FILE OUT)
     if(NOT DEFINED ${var})

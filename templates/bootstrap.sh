@@ -251,8 +251,11 @@ gpuctl_default() {
   export "$1=$2"
 }
 
-##if INTERCONNECT=efa|infiniband
+## The helpers below are the bootstrap's and a fabric script's (see the
+## contract in include/gpuctl/render.h).
+
 ## Put an existing library directory in front of LD_LIBRARY_PATH.
+# shellcheck disable=SC2317 # unused where the node's fabric needs no library
 gpuctl_ldpath() {
   case " $gpuctl_user_env " in
     *" LD_LIBRARY_PATH "*) return 0 ;;
@@ -261,11 +264,10 @@ gpuctl_ldpath() {
     export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 }
-##endif
 
-##if INTERCONNECT=infiniband|erdma
 ## NCCL's TCP bootstrap interface: eth0 where the image has one (Azure and
 ## Aliyun primary NIC), else anything but loopback and docker bridges.
+# shellcheck disable=SC2317 # unused where the node's fabric sets its own
 gpuctl_socket_ifname() {
   if [ -e /sys/class/net/eth0 ]; then
     gpuctl_default NCCL_SOCKET_IFNAME eth0
@@ -273,33 +275,6 @@ gpuctl_socket_ifname() {
     gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
   fi
 }
-##endif
-
-##if INTERCONNECT=efa
-## AWS EFA: reference aws.md section 5.2 (EFA + NCCL environment).  The EFA
-## libfabric provider is forced so that a broken EFA setup fails instead of
-## falling back to TCP; data moves over EFA through the aws-ofi-nccl plugin,
-## NCCL_SOCKET_IFNAME only picks the bootstrap interface.
-## GPUDirect RDMA (FI_EFA_USE_DEVICE_RDMA=1) only on the instance types
-## that have it (aws.md section 5.3: p4d, p4de, p5, p5e, p5en, p6); forcing
-## it breaks EFA types without it (g4dn, g5, p3dn), where it stays unset.
-gpuctl_ic_efa() {
-  local d
-  gpuctl_default FI_PROVIDER efa
-  case $GPUCTL_INSTANCE_TYPE in
-    p4d.* | p4de.* | p5.* | p5e.* | p5en.* | p6-*.* | p6e-*.*)
-      gpuctl_default FI_EFA_USE_DEVICE_RDMA 1 ;;
-    *) ;;
-  esac
-  gpuctl_default FI_EFA_FORK_SAFE 1
-  gpuctl_default RDMAV_FORK_SAFE 1
-  gpuctl_default NCCL_SOCKET_IFNAME '^lo,docker'
-  for d in /opt/aws-ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib \
-    /opt/amazon/efa/lib64 /opt/amazon/efa/lib; do
-    gpuctl_ldpath "$d"
-  done
-}
-##endif
 
 ##if INTERCONNECT=infiniband
 ## InfiniBand (Azure ND/NC sizes, Ubuntu-HPC image): reference azure.md
@@ -324,24 +299,19 @@ gpuctl_ic_infiniband() {
 }
 ##endif
 
-##if INTERCONNECT=erdma
-## Alibaba Cloud eRDMA: reference aliyun.md section 6.2 (the PAI doc's set,
-## NCCL >= 2.19).  Not to be mixed with the Lingjun RoCE values.
-gpuctl_ic_erdma() {
-  gpuctl_default NCCL_IB_DISABLE 0
-  gpuctl_default NCCL_IB_HCA erdma
-  gpuctl_default NCCL_IB_GID_INDEX 1
-  gpuctl_default NCCL_IB_QPS_PER_CONNECTION 8
-  gpuctl_default NCCL_MIN_NCHANNELS 16
-  gpuctl_default NCCL_NET_PLUGIN none
-  gpuctl_socket_ifname
-}
+##if FABRIC_SCRIPTED=1
+# --- fabric script ---
+## A fabric a provider sells (FABRIC in providers/NAME/provider.cmake): the
+## fabric script of the node's fabric, whichever provider declares it (see
+## the contract in include/gpuctl/render.h).  It defines gpuctl_ic_FABRIC.
+{{FABRIC_SCRIPT}}
 ##endif
 
 case $GPUCTL_INTERCONNECT in
-  efa) gpuctl_ic_efa ;;
+##if FABRIC_SCRIPTED=1
+  {{INTERCONNECT}}) gpuctl_ic_{{INTERCONNECT}} ;;
+##endif
   infiniband) gpuctl_ic_infiniband ;;
-  erdma) gpuctl_ic_erdma ;;
   none) gpuctl_default NCCL_IB_DISABLE 1 ;; # plain TCP sockets
   *) ;;                                      # any: as NCCL finds it
 esac

@@ -157,6 +157,12 @@ typedef struct gpc_provider {
     /* How user-data travels to this provider's nodes (size limit, gzip,
      * base64) and the node script the bootstrap includes; see render.h. */
     const gpc_userdata_rules *userdata;
+    /* The fabrics this provider sells, each with its fabric script (see
+     * render.h), ended by an entry whose name is NULL; NULL = none.  The
+     * scripts are embedded from the FABRIC pairs of the provider's
+     * provider.cmake.  The bootstrap of any node on one of these fabrics,
+     * whatever its provider, includes the fabric's script. */
+    const gpc_fabric_script *fabrics;
 
     /* Optional: refuse what this provider cannot do with the spec before
      * anything is made (aws: an image that is neither `pytorch` nor an AMI

@@ -79,6 +79,43 @@
  * proxy, 2 s to connect, 5 s in all, 3 retries).  Every function and
  * variable it defines starts with gpuctl_md_.
  */
+/*
+ * A fabric a provider sells (EFA, eRDMA, ...) and its fabric script: the
+ * node side of the fabric, the NCCL / libfabric environment and library
+ * paths a node on it needs.  A provider lists them in gpc_provider.fabrics
+ * (provider.h); each script lives in the provider's folder and is embedded
+ * by the build from the FABRIC pairs of providers/NAME/provider.cmake
+ * (`FABRIC efa efa.sh`).  The bootstrap itself knows the fabrics any, none,
+ * rdma (as NCCL finds them) and infiniband (used by many vendors and on
+ * premises); no provider declares those, and no two providers one fabric.
+ *
+ * The bootstrap of a node whose fabric (gpc_node_ctx.fabric, else the
+ * spec's resources.interconnect) is one of the providers' includes that
+ * fabric's script, whichever provider declares it (the node's own provider
+ * or not), after the bootstrap's helpers and before the job starts.  The
+ * script is a template like the node script (`##` comments, `##if`
+ * sections, the bootstrap's placeholders).  The contract:
+ *
+ *   gpuctl_ic_FABRIC   (function, required; gpuctl_ic_efa for `efa`) set
+ *       the fabric's environment; the bootstrap calls it once, with the
+ *       job env already exported.
+ *
+ * It sets variables with the bootstrap's `gpuctl_default NAME VALUE`
+ * (exported unless the spec's env sets NAME: the user's value wins), and
+ * may call gpuctl_ldpath DIR (put DIR, when it exists, in front of
+ * LD_LIBRARY_PATH unless the spec's env sets it), gpuctl_socket_ifname
+ * (NCCL_SOCKET_IFNAME: eth0 where the node has one, else anything but
+ * loopback and docker bridges) and gpuctl_say; it may read
+ * $GPUCTL_INSTANCE_TYPE.  Every function it defines starts with
+ * gpuctl_ic_FABRIC.
+ */
+typedef struct gpc_fabric_script {
+    const char *name;   /* the fabric's word, as the catalog, offers and
+                           resources.interconnect spell it: [a-z][a-z0-9]* */
+    const char *script; /* the fabric script (NUL-terminated, static
+                           storage) */
+} gpc_fabric_script;
+
 typedef struct gpc_userdata_rules {
     const char *provider;   /* the provider's name: GPUCTL_METADATA on the
                                node, and error messages ("aws allows 16384") */
@@ -106,8 +143,8 @@ typedef struct gpc_node_ctx {
                                 resources.interconnect decides (a spec that
                                 says `rdma` needs this to get fabric env) */
     const char *instance_type; /* the node's instance type (GPUCTL_INSTANCE_TYPE
-                                on the node; picks GPUDirect RDMA on EFA), or
-                                NULL */
+                                on the node, which a fabric script may read:
+                                GPUDirect RDMA on EFA), or NULL */
     int rank_from_launch_index; /* 1: one user-data for several nodes launched
                                 together by one call: each node's rank is
                                 `rank` plus its launch index, which the node
@@ -118,10 +155,14 @@ typedef struct gpc_node_ctx {
 
 /*
  * Render the bootstrap shell script for one node, with rules->node_script
- * in it.  Returns 0 with *out a NUL-terminated string the caller frees, or
- * GPC_ERR_RENDER / GPC_ERR_NOMEM.  Fails when an env value holds a NUL
- * byte, and when the node script is missing or does not define a function
- * the contract above asks of it.
+ * in it and the fabric script of the node's fabric, found by the fabric's
+ * name among the fabrics of every provider in gpc_providers[] (see
+ * gpc_fabric_script).  Returns 0 with *out a NUL-terminated string the
+ * caller frees, or GPC_ERR_RENDER / GPC_ERR_NOMEM.  Fails when an env value
+ * holds a NUL byte, when the node script is missing or does not define a
+ * function the contract above asks of it, when the node's fabric is neither
+ * one the bootstrap knows nor one a provider declares (naming the fabric),
+ * and when its fabric script does not define gpuctl_ic_FABRIC.
  */
 int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
                          const gpc_userdata_rules *rules,

@@ -21,11 +21,19 @@ static const gpc_userdata_rules aliyun_userdata = {
     .node_script = (const char *)gpc_node_script_aliyun,
 };
 
+/* eRDMA's environment (erdma.sh, embedded from provider.cmake's FABRIC). */
+extern const unsigned char gpc_fabric_script_aliyun_erdma[];
+static const gpc_fabric_script aliyun_fabrics[] = {
+    {"erdma", (const char *)gpc_fabric_script_aliyun_erdma},
+    {NULL, NULL},
+};
+
 const gpc_provider gpc_provider_aliyun = {
     .name = "aliyun",
     .summary = "Alibaba Cloud ECS: plans from the catalog only; cannot create nodes yet",
     .caps = GPC_CAP_PLAN_ONLY | GPC_CAP_SPOT | GPC_CAP_ERDMA,
     .userdata = &aliyun_userdata,
+    .fabrics = aliyun_fabrics,
     .no_refresh_prices = "refreshing prices needs DescribePrice and DescribeSpotPriceHistory "
                          "with Alibaba Cloud credentials; the aliyun provider is not built into "
                          "this gpuctl yet",

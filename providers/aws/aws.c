@@ -48,6 +48,13 @@ static const gpc_userdata_rules aws_userdata = {
     .node_script = (const char *)gpc_node_script_aws,
 };
 
+/* EFA's environment (efa.sh, embedded from provider.cmake's FABRIC). */
+extern const unsigned char gpc_fabric_script_aws_efa[];
+static const gpc_fabric_script aws_fabrics[] = {
+    {"efa", (const char *)gpc_fabric_script_aws_efa},
+    {NULL, NULL},
+};
+
 /* ---- small helpers ----------------------------------------------------- */
 
 double aws_poll_s(void)
@@ -275,6 +282,7 @@ const gpc_provider gpc_provider_aws = {
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
     .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT | GPC_CAP_LAUNCH_INDEX,
     .userdata = &aws_userdata,
+    .fabrics = aws_fabrics,
     .check_spec = aws_check_spec,
     .open = aws_open,
     .close = aws_close,

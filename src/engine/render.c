@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpuctl/buf.h"
+#include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/templates.h"
 #include "gpuctl/util.h"
@@ -354,7 +355,9 @@ enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_NODE_SCRIPT, V_COUNT
+    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED,
+    /* the included scripts: rendered with the placeholders above only */
+    V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
 
 static const char *const var_names[V_COUNT] = {
@@ -376,8 +379,30 @@ static const char *const var_names[V_COUNT] = {
     [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
     [V_RANK_FROM_LAUNCH] = "RANK_FROM_LAUNCH",
     [V_INSTANCE_TYPE] = "INSTANCE_TYPE",
+    [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
+    [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
+
+/* The fabrics templates/bootstrap.sh handles itself, with no fabric script
+ * (its `case $GPUCTL_INTERCONNECT`: infiniband and none; any and rdma set
+ * nothing, NCCL finds what there is). */
+static const char *const bootstrap_fabrics[] = {"any", "none", "rdma", "infiniband"};
+
+/*
+ * The fabric script of fabric `name`, whichever provider declares it, and
+ * that provider's name in *owner; NULL when none does.
+ */
+static const gpc_fabric_script *fabric_script(const char *name, const char **owner)
+{
+    for (size_t i = 0; gpc_providers[i]; i++)
+        for (const gpc_fabric_script *f = gpc_providers[i]->fabrics; f && f->name; f++)
+            if (strcmp(f->name, name) == 0) {
+                *owner = gpc_providers[i]->name;
+                return f;
+            }
+    return NULL;
+}
 
 /*
  * Does the node script define shell function `name`: a line that starts
@@ -398,9 +423,14 @@ static int quote_opt(gpc_buf *b, const char *s, gpc_error *err)
     return gpc_shell_quote(b, s ? s : "", err);
 }
 
-/* Fill the values of the bootstrap's placeholders into vals[]. */
+/*
+ * Fill the values of the bootstrap's placeholders into vals[] (the included
+ * scripts aside), and find the node's fabric script: *fabric and *owner
+ * (its provider's name), or NULL for a fabric the bootstrap handles itself.
+ */
 static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                             const gpc_userdata_rules *rules, gpc_buf vals[V_COUNT],
+                            const gpc_fabric_script **fabric, const char **owner,
                             gpc_error *err)
 {
     const char *ic = node->fabric && *node->fabric ? node->fabric
@@ -419,6 +449,20 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
     if (!ic)
         return gpc_fail(err, GPC_ERR_RENDER, "unknown interconnect %d",
                         (int)spec->resources.interconnect);
+    *fabric = NULL;
+    int builtin = 0;
+    for (size_t i = 0; i < sizeof(bootstrap_fabrics) / sizeof(bootstrap_fabrics[0]); i++)
+        builtin |= strcmp(ic, bootstrap_fabrics[i]) == 0;
+    if (!builtin) {
+        char fn[48];
+        *fabric = fabric_script(ic, owner);
+        if (!*fabric)
+            return gpc_fail(err, GPC_ERR_RENDER, "no provider declares the fabric '%.32s'", ic);
+        snprintf(fn, sizeof(fn), "gpuctl_ic_%.36s", ic);
+        if (!(*fabric)->script || !defines_function((*fabric)->script, fn))
+            return gpc_fail(err, GPC_ERR_RENDER, "the fabric script of '%s' (provider '%s') "
+                            "does not define %s", ic, *owner, fn);
+    }
     if (!node->cluster || !*node->cluster || !node->cluster_id || !*node->cluster_id)
         return gpc_fail(err, GPC_ERR_RENDER, "node has no cluster name or id");
     if (node->nnodes == 0 || node->rank >= node->nnodes)
@@ -495,6 +539,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
     if (!rc)
         rc = gpc_buf_adds(&vals[V_INTERCONNECT], ic, err);
     if (!rc)
+        rc = gpc_buf_adds(&vals[V_FABRIC_SCRIPTED], *fabric ? "1" : "0", err);
+    if (!rc)
         rc = quote_opt(&vals[V_WORKDIR], node->workdir, err);
     if (!rc)
         rc = quote_opt(&vals[V_CHECKPOINT_DIR], node->checkpoint_dir, err);
@@ -522,13 +568,16 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         gpc_buf_init(&vals[i], GPC_BUF_SCRIPT_MAX);
     gpc_buf_init(&res, GPC_BUF_SCRIPT_MAX);
 
-    int rc = bootstrap_values(spec, node, rules, vals, err);
+    const gpc_fabric_script *fabric = NULL;
+    const char *owner = NULL;
+    int rc = bootstrap_values(spec, node, rules, vals, &fabric, &owner, err);
     for (size_t i = 0; i < V_COUNT; i++) {
         vars[i].name = var_names[i];
         vars[i].value = gpc_buf_str(&vals[i]);
     }
-    /* The node script is a template with the same placeholders (all but
-     * its own), rendered first and then included as a block. */
+    /* The node script and the fabric script are templates with the same
+     * placeholders (all but the scripts'), rendered first and then included
+     * as blocks. */
     if (!rc) {
         char tname[64];
         snprintf(tname, sizeof(tname), "%.40s/node.sh", rules->provider);
@@ -536,6 +585,13 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
                                  V_NODE_SCRIPT, &vals[V_NODE_SCRIPT], err);
         vars[V_NODE_SCRIPT].value = gpc_buf_str(&vals[V_NODE_SCRIPT]);
     }
+    if (!rc && fabric) {
+        char tname[80];
+        snprintf(tname, sizeof(tname), "%.30s fabric script %.30s", owner, fabric->name);
+        rc = gpc_template_render(tname, fabric->script, strlen(fabric->script), vars,
+                                 V_NODE_SCRIPT, &vals[V_FABRIC_SCRIPT], err);
+    }
+    vars[V_FABRIC_SCRIPT].value = gpc_buf_str(&vals[V_FABRIC_SCRIPT]);
     if (!rc)
         rc = gpc_template_render(t->name, t->data, t->len, vars, V_COUNT, &res, err);
     for (size_t i = 0; i < V_COUNT; i++)

@@ -352,6 +352,72 @@ static void test_rules_for(void **state)
     assert_null(gpc_provider_find(""));
 }
 
+/* The fabrics the providers sell, each with its fabric script, and one
+ * provider's only. */
+static void test_fabric_scripts(void **state)
+{
+    (void)state;
+    const gpc_fabric_script *f = gpc_provider_find("aws")->fabrics;
+    assert_non_null(f);
+    assert_string_equal(f[0].name, "efa");
+    assert_non_null(strstr(f[0].script, "\ngpuctl_ic_efa() {\n  local d\n"));
+    assert_null(f[1].name);
+    f = gpc_provider_find("aliyun")->fabrics;
+    assert_non_null(f);
+    assert_string_equal(f[0].name, "erdma");
+    assert_non_null(strstr(f[0].script, "\ngpuctl_ic_erdma() {\n"));
+    assert_null(f[1].name);
+    assert_null(gpc_provider_find("local")->fabrics);
+    assert_null(gpc_provider_find("azure")->fabrics);
+
+    size_t n_fabrics = 0;
+    for (size_t i = 0; gpc_providers[i]; i++)
+        for (f = gpc_providers[i]->fabrics; f && f->name; f++) {
+            static const char *const bootstrap_own[] = {"any", "none", "rdma", "infiniband"};
+            for (size_t k = 0; k < 4; k++)
+                assert_string_not_equal(f->name, bootstrap_own[k]);
+            for (size_t j = 0; gpc_providers[j]; j++)
+                for (const gpc_fabric_script *g = gpc_providers[j]->fabrics; g && g->name; g++)
+                    assert_true(g == f || strcmp(g->name, f->name) != 0);
+            n_fabrics++;
+        }
+    assert_int_equal(n_fabrics, 2);
+
+    /* a node gets the script of its fabric, whichever its provider; the
+     * fabrics the bootstrap knows itself get none */
+    gpc_spec s;
+    base_spec(&s);
+    gpc_node_ctx n = base_node();
+    static const struct {
+        const char *fabric, *prov, *call;
+    } cases[] = {
+        {"efa", "local", "\n  efa) gpuctl_ic_efa ;;\n"},
+        {"efa", "azure", "\n  efa) gpuctl_ic_efa ;;\n"},
+        {"erdma", "aws", "\n  erdma) gpuctl_ic_erdma ;;\n"},
+        {"erdma", "aliyun", "\n  erdma) gpuctl_ic_erdma ;;\n"},
+        {"infiniband", "aws", NULL},
+        {"none", "aliyun", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        n.fabric = cases[i].fabric;
+        char *b = render_boot(&s, &n, cases[i].prov);
+        char want[64];
+        fmt(want, sizeof(want), "\nGPUCTL_INTERCONNECT=%s\n", cases[i].fabric);
+        assert_non_null(strstr(b, want));
+        assert_int_equal(strstr(b, "\ngpuctl_ic_efa() {\n") != NULL,
+                         strcmp(cases[i].fabric, "efa") == 0);
+        assert_int_equal(strstr(b, "\ngpuctl_ic_erdma() {\n") != NULL,
+                         strcmp(cases[i].fabric, "erdma") == 0);
+        assert_int_equal(strstr(b, "\ngpuctl_ic_infiniband() {\n") != NULL,
+                         strcmp(cases[i].fabric, "infiniband") == 0);
+        if (cases[i].call)
+            assert_non_null(strstr(b, cases[i].call));
+        else
+            assert_null(strstr(b, "# --- fabric script ---"));
+        free(b);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Shell quoting                                                       */
 
@@ -759,6 +825,14 @@ static void test_bootstrap_rejects(void **state)
     base_spec(&s);
     s.resources.interconnect = (gpc_interconnect)42;
     EXPECT_FAIL("unknown interconnect");
+
+    /* a fabric no provider declares */
+    base_spec(&s);
+    n.fabric = "roce";
+    EXPECT_FAIL("no provider declares the fabric 'roce'");
+    n.fabric = "efa;reboot";
+    EXPECT_FAIL("no provider declares the fabric 'efa;reboot'");
+    n.fabric = NULL;
 
     base_spec(&s);
     gpc_userdata_rules weird = *aws;
@@ -1890,6 +1964,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules_for),
+        cmocka_unit_test(test_fabric_scripts),
         cmocka_unit_test(test_shell_quote_exact),
         cmocka_unit_test(test_shell_quote_nul),
         cmocka_unit_test(test_shell_quote_bash_roundtrip),
