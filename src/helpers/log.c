@@ -6,6 +6,8 @@
 #include "gpuctl/log.h"
 
 static void vemit(const gpc_log *l, gpc_log_kind kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void vemit(const gpc_log *l, gpc_log_kind kind, const char *fmt, va_list ap)
 {
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
