@@ -11,17 +11,17 @@ one above this script).  Writes:
                         for each provider NAME of the shared table, its
                         rows: values copied verbatim, columns in gpuctl's
                         order, the long `source` citation replaced by a
-                        short key into catalog/sources.csv, notes common
-                        to a whole source moved to that source's row in
-                        sources.csv; sorted by (instance_type, region).
+                        short key into providers/NAME/sources.csv, notes
+                        common to a whole source moved to that source's
+                        row there; sorted by (instance_type, region).
                         Every file has the same header, so that the build
                         concatenates them (in name order) into the
                         built-in instance table.
   ROOT/catalog/gpus.csv the shared gpus.csv byte for byte, plus one row
                         for the "H-e" GPU (see H_E below).
 
-catalog/sources.csv is kept by hand; this script only checks that every key
-it emits is there.  Output is deterministic: running it twice gives the same
+providers/NAME/sources.csv is kept by hand; this script only checks that
+every key it emits is in the sources of the row's own provider.  Output is deterministic: running it twice gives the same
 bytes.  Standard library only.  Any input it does not recognise (a new
 source, a new note) is an error, so that a changed input is looked at by a
 person instead of being converted silently.
@@ -150,10 +150,20 @@ def main():
             die("duplicate row %s" % (k,))
         seen.add(k)
 
-    with open(os.path.join(out_dir, "sources.csv"), encoding="utf-8", newline="") as f:
-        known = {r["key"] for r in csv.DictReader(f)}
-    for key in sorted({r["source"] for r in rows} - known):
-        die("source key %r is not in sources.csv" % key)
+    # every provider folder's sources.csv (kept by hand), by key -> folder
+    known = {}
+    for name in sorted(os.listdir(os.path.join(root, "providers"))):
+        path = os.path.join(root, "providers", name, "sources.csv")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8", newline="") as f:
+                for r in csv.DictReader(f):
+                    known[r["key"]] = name
+    for r in rows:
+        if r["source"] not in known:
+            die("source key %r is not in any providers/NAME/sources.csv" % r["source"])
+        if known[r["source"]] != r["provider"]:
+            die("source key %r of a %s row is in providers/%s/sources.csv"
+                % (r["source"], r["provider"], known[r["source"]]))
 
     for provider in sorted({r["provider"] for r in rows}):
         if not re.fullmatch(r"[a-z][a-z0-9-]{0,14}", provider) or provider == "local":

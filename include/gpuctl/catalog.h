@@ -4,7 +4,7 @@
  *
  * The built-in catalog is the instance table gpu_instances.csv -- every
  * provider's providers/NAME/catalog.csv, joined by folder name with one
- * header -- with catalog/gpus.csv and catalog/sources.csv, embedded into
+ * header -- with catalog/gpus.csv and the providers' sources.csv, embedded into
  * the binary at build time; see catalog/README.md for every source,
  * version and data date.  A user-level
  * override (written by `gpuctl catalog update`) or an explicit file
@@ -56,7 +56,7 @@ typedef struct gpc_gpu_info {
  */
 double gpc_gpu_tflops(const gpc_gpu_info *g);
 
-/* One source of catalog rows (a row of catalog/sources.csv). */
+/* One source of catalog rows (a row of a providers/NAME/sources.csv). */
 typedef struct gpc_catalog_source {
     const char *key;           /* the value rows carry in their `source` column */
     const char *citation;      /* repository/path or document */

@@ -1,10 +1,10 @@
 /*
  * embedded.h - the built-in catalog's CSV files, embedded at build time by
  * cmake/embed.cmake like templates/ (see templates.h), so that one gpuctl
- * binary carries its built-in catalog: catalog/gpus.csv, catalog/sources.csv
- * and gpu_instances.csv, the providers' providers/NAME/catalog.csv joined by
- * folder name with one header (cmake/concat-csv.cmake).  Read through
- * catalog.h.
+ * binary carries its built-in catalog: catalog/gpus.csv, sources.csv (every
+ * providers/NAME/sources.csv) and gpu_instances.csv (every
+ * providers/NAME/catalog.csv), each joined by folder name with one header
+ * (cmake/concat-csv.cmake).  Read through catalog.h.
  */
 #ifndef GPUCTL_EMBEDDED_H
 #define GPUCTL_EMBEDDED_H

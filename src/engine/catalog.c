@@ -155,6 +155,11 @@ static int source_row(reader *r)
     return 0;
 }
 
+static int source_cmp(const void *a, const void *b)
+{
+    return strcmp(((const gpc_catalog_source *)a)->key, ((const gpc_catalog_source *)b)->key);
+}
+
 /* Read one built-in table; its content errors are GPC_ERR_INTERNAL. */
 static int load_builtin_table(loader *L, const char *file, const col_def *defs, size_t n_defs,
                               row_fn fn, gpc_error *err)
@@ -227,6 +232,10 @@ static int load_base(const char *origin, gpc_catalog **out, gpc_error *err)
     if (!rc)
         rc = load_builtin_table(&L, "sources.csv", source_cols,
                                 sizeof(source_cols) / sizeof(source_cols[0]), source_row, err);
+    /* sources.csv joins each provider folder's sources in folder order;
+     * the catalog lists them by key */
+    if (!rc && c->n_sources > 1)
+        qsort(c->sources, c->n_sources, sizeof(*c->sources), source_cmp);
     if (rc) {
         gpc_catalog_free(c);
         return rc;
