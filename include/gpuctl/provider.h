@@ -21,13 +21,13 @@
 
 #include "gpuctl/error.h"
 #include "gpuctl/http.h"
+#include "gpuctl/log.h"
 #include "gpuctl/render.h"
 #include "gpuctl/spec.h"
 #include "gpuctl/state.h"
 
 struct gpc_buf;
 struct gpc_catalog;
-#include "gpuctl/log.h"
 
 /* Capability bits. */
 #define GPC_CAP_SPOT        (1u << 0)  /* spot / preemptible capacity */
@@ -49,7 +49,6 @@ struct gpc_catalog;
  * with "not built into this gpuctl".  Their node script and user-data rules
  * are real, so `gpuctl render --provider NAME` shows what a node would get. */
 #define GPC_CAP_PLAN_ONLY   (1u << 9)
-
 
 /* One way to run one node: an instance type in a region/zone at a price. */
 typedef struct gpc_offer {
