@@ -100,9 +100,18 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_print_json(cJSON_Duplicate(p.doc, 1));
     else
         gpc_plan_print(o, &p);
-    if (a.out)
+    /* a plan whose chosen offer no provider here can create: apply would
+     * refuse it (exit 6), so do not suggest it */
+    const gpc_provider *chosen = p.n_offers ? gpc_provider_find(p.offers[0].worker.provider)
+                                            : NULL;
+    int appliable = !p.n_offers || (chosen && !(chosen->caps & GPC_CAP_PLAN_ONLY));
+    if (a.out && appliable)
         gpc_info(&o->log, "plan saved to %s; carry it out with: gpuctl%s%s apply %s", a.out,
                  o->cfg.state_dir ? " --state-dir " : "", o->cfg.state_dir ? o->cfg.state_dir : "", a.out);
+    else if (a.out)
+        gpc_info(&o->log, "plan saved to %s; apply cannot carry it out: the chosen offer is on "
+                 "%s, which is plan-only here (gpuctl help providers)", a.out,
+                 p.offers[0].worker.provider);
     rc = a.detailed && p.action != GPC_PLAN_NONE ? 2 : 0;
 out:
     gpc_plan_free(&p);

@@ -192,6 +192,14 @@ expect_eq "the plan file is mode 0600" 600 "$(stat -c %a p.json)"
 expect_eq "the JSON printed equals the plan file" True \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' "$T/printed.json" p.json)"
 expect_match "says how to carry it out, with the same state dir" "plan saved to p\.json; carry it out with: gpuctl --state-dir $STATE apply p\.json" "$(cat "$T/out.err")"
+# A plan whose chosen offer is on a plan-only provider is saved, but apply
+# would refuse it (exit 6): the note does not suggest it (a trial found it
+# did).
+run_rc rc g plan -f "$EX/multimodal-h100-ib.yaml" --out mm.json > /dev/null 2> "$T/mm.err"
+expect_eq "plan --out of an azure offer: exit 0" 0 "$rc"
+expect_eq "says apply cannot carry it out" \
+    "plan saved to mm.json; apply cannot carry it out: the chosen offer is on azure, which is plan-only here (gpuctl help providers)" \
+    "$(grep 'plan saved' "$T/mm.err")"
 expect_eq "the plan embeds the spec's YAML" True \
     "$(json_get p.json 'd["spec"]["yaml"] == open("quickstart.yaml").read()')"
 
