@@ -41,10 +41,7 @@ static int apply_opt(int opt, const char *arg, void *ud)
     apply_args *a = ud;
     switch (opt) {
     case 'f':
-        if (a->file)
-            return GPC_OPT_TWICE;
-        a->file = arg;
-        return 0;
+        return gpc_opt_once(&a->file, arg);
     case 'w': a->opts.wait = 1; return 0;
     case 'n': a->opts.dry_run = 1; return 0;
     case 't': {
@@ -242,10 +239,7 @@ static int destroy_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
         return -1;
-    if (((destroy_args *)ud)->file)
-        return GPC_OPT_TWICE;
-    ((destroy_args *)ud)->file = arg;
-    return 0;
+    return gpc_opt_once(&((destroy_args *)ud)->file, arg);
 }
 
 int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)

@@ -37,15 +37,9 @@ static int catalog_opt(int opt, const char *arg, void *ud)
     catalog_args *a = ud;
     switch (opt) {
     case 'F':
-        if (a->from)
-            return GPC_OPT_TWICE;
-        a->from = arg;
-        return 0;
+        return gpc_opt_once(&a->from, arg);
     case 'e':
-        if (a->endpoint)
-            return GPC_OPT_TWICE;
-        a->endpoint = arg;
-        return 0;
+        return gpc_opt_once(&a->endpoint, arg);
     case 'P': return gpc_list_append(arg, &a->providers, &a->n_providers);
     case 'r': return gpc_list_append(arg, &a->regions, &a->n_regions);
     case 'n': a->dry_run = 1; return 0;

@@ -37,10 +37,7 @@ static int file_opt(int opt, const char *arg, void *ud)
 {
     if (opt != 'f')
         return -1;
-    if (*(const char **)ud)
-        return GPC_OPT_TWICE;
-    *(const char **)ud = arg;
-    return 0;
+    return gpc_opt_once((const char **)ud, arg);
 }
 
 /*
@@ -152,10 +149,7 @@ static int render_opt(int opt, const char *arg, void *ud)
     char *end;
     switch (opt) {
     case 'f':
-        if (a->file)
-            return GPC_OPT_TWICE;
-        a->file = arg;
-        return 0;
+        return gpc_opt_once(&a->file, arg);
     case 'P': a->provider = arg; return 0;
     case 'H': a->head_ip = arg; return 0;
     case 'E': a->encoded = 1; return 0;

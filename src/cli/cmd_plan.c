@@ -33,15 +33,9 @@ static int plan_opt(int opt, const char *arg, void *ud)
     plan_args *a = ud;
     switch (opt) {
     case 'f':
-        if (a->file)
-            return GPC_OPT_TWICE;
-        a->file = arg;
-        return 0;
+        return gpc_opt_once(&a->file, arg);
     case 'O':
-        if (a->out)
-            return GPC_OPT_TWICE;
-        a->out = arg;
-        return 0;
+        return gpc_opt_once(&a->out, arg);
     case 'd': a->detailed = 1; return 0;
     case 'L': a->live = 1; return 0;
     }

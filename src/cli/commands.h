@@ -72,6 +72,16 @@ extern const gpc_option gpc_catalog_options[];
  * came again (any other non-zero: an invalid value). */
 #define GPC_OPT_TWICE 2
 
+/* For an option callback: store the value of an option that may appear
+ * once in *slot; GPC_OPT_TWICE when *slot holds one already, else 0. */
+static inline int gpc_opt_once(const char **slot, const char *arg)
+{
+    if (*slot)
+        return GPC_OPT_TWICE;
+    *slot = arg;
+    return 0;
+}
+
 /* For an option callback: refuse the value with this explanation (printf
  * style) instead of "invalid value for option".  Returns -1. */
 int gpc_opt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -9,11 +9,12 @@
 
 #include "output.h"
 
-/* Clear a live status line before anything else goes to the terminal. */
+/* Clear a live status line before anything else goes to the terminal (one
+ * is shown only where escapes are allowed: color_err). */
 static void clear_status(gpc_out *o)
 {
     if (o->status_shown) {
-        fputs(o->color_err ? "\r\033[K" : "\n", stderr);
+        fputs("\r\033[K", stderr);
         o->status_shown = 0;
     }
 }
