@@ -34,7 +34,7 @@ def provider_words(root):
             words.append(name.lower())
     return re.compile("|".join(re.escape(w) for w in words), re.I)
 # Headers of the helper layer (include/gpuctl/NAME.h).
-HELPER_HEADERS = {"buf", "error", "http", "log", "util", "xml"}
+HELPER_HEADERS = {"buf", "clock", "error", "http", "log", "util", "xml"}
 CODE_EXT = (".c", ".h")
 HASH_COMMENT_EXT = (".sh", ".cmake", ".txt", ".yaml", ".py")
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuctl/clock.h" /* gpc_now(), which util.h declared before clock.h */
 #include "gpuctl/error.h"
 
 /* SHA-256 of data as 64 lower-case hex chars + NUL (libcrypto EVP). */
@@ -55,8 +56,6 @@ int gpc_mkdir_p(const char *path, unsigned mode, gpc_error *err);
 /* Remove a directory tree (like rm -rf); a missing path is not an error. */
 int gpc_rm_rf(const char *path, gpc_error *err);
 
-/* Seconds since the Unix epoch (overridable by GPUCTL_FAKE_NOW in tests). */
-int64_t gpc_now(void);
 
 /* 16 random bytes as 32 hex chars + NUL (libcrypto RAND_bytes). */
 int gpc_random_hex(char out[33], gpc_error *err);

@@ -281,14 +281,6 @@ int gpc_rm_rf(const char *path, gpc_error *err)
     return 0;
 }
 
-int64_t gpc_now(void)
-{
-    const char *fake = getenv("GPUCTL_FAKE_NOW");
-    if (fake && *fake)
-        return strtoll(fake, NULL, 10);
-    return (int64_t)time(NULL);
-}
-
 int gpc_random_hex(char out[33], gpc_error *err)
 {
     unsigned char b[16];
