@@ -40,8 +40,7 @@ struct gpc_catalog;
                                           instead of from the built-in catalog */
 #define GPC_CAP_SHARED_FILES (1u << 7) /* nodes see this machine's files: workdir
                                           and checkpoint_dir are used in place */
-#define GPC_CAP_LAUNCH_INDEX (1u << 8) /* create_nodes' nodes learn their rank from
-                                          the provider's launch index at boot */
+/* (1u << 8) was GPC_CAP_LAUNCH_INDEX: gpc_provider.rank = GPC_RANK_LAUNCH_INDEX */
 /* Plan-only providers (docs/providers/azure.md, aliyun.md): their offers
  * are planned from the catalog, but the provider cannot create nodes yet:
  * no open() nor create_node.  Lookups find them (spec validation, plan,
@@ -49,6 +48,18 @@ struct gpc_catalog;
  * with "not built into this gpuctl".  Their node script and user-data rules
  * are real, so `gpuctl render --provider NAME` shows what a node would get. */
 #define GPC_CAP_PLAN_ONLY   (1u << 9)
+/* The nodes of a cluster are made and removed as one group (a Slurm job,
+ * an Azure scale set, a Kubernetes Indexed Job): the engine makes every
+ * rank in one create_nodes call, all or nothing, and never one node by
+ * itself; delete_node of any member removes the whole group (the others'
+ * delete_node then finds them gone and succeeds).  A node lost from a
+ * group is not replaced alone: the group is removed and made again.
+ * Needs create_nodes. */
+#define GPC_CAP_GROUP       (1u << 10)
+
+/* Most bytes of provider data (with its NUL): gpc_node_status.data,
+ * gpc_cluster_ref.data. */
+#define GPC_PROVIDER_DATA_MAX 2048
 
 /* One way to run one node: an instance type in a region/zone at a price. */
 typedef struct gpc_offer {
@@ -84,6 +95,8 @@ typedef struct gpc_node_request {
                                   max price (providers read what they need) */
     uint32_t attempt;          /* 1, 2, ...: the launch attempt this create
                                   belongs to (the core's failover walk) */
+    struct gpc_cluster_ref *ref; /* the cluster: its regions and provider data,
+                                  which the create may set (a group's job id) */
 } gpc_node_request;
 
 /* What identifies a cluster to a provider's cluster-wide operations. */
@@ -93,6 +106,13 @@ typedef struct gpc_cluster_ref {
     const char *const *regions;/* every region the cluster launched in or
                                   tried (nodes and attempts), no duplicates */
     size_t n_regions;
+    /* The cluster's provider data (a Slurm job id, a Kubernetes namespace,
+     * an Azure scale set's name): a JSON object, "" = none, in a buffer of
+     * GPC_PROVIDER_DATA_MAX bytes that an operation may rewrite (keeping
+     * it NUL-terminated); the engine records what it holds after every
+     * operation that gets the ref.  NULL where the caller keeps none (a
+     * refresh without state).  Never a secret. */
+    char *data;
 } gpc_cluster_ref;
 
 /* What a provider knows about one node. */
@@ -106,7 +126,41 @@ typedef struct gpc_node_status {
     int no_capacity;        /* 1 when the provider took the node back at once
                                for want of capacity (EC2 stateReason
                                Server.InsufficientInstanceCapacity) */
+    /* Provider data of the node: a JSON object the provider wants kept with
+     * the node's record (an operation URL to poll, a job step id), "" to
+     * keep what is recorded.  The engine stores it as given after
+     * create_node, create_nodes, find_node and describe_node(s), and hands
+     * it back in gpc_node_ref.data.  Never a secret. */
+    char data[GPC_PROVIDER_DATA_MAX];
 } gpc_node_status;
+
+/* One recorded node, as the provider's per-node operations get it.
+ * Strings borrowed for the call. */
+typedef struct gpc_node_ref {
+    const char *region;       /* the node record's region ("" where the
+                                 provider has none) */
+    const char *provider_id;  /* the provider's id of the node */
+    const char *data;         /* its provider data as recorded, "" = none */
+} gpc_node_ref;
+
+/* An interruption notice for one node (poll_interruptions). */
+typedef struct gpc_interruption {
+    char action[32];        /* "" = none; else the provider's word for what
+                               will happen: "terminate", "stop",
+                               "hibernate", "rebalance" (a recommendation) */
+    int64_t deadline;       /* when it happens, Unix seconds; 0 = not said */
+    char detail[256];       /* the provider's notice, short, for the event */
+} gpc_interruption;
+
+/* Something the provider made for gpuctl and still keeps (list_orphans). */
+typedef struct gpc_orphan {
+    char kind[32];          /* "node", "group", "security-group", "key-pair", ... */
+    char id[256];           /* the provider's id of it */
+    char region[48];        /* "" where the provider has none */
+    char cluster_uid[64];   /* the uid of the cluster it was made for (its
+                               tag), "" when it has none */
+    char detail[256];       /* what it is, for a person: type, state, age */
+} gpc_orphan;
 
 /* ---- Catalog price refresh (`gpuctl catalog update`) ---- */
 
@@ -177,6 +231,22 @@ typedef struct gpc_provider {
     int (*list_offers)(void *ctx, const gpc_spec *spec, gpc_offer **out,
                        size_t *n, gpc_error *err);
 
+    /* How the nodes come together (render.h; docs/architecture.md, "The
+     * seam"): where they find the rendezvous and where a node's rank comes
+     * from.  Zero: the head's IP from the provider, ranks from the engine.
+     * The engine supports GPC_RDZV_ON_NODE only with GPC_CAP_GROUP and
+     * GPC_RANK_SCHEDULER, and GPC_RANK_SCHEDULER only with GPC_CAP_GROUP
+     * (gpc_provider_check). */
+    gpc_rdzv_from rdzv;
+    gpc_rank_from rank;
+
+    /* Required with rdzv == GPC_RDZV_NAME: the host name (or IP literal)
+     * at which the cluster's head will serve the rendezvous, known before
+     * anything is made (a Kubernetes Job's "<job>-0.<service>"), in `out`
+     * (size bytes).  May set c->data.  GPC_ERR_PROVIDER when it cannot. */
+    int (*rdzv_name)(void *ctx, const struct gpc_cluster_ref *c, char *out, size_t size,
+                     gpc_error *err);
+
     /* Optional: a free TCP port for the c10d rendezvous when the provider
      * shares one network namespace between nodes (local). */
     int (*pick_rdzv_port)(void *ctx, uint32_t *port, gpc_error *err);
@@ -196,11 +266,11 @@ typedef struct gpc_provider {
     int (*find_node)(void *ctx, const char *region, const char *client_token,
                      gpc_node_status *out, gpc_error *err);
 
-    /* Current state of a node in `region` (the node record's; "" where the
-     * provider has none).  A node the provider no longer knows comes back
-     * as phase TERMINATED (or PREEMPTED when the provider says so). */
-    int (*describe_node)(void *ctx, const char *region, const char *provider_id,
-                         gpc_node_status *out, gpc_error *err);
+    /* Current state of a recorded node.  A node the provider no longer
+     * knows comes back as phase TERMINATED (or PREEMPTED when the provider
+     * says so). */
+    int (*describe_node)(void *ctx, const gpc_node_ref *node, gpc_node_status *out,
+                         gpc_error *err);
 
     /* Optional: the state of several nodes of one cluster in one go (EC2:
      * one DescribeInstances by the cluster's tag per region, every page);
@@ -223,9 +293,9 @@ typedef struct gpc_provider {
     int (*nodes_running)(void *ctx, const gpc_cluster_ref *c, const char *const *ids, size_t n,
                          gpc_error *err);
 
-    /* Delete a node; succeeds when it is already gone. */
-    int (*delete_node)(void *ctx, const char *region, const char *provider_id,
-                       gpc_error *err);
+    /* Delete a recorded node; succeeds when it is already gone.  With
+     * GPC_CAP_GROUP it removes the node's whole group. */
+    int (*delete_node)(void *ctx, const gpc_node_ref *node, gpc_error *err);
 
     /* Optional: the zones of offer->region where offer->instance_type is
      * offered, in the order to try them.  The core walks them when a
@@ -299,6 +369,26 @@ typedef struct gpc_provider {
      * `out`; *next is the offset to continue from.  */
     int (*read_log)(void *ctx, const char *provider_id, long offset,
                     struct gpc_buf *out, long *next, gpc_error *err);
+
+    /* Optional: the interruption notices of the cluster's live nodes (spot:
+     * EC2's rebalance recommendation and instance-action, Azure's
+     * Scheduled Events Preempt), out[i] for ids[i] (n of them; zeroed by
+     * the caller; out[i].action "" = no notice).  The engine calls it on
+     * every poll while it waits for a job and records each new notice as
+     * an event of the node ("interruption").  A failed poll is retried on
+     * the next one, never taken as "no notice". */
+    int (*poll_interruptions)(void *ctx, const struct gpc_cluster_ref *c,
+                              const char *const *ids, size_t n,
+                              struct gpc_interruption *out, gpc_error *err);
+
+    /* Optional: what this provider made for gpuctl in `regions` (NULL, 0:
+     * where it can look) that it still bills or keeps: nodes, groups and
+     * their resources, each with the cluster uid it was tagged with
+     * (gpc_orphan).  *out (caller frees with free()) holds *n.  The
+     * engine's gpc_orphans() keeps those no live cluster of the state
+     * owns. */
+    int (*list_orphans)(void *ctx, const char *const *regions, size_t n_regions,
+                        struct gpc_orphan **out, size_t *n, gpc_error *err);
 
     /* Optional: the words that make this provider's headers, parameters and
      * document fields secret, or not (http.h, gpc_http_word), for the

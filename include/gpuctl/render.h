@@ -126,6 +126,46 @@ typedef struct gpc_userdata_rules {
                                storage); NULL only where nothing is rendered */
 } gpc_userdata_rules;
 
+/*
+ * Where the nodes of a cluster find the rendezvous: the host of torchrun's
+ * c10d store, which is the head (node rank 0).  A provider says which it
+ * does (gpc_provider.rdzv); docs/architecture.md, "The seam".
+ */
+typedef enum gpc_rdzv_from {
+    GPC_RDZV_HEAD_IP = 0, /* the head is created first and the provider reports
+                             its private IP literal (create_node or
+                             describe_node); the engine writes it into every
+                             worker's bootstrap (EC2, local) */
+    GPC_RDZV_NAME,        /* a host name the provider gives before anything is
+                             created (rdzv_name: a Kubernetes headless
+                             service's DNS name), written into every node's
+                             bootstrap; no node waits for another's creation */
+    GPC_RDZV_ON_NODE      /* found on the node at boot by the node script's
+                             gpuctl_md_head_addr (Slurm: the NodeAddr of the
+                             allocation's first host); the bootstrap carries
+                             no address */
+} gpc_rdzv_from;
+
+/* Where a node's rank comes from (gpc_provider.rank). */
+typedef enum gpc_rank_from {
+    GPC_RANK_ENGINE = 0,   /* the engine writes each node's rank into its own
+                              bootstrap: one bootstrap per node */
+    GPC_RANK_LAUNCH_INDEX, /* nodes made by one create_nodes call share one
+                              bootstrap; each adds its launch index (the node
+                              script's gpuctl_md_launch_index) to the first
+                              node's rank (EC2 ami-launch-index); a node made
+                              alone gets its rank from the engine */
+    GPC_RANK_SCHEDULER,    /* the scheduler numbers the nodes: the node
+                              script's gpuctl_md_node_rank (Slurm
+                              SLURM_NODEID, a Kubernetes completion index);
+                              one bootstrap for every node */
+    GPC_RANK_RENDEZVOUS    /* no rank in the workers' bootstrap: torchrun's
+                              rendezvous numbers them as they join (elastic;
+                              an Azure scale set, whose VMs all get the same
+                              customData); the head keeps rank 0 from the
+                              engine */
+} gpc_rank_from;
+
 /* What differs between nodes of one cluster. */
 typedef struct gpc_node_ctx {
     const char *cluster;     /* cluster name (spec name) */

@@ -57,6 +57,8 @@ typedef struct gpc_cluster_rec {
     int64_t created_at;
     int64_t updated_at;
     int64_t destroyed_at;/* 0 while alive */
+    char *provider_data; /* what the provider keeps of the cluster
+                            (gpc_cluster_ref.data): a JSON object, "" = none */
 } gpc_cluster_rec;
 
 typedef struct gpc_node_rec {
@@ -78,6 +80,8 @@ typedef struct gpc_node_rec {
     int64_t created_at;
     int64_t started_at;  /* 0 until created at the provider */
     int64_t ended_at;    /* 0 while alive */
+    char *provider_data; /* what the provider keeps of the node
+                            (gpc_node_status.data): a JSON object, "" = none */
 } gpc_node_rec;
 
 typedef struct gpc_event_rec {
@@ -136,6 +140,9 @@ void gpc_state_rollback(gpc_state *st);
 /* Clusters.  "Live" = destroyed_at == 0. */
 int gpc_cluster_insert(gpc_state *st, gpc_cluster_rec *rec, gpc_error *err); /* sets rec->id */
 int gpc_cluster_update(gpc_state *st, const gpc_cluster_rec *rec, gpc_error *err);
+/* Set only the provider data of cluster `id` (a JSON object, "" = none;
+ * copied).  GPC_ERR_NOT_FOUND when no such cluster, GPC_ERR_STATE. */
+int gpc_cluster_set_provider_data(gpc_state *st, int64_t id, const char *data, gpc_error *err);
 /* Live cluster by name; GPC_ERR_NOT_FOUND when none. */
 int gpc_cluster_get(gpc_state *st, const char *name, gpc_cluster_rec *out, gpc_error *err);
 int gpc_cluster_get_by_id(gpc_state *st, int64_t id, gpc_cluster_rec *out, gpc_error *err);

@@ -277,10 +277,27 @@ static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
                     spec->source ? spec->source : "spec", img);
 }
 
+/* The table's per-node operations take the node's record: EC2 needs its
+ * region and instance id (no provider data). */
+static int aws_describe_ref(void *ctx, const gpc_node_ref *node, gpc_node_status *out,
+                            gpc_error *err)
+{
+    return aws_describe(ctx, node->region, node->provider_id, out, err);
+}
+
+static int aws_delete_ref(void *ctx, const gpc_node_ref *node, gpc_error *err)
+{
+    return aws_delete(ctx, node->region, node->provider_id, err);
+}
+
 const gpc_provider gpc_provider_aws = {
     .name = "aws",
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
-    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT | GPC_CAP_LAUNCH_INDEX,
+    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    /* the head's private IP from DescribeInstances; the workers of one
+     * RunInstances call number themselves by ami-launch-index (node.sh) */
+    .rdzv = GPC_RDZV_HEAD_IP,
+    .rank = GPC_RANK_LAUNCH_INDEX,
     .userdata = &aws_userdata,
     .fabrics = aws_fabrics,
     .check_spec = aws_check_spec,
@@ -290,10 +307,10 @@ const gpc_provider gpc_provider_aws = {
     .pick_rdzv_port = NULL,
     .create_node = aws_create,
     .find_node = aws_find,
-    .describe_node = aws_describe,
+    .describe_node = aws_describe_ref,
     .describe_nodes = aws_describe_many,
     .nodes_running = aws_nodes_running,
-    .delete_node = aws_delete,
+    .delete_node = aws_delete_ref,
     .list_zones = aws_list_zones,
     .create_nodes = aws_create_many,
     .cleanup_cluster = aws_cleanup,

@@ -1066,17 +1066,16 @@ static int local_find_in(void *ctx, const char *region, const char *token,
     return local_find(ctx, token, out, err);
 }
 
-static int local_describe_in(void *ctx, const char *region, const char *id,
-                             gpc_node_status *out, gpc_error *err)
+/* A local node is its directory: the record's provider id names it. */
+static int local_describe_in(void *ctx, const gpc_node_ref *node, gpc_node_status *out,
+                             gpc_error *err)
 {
-    (void)region;
-    return local_describe(ctx, id, out, err);
+    return local_describe(ctx, node->provider_id, out, err);
 }
 
-static int local_delete_in(void *ctx, const char *region, const char *id, gpc_error *err)
+static int local_delete_in(void *ctx, const gpc_node_ref *node, gpc_error *err)
 {
-    (void)region;
-    return local_delete(ctx, id, err);
+    return local_delete(ctx, node->provider_id, err);
 }
 
 /* User-data is a file on this machine: no transport limit, no encoding.

@@ -258,7 +258,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                               ? of->fabric : NULL,
                 .instance_type = of->instance_type,
                 .rank_from_launch_index = r > 0 && cp->create_nodes && spec->nodes > 2 &&
-                                          (cp->caps & GPC_CAP_LAUNCH_INDEX),
+                                          cp->rank == GPC_RANK_LAUNCH_INDEX,
             };
             char *ud = NULL, *enc = NULL;
             size_t enc_len;

@@ -106,6 +106,7 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv,
     int64_t now = gpc_now();
     gpc_lc_set_str(&nd->provider_id, ns->provider_id);
     gpc_lc_set_str(&nd->private_ip, ns->private_ip);
+    gpc_lc_take_data(nd, ns);
     if (ns->private_ip[0] == '\0')
         gpc_lc_set_str(&nd->private_ip, "");
     nd->phase = ns->phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns->phase;
@@ -127,7 +128,9 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv,
          * destroy finds it by its client token (find_node). */
         gpc_error e;
         gpc_error_clear(&e);
-        if (pv->prov->delete_node(pv->ctx, nd->region, ns->provider_id, &e) == 0)
+        gpc_node_ref ref = {.region = nd->region, .provider_id = ns->provider_id,
+                            .data = ns->data};
+        if (pv->prov->delete_node(pv->ctx, &ref, &e) == 0)
             gpc_lc_set_str(&nd->provider_id, "");
         return rc;
     }
@@ -318,7 +321,9 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
             continue;
         gpc_error e;
         gpc_error_clear(&e);
-        pv->prov->delete_node(pv->ctx, nds[i]->region, ns[i].provider_id, &e);
+        gpc_node_ref ref = {.region = nds[i]->region, .provider_id = ns[i].provider_id,
+                            .data = ns[i].data};
+        pv->prov->delete_node(pv->ctx, &ref, &e);
     }
     free(ud);
     free(reqs);
@@ -358,6 +363,7 @@ int gpc_lc_adopt(gpc_session *s, const gpc_open_provider *pv,
     }
     gpc_lc_set_str(&nd->provider_id, ns.provider_id);
     gpc_lc_set_str(&nd->private_ip, ns.private_ip);
+    gpc_lc_take_data(nd, &ns);
     nd->phase = ns.phase == GPC_PHASE_PENDING ? GPC_PHASE_BOOTING : ns.phase;
     nd->exit_code = ns.exit_code;
     int64_t now = gpc_now();

@@ -12,15 +12,11 @@ int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
 {
     if (!pv->prov->cleanup_cluster)
         return 0;
-    char **regions = NULL;
-    size_t nr = 0;
-    int rc = gpc_lc_cluster_regions(s, c, &regions, &nr, err);
-    if (!rc) {
-        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
-                               .regions = (const char *const *)regions, .n_regions = nr};
-        rc = pv->prov->cleanup_cluster(pv->ctx, &ref, err);
-    }
-    gpc_lc_free_strv(regions, nr);
+    gpc_lc_ref r;
+    int rc = gpc_lc_ref_open(s, c, &r, err);
+    if (!rc)
+        rc = pv->prov->cleanup_cluster(pv->ctx, &r.ref, err);
+    gpc_lc_ref_close(s, c, &r);
     if (!rc)
         gpc_lc_event(s, c->id, -1, "cleanup", "provider resources removed");
     return rc;
@@ -78,7 +74,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
                 : gpc_lc_fault("fail-delete", nd->rank)
                 ? gpc_fail(&e, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure deleting %s",
                            pv->prov->name, gpc_code_name((gpc_code)gpc_lc_fault_code), nd->name)
-                : pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e);
+                : gpc_lc_delete(pv, nd, &e);
         if (drc) {
             nleft++;
             gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);

@@ -29,7 +29,7 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv,
             continue;
         gpc_error e;
         gpc_error_clear(&e);
-        if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) == 0) {
+        if (gpc_lc_delete(pv, nd, &e) == 0) {
             gpc_ledger_close(s->st, nd->id, now, &e);
             gpc_lc_event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
                          nd->provider_id);
@@ -213,7 +213,8 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
     }
     if (!head->private_ip[0]) {
         gpc_node_status hs;
-        rc = pv->prov->describe_node(pv->ctx, head->region, head->provider_id, &hs, err);
+        gpc_node_ref hr = gpc_lc_node_ref(head);
+        rc = pv->prov->describe_node(pv->ctx, &hr, &hs, err);
         if (!rc)
             gpc_lc_set_str(&head->private_ip, hs.private_ip);
         if (!rc && !head->private_ip[0])
@@ -353,8 +354,7 @@ static int finish_nodes(gpc_session *s, const gpc_open_provider *pv,
     if (!pv->prov->nodes_running)
         return 0;
     gpc_node_rec *nodes = NULL;
-    size_t n = 0, k = 0, nr = 0;
-    char **regions = NULL;
+    size_t n = 0, k = 0;
     int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     const char **ids = rc ? NULL : calloc(n ? n : 1, sizeof(*ids));
     if (!rc && !ids)
@@ -362,14 +362,13 @@ static int finish_nodes(gpc_session *s, const gpc_open_provider *pv,
     for (size_t i = 0; !rc && i < n; i++)
         if (nodes[i].provider_id[0] && !(gpc_lc_is_terminal(nodes[i].phase) && nodes[i].ended_at))
             ids[k++] = nodes[i].provider_id;
-    if (!rc && k)
-        rc = gpc_lc_cluster_regions(s, c, &regions, &nr, err);
     if (!rc && k) {
-        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
-                               .regions = (const char *const *)regions, .n_regions = nr};
-        rc = pv->prov->nodes_running(pv->ctx, &ref, ids, k, err);
+        gpc_lc_ref r;
+        rc = gpc_lc_ref_open(s, c, &r, err);
+        if (!rc)
+            rc = pv->prov->nodes_running(pv->ctx, &r.ref, ids, k, err);
+        gpc_lc_ref_close(s, c, &r);
     }
-    gpc_lc_free_strv(regions, nr);
     free(ids);
     gpc_node_list_free(nodes, n);
     return rc;

@@ -51,6 +51,37 @@ int gpc_lc_cluster_regions(gpc_session *s, const gpc_cluster_rec *c, char ***out
                            gpc_error *err);
 void gpc_lc_free_strv(char **v, size_t n);
 
+/* The provider's view of recorded node nd (provider.h): its strings are
+ * borrowed from nd. */
+gpc_node_ref gpc_lc_node_ref(const gpc_node_rec *nd);
+
+/* delete_node of recorded node nd. */
+int gpc_lc_delete(const gpc_open_provider *pv, const gpc_node_rec *nd, gpc_error *err);
+
+/* Keep the provider data a provider returned for nd (ns->data, when not
+ * "") in nd; the caller writes nd. */
+void gpc_lc_take_data(gpc_node_rec *nd, const gpc_node_status *ns);
+
+/* A cluster ref (provider.h) for a provider's cluster-wide operations:
+ * the cluster's regions and a copy of its provider data that the
+ * operation may rewrite. */
+typedef struct gpc_lc_ref {
+    gpc_cluster_ref ref;
+    char **regions;
+    size_t nr;
+    char data[GPC_PROVIDER_DATA_MAX];
+    char before[GPC_PROVIDER_DATA_MAX];
+} gpc_lc_ref;
+
+/* Fill r for c.  Errors: state errors, GPC_ERR_NOMEM (r is then still
+ * closed with gpc_lc_ref_close). */
+int gpc_lc_ref_open(gpc_session *s, const gpc_cluster_rec *c, gpc_lc_ref *r, gpc_error *err);
+
+/* Record the provider data the operation left in r when it changed it (in
+ * the state and in c), and free r.  A failure to record is logged and
+ * returned (GPC_ERR_STATE). */
+int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r);
+
 /* ---- refresh.c --------------------------------------------------------- */
 
 /* The cluster's nodes from the state and what the provider says of each
@@ -59,7 +90,7 @@ void gpc_lc_free_strv(char **v, size_t n);
  * caller frees *nodes (gpc_node_list_free), *ns and *have, also on
  * failure. */
 int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv,
-                            const gpc_cluster_rec *c, gpc_node_rec **nodes,
+                            gpc_cluster_rec *c, gpc_node_rec **nodes,
                             size_t *n, gpc_node_status **ns, int **have, gpc_error *err);
 
 /* ---- create.c ---------------------------------------------------------- */

@@ -54,6 +54,10 @@ static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, in
         gpc_lc_set_str(&n->private_ip, ns->private_ip);
         changed = 1;
     }
+    if (ns->data[0] && strcmp(ns->data, n->provider_data) != 0) {
+        gpc_lc_take_data(n, ns);
+        changed = 1;
+    }
     if (ns->phase != n->phase || ns->exit_code != n->exit_code) {
         if (ns->phase != n->phase)
             gpc_lc_event(s, n->cluster_id, (int)n->rank, "phase", "%s -> %s%s%s",
@@ -91,7 +95,7 @@ static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
  * describe_node each.  have[i] tells which ns[i] were filled.
  */
 static int describe_live(gpc_session *s, const gpc_open_provider *pv,
-                         const gpc_cluster_rec *c, const gpc_node_rec *nodes,
+                         gpc_cluster_rec *c, const gpc_node_rec *nodes,
                          size_t n, gpc_node_status *ns, int *have, gpc_error *err)
 {
     int rc = 0;
@@ -100,7 +104,8 @@ static int describe_live(gpc_session *s, const gpc_open_provider *pv,
             const gpc_node_rec *nd = &nodes[i];
             if (!nd->provider_id[0] || (gpc_lc_is_terminal(nd->phase) && nd->ended_at))
                 continue;
-            rc = pv->prov->describe_node(pv->ctx, nd->region, nd->provider_id, &ns[i], err);
+            gpc_node_ref ref = gpc_lc_node_ref(nd);
+            rc = pv->prov->describe_node(pv->ctx, &ref, &ns[i], err);
             have[i] = rc == 0;
         }
         return rc;
@@ -117,20 +122,20 @@ static int describe_live(gpc_session *s, const gpc_open_provider *pv,
         ids[k] = nodes[i].provider_id;
         at[k++] = i;
     }
-    char **regions = NULL;
-    size_t nr = 0;
-    if (!rc && k)
-        rc = gpc_lc_cluster_regions(s, c, &regions, &nr, err);
+    gpc_lc_ref r;
+    int opened = 0;
     if (!rc && k) {
-        gpc_cluster_ref ref = {.cluster = c->name, .cluster_uid = c->uid,
-                               .regions = (const char *const *)regions, .n_regions = nr};
-        rc = pv->prov->describe_nodes(pv->ctx, &ref, ids, k, out, err);
+        opened = 1;
+        rc = gpc_lc_ref_open(s, c, &r, err);
     }
+    if (!rc && k)
+        rc = pv->prov->describe_nodes(pv->ctx, &r.ref, ids, k, out, err);
+    if (opened)
+        gpc_lc_ref_close(s, c, &r);
     for (size_t j = 0; !rc && j < k; j++) {
         ns[at[j]] = out[j];
         have[at[j]] = 1;
     }
-    gpc_lc_free_strv(regions, nr);
     free(ids);
     free(at);
     free(out);
@@ -141,7 +146,7 @@ static int describe_live(gpc_session *s, const gpc_open_provider *pv,
  * (see describe_live).  The caller frees *nodes (gpc_node_list_free), *ns
  * and *have, also on failure. */
 int gpc_lc_describe_cluster(gpc_session *s, const gpc_open_provider *pv,
-                            const gpc_cluster_rec *c, gpc_node_rec **nodes,
+                            gpc_cluster_rec *c, gpc_node_rec **nodes,
                             size_t *n, gpc_node_status **ns, int **have, gpc_error *err)
 {
     int rc = gpc_node_list(s->st, c->id, 0, nodes, n, err);

@@ -234,3 +234,58 @@ int gpc_lc_cluster_regions(gpc_session *s, const gpc_cluster_rec *c, char ***out
     *n = k;
     return 0;
 }
+
+/* ---- what the provider keeps: refs and provider data ------------------ */
+
+gpc_node_ref gpc_lc_node_ref(const gpc_node_rec *nd)
+{
+    gpc_node_ref r = {.region = nd->region ? nd->region : "",
+                      .provider_id = nd->provider_id ? nd->provider_id : "",
+                      .data = nd->provider_data ? nd->provider_data : ""};
+    return r;
+}
+
+int gpc_lc_delete(const gpc_open_provider *pv, const gpc_node_rec *nd, gpc_error *err)
+{
+    gpc_node_ref ref = gpc_lc_node_ref(nd);
+    return pv->prov->delete_node(pv->ctx, &ref, err);
+}
+
+void gpc_lc_take_data(gpc_node_rec *nd, const gpc_node_status *ns)
+{
+    if (ns->data[0])
+        gpc_lc_set_str(&nd->provider_data, ns->data);
+}
+
+int gpc_lc_ref_open(gpc_session *s, const gpc_cluster_rec *c, gpc_lc_ref *r, gpc_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->data, sizeof(r->data), "%s", c->provider_data ? c->provider_data : "");
+    snprintf(r->before, sizeof(r->before), "%s", r->data);
+    int rc = gpc_lc_cluster_regions(s, c, &r->regions, &r->nr, err);
+    r->ref.cluster = c->name;
+    r->ref.cluster_uid = c->uid;
+    r->ref.regions = (const char *const *)r->regions;
+    r->ref.n_regions = r->nr;
+    r->ref.data = r->data;
+    return rc;
+}
+
+int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r)
+{
+    int rc = 0;
+    r->data[sizeof(r->data) - 1] = '\0';
+    if (strcmp(r->data, r->before) != 0) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        rc = gpc_cluster_set_provider_data(s->st, c->id, r->data, &e);
+        if (rc)
+            gpc_debug(s->log, "could not record the provider data of %s: %s", c->name, e.msg);
+        else if (c)
+            gpc_lc_set_str(&c->provider_data, r->data);
+    }
+    gpc_lc_free_strv(r->regions, r->nr);
+    r->regions = NULL;
+    r->nr = 0;
+    return rc;
+}

@@ -12,7 +12,7 @@
 
 #define CLUSTER_COLS "id, name, uid, provider, spec_hash, spec_json, spec_path, " \
                      "nodes, rdzv_port, phase, exit_code, created_at, updated_at, " \
-                     "destroyed_at"
+                     "destroyed_at, provider_data"
 
 void gpc_cluster_rec_free(gpc_cluster_rec *rec)
 {
@@ -24,6 +24,7 @@ void gpc_cluster_rec_free(gpc_cluster_rec *rec)
     free(rec->spec_hash);
     free(rec->spec_json);
     free(rec->spec_path);
+    free(rec->provider_data);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -57,8 +58,9 @@ static int read_cluster(gpc_state *st, sqlite3_stmt *s, gpc_cluster_rec *r,
     r->created_at = gpc_st_col_int(st, s, 11, t, 0, TIME_MAX, &rc, err);
     r->updated_at = gpc_st_col_int(st, s, 12, t, 0, TIME_MAX, &rc, err);
     r->destroyed_at = gpc_st_col_int(st, s, 13, t, 0, TIME_MAX, &rc, err);
+    r->provider_data = gpc_st_col_dup(s, 14, err);
     if (!rc && (!r->name || !r->uid || !r->provider || !r->spec_hash ||
-                !r->spec_json || !r->spec_path))
+                !r->spec_json || !r->spec_path || !r->provider_data))
         rc = GPC_ERR_NOMEM;
     if (rc)
         gpc_cluster_rec_free(r);
@@ -81,6 +83,7 @@ static void bind_cluster(sqlite3_stmt *s, const gpc_cluster_rec *r)
     sqlite3_bind_int64(s, 11, r->created_at);
     sqlite3_bind_int64(s, 12, r->updated_at);
     sqlite3_bind_int64(s, 13, r->destroyed_at);
+    gpc_st_bind_text(s, 14, r->provider_data);
 }
 
 /* After a failed step (err already holds the SQLite message). */
@@ -114,8 +117,8 @@ int gpc_cluster_insert(gpc_state *st, gpc_cluster_rec *rec, gpc_error *err)
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO clusters (name, uid, provider, spec_hash, spec_json, "
                         "spec_path, nodes, rdzv_port, phase, exit_code, created_at, "
-                        "updated_at, destroyed_at) VALUES "
-                        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                        "updated_at, destroyed_at, provider_data) VALUES "
+                        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                     &s, what, err))
         return GPC_ERR_STATE;
     bind_cluster(s, rec);
@@ -136,11 +139,12 @@ int gpc_cluster_update(gpc_state *st, const gpc_cluster_rec *rec, gpc_error *err
     if (gpc_st_prep(st, "UPDATE clusters SET name = ?1, uid = ?2, provider = ?3, "
                         "spec_hash = ?4, spec_json = ?5, spec_path = ?6, nodes = ?7, "
                         "rdzv_port = ?8, phase = ?9, exit_code = ?10, created_at = ?11, "
-                        "updated_at = ?12, destroyed_at = ?13 WHERE id = ?14",
+                        "updated_at = ?12, destroyed_at = ?13, provider_data = ?14 "
+                        "WHERE id = ?15",
                     &s, what, err))
         return GPC_ERR_STATE;
     bind_cluster(s, rec);
-    sqlite3_bind_int64(s, 14, rec->id);
+    sqlite3_bind_int64(s, 15, rec->id);
     int rc = gpc_st_step_first(st, s, what, err);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)
@@ -175,6 +179,25 @@ static int cluster_get1(gpc_state *st, const char *sql, const char *name, int64_
         ret = GPC_ERR_STATE;
     sqlite3_finalize(s);
     return ret;
+}
+
+int gpc_cluster_set_provider_data(gpc_state *st, int64_t id, const char *data, gpc_error *err)
+{
+    if (gpc_st_write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "update cluster provider data";
+    sqlite3_stmt *s;
+    if (gpc_st_prep(st, "UPDATE clusters SET provider_data = ?1 WHERE id = ?2", &s, what, err))
+        return GPC_ERR_STATE;
+    gpc_st_bind_text(s, 1, data);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = gpc_st_step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return GPC_ERR_STATE;
+    if (sqlite3_changes(st->db) == 0)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "cluster id %lld not found", (long long)id);
+    return 0;
 }
 
 int gpc_cluster_get(gpc_state *st, const char *name, gpc_cluster_rec *out,
@@ -247,7 +270,7 @@ int gpc_cluster_list(gpc_state *st, int all, gpc_cluster_rec **out, size_t *n,
 
 #define NODE_COLS "id, cluster_id, rank, name, provider, provider_id, client_token, " \
                   "region, zone, instance_type, spot, private_ip, price_hourly, "    \
-                  "phase, exit_code, created_at, started_at, ended_at"
+                  "phase, exit_code, created_at, started_at, ended_at, provider_data"
 
 void gpc_node_rec_free(gpc_node_rec *rec)
 {
@@ -261,6 +284,7 @@ void gpc_node_rec_free(gpc_node_rec *rec)
     free(rec->zone);
     free(rec->instance_type);
     free(rec->private_ip);
+    free(rec->provider_data);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -297,8 +321,10 @@ static int read_node(gpc_state *st, sqlite3_stmt *s, gpc_node_rec *r, gpc_error 
     r->created_at = gpc_st_col_int(st, s, 15, t, 0, TIME_MAX, &rc, err);
     r->started_at = gpc_st_col_int(st, s, 16, t, 0, TIME_MAX, &rc, err);
     r->ended_at = gpc_st_col_int(st, s, 17, t, 0, TIME_MAX, &rc, err);
+    r->provider_data = gpc_st_col_dup(s, 18, err);
     if (!rc && (!r->name || !r->provider || !r->provider_id || !r->client_token ||
-                !r->region || !r->zone || !r->instance_type || !r->private_ip))
+                !r->region || !r->zone || !r->instance_type || !r->private_ip ||
+                !r->provider_data))
         rc = GPC_ERR_NOMEM;
     if (rc)
         gpc_node_rec_free(r);
@@ -325,6 +351,7 @@ static void bind_node(sqlite3_stmt *s, const gpc_node_rec *r)
     sqlite3_bind_int64(s, 15, r->created_at);
     sqlite3_bind_int64(s, 16, r->started_at);
     sqlite3_bind_int64(s, 17, r->ended_at);
+    gpc_st_bind_text(s, 18, r->provider_data);
 }
 
 static int node_write_fail(int rc, const gpc_node_rec *r, gpc_error *err)
@@ -354,9 +381,9 @@ int gpc_node_insert(gpc_state *st, gpc_node_rec *rec, gpc_error *err)
     sqlite3_stmt *s;
     if (gpc_st_prep(st, "INSERT INTO nodes (cluster_id, rank, name, provider, provider_id, "
                         "client_token, region, zone, instance_type, spot, private_ip, "
-                        "price_hourly, phase, exit_code, created_at, started_at, ended_at) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                        "?14, ?15, ?16, ?17)",
+                        "price_hourly, phase, exit_code, created_at, started_at, ended_at, "
+                        "provider_data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                        "?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                     &s, what, err))
         return GPC_ERR_STATE;
     bind_node(s, rec);
@@ -378,11 +405,11 @@ int gpc_node_update(gpc_state *st, const gpc_node_rec *rec, gpc_error *err)
                         "provider = ?4, provider_id = ?5, client_token = ?6, region = ?7, "
                         "zone = ?8, instance_type = ?9, spot = ?10, private_ip = ?11, "
                         "price_hourly = ?12, phase = ?13, exit_code = ?14, created_at = ?15, "
-                        "started_at = ?16, ended_at = ?17 WHERE id = ?18",
+                        "started_at = ?16, ended_at = ?17, provider_data = ?18 WHERE id = ?19",
                     &s, what, err))
         return GPC_ERR_STATE;
     bind_node(s, rec);
-    sqlite3_bind_int64(s, 18, rec->id);
+    sqlite3_bind_int64(s, 19, rec->id);
     int rc = gpc_st_step_first(st, s, what, err);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE)

@@ -81,7 +81,7 @@ static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
             (!all && (nd->rank == 0 || nd->phase != GPC_PHASE_BOOTING)))
             continue;
         gpc_error_clear(&e);
-        if (pv->prov->delete_node(pv->ctx, nd->region, nd->provider_id, &e) != 0) {
+        if (gpc_lc_delete(pv, nd, &e) != 0) {
             gpc_info(s->log, "gpuctl: could not stop node %s: %s", nd->name, e.msg);
             continue;
         }

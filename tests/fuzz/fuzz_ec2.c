@@ -128,11 +128,11 @@ static void run(const gpc_provider *p, void *ctx, const char *call)
     } else if (strcmp(call, "find") == 0) {
         p->find_node(ctx, "us-east-1", "fz-c0ffee-1/1", &st, &err);
     } else if (strcmp(call, "describe") == 0) {
-        p->describe_node(ctx, "us-east-1", ids[0], &st, &err);
+        p->describe_node(ctx, &(gpc_node_ref){"us-east-1", ids[0], ""}, &st, &err);
     } else if (strcmp(call, "describe-many") == 0) {
         p->describe_nodes(ctx, &ref, ids, 3, many, &err);
     } else if (strcmp(call, "delete") == 0) {
-        p->delete_node(ctx, "us-east-1", ids[1], &err);
+        p->delete_node(ctx, &(gpc_node_ref){"us-east-1", ids[1], ""}, &err);
     } else if (strcmp(call, "cleanup") == 0) {
         p->cleanup_cluster(ctx, &ref, &err);
     } else if (strcmp(call, "prices") == 0) {

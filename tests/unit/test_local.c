@@ -21,6 +21,9 @@
 #include "gpuctl/provider.h"
 #include "gpuctl/util.h"
 
+/* A recorded local node by its provider id (no region, no provider data). */
+#define NREF(id) (&(gpc_node_ref){.region = "", .provider_id = (id), .data = ""})
+
 typedef struct fixture {
     char dir[64];
     const gpc_provider *p;
@@ -71,7 +74,7 @@ static const char userdata[] =
 static void wait_phase(fixture *f, const char *id, gpc_phase want, gpc_node_status *ns)
 {
     for (int i = 0; i < 200; i++) {
-        assert_int_equal(f->p->describe_node(f->ctx, "", id, ns, NULL), 0);
+        assert_int_equal(f->p->describe_node(f->ctx, NREF(id), ns, NULL), 0);
         if (ns->phase == want)
             return;
         struct timespec ts = {0, 50 * 1000 * 1000};
@@ -125,10 +128,10 @@ static void test_create_describe_delete(void **state)
     assert_string_equal(ns.provider_id, "t-0-abc");
     assert_int_equal(ns.exit_code, 7);
 
-    assert_int_equal(f->p->delete_node(f->ctx, "", "t-0-abc", NULL), 0);
-    assert_int_equal(f->p->describe_node(f->ctx, "", "t-0-abc", &ns, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, NREF("t-0-abc"), NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, NREF("t-0-abc"), &ns, NULL), 0);
     assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
-    assert_int_equal(f->p->delete_node(f->ctx, "", "t-0-abc", NULL), 0); /* idempotent */
+    assert_int_equal(f->p->delete_node(f->ctx, NREF("t-0-abc"), NULL), 0); /* idempotent */
 }
 
 static void test_delete_running_node(void **state)
@@ -144,8 +147,8 @@ static void test_delete_running_node(void **state)
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
     wait_phase(f, "s-0-x", GPC_PHASE_RUNNING, &ns);
     assert_int_equal(ns.stopped, 0);
-    assert_int_equal(f->p->delete_node(f->ctx, "", "s-0-x", NULL), 0);
-    assert_int_equal(f->p->describe_node(f->ctx, "", "s-0-x", &ns, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, NREF("s-0-x"), NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, NREF("s-0-x"), &ns, NULL), 0);
     assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
 }
 
@@ -309,18 +312,18 @@ static void test_leftovers(void **state)
     gpc_error_clear(&err);
     assert_int_equal(f->p->find_node(f->ctx, "", a3, &ns, &err), GPC_ERR_NOT_FOUND);
     assert_true(dir_exists(f, a3));
-    assert_int_equal(f->p->describe_node(f->ctx, "", a3, &ns, NULL), 0);
+    assert_int_equal(f->p->describe_node(f->ctx, NREF(a3), &ns, NULL), 0);
     assert_int_equal(ns.phase, GPC_PHASE_FAILED); /* its processes still run */
     assert_int_equal(ns.stopped, 0);
     gpc_error_clear(&err);
     assert_int_equal(create_ok(f, a3, 1, &ns), GPC_ERR_PROVIDER);
-    assert_int_equal(f->p->delete_node(f->ctx, "", a3, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, NREF(a3), NULL), 0);
     assert_false(dir_exists(f, a3));
 
     /* delete of the node takes its other attempts' leftovers */
     killed_create(f, a1, 1);
     killed_create(f, a3, 1);
-    assert_int_equal(f->p->delete_node(f->ctx, "", a2, NULL), 0);
+    assert_int_equal(f->p->delete_node(f->ctx, NREF(a2), NULL), 0);
     assert_false(dir_exists(f, a1));
     assert_false(dir_exists(f, a2));
     assert_false(dir_exists(f, a3));
@@ -379,13 +382,13 @@ static void test_exit_status_never_lost(void **state)
         gpc_node_status ns;
         assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
         for (int k = 0; k < 20000; k++) {
-            assert_int_equal(f->p->describe_node(f->ctx, "", token, &ns, NULL), 0);
+            assert_int_equal(f->p->describe_node(f->ctx, NREF(token), &ns, NULL), 0);
             if (ns.phase == GPC_PHASE_FAILED || ns.phase == GPC_PHASE_SUCCEEDED)
                 break;
         }
         assert_int_equal(ns.phase, GPC_PHASE_FAILED);
         assert_int_equal(ns.exit_code, 7);
-        assert_int_equal(f->p->delete_node(f->ctx, "", token, NULL), 0);
+        assert_int_equal(f->p->delete_node(f->ctx, NREF(token), NULL), 0);
     }
 }
 

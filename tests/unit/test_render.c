@@ -345,7 +345,7 @@ static void test_rules_for(void **state)
         assert_string_equal(p->userdata->provider, p->name);
         assert_non_null(p->userdata->node_script);
         assert_int_equal(strstr(p->userdata->node_script, "\ngpuctl_md_launch_index() {\n") != NULL,
-                         (p->caps & GPC_CAP_LAUNCH_INDEX) != 0);
+                         p->rank == GPC_RANK_LAUNCH_INDEX);
     }
 
     assert_null(gpc_provider_find("gcp"));
