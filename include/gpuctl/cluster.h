@@ -210,6 +210,17 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
  * left (still recorded) when some deletes fail. *deleted counts nodes. */
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
 
+/*
+ * What provider `provider` still keeps for gpuctl (its list_orphans,
+ * wherever it can look) that no live cluster of the state owns: nodes and
+ * resources of destroyed clusters, of clusters never recorded, or with no
+ * cluster tag.  *out (caller frees with free()) holds *n.  Errors: those
+ * of opening the provider and of its listing; GPC_ERR_USAGE when the
+ * provider cannot list (no list_orphans).
+ */
+int gpc_orphans(gpc_session *s, const char *provider, gpc_orphan **out, size_t *n,
+                gpc_error *err);
+
 /* Set by the SIGINT/SIGTERM handler while waiting. */
 extern volatile sig_atomic_t gpc_interrupted;
 void gpc_install_signal_handlers(void);

@@ -397,6 +397,36 @@ typedef struct gpc_provider {
     const gpc_http_word *secret_words;
 } gpc_provider;
 
+/*
+ * Is the table one the engine can drive?  The combinations it supports
+ * (docs/architecture.md, "The seam"):
+ *   rdzv HEAD_IP: nodes one by one, ranks from the engine, a launch index
+ *       (workers made together) or the rendezvous (workers with no rank);
+ *   rdzv NAME (needs rdzv_name): the same ranks, or a group;
+ *   rdzv ON_NODE: a group only;
+ *   GPC_CAP_GROUP (needs create_nodes): rdzv NAME or ON_NODE, ranks from
+ *       the scheduler or a launch index;
+ *   rank SCHEDULER: a group only; rank LAUNCH_INDEX: needs create_nodes.
+ * Plan-only tables pass (nothing is made with them).  Returns 0, or
+ * GPC_ERR_INTERNAL naming the provider and what does not fit.  A unit test
+ * checks every compiled-in table.
+ */
+int gpc_provider_check(const gpc_provider *p, gpc_error *err);
+
+/* What losing the head (rank 0) costs, from the provider's modes. */
+typedef enum gpc_head_loss {
+    GPC_HEAD_LOSS_WORKERS_TOO, /* the workers' bootstrap names the head's IP:
+                                  a new head means new workers too (the
+                                  engine removes them first) */
+    GPC_HEAD_LOSS_GROUP,       /* the group is the unit: removed and made again */
+    GPC_HEAD_LOSS_HEAD_ONLY    /* the rendezvous name outlives the head: only
+                                  the head is made again, under the same name */
+} gpc_head_loss;
+
+/* The engine's rule for `p` (it keeps the head off spot capacity where the
+ * spec says spot.head: on-demand, so a spot preemption cannot take it). */
+gpc_head_loss gpc_provider_head_loss(const gpc_provider *p);
+
 /* The providers compiled in, ended by NULL: generated from the folders
  * providers/NAME/ (CMakeLists.txt), the default provider first. */
 extern const gpc_provider *const gpc_providers[];

@@ -201,8 +201,15 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
     int sent = 0;
     gpc_node_status ns;
     memset(&ns, 0, sizeof(ns));
+    gpc_lc_ref r;
+    int opened = 0;
+    if (!rc) {
+        opened = 1;
+        rc = gpc_lc_ref_open(s, c, &r, err);
+    }
     if (!rc) {
         gpc_node_request req = node_request(spec, c, nd, offer, ud, l->attempt);
+        req.ref = &r.ref;
         gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (gpc_lc_fault("fail-create", nd->rank)) {
             rc = gpc_fail(err, (gpc_code)gpc_lc_fault_code, "%s: injected %s failure creating %s",
@@ -214,6 +221,8 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
         }
         gpc_lc_fault("kill-before-record", nd->rank);
     }
+    if (opened)
+        gpc_lc_ref_close(s, c, &r);
     free(ud);
     if (rc && resumed && sent && adopt_late(s, pv, &nd, 1, err) == 0) {
         gpc_lc_record_attempt(s, pv, c, nd->rank, l, offer, "created", NULL);
@@ -264,6 +273,12 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
             gpc_state_rollback(s->st);
     }
     int sent = 0;
+    gpc_lc_ref r;
+    int opened = 0;
+    if (!rc) {
+        opened = 1;
+        rc = gpc_lc_ref_open(s, c, &r, err);
+    }
     gpc_node_request *reqs = rc ? NULL : calloc(n, sizeof(*reqs));
     gpc_node_status *ns = rc ? NULL : calloc(n, sizeof(*ns));
     if (!rc && (!reqs || !ns))
@@ -271,6 +286,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     for (size_t i = 0; !rc && i < n; i++) {
         reqs[i] = node_request(spec, c, nds[i], of, ud, l->attempt);
         reqs[i].client_token = token;
+        reqs[i].ref = &r.ref;
     }
     if (!rc) {
         gpc_debug(s->log, "creating nodes %s..%s in one call (token %s)", nds[0]->name,
@@ -290,6 +306,8 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
         for (size_t i = 0; i < n; i++)
             gpc_lc_fault("kill-before-record", nds[i]->rank);
     }
+    if (opened)
+        gpc_lc_ref_close(s, c, &r);
     if (rc && resumed && sent && adopt_late(s, pv, nds, n, err) == 0) {
         for (size_t i = 0; i < n; i++) {
             made[i] = 1;

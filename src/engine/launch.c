@@ -52,31 +52,52 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv,
 }
 
 /*
- * Workers whose head is gone (a clean-up that removed the head but not
- * them) wait for it at its old address, which their user-data carries,
- * and can never join a new one: when the head is to be made anew, they
- * are removed first and made again with the new head's address.  An error
- * when one cannot be removed (it stays recorded; destroy takes it).
+ * Before missing nodes are made again, remove the live ones that could
+ * not work with them (gpc_provider_head_loss):
+ *   WORKERS_TOO: workers whose head is gone wait for it at its old
+ *       address, which their bootstrap carries, and can never join a new
+ *       one: when the head is to be made anew, they are removed first and
+ *       made again with the new head's address;
+ *   GROUP: a group is made in one piece: when any node of it is missing,
+ *       the rest is removed and the whole group made again;
+ *   HEAD_ONLY: the rendezvous name outlives the head: nothing to remove.
+ * An error when one cannot be removed (it stays recorded; destroy takes
+ * it).
  */
 static int replace_orphans(gpc_session *s, const gpc_open_provider *pv,
                            gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
                            gpc_error *err)
 {
-    if (!n || nodes[0].rank != 0 || nodes[0].provider_id[0] || gpc_lc_outcome_unknown(&nodes[0]))
+    gpc_head_loss rule = gpc_provider_head_loss(pv->prov);
+    if (!n || rule == GPC_HEAD_LOSS_HEAD_ONLY)
+        return 0;
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !nodes[i].provider_id[0] && !gpc_lc_outcome_unknown(&nodes[i]);
+    if (rule == GPC_HEAD_LOSS_GROUP ? missing == 0
+                                    : nodes[0].rank != 0 || nodes[0].provider_id[0] ||
+                                          gpc_lc_outcome_unknown(&nodes[0]))
         return 0;
     int *orphan = calloc(n, sizeof(int));
     if (!orphan)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     int k = 0;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = rule == GPC_HEAD_LOSS_GROUP ? 0 : 1; i < n; i++)
         k += orphan[i] = nodes[i].provider_id[0] != '\0';
     int left = 0;
-    if (k) {
+    if (k && rule == GPC_HEAD_LOSS_GROUP)
+        gpc_info(s->log, "gpuctl: %zu node(s) of cluster '%s' are gone and its nodes are made "
+                 "as one group: replacing the %d left", missing, c->name, k);
+    else if (k)
         gpc_info(s->log, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
                  "at its old address: replacing them", c->name, k);
+    if (k)
         left = rollback_created(s, pv, c, nodes, n, orphan);
-    }
     free(orphan);
+    if (left && rule == GPC_HEAD_LOSS_GROUP)
+        return gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s': %d node(s) of a broken group could "
+                        "not be removed, so no new group is made; run gpuctl destroy %s",
+                        c->name, left, c->name);
     return left ? gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s': %d worker(s) of a head that is "
                            "gone could not be removed, so no new head is made; run gpuctl "
                            "destroy %s", c->name, left, c->name)
@@ -180,10 +201,70 @@ static void note_created(gpc_session *s, const gpc_node_rec *nd, int *made,
     gpc_info(s->log, "created node %s (%s)", nd->name, nd->provider_id);
 }
 
+/* The rendezvous host a provider names before launch (GPC_RDZV_NAME). */
+static int rdzv_name(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                     char *out, size_t size, gpc_error *err)
+{
+    gpc_lc_ref r;
+    int rc = gpc_lc_ref_open(s, c, &r, err);
+    if (!rc)
+        rc = pv->prov->rdzv_name(pv->ctx, &r.ref, out, size, err);
+    gpc_lc_ref_close(s, c, &r);
+    if (!rc && !out[0])
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: no rendezvous name for cluster '%s'",
+                      pv->prov->name, c->name);
+    return rc;
+}
+
+/*
+ * One launch attempt of a provider whose nodes are one group
+ * (GPC_CAP_GROUP): every node in one create_nodes call (replace_orphans
+ * removed what was left of a broken group), or the same call again with
+ * its token when its outcome is unknown.  `addr`: the rendezvous name, or
+ * NULL when the nodes find it themselves.
+ */
+static int launch_group(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
+                        gpc_cluster_rec *c, gpc_node_rec *nodes, size_t n,
+                        const gpc_launch *l, const char *addr, const char *workdir,
+                        const char *ckpt, int *made, gpc_apply_result *res, gpc_error *err)
+{
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += !nodes[i].provider_id[0];
+    if (!missing)
+        return 0;
+    if (missing != n)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "cluster '%s': %zu of %zu node(s) of a group "
+                        "are missing", c->name, missing, n);
+    gpc_node_rec **all = calloc(n, sizeof(*all));
+    if (!all)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        all[i] = &nodes[i];
+    gpc_launch gl = *l;
+    gpc_offer of = n == 1 ? *l->head : *l->worker;
+    if (gpc_lc_outcome_unknown(&nodes[0])) {
+        of = recorded_offer(&of, &nodes[0]);
+        gl.attempt = token_attempt(nodes[0].client_token, l->attempt);
+    }
+    int rc = gpc_lc_create_batch(s, pv, spec, c, all, n, &gl, &of, addr, workdir, ckpt, made,
+                                 err);
+    for (size_t i = 0; i < n; i++)
+        if (made[i]) {
+            made[i] = 0;
+            note_created(s, &nodes[i], &made[i], res);
+        }
+    free(all);
+    return rc;
+}
+
 /*
  * One launch attempt: the head (when missing), then every missing worker
  * (in one create_nodes call per run of consecutive ranks when the provider
- * has it), all in l's zone.  A create whose outcome is unknown is made
+ * has it and its ranks need not come from the engine), all in l's zone.
+ * The workers are told the rendezvous: the head's IP (GPC_RDZV_HEAD_IP,
+ * so the head comes first) or the provider's name for it, which the head
+ * gets too.  A group provider makes every node at once (launch_group).  A create whose outcome is unknown is made
  * again as it was: the same token, offer and batch (whose nodes then come
  * back as one run), under its own attempt number.  made[i] marks the
  * nodes this call recorded.
@@ -197,6 +278,16 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
     gpc_node_rec *head = n && nodes[0].rank == 0 ? &nodes[0] : NULL;
     if (!head)
         return gpc_fail(err, GPC_ERR_INTERNAL, "head node is missing");
+    char name[256] = "";
+    const char *addr = NULL; /* what the nodes are told of the rendezvous */
+    if (pv->prov->rdzv == GPC_RDZV_NAME) {
+        rc = rdzv_name(s, pv, c, name, sizeof(name), err);
+        if (rc)
+            return rc;
+        addr = name;
+    }
+    if (pv->prov->caps & GPC_CAP_GROUP)
+        return launch_group(s, pv, spec, c, nodes, n, l, addr, workdir, ckpt, made, res, err);
     if (!head->provider_id[0]) {
         if (gpc_interrupted)
             return gpc_fail(err, GPC_ERR_INTERRUPTED, "interrupted");
@@ -206,12 +297,12 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
             hof = recorded_offer(l->head, head);
             hl.attempt = token_attempt(head->client_token, l->attempt);
         }
-        rc = gpc_lc_create_one(s, pv, spec, c, head, &hl, &hof, NULL, workdir, ckpt, err);
+        rc = gpc_lc_create_one(s, pv, spec, c, head, &hl, &hof, addr, workdir, ckpt, err);
         if (rc)
             return rc;
         note_created(s, head, &made[0], res);
     }
-    if (!head->private_ip[0]) {
+    if (pv->prov->rdzv == GPC_RDZV_HEAD_IP && !head->private_ip[0]) {
         gpc_node_status hs;
         gpc_node_ref hr = gpc_lc_node_ref(head);
         rc = pv->prov->describe_node(pv->ctx, &hr, &hs, err);
@@ -223,6 +314,8 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
         if (rc)
             return rc;
     }
+    if (pv->prov->rdzv == GPC_RDZV_HEAD_IP)
+        addr = head->private_ip;
     gpc_node_rec **run = calloc(n ? n : 1, sizeof(*run));
     if (!run)
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
@@ -259,10 +352,10 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
                 run[k++] = &nodes[i++];
             in_batch = k > 1;
         }
-        if (in_batch && pv->prov->create_nodes) {
+        if (in_batch && pv->prov->create_nodes && pv->prov->rank != GPC_RANK_ENGINE) {
             int *m = made + start;
-            rc = gpc_lc_create_batch(s, pv, spec, c, run, k, &rl, &of, head->private_ip,
-                                     workdir, ckpt, m, err);
+            rc = gpc_lc_create_batch(s, pv, spec, c, run, k, &rl, &of, addr, workdir, ckpt, m,
+                                     err);
             for (size_t j = 0; j < k; j++)
                 if (m[j]) {
                     m[j] = 0;
@@ -271,8 +364,7 @@ static int launch_attempt(gpc_session *s, const gpc_open_provider *pv,
             continue;
         }
         for (size_t j = 0; !rc && j < k; j++) {
-            rc = gpc_lc_create_one(s, pv, spec, c, run[j], &rl, &of, head->private_ip, workdir,
-                                   ckpt, err);
+            rc = gpc_lc_create_one(s, pv, spec, c, run[j], &rl, &of, addr, workdir, ckpt, err);
             if (!rc)
                 note_created(s, run[j], &made[start + j], res);
         }

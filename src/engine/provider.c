@@ -65,3 +65,48 @@ int gpc_providers_register_secrets(gpc_error *err)
     }
     return 0;
 }
+
+int gpc_provider_check(const gpc_provider *p, gpc_error *err)
+{
+    if (p->caps & GPC_CAP_PLAN_ONLY)
+        return 0; /* nothing is made: its modes are never driven */
+    const char *n = p->name;
+    int group = (p->caps & GPC_CAP_GROUP) != 0;
+    if (!p->create_node && !group)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: no create_node", n);
+    if (!p->delete_node || !p->describe_node)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: describe_node and delete_node "
+                        "are required", n);
+    if (group && !p->create_nodes)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a group provider needs "
+                        "create_nodes", n);
+    if (group && p->rdzv == GPC_RDZV_HEAD_IP)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: the nodes of a group are made "
+                        "together, so none can be told the head's IP: the rendezvous must be "
+                        "a name or found on the node", n);
+    if (group && p->rank != GPC_RANK_SCHEDULER && p->rank != GPC_RANK_LAUNCH_INDEX)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a group's nodes share one "
+                        "bootstrap: ranks must come from the scheduler or a launch index", n);
+    if (!group && p->rdzv == GPC_RDZV_ON_NODE)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a rendezvous found on the node "
+                        "needs a group (the first host of one allocation)", n);
+    if (!group && p->rank == GPC_RANK_SCHEDULER)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: ranks from a scheduler need a "
+                        "group", n);
+    if (p->rank == GPC_RANK_LAUNCH_INDEX && !p->create_nodes)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: launch-index ranks need "
+                        "create_nodes", n);
+    if (p->rdzv == GPC_RDZV_NAME && !p->rdzv_name)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a named rendezvous needs "
+                        "rdzv_name", n);
+    return 0;
+}
+
+gpc_head_loss gpc_provider_head_loss(const gpc_provider *p)
+{
+    if (p->caps & GPC_CAP_GROUP)
+        return GPC_HEAD_LOSS_GROUP;
+    if (p->rdzv == GPC_RDZV_NAME)
+        return GPC_HEAD_LOSS_HEAD_ONLY;
+    return GPC_HEAD_LOSS_WORKERS_TOO;
+}

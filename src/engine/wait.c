@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
@@ -95,6 +96,62 @@ static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
     gpc_node_list_free(nodes, n);
 }
 
+/*
+ * Ask the provider for interruption notices of the live nodes
+ * (poll_interruptions, when it has it) and record each new one as an
+ * event of its node, once per node and action (seen[rank] holds the last
+ * action recorded; nt entries).  A failed poll is only logged: the next
+ * poll asks again, and no answer is never taken for "no notice".
+ */
+static void poll_notices(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                         const gpc_node_rec *nodes, size_t n, char (*seen)[32], uint32_t nt)
+{
+    if (!pv || !pv->prov->poll_interruptions || !n)
+        return;
+    const char **ids = calloc(n, sizeof(*ids));
+    size_t *at = calloc(n, sizeof(*at));
+    gpc_interruption *out = calloc(n, sizeof(*out));
+    size_t k = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    for (size_t i = 0; ids && at && out && i < n; i++)
+        if (nodes[i].provider_id[0] && !gpc_lc_is_terminal(nodes[i].phase)) {
+            ids[k] = nodes[i].provider_id;
+            at[k++] = i;
+        }
+    gpc_lc_ref r;
+    int rc = k ? gpc_lc_ref_open(s, c, &r, &e) : 0;
+    if (k && !rc)
+        rc = pv->prov->poll_interruptions(pv->ctx, &r.ref, ids, k, out, &e);
+    if (k)
+        gpc_lc_ref_close(s, c, &r);
+    if (rc)
+        gpc_debug(s->log, "could not poll interruption notices of %s: %s", c->name, e.msg);
+    for (size_t j = 0; !rc && j < k; j++) {
+        const gpc_node_rec *nd = &nodes[at[j]];
+        gpc_interruption *in = &out[j];
+        in->action[sizeof(in->action) - 1] = '\0';
+        in->detail[sizeof(in->detail) - 1] = '\0';
+        if (!in->action[0] || nd->rank >= nt || strcmp(seen[nd->rank], in->action) == 0)
+            continue;
+        snprintf(seen[nd->rank], sizeof(seen[0]), "%s", in->action);
+        char when[32] = "not given";
+        if (in->deadline > 0) {
+            time_t t = (time_t)in->deadline;
+            struct tm tm;
+            if (gmtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        }
+        gpc_lc_event(s, c->id, (int)nd->rank, "interruption", "%s notice for %s, deadline %s%s%s",
+                     in->action, nd->provider_id, when, in->detail[0] ? ": " : "", in->detail);
+        gpc_info(s->log, "gpuctl: node %s (%s) has a %s notice from %s, deadline %s",
+                 nd->name, nd->provider_id, in->action, pv->prov->name, when);
+    }
+    free(ids);
+    free(at);
+    free(out);
+}
+
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
                      int stream_logs, gpc_error *err)
 {
@@ -106,9 +163,11 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     uint32_t nt = c->nodes;
     long *offs = calloc(nt ? nt : 1, sizeof(long));
     gpc_buf *parts = calloc(nt ? nt : 1, sizeof(gpc_buf));
-    if (!offs || !parts) {
+    char (*seen)[32] = calloc(nt ? nt : 1, sizeof(*seen)); /* notices recorded, by rank */
+    if (!offs || !parts || !seen) {
         free(offs);
         free(parts);
+        free(seen);
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     for (uint32_t r = 0; r < nt; r++)
@@ -136,6 +195,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
         if (rc)
             break;
+        poll_notices(s, pv, c, nodes, n, seen, nt);
         /* Rank 0 decides the job; give the other nodes a grace period to
          * finish (and their logs to arrive) after it ends.  A worker that
          * failed while rank 0 lives fails the job after the same grace,
@@ -213,6 +273,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         gpc_buf_free(&parts[r]);
     free(parts);
     free(offs);
+    free(seen);
     if (rc)
         return rc;
     if (bad_name[0])
