@@ -301,47 +301,54 @@ static int instance_row(reader *r)
 /* ------------------------------------------------------------------ */
 /* The duplicate check.                                               */
 
-/* Rows by (provider, instance_type, region), then by their place in the
- * table (the pointers point into one array). */
-static int key_cmp(const void *pa, const void *pb)
+/* Two rows' keys in the order of a sorted table: provider, instance_type,
+ * region. */
+static int key_cmp(const gpc_catalog_row *a, const gpc_catalog_row *b)
+{
+    int d = strcmp(a->provider, b->provider);
+    if (!d)
+        d = strcmp(a->instance_type, b->instance_type);
+    return d ? d : strcmp(a->region, b->region);
+}
+
+/* Rows by key, then by their place in the table (the pointers point into
+ * one array). */
+static int by_key_then_place(const void *pa, const void *pb)
 {
     const gpc_catalog_row *a = *(const gpc_catalog_row *const *)pa;
     const gpc_catalog_row *b = *(const gpc_catalog_row *const *)pb;
-    int d = strcmp(a->instance_type, b->instance_type);
-    if (!d)
-        d = strcmp(a->region, b->region);
-    if (!d)
-        d = strcmp(a->provider, b->provider);
+    int d = key_cmp(a, b);
     return d ? d : (a > b) - (a < b);
 }
 
 /*
  * The first row (in table order) whose key an earlier row has, into *dup,
  * and that earlier row into *first; *dup NULL when every key is unique.
- * 0 or GPC_ERR_NOMEM.
+ * A table whose keys ascend (the built-in one, and any written by
+ * `catalog export` from it) has none, which one pass shows; any other is
+ * sorted once.  0 or GPC_ERR_NOMEM.
  */
 static int find_duplicate(const gpc_catalog_row *v, size_t n, const gpc_catalog_row **dup,
                           const gpc_catalog_row **first)
 {
     *dup = *first = NULL;
-    if (n < 2)
+    size_t i = 1;
+    while (i < n && key_cmp(&v[i - 1], &v[i]) < 0)
+        i++;
+    if (i >= n)
         return 0;
     const gpc_catalog_row **by_key = malloc(n * sizeof(*by_key));
     if (!by_key)
         return GPC_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         by_key[i] = &v[i];
-    qsort(by_key, n, sizeof(*by_key), key_cmp);
+    qsort(by_key, n, sizeof(*by_key), by_key_then_place);
     /* In a run of equal keys the rows are in table order: the run's second
      * row is its key's first repeat. */
-    for (size_t i = 1; i < n; i++) {
+    for (i = 1; i < n; i++) {
         const gpc_catalog_row *a = by_key[i - 1], *b = by_key[i];
-        bool run_start = i == 1 || strcmp(by_key[i - 2]->instance_type, a->instance_type) ||
-                         strcmp(by_key[i - 2]->region, a->region) ||
-                         strcmp(by_key[i - 2]->provider, a->provider);
-        if (run_start && !strcmp(a->instance_type, b->instance_type) &&
-            !strcmp(a->region, b->region) && !strcmp(a->provider, b->provider) &&
-            (!*dup || b < *dup)) {
+        bool run_start = i == 1 || key_cmp(by_key[i - 2], a) != 0;
+        if (run_start && key_cmp(a, b) == 0 && (!*dup || b < *dup)) {
             *dup = b;
             *first = a;
         }
