@@ -12,6 +12,10 @@ realistic offer and (provider, instance_type, region) stays unique.  The last
 copy is cut short to hit ROWS exactly.  Rows are sorted by (provider,
 instance_type, region) like the built-in file.
 
+bench/catalog.sh asks for 1,000, 25,000 (about AWS's instance types across
+all its regions, the largest catalog a user has) and 50,000 rows (to show
+that the cost grows linearly).
+
 Deterministic (same arguments, same bytes) and standard library only.  The
 output is benchmark input: write it to a temp dir, never commit it.
 """

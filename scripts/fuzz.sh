@@ -15,7 +15,7 @@ SECS=${1:-60}
 shift || true
 BUILD=${BUILD:-build-fuzz}
 JOBS=${JOBS:-1}
-ALL=(spec plan catalog_csv catalog_cache ec2 aws_config)
+ALL=(spec plan catalog_csv ec2 aws_config)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 case $SECS in ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$SECS'" >&2; exit 3 ;; esac

@@ -69,8 +69,7 @@ typedef struct gpc_catalog_source {
 
 /*
  * The ranges of a row's numbers.  The CSV loader refuses a cell outside
- * them (naming the file, line and column), the cache reader a row, and
- * gpc_plan_read a saved plan whose offer has such a figure; so every
+ * them (naming the file, line and column), and gpc_plan_read a saved plan whose offer has such a figure; so every
  * figure an offer carries is finite and small enough that cluster prices
  * (x 1,024 nodes) and totals (x 100 years of hours) stay exact enough.
  */
@@ -134,33 +133,10 @@ int gpc_catalog_load_builtin(gpc_catalog **out, gpc_error *err);
 int gpc_catalog_load_string(const char *name, const char *csv, size_t len,
                             gpc_catalog **out, gpc_error *err);
 
-/* Read `path` (at most GPC_CATALOG_MAX_BYTES) and parse it as above.
+/* Read `path` ("-": standard input; at most GPC_CATALOG_MAX_BYTES) and
+ * parse it as above, every time: nothing is kept between runs.
  * GPC_ERR_IO when it cannot be read. */
 int gpc_catalog_load_file(const char *path, gpc_catalog **out, gpc_error *err);
-
-/*
- * The parsed-table cache of gpc_catalog_load_file (so of --catalog,
- * $GPUCTL_CATALOG and the user-level override).  A regular file of at
- * least GPC_CATALOG_CACHE_MIN_BYTES is parsed once; its rows are kept in
- * a binary file in the cache directory -- $GPUCTL_CACHE_DIR, else
- * $XDG_CACHE_HOME/gpuctl (when absolute), else $HOME/.cache/gpuctl; in it
- * catalog/SHA256-OF-THE-FILE'S-REALPATH (directories made 0700, files
- * 0644, written to a temporary file and renamed).  A later load whose
- * file has the same device, inode, size, mtime and ctime (ns) reads the
- * rows from there, without reading or hashing the CSV; the result is the
- * same catalog (every row field, sha256 of the CSV bytes, origin = path).
- * Built-in and smaller files, "-" and pipes are never cached.
- *
- * A cache made by another build, or damaged, truncated or otherwise not
- * consistent (sizes, a CRC-32 (zlib) of the whole file, every offset,
- * index and value), is ignored silently: the CSV is parsed and the cache
- * written again.  A cache that cannot be written is no error either.
- * Accepted edge: a same-size rewrite of the CSV within one tick of the
- * file system's clock for both mtime and ctime (every write changes the
- * ctime) is not noticed.  Env GPUCTL_CATALOG_CACHE=0 turns the cache off:
- * nothing is read from it or written to it.
- */
-#define GPC_CATALOG_CACHE_MIN_BYTES (256u << 10)
 
 /*
  * The path of the user-level override: $GPUCTL_CONFIG_DIR/catalog.csv,

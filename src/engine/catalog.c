@@ -4,35 +4,26 @@
  * Three tables, all read with libcsv through one small reader: gpus.csv and
  * sources.csv (always the built-in copies) and the instance table (built-in
  * or a user's file).  The reader feeds libcsv one physical line at a time so
- * that every record knows the line it began on.  Columns are found by header
- * name.  The two small tables collect a record's cells and convert them at
- * its end; the instance table converts each cell as libcsv delivers it.
+ * that every record knows the line it began on, collects a record's cells,
+ * and hands the record to the table's row function at its end.  Columns are
+ * found by header name.
  *
- * The instance table may be large (a user's file of 100,000 rows, 12 MB,
- * should load in ~30 ms), so its path is one pass with little work per
- * cell: no copy of the cell, strings into an arena of large blocks (rows
- * point into blocks that never move), numbers read without strtod in the
- * common case, error paths kept out of line.  Duplicates are found after
- * the pass, in row order, with an open-addressing hash table.  libcsv alone
- * takes ~2.5 ns a byte (30 ms for 12 MB on the 2-core test machine), so a
- * table of 1 MiB or more is read in two parts on two threads: see
- * gpc_cat_load_instances (catalog_parts.c).  A file of 256 KiB or more is
- * parsed only once: its rows go to a binary cache file that later loads
- * read instead while the file is unchanged (see catalog_cache.c).
+ * The instance table is read in one pass: strings into an arena of blocks
+ * that never move, numbers with strtod; then the rows are sorted once by
+ * key to find a duplicate.  A user's table of 25,000 rows (about AWS's
+ * real size across all regions) loads and plans in well under 50 ms: see
+ * bench/README.md.
  *
  * This file: gpus.csv and sources.csv, loading, lookups and free; the other
- * parts (the reader, the instance table's rows, the cache, writing) are
- * listed in catalog_int.h.
+ * parts (the reader, the instance table's rows, writing) are listed in
+ * catalog_int.h.
  *
  * Every message has the form "NAME:LINE: [column: ]what is wrong".
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpuctl/catalog.h"
@@ -73,6 +64,14 @@ static const col_def source_cols[] = {
     {"usd_per_unit", true, false},
     {"notes", true, false},
 };
+
+/* What the row functions of gpus.csv and sources.csv fill (the reader's
+ * ctx). */
+typedef struct loader {
+    gpc_catalog *c;
+    arena *a;
+    size_t cap;           /* of the array being filled */
+} loader;
 
 static const char *col_str(reader *r, int k)
 {
@@ -181,11 +180,10 @@ static int load_builtin_table(loader *L, const char *file, const col_def *defs, 
 arena *gpc_cat_arena(const gpc_catalog *c) { return c->priv; }
 
 /*
- * The whole catalog: built-in GPUs and sources, then the instance table
- * `csv` (named `name` in messages; content errors get `code`).
+ * The whole catalog: its origin, the built-in GPUs and sources, then the
+ * instance table `csv` (named `name` in messages; content errors get
+ * `code`).
  */
-static int load_base(const char *origin, gpc_catalog **out, gpc_error *err);
-
 static int load(const char *name, const char *origin, gpc_code code, const char *csv,
                 size_t len, gpc_catalog **out, gpc_error *err)
 {
@@ -197,23 +195,6 @@ static int load(const char *name, const char *origin, gpc_code code, const char 
     }
     if (len > GPC_CATALOG_MAX_BYTES)
         return gpc_fail(err, code, "%s: larger than %u bytes", name, GPC_CATALOG_MAX_BYTES);
-    gpc_catalog *c;
-    int rc = load_base(origin, &c, err);
-    if (!rc)
-        rc = gpc_cat_load_instances(c, name, code, csv, len, err);
-    if (rc) {
-        gpc_catalog_free(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
-}
-
-/* A catalog with its origin, the built-in GPUs and sources, and no rows
- * yet; *out is NULL on failure.  err is not NULL. */
-static int load_base(const char *origin, gpc_catalog **out, gpc_error *err)
-{
-    *out = NULL;
     gpc_catalog *c = calloc(1, sizeof(*c));
     arena *a = calloc(1, sizeof(*a));
     if (!c || !a) {
@@ -236,6 +217,8 @@ static int load_base(const char *origin, gpc_catalog **out, gpc_error *err)
      * the catalog lists them by key */
     if (!rc && c->n_sources > 1)
         qsort(c->sources, c->n_sources, sizeof(*c->sources), source_cmp);
+    if (!rc)
+        rc = gpc_cat_load_instances(c, name, code, csv, len, err);
     if (rc) {
         gpc_catalog_free(c);
         return rc;
@@ -260,89 +243,15 @@ int gpc_catalog_load_string(const char *name, const char *csv, size_t len,
     return load(name, name, GPC_ERR_SPEC, csv, len, out, err);
 }
 
-/*
- * A regular file in one read() of the size fstat() gives; anything else
- * ("-", a pipe) through gpc_read_file.  (gpc_read_file reads 8 KiB at a
- * time into a buffer that doubles: 10 ms more on a 12 MB catalog.)
- */
-static int read_catalog_file(const char *path, char **out, size_t *out_len, gpc_error *err)
-{
-    struct stat st;
-    int fd = strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        return gpc_read_file(path, GPC_CATALOG_MAX_BYTES, out, out_len, err);
-    }
-    size_t cap = (size_t)st.st_size + 1, len = 0; /* + 1: a file that grew shows */
-    if ((uint64_t)st.st_size > GPC_CATALOG_MAX_BYTES) {
-        close(fd);
-        return gpc_fail(err, GPC_ERR_IO, "%s: larger than %u bytes", path,
-                        GPC_CATALOG_MAX_BYTES);
-    }
-    char *buf = malloc(cap + 1);
-    int rc = buf ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    if (buf)
-        gpc_cat_advise_huge(buf, cap);
-    while (!rc) {
-        if (len == cap) { /* it grew while being read */
-            char *p = cap > GPC_CATALOG_MAX_BYTES ? NULL : realloc(buf, 2 * cap + 1);
-            if (!p) {
-                rc = gpc_fail(err, GPC_ERR_IO, "%s: larger than %u bytes", path,
-                              GPC_CATALOG_MAX_BYTES);
-                break;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n == 0)
-            break;
-        if (n > 0)
-            len += (size_t)n;
-        else if (errno != EINTR)
-            rc = gpc_fail(err, GPC_ERR_IO, "%s: read error: %s", path, strerror(errno));
-    }
-    close(fd);
-    if (!rc && len > GPC_CATALOG_MAX_BYTES)
-        rc = gpc_fail(err, GPC_ERR_IO, "%s: larger than %u bytes", path, GPC_CATALOG_MAX_BYTES);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return 0;
-}
-
 int gpc_catalog_load_file(const char *path, gpc_catalog **out, gpc_error *err)
 {
     char *data = NULL;
     size_t len = 0;
     *out = NULL;
-    cache_ref *ref = malloc(sizeof(*ref));
-    bool cached = ref && gpc_cat_cache_prepare(path, ref);
-    if (cached) { /* the rows from the cache, or on to the CSV as without one */
-        gpc_catalog *c;
-        gpc_error local;
-        gpc_error_clear(&local);
-        if (!load_base(path, &c, &local)) {
-            if (gpc_cat_cache_read(c, ref)) {
-                free(ref);
-                *out = c;
-                return 0;
-            }
-            gpc_catalog_free(c);
-        }
-    }
-    int rc = read_catalog_file(path, &data, &len, err);
+    int rc = gpc_read_file(path, GPC_CATALOG_MAX_BYTES, &data, &len, err);
     if (!rc)
         rc = load(path, path, GPC_ERR_SPEC, data, len, out, err);
     free(data);
-    if (!rc && cached)
-        gpc_cat_cache_write(*out, ref);
-    free(ref);
     return rc;
 }
 

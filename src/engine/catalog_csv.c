@@ -15,6 +15,10 @@
 #include "gpuctl/util.h"
 #include "catalog_int.h"
 
+/* libcsv.c's parser state between records (ROW_NOT_BEGUN); csv_init sets
+ * it.  The state is a public member of struct csv_parser. */
+#define LIBCSV_ROW_NOT_BEGUN 0
+
 /* 'text' for messages: at most SHOW_MAX bytes (cut on a UTF-8 boundary),
  * control characters escaped so a message stays one readable line. */
 const char *gpc_cat_show(const char *s, size_t len, char buf[SHOW_MAX * 4 + 8])
@@ -63,26 +67,6 @@ int gpc_cat_rfail(reader *r, uint32_t line, const char *column, const char *fmt,
                     column ? column : "", column ? ": " : "", msg);
 }
 
-/* An error in a cell of the current record, held until its end. */
-int gpc_cat_cell_fail(reader *r, const char *column, const char *fmt, ...)
-{
-    char msg[GPC_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return gpc_fail(&r->pending, r->code, "%s:%u: %s: %s", r->name, (unsigned)r->rec_line,
-                    column, msg);
-}
-
-/* A message held in `pending` becomes the reader's error. */
-static int rfail_as(reader *r, gpc_code code, const char *msg)
-{
-    if (!r->err->code)
-        r->fail_line = code == GPC_ERR_NOMEM ? 0 : r->rec_line;
-    return gpc_fail(r->err, code, "%s", msg);
-}
-
 static const char *cell_text(const reader *r, size_t i) { return r->buf + r->cells[i].off; }
 
 /* The column name of header cell i, or NULL past the header. */
@@ -91,17 +75,13 @@ static const char *cell_column(const reader *r, size_t i)
     return i < r->ncols && r->col[i] >= 0 ? r->defs[r->col[i]].name : NULL;
 }
 
-/* libcsv's field callback for a record kept whole: the header, and the
- * rows of gpus.csv and sources.csv. */
+/* libcsv's field callback: the cell's bytes, NUL-terminated, into the
+ * record's buffer. */
 static void on_field(void *s, size_t len, void *data)
 {
     reader *r = data;
     if (r->rc)
         return;
-    if (r->on_cell && r->ncols) { /* a record began on the header's line */
-        r->on_cell(s, len, data);
-        return;
-    }
     if (r->n_cells == r->cells_cap) {
         size_t cap = r->cells_cap ? 2 * r->cells_cap : 32;
         cell *p = realloc(r->cells, cap * sizeof(*p));
@@ -191,13 +171,9 @@ static void on_record(int c, void *data)
         else if (r->n_cells != r->ncols)
             r->rc = gpc_cat_rfail(r, r->rec_line, NULL, "%zu cell%s where the header has %zu",
                                   r->n_cells, r->n_cells == 1 ? "" : "s", r->ncols);
-        else if (r->pending.code)
-            r->rc = rfail_as(r, r->pending.code, r->pending.msg);
         else
             r->rc = r->on_row(r);
     }
-    if (r->pending.code)
-        gpc_error_clear(&r->pending);
     r->n_cells = 0;
     r->buf_len = 0;
     /* The next record starts on this line at the earliest (after a lone CR,
@@ -218,56 +194,9 @@ static int parse_error(reader *r, struct csv_parser *p)
                          csv_strerror(status));
 }
 
-int gpc_cat_feeder_init(reader *r, feeder *f, const char *pos, const char *end)
-{
-    if (csv_init(&f->p, CSV_STRICT | CSV_STRICT_FINI) != 0)
-        return r->rc = gpc_fail(r->err, GPC_ERR_INTERNAL, "csv_init failed");
-    csv_set_blk_size(&f->p, 4096);
-    f->pos = pos;
-    f->end = end;
-    return 0;
-}
-
-/*
- * Feed the data to libcsv, one physical line (up to and with its '\n') per
- * call, until it ends, fails, or (header_only) the header has been read.
- * A record that begins while the parser is between records begins on the
- * line fed, so every record knows its first line even when a quoted cell
- * holds newlines.
- */
-int gpc_cat_feed(reader *r, feeder *f, bool header_only)
-{
-    while (f->pos < f->end && !r->rc && !(header_only && r->ncols)) {
-        const char *nl = memchr(f->pos, '\n', (size_t)(f->end - f->pos));
-        size_t n = nl ? (size_t)(nl + 1 - f->pos) : (size_t)(f->end - f->pos);
-        r->line++;
-        if (f->p.pstate == LIBCSV_ROW_NOT_BEGUN)
-            r->rec_line = r->line;
-        field_fn cb = r->on_cell && r->ncols ? r->on_cell : on_field;
-        if (csv_parse(&f->p, f->pos, n, cb, on_record, r) != n && !r->rc)
-            r->rc = parse_error(r, &f->p);
-        f->pos += n;
-    }
-    return r->rc;
-}
-
-/* The end of the data: the last record when no line end follows it. */
-int gpc_cat_feed_end(reader *r, feeder *f)
-{
-    field_fn cb = r->on_cell && r->ncols ? r->on_cell : on_field;
-    if (!r->rc && csv_fini(&f->p, cb, on_record, r) != 0 && !r->rc)
-        r->rc = gpc_cat_rfail(r, r->rec_line, cell_column(r, r->n_cells),
-                              "unterminated quoted cell (no closing '\"' before the end of "
-                              "the data)");
-    csv_free(&f->p);
-    if (!r->rc && !r->ncols)
-        r->rc = gpc_cat_rfail(r, 1, NULL, "no header row (the data is empty)");
-    return r->rc;
-}
-
 /* Skip a UTF-8 byte order mark (a spreadsheet's, not part of the first
  * column's name) and refuse a NUL byte: C strings end there. */
-int gpc_cat_check_bytes(reader *r, const char **csv, size_t *len)
+static int check_bytes(reader *r, const char **csv, size_t *len)
 {
     if (*len >= 3 && memcmp(*csv, "\xEF\xBB\xBF", 3) == 0) {
         *csv += 3;
@@ -282,16 +211,41 @@ int gpc_cat_check_bytes(reader *r, const char **csv, size_t *len)
     return r->rc = gpc_cat_rfail(r, line, NULL, "a NUL byte in the data");
 }
 
-/* Parse csv[0..len) as one table. */
+/*
+ * Parse csv[0..len) as one table.  libcsv gets one physical line (up to
+ * and with its '\n') per call: a record that begins while the parser is
+ * between records begins on the line fed, so every record knows its first
+ * line even when a quoted cell holds newlines.
+ */
 int gpc_cat_read_table(reader *r, const char *csv, size_t len)
 {
-    feeder f;
+    struct csv_parser p;
     r->line = 0;
     r->rec_line = 1;
-    if (gpc_cat_check_bytes(r, &csv, &len) || gpc_cat_feeder_init(r, &f, csv, csv + len))
+    if (check_bytes(r, &csv, &len))
         return r->rc;
-    gpc_cat_feed(r, &f, false);
-    return gpc_cat_feed_end(r, &f);
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0)
+        return r->rc = gpc_fail(r->err, GPC_ERR_INTERNAL, "csv_init failed");
+    csv_set_blk_size(&p, 4096);
+    for (const char *pos = csv, *end = csv + len; pos < end && !r->rc;) {
+        const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+        size_t n = nl ? (size_t)(nl + 1 - pos) : (size_t)(end - pos);
+        r->line++;
+        if (p.pstate == LIBCSV_ROW_NOT_BEGUN)
+            r->rec_line = r->line;
+        if (csv_parse(&p, pos, n, on_field, on_record, r) != n && !r->rc)
+            r->rc = parse_error(r, &p);
+        pos += n;
+    }
+    /* The end of the data: the last record when no line end follows it. */
+    if (!r->rc && csv_fini(&p, on_field, on_record, r) != 0 && !r->rc)
+        r->rc = gpc_cat_rfail(r, r->rec_line, cell_column(r, r->n_cells),
+                              "unterminated quoted cell (no closing '\"' before the end of "
+                              "the data)");
+    csv_free(&p);
+    if (!r->rc && !r->ncols)
+        r->rc = gpc_cat_rfail(r, 1, NULL, "no header row (the data is empty)");
+    return r->rc;
 }
 
 void gpc_cat_reader_free(reader *r)

@@ -1,8 +1,9 @@
 /*
- * catalog_rows.c - the instance table's cells into gpc_catalog_rows: plain
- * decimals read without strtod in the common case, names checked, strings
- * interned in the arena, and the duplicate check after the pass
- * (catalog_int.h).  Every cell goes through here: keep it lean.
+ * catalog_rows.c - the instance table's records into gpc_catalog_rows:
+ * each record's cells converted at its end (numbers with strtod, names
+ * checked, strings copied into the catalog's arena), then the duplicate
+ * check: the rows sorted once by key, equal neighbours compared
+ * (catalog_int.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -11,64 +12,35 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpuctl/util.h"
 #include "catalog_int.h"
-
-/* 10^0 .. 10^22: every one is exact as a double. */
-static const double pow10_exact[] = {
-    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
 
 /*
  * A plain decimal: optional '-', digits, optional '.' and digits ("15",
- * "0.526", ".5").  No '+', exponent, inf or nan.  The common case (at most
- * 2^53 as an integer of all digits, at most 22 decimals) is m / 10^k in
- * double arithmetic, which is correctly rounded because both operands are
- * exact (Clinger's fast path), so it equals strtod's result; anything else
- * goes to strtod.  strtod is ~10x slower and a catalog has ~10 numbers a row.
+ * "0.526", ".5").  The syntax is checked here, because strtod also takes
+ * '+', white space, exponents, hex, inf and nan; the value is strtod's.
+ * s[len] is '\0' (a cell of the reader's buffer).
  */
-/* gpc_cat_parse_num's rare case: many digits or decimals (syntax already checked). */
-__attribute__((cold, noinline))
-static num_rc parse_num_slow(const char *s, size_t len, double *out)
-{
-    char tmp[NUM_TEXT_MAX];
-    size_t neg = s[0] == '-';
-    if (len >= sizeof(tmp))
-        return NUM_BAD;
-    memcpy(tmp, s + neg, len - neg);
-    tmp[len - neg] = '\0';
-    double v = strtod(tmp, NULL);
-    if (!isfinite(v))
-        return NUM_BAD;
-    if (neg && v != 0)
-        return NUM_NEGATIVE;
-    *out = v;
-    return NUM_OK;
-}
-
 num_rc gpc_cat_parse_num(const char *s, size_t len, double *out)
 {
     if (len == 0)
         return NUM_EMPTY;
-    size_t neg = s[0] == '-', dot = 0; /* dot: index of '.' + 1; 0 = none */
-    uint64_t m = 0; /* wraps past 19 digits: then only strtod's result counts */
+    size_t neg = s[0] == '-', digits = 0;
+    bool dot = false;
     for (size_t i = neg; i < len; i++) {
-        unsigned d = (unsigned)(unsigned char)s[i] - '0';
-        if (d < 10)
-            m = m * 10 + d;
+        if (s[i] >= '0' && s[i] <= '9')
+            digits++;
         else if (s[i] == '.' && !dot)
-            dot = i + 1;
+            dot = true;
         else
             return NUM_BAD;
     }
-    size_t frac = dot ? len - dot : 0, digits = len - neg - (dot != 0);
-    if (digits == 0)
+    if (digits == 0 || len >= NUM_TEXT_MAX)
         return NUM_BAD;
-    if (digits > 19 || m > (UINT64_C(1) << 53) ||
-        frac >= sizeof(pow10_exact) / sizeof(pow10_exact[0]))
-        return parse_num_slow(s, len, out);
-    double v = frac ? (double)m / pow10_exact[frac] : (double)m;
-    if (s[0] == '-' && v != 0)
+    double v = strtod(s + neg, NULL);
+    if (!isfinite(v))
+        return NUM_BAD;
+    if (neg && v != 0)
         return NUM_NEGATIVE;
     *out = v; /* "-0" is 0 */
     return NUM_OK;
@@ -111,163 +83,64 @@ const char *gpc_fabric_name(gpc_fabric f)
                                                                         : "unknown";
 }
 
-/* A string cell, shared with the previous row's when equal: provider,
- * source and notes repeat from row to row, so most rows copy nothing. */
-static const char *intern(loader *L, int slot, const char *s, size_t len)
-{
-    if (L->prev[slot].s && L->prev[slot].len == len && memcmp(L->prev[slot].s, s, len) == 0)
-        return L->prev[slot].s;
-    const char *p = gpc_cat_arena_strndup(L->a, s, len);
-    if (!p)
-        return NULL; /* gpc_cat_instance_row reports it */
-    L->prev[slot].s = p;
-    L->prev[slot].len = len;
-    return p;
-}
+/* The rows being read (the reader's ctx). */
+typedef struct rows {
+    gpc_catalog *c;       /* the GPU table; rows go to the arena of its strings */
+    gpc_catalog_row *v;
+    size_t n, cap;
+} rows;
 
 /* [a-z][a-z0-9-]*: the providers gpuctl has and any it may get. */
-bool gpc_cat_provider_ok(const char *s, size_t len)
+static bool provider_ok(const char *s, size_t len)
 {
     if (len == 0 || len > 32 || !(s[0] >= 'a' && s[0] <= 'z'))
         return false;
     for (size_t i = 1; i < len; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || gpc_cat_is_digit((unsigned char)s[i]) || s[i] == '-'))
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
             return false;
     return true;
 }
 
-/* Whether one of the 8 bytes of w is below 0x21 or is 0x7f (bytes of
- * 0x80 and up, UTF-8, are fine): the "has a byte less than n" bit trick. */
-static bool word_has_bad(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t del = w ^ (0x7f * ones);
-    return (((w - 0x21 * ones) & ~w) | ((del - ones) & ~del)) & highs;
-}
-
 /* No white space or control characters: names passed to provider APIs.
- * Eight bytes at a time: this runs on two cells of every row. */
-bool gpc_cat_name_ok(const char *s, size_t len)
+ * (Bytes of 0x80 and up, UTF-8, are fine.) */
+static bool name_ok(const char *s, size_t len)
 {
-    uint64_t w;
-    if (len < 8) {
-        for (size_t i = 0; i < len; i++)
-            if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
-                return false;
-        return true;
-    }
-    for (size_t i = 0; i + 8 <= len; i += 8) {
-        memcpy(&w, s + i, 8);
-        if (word_has_bad(w))
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
             return false;
-    }
-    memcpy(&w, s + len - 8, 8); /* the last 8 bytes, overlapping */
-    return !word_has_bad(w);
+    return true;
 }
 
-static const gpc_gpu_info *find_gpu(const gpc_catalog *c, const char *s, size_t len)
+/* The GPU of a model cell: the exact spelling first, then any case. */
+static const gpc_gpu_info *find_gpu(const gpc_catalog *c, const char *s)
 {
-    /* s has no NUL; len > 0.  The exact spelling first, cheaply, then any case. */
-    for (size_t i = 0; i < c->n_gpus; i++) {
-        const char *m = c->gpus[i].model;
-        if (m[0] == s[0] && strncmp(m, s, len) == 0 && m[len] == '\0')
+    for (size_t i = 0; i < c->n_gpus; i++)
+        if (strcmp(c->gpus[i].model, s) == 0)
             return &c->gpus[i];
-    }
-    for (size_t i = 0; i < c->n_gpus; i++) {
-        const char *m = c->gpus[i].model;
-        if (strncasecmp(m, s, len) == 0 && m[len] == '\0')
-            return &c->gpus[i];
-    }
-    return NULL;
+    return gpc_catalog_gpu(c, s);
 }
 
-__attribute__((cold, noinline))
+/* "COLUMN: WHAT (got 'CELL')TAIL" for a cell of column k. */
+static int bad_cell(reader *r, int k, const char *what, const char *s, size_t len,
+                    const char *tail)
+{
+    char q[SHOW_MAX * 4 + 8];
+    return gpc_cat_rfail(r, r->rec_line, gpc_cat_instance_cols[k].name, "%s (got %s)%s", what,
+                         gpc_cat_show(s, len, q), tail);
+}
+
 static int bad_gpu(reader *r, const char *s, size_t len)
 {
-    const gpc_catalog *c = ((loader *)r->ctx)->c;
-    char known[GPC_ERROR_MSG_MAX / 2], q[SHOW_MAX * 4 + 8];
+    const gpc_catalog *c = ((rows *)r->ctx)->c;
+    char known[GPC_ERROR_MSG_MAX / 2];
     size_t o = 0;
     known[0] = '\0';
     for (size_t i = 0; i < c->n_gpus && o < sizeof(known); i++)
         o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", i ? ", " : "",
                               c->gpus[i].model);
-    return gpc_cat_cell_fail(r, "gpu_model", "unknown GPU model (got %s); known: %s",
-                             gpc_cat_show(s, len, q), known);
-}
-
-/* Room for twice the rows: realloc, or new arrays when they were a region
- * of a larger array. */
-int gpc_cat_grow_rows(loader *L)
-{
-    size_t cap = L->cap ? 2 * L->cap : 64;
-    if (L->fixed) {
-        gpc_catalog_row *rows = malloc(cap * sizeof(*rows));
-        uint32_t *tags = malloc(cap * sizeof(*tags));
-        if (!rows || !tags) {
-            free(rows);
-            free(tags);
-            return GPC_ERR_NOMEM;
-        }
-        memcpy(rows, L->rows, L->n_rows * sizeof(*rows));
-        memcpy(tags, L->tags, L->n_rows * sizeof(*tags));
-        L->rows = rows;
-        L->tags = tags;
-        L->fixed = false;
-    } else {
-        gpc_catalog_row *rows = realloc(L->rows, cap * sizeof(*rows));
-        if (!rows)
-            return GPC_ERR_NOMEM;
-        L->rows = rows;
-        uint32_t *tags = realloc(L->tags, cap * sizeof(*tags));
-        if (!tags)
-            return GPC_ERR_NOMEM;
-        L->tags = tags;
-    }
-    L->cap = cap;
-    return 0;
-}
-
-/* A new row with the defaults of absent columns. */
-static int start_row(reader *r, loader *L)
-{
-    static const gpc_catalog_row blank = {
-        .region = "", .gpu_model = "", .price_ondemand = -1, .price_spot = -1,
-        .price_ondemand_cny = -1, .price_spot_cny = -1, .source = "", .notes = ""};
-    if (L->n_rows >= UINT32_MAX - 1)
-        return gpc_fail(&r->pending, r->code, "%s:%u: too many rows", r->name,
-                        (unsigned)r->rec_line);
-    if (L->n_rows == L->cap && gpc_cat_grow_rows(L))
-        return gpc_fail(&r->pending, GPC_ERR_NOMEM, "out of memory");
-    L->row = &L->rows[L->n_rows];
-    L->key_parts = 0;
-    memcpy(L->row, &blank, sizeof(blank));
-    L->row->line = r->rec_line;
-    return 0;
-}
-
-static uint32_t key_hash(const gpc_catalog_row *row, const size_t len[3]);
-
-/* One of the key columns is in; with all three, hash the key for the
- * duplicate check (here, where the lengths are known). */
-static void key_part(loader *L, int part, size_t len)
-{
-    gpc_catalog_row *row = L->row;
-    L->key_len[part] = len;
-    if (++L->key_parts < 3 || !row->provider || !row->instance_type || !row->region)
-        return;
-    L->tag = key_hash(row, L->key_len);
-}
-
-/* "COLUMN: WHAT (got 'CELL')TAIL" for a cell of column k.  Error paths are
- * kept out of the functions every cell goes through: a message buffer on
- * their stack costs each call a stack-protector check. */
-__attribute__((cold, noinline))
-static int bad_cell(reader *r, int k, const char *what, const char *s, size_t len,
-                    const char *tail)
-{
-    char q[SHOW_MAX * 4 + 8];
-    return gpc_cat_cell_fail(r, gpc_cat_instance_cols[k].name, "%s (got %s)%s", what,
-                             gpc_cat_show(s, len, q), tail);
+    char tail[sizeof(known) + 16];
+    snprintf(tail, sizeof(tail), "; known: %s", known);
+    return bad_cell(r, I_GPU_MODEL, "unknown GPU model", s, len, tail);
 }
 
 /* The largest value of number column k (catalog.h has the ranges). */
@@ -282,21 +155,17 @@ static double col_max(int k)
     }
 }
 
-__attribute__((cold, noinline))
-static int too_large(reader *r, int k, const char *s, size_t len)
-{
-    char what[64];
-    snprintf(what, sizeof(what), "more than %.0f", col_max(k));
-    return bad_cell(r, k, what, s, len, "");
-}
-
 /* A number cell of column k: 0 .. col_max(k), or `empty` when the cell is. */
 static int num_cell(reader *r, int k, const char *s, size_t len, double empty, double *v)
 {
     switch (gpc_cat_parse_num(s, len, v)) {
     case NUM_OK:
-        /* gpu_count: its own message (convert_cell) */
-        return *v > col_max(k) && k != I_GPU_COUNT ? too_large(r, k, s, len) : 0;
+        if (*v > col_max(k) && k != I_GPU_COUNT) { /* gpu_count: its own message */
+            char what[64];
+            snprintf(what, sizeof(what), "more than %.0f", col_max(k));
+            return bad_cell(r, k, what, s, len, "");
+        }
+        return 0;
     case NUM_EMPTY:
         *v = empty;
         return 0;
@@ -317,7 +186,7 @@ static int fabric_cell_in(reader *r, gpc_catalog_row *row, const char *s, size_t
         return 0;
     }
     for (int f = GPC_FABRIC_NONE; f <= GPC_FABRIC_ERDMA; f++) {
-        if (strncmp(fabric_names[f], s, len) == 0 && fabric_names[f][len] == '\0') {
+        if (strcmp(fabric_names[f], s) == 0) {
             row->fabric = (gpc_fabric)f;
             return 0;
         }
@@ -326,61 +195,48 @@ static int fabric_cell_in(reader *r, gpc_catalog_row *row, const char *s, size_t
                     "; one of none, efa, infiniband, erdma, or empty when not known");
 }
 
-static int gpu_cell(reader *r, loader *L, gpc_catalog_row *row, const char *s, size_t len)
+/* A copy of a string cell in the catalog's arena into *out. */
+static int str_cell(reader *r, const char *s, size_t len, const char **out)
 {
-    if (len == 0)
-        return 0; /* CPU only: gpu_model "" and gpu NULL */
-    const gpc_gpu_info *g = L->prev_gpu;
-    if (!g || L->prev_gpu_len != len || memcmp(g->model, s, len) != 0) {
-        if (!(g = find_gpu(L->c, s, len)))
-            return bad_gpu(r, s, len);
-        L->prev_gpu = g;
-        L->prev_gpu_len = len;
-    }
-    /* Rows carry the table's spelling of the model. */
-    row->gpu = g;
-    row->gpu_model = g->model;
-    return 0;
+    *out = gpc_cat_arena_strndup(gpc_cat_arena(((rows *)r->ctx)->c), s, len);
+    return *out ? 0 : gpc_fail(r->err, GPC_ERR_NOMEM, "out of memory");
 }
 
-/* Column k's cell (s, len bytes, not NUL-terminated) into the row.  A
- * string that cannot be copied is left NULL for gpc_cat_instance_row to report. */
-static int convert_cell(reader *r, loader *L, gpc_catalog_row *row, int k, const char *s,
-                        size_t len)
+/* Column k's cell (s, len bytes, NUL-terminated) into the row. */
+static int convert_cell(reader *r, gpc_catalog_row *row, int k, const char *s, size_t len)
 {
     double v;
     int rc;
     switch (k) {
     case I_PROVIDER:
         /* Lengths: what a node request carries (provider.h gpc_offer). */
-        if (!gpc_cat_provider_ok(s, len) || len > 15)
+        if (!provider_ok(s, len) || len > 15)
             return bad_cell(r, k, "not a provider name: a lower-case letter, then letters, "
                             "digits or '-', at most 15", s, len, "");
-        if (len == 5 && memcmp(s, "local", 5) == 0)
+        if (strcmp(s, "local") == 0)
             return bad_cell(r, k, "the local provider's offer is this machine, which it "
                             "reports itself; the catalog cannot list it", s, len, "");
-        row->provider = intern(L, 0, s, len);
-        key_part(L, 0, len);
-        return 0;
+        return str_cell(r, s, len, &row->provider);
     case I_TYPE:
-        if (len == 0 || !gpc_cat_name_ok(s, len))
+        if (len == 0 || !name_ok(s, len))
             return bad_cell(r, k, len ? "white space or a control character" : "empty", s, len,
                             "");
         if (len > 63)
             return bad_cell(r, k, "longer than 63 bytes", s, len, "");
-        row->instance_type = gpc_cat_arena_strndup(L->a, s, len);
-        key_part(L, 1, len);
-        return 0;
+        return str_cell(r, s, len, &row->instance_type);
     case I_REGION:
-        if (!gpc_cat_name_ok(s, len))
+        if (!name_ok(s, len))
             return bad_cell(r, k, "white space or a control character", s, len, "");
         if (len > 47)
             return bad_cell(r, k, "longer than 47 bytes", s, len, "");
-        row->region = intern(L, 1, s, len);
-        key_part(L, 2, len);
-        return 0;
+        return str_cell(r, s, len, &row->region);
     case I_GPU_MODEL:
-        return gpu_cell(r, L, row, s, len);
+        if (len == 0)
+            return 0; /* CPU only: gpu_model "" and gpu NULL */
+        if (!(row->gpu = find_gpu(((rows *)r->ctx)->c, s)))
+            return bad_gpu(r, s, len);
+        row->gpu_model = row->gpu->model; /* rows carry the table's spelling */
+        return 0;
     case I_GPU_COUNT:
         if ((rc = num_cell(r, k, s, len, 0, &v)))
             return rc;
@@ -397,141 +253,143 @@ static int convert_cell(reader *r, loader *L, gpc_catalog_row *row, int k, const
     case I_SPOT: return num_cell(r, k, s, len, -1, &row->price_spot);
     case I_OD_CNY: return num_cell(r, k, s, len, -1, &row->price_ondemand_cny);
     case I_SPOT_CNY: return num_cell(r, k, s, len, -1, &row->price_spot_cny);
-    case I_SOURCE: row->source = intern(L, 2, s, len); return 0;
-    case I_NOTES: row->notes = intern(L, 3, s, len); return 0;
+    case I_SOURCE: return str_cell(r, s, len, &row->source);
+    case I_NOTES: return str_cell(r, s, len, &row->notes);
     default: return 0;
     }
 }
 
-/* libcsv's field callback for the instance table's data records. */
-void gpc_cat_instance_field(void *s, size_t len, void *data)
+/* The reader's row callback: one record into a new row, its cells in the
+ * order of the file (so the first bad cell is the one reported), then the
+ * checks of the whole row. */
+static int instance_row(reader *r)
 {
-    reader *r = data;
-    loader *L = r->ctx;
-    size_t i = r->n_cells++;
-    if (r->rc || r->pending.code || i >= r->ncols)
-        return;
-    if (i == 0 && start_row(r, L))
-        return;
-    convert_cell(r, L, L->row, r->col[i], s, len);
-}
-
-/* The last n < 8 bytes of a string as one word, with fixed-size loads (a
- * memcpy of a variable size is a library call). */
-static uint64_t tail_word(const char *s, size_t n)
-{
-    uint32_t a, b;
-    if (n >= 4) {
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4); /* overlaps a when n < 8 */
-        return (uint64_t)a << 32 | b;
+    static const gpc_catalog_row blank = {
+        .region = "", .gpu_model = "", .price_ondemand = -1, .price_spot = -1,
+        .price_ondemand_cny = -1, .price_spot_cny = -1, .source = "", .notes = ""};
+    rows *R = r->ctx;
+    if (R->n >= UINT32_MAX - 1)
+        return gpc_cat_rfail(r, r->rec_line, NULL, "too many rows");
+    if (R->n == R->cap) {
+        size_t cap = R->cap ? 2 * R->cap : 256;
+        gpc_catalog_row *v = realloc(R->v, cap * sizeof(*v));
+        if (!v)
+            return gpc_fail(r->err, GPC_ERR_NOMEM, "out of memory");
+        R->v = v;
+        R->cap = cap;
     }
-    if (n == 0)
-        return 0;
-    return (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[n / 2] << 8 |
-           (unsigned char)s[n - 1];
-}
-
-/* Mix n bytes into h, eight at a time (a byte at a time is three times
- * slower on 100,000 rows: each step waits for the previous multiply). */
-uint64_t gpc_cat_hash_bytes(uint64_t h, const char *s, size_t n)
-{
-    uint64_t w;
-    h ^= n;
-    for (; n >= 8; s += 8, n -= 8) {
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15u;
-        h ^= h >> 29;
+    gpc_catalog_row *row = &R->v[R->n];
+    *row = blank;
+    row->line = r->rec_line;
+    for (size_t i = 0; i < r->ncols; i++) {
+        int rc = r->col[i] < 0 ? 0
+                               : convert_cell(r, row, r->col[i], r->buf + r->cells[i].off,
+                                              r->cells[i].len);
+        if (rc)
+            return rc;
     }
-    h = (h ^ tail_word(s, n)) * 0x9e3779b97f4a7c15u;
-    return h ^ (h >> 29);
-}
-
-/* The slot tag of a row's (provider, instance type, region), of lengths
- * len[]: the high 32 bits of a hash ended by the murmur3 finaliser. */
-static uint32_t key_hash(const gpc_catalog_row *row, const size_t len[3])
-{
-    uint64_t h = 0;
-    h = gpc_cat_hash_bytes(h, row->provider, len[0]);
-    h = gpc_cat_hash_bytes(h, row->instance_type, len[1]);
-    h = gpc_cat_hash_bytes(h, row->region, len[2]);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 33;
-    return (uint32_t)(h >> 32);
-}
-
-static bool same_key(const gpc_catalog_row *a, const gpc_catalog_row *b)
-{
-    return strcmp(a->instance_type, b->instance_type) == 0 && strcmp(a->region, b->region) == 0 &&
-           strcmp(a->provider, b->provider) == 0;
-}
-
-static int dedup_resize(dedup *d, size_t rows)
-{
-    size_t n = 1024;
-    while (n < 2 * rows)
-        n *= 2;
-    if (n <= d->n_slots)
-        return 0;
-    uint64_t *slots = calloc(n, sizeof(*slots));
-    if (!slots)
-        return GPC_ERR_NOMEM;
-    for (size_t i = 0; i < d->n_slots; i++) {
-        size_t j = (size_t)(d->slots[i] >> 32) & (n - 1);
-        if (!d->slots[i])
-            continue;
-        while (slots[j])
-            j = (j + 1) & (n - 1);
-        slots[j] = d->slots[i];
-    }
-    free(d->slots);
-    d->slots = slots;
-    d->n_slots = n;
-    return 0;
-}
-
-/* Rows [from, to) of rows[], tags[] in; `expect`: the rows to make room
- * for in all.  Stops at the first duplicate.  0 or GPC_ERR_NOMEM. */
-int gpc_cat_dedup_add(dedup *d, const gpc_catalog_row *rows, const uint32_t *tags, size_t from,
-                      size_t to, size_t expect)
-{
-    if (d->dup != SIZE_MAX)
-        return 0;
-    if (dedup_resize(d, expect > to ? expect : to))
-        return GPC_ERR_NOMEM;
-    size_t mask = d->n_slots - 1;
-    for (size_t i = from; i < to; i++) {
-        if (i + 8 < to)
-            __builtin_prefetch(&d->slots[tags[i + 8] & mask]);
-        size_t j = tags[i] & mask;
-        for (; d->slots[j]; j = (j + 1) & mask) {
-            size_t o = (uint32_t)d->slots[j] - 1;
-            if ((uint32_t)(d->slots[j] >> 32) == tags[i] && same_key(&rows[o], &rows[i])) {
-                d->dup = i;
-                d->first = o;
-                return 0;
-            }
-        }
-        d->slots[j] = (uint64_t)tags[i] << 32 | (uint32_t)(i + 1);
-    }
-    d->n = to;
-    return 0;
-}
-
-/* The end of a record whose cells all converted: whole-row checks. */
-int gpc_cat_instance_row(reader *r)
-{
-    loader *L = r->ctx;
-    gpc_catalog_row *row = L->row;
-    if (!row->provider || !row->instance_type || !row->region || !row->source || !row->notes)
-        return gpc_fail(r->err, GPC_ERR_NOMEM, "out of memory");
     if (row->gpu && row->gpu_count == 0)
         return gpc_cat_rfail(r, r->rec_line, "gpu_count", "0 with gpu_model '%s' (at least 1)",
                              row->gpu_model);
     if (!row->gpu && row->gpu_count > 0)
         return gpc_cat_rfail(r, r->rec_line, "gpu_model", "empty with gpu_count %u",
                              (unsigned)row->gpu_count);
-    L->tags[L->n_rows++] = L->tag;
+    R->n++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The duplicate check.                                               */
+
+/* Two rows' keys in the order of a sorted table: provider, instance_type,
+ * region. */
+static int key_cmp(const gpc_catalog_row *a, const gpc_catalog_row *b)
+{
+    int d = strcmp(a->provider, b->provider);
+    if (!d)
+        d = strcmp(a->instance_type, b->instance_type);
+    return d ? d : strcmp(a->region, b->region);
+}
+
+/* Rows by key, then by their place in the table (the pointers point into
+ * one array). */
+static int by_key_then_place(const void *pa, const void *pb)
+{
+    const gpc_catalog_row *a = *(const gpc_catalog_row *const *)pa;
+    const gpc_catalog_row *b = *(const gpc_catalog_row *const *)pb;
+    int d = key_cmp(a, b);
+    return d ? d : (a > b) - (a < b);
+}
+
+/*
+ * The first row (in table order) whose key an earlier row has, into *dup,
+ * and that earlier row into *first; *dup NULL when every key is unique.
+ * A table whose keys ascend (the built-in one, and any written by
+ * `catalog export` from it) has none, which one pass shows; any other is
+ * sorted once.  0 or GPC_ERR_NOMEM.
+ */
+static int find_duplicate(const gpc_catalog_row *v, size_t n, const gpc_catalog_row **dup,
+                          const gpc_catalog_row **first)
+{
+    *dup = *first = NULL;
+    size_t i = 1;
+    while (i < n && key_cmp(&v[i - 1], &v[i]) < 0)
+        i++;
+    if (i >= n)
+        return 0;
+    const gpc_catalog_row **by_key = malloc(n * sizeof(*by_key));
+    if (!by_key)
+        return GPC_ERR_NOMEM;
+    for (i = 0; i < n; i++)
+        by_key[i] = &v[i];
+    qsort(by_key, n, sizeof(*by_key), by_key_then_place);
+    /* In a run of equal keys the rows are in table order: the run's second
+     * row is its key's first repeat. */
+    for (i = 1; i < n; i++) {
+        const gpc_catalog_row *a = by_key[i - 1], *b = by_key[i];
+        bool run_start = i == 1 || key_cmp(by_key[i - 2], a) != 0;
+        if (run_start && key_cmp(a, b) == 0 && (!*dup || b < *dup)) {
+            *dup = b;
+            *first = a;
+        }
+    }
+    free(by_key);
+    return 0;
+}
+
+int gpc_cat_load_instances(gpc_catalog *c, const char *name, gpc_code code, const char *csv,
+                           size_t len, gpc_error *err)
+{
+    rows R = {.c = c};
+    gpc_error read_err;
+    gpc_error_clear(&read_err);
+    reader r = {.name = name, .code = code, .err = &read_err, .defs = gpc_cat_instance_cols,
+                .n_defs = I_COUNT, .on_row = instance_row, .ctx = &R};
+    int rc = gpc_cat_read_table(&r, csv, len);
+    gpc_cat_reader_free(&r);
+    /* Reading stops at the first error, so every row read lies before it:
+     * a duplicate among them is the earlier fault (out of memory aside). */
+    const gpc_catalog_row *dup = NULL, *first = NULL;
+    if ((!rc || r.fail_line > 0) && find_duplicate(R.v, R.n, &dup, &first)) {
+        gpc_error_clear(&read_err);
+        rc = gpc_fail(&read_err, GPC_ERR_NOMEM, "out of memory");
+    } else if (dup) {
+        char q1[SHOW_MAX * 4 + 8], q2[SHOW_MAX * 4 + 8], q3[SHOW_MAX * 4 + 8];
+        gpc_error_clear(&read_err);
+        rc = gpc_fail(&read_err, code,
+                      "%s:%u: duplicate row for provider %s, instance_type %s, region %s "
+                      "(first on line %u)",
+                      name, (unsigned)dup->line,
+                      gpc_cat_show(dup->provider, strlen(dup->provider), q1),
+                      gpc_cat_show(dup->instance_type, strlen(dup->instance_type), q2),
+                      gpc_cat_show(dup->region, strlen(dup->region), q3), (unsigned)first->line);
+    }
+    if (rc) {
+        free(R.v);
+        return gpc_fail(err, read_err.code, "%s", read_err.msg);
+    }
+    c->rows = R.v;
+    c->n_rows = R.n;
+    gpc_sha256_hex(csv, len, c->sha256);
     return 0;
 }

@@ -26,7 +26,7 @@ export GPUCTL_CHECKIP_URL=http://127.0.0.1:9/
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-e2e.XXXXXX")
 STATE="$T/state"
-export GPUCTL_CACHE_DIR="$T/cache"   # the catalog cache: never ~/.cache
+export GPUCTL_CACHE_DIR="$T/cache"   # the aws image cache: never ~/.cache
 PASS=0
 FAIL=0
 

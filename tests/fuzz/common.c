@@ -78,8 +78,7 @@ const char *fuzz_init(void)
         "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
         "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI", "GPUCTL_CATALOG", "GPUCTL_SSH_PUBLIC_KEY",
-        "GPUCTL_SSH_CIDR", "GPUCTL_TEST_FAULT", "GPUCTL_CATALOG_PARALLEL_MIN",
-        "GPUCTL_CATALOG_CACHE"};
+        "GPUCTL_SSH_CIDR", "GPUCTL_TEST_FAULT"};
     for (size_t i = 0; i < sizeof(unset) / sizeof(unset[0]); i++)
         unsetenv(unset[i]);
     setenv("AWS_EC2_METADATA_DISABLED", "true", 1);

@@ -3,8 +3,8 @@
  * "Fuzzing").
  *
  * Each target is one LLVMFuzzerTestOneInput over one entry point of the
- * binary (the spec parser, the plan loader, the catalog loader and its
- * cache, the aws provider's answer readers, the AWS config readers).  It
+ * binary (the spec parser, the plan loader, the catalog loader, the aws
+ * provider's answer readers, the AWS config readers).  It
  * is linked two ways: with libFuzzer (clang, -DGPUCTL_FUZZ=ON) to fuzz,
  * and with replay.c (any compiler) as a ctest that runs every input of
  * its corpus once, so that the sanitizer suite replays each defect the

@@ -1,8 +1,7 @@
 /*
  * fuzz_catalog_csv.c - an instance table: CSV -> gpc_catalog_load_string
- * (what --catalog, $GPUCTL_CATALOG and the user's override go through),
- * on one thread (inputs of even length) or two (odd length:
- * GPUCTL_CATALOG_PARALLEL_MIN=1).  A table that loads must write back
+ * (what --catalog, $GPUCTL_CATALOG and the user's override go through).
+ * A table that loads must write back
  * (gpc_catalog_write_csv) to a CSV that loads to as many rows, and offer
  * selection must run over it.
  */
@@ -17,7 +16,6 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_init();
-    setenv("GPUCTL_CATALOG_PARALLEL_MIN", size % 2 ? "1" : "1000000000", 1);
     gpc_catalog *c = NULL;
     gpc_error err;
     gpc_error_clear(&err);

@@ -9,8 +9,6 @@ and the fake EC2 produce:
   plan           `gpuctl plan --out` of each example
   catalog_csv    the built-in instance table (providers/*/catalog.csv,
                  concatenated) and a small table
-  catalog_cache  the cache gpuctl writes for a small table padded with
-                 blank lines to GPC_CATALOG_CACHE_MIN_BYTES
   ec2            the fake EC2's answers (tests/fake/ec2.py, recorded by
                  record_ec2.py) to check, plan --live, apply, status, a
                  node whose job ended (its console), destroy, and to a
@@ -41,7 +39,6 @@ SMALL = (HDR +
          "aliyun,ecs.gn7i-c8g1.2xlarge,cn-beijing,A10,1,24,8,30,erdma,16,2.2,0.9,16.1,6.5,"
          "aliyun-api-2025,\n"
          "azure,Standard_NC4as_T4_v3,,T4,1,16,4,28,,,0.526,,,,,\n")
-CACHE_MIN = 256 << 10
 
 
 def clean_seeds(name):
@@ -96,15 +93,6 @@ def main():
             builtin += data if not builtin else data[data.index(b"\n") + 1:]
         put("catalog_csv", "gpu_instances.csv", builtin)
         put("catalog_csv", "small.csv", SMALL)
-
-        clean_seeds("catalog_cache")
-        big = os.path.join(tmp, "big.csv")
-        with open(big, "w") as f:
-            f.write(SMALL + "\n" * (CACHE_MIN + 64))
-        g("--catalog", big, "offers", check=True)
-        caches = glob.glob(os.path.join(tmp, "cache", "catalog", "*"))
-        assert len(caches) == 1, caches
-        put("catalog_cache", "small.cache", open(caches[0], "rb").read())
 
         ec2_seeds(tmp, env, g)
         aws_config_seeds()
