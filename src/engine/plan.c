@@ -255,7 +255,7 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
             gpc_error_clear(&e);
             rc = op.prov->live_prices(op.ctx, o, n, &updated, &e);
             if (rc)
-                gpc_fail(err, e.code, "--live: %s", e.msg);
+                gpc_error_wrap(err, &e, "--live");
         }
         /* a price out of the catalog's range (an answer of 1e300, inf or
          * nan) is the provider's error, not a price to plan with */
