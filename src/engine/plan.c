@@ -301,7 +301,7 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         }
         if (rc) {
             free(o);
-            return gpc_fail(err, e.code, "%s", e.msg);
+            return gpc_error_wrap(err, &e, NULL);
         }
         gpc_offer *all = realloc(own->offers, (own->n_offers + n) * sizeof(*all));
         if (!all) {
