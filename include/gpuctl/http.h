@@ -94,8 +94,9 @@ typedef struct gpc_http_response {
     gpc_buf body;            /* the body, NUL-terminated (limit: max_body) */
     gpc_buf headers;         /* the header lines, "Name: value\r\n" each,
                                 status line excluded (first 64 KiB) */
-    char request_id[128];    /* x-ms-request-id, x-amz-request-id,
-                                x-amzn-requestid or x-acs-request-id; "" if none */
+    char request_id[128];    /* the value of the first header named in
+                                opts->request_id_headers that the reply
+                                has; "" if none */
     long retry_after_s;      /* Retry-After in seconds (a date is turned into
                                 seconds from now); -1 = absent or unreadable */
     int attempts;            /* requests actually sent, >= 1 once sent (0 when
@@ -229,13 +230,30 @@ typedef struct gpc_http_opts {
     gpc_http_retry_fn should_retry;     /* NULL = the built-in rule */
     gpc_http_retry_note_fn on_retry;    /* NULL = none */
     void *arg;                          /* passed to the callbacks */
+    /*
+     * Names of the response headers that carry the service's id of the
+     * request, NULL-terminated, matched case-insensitively, e.g.
+     * {"x-amzn-RequestId", "x-amz-request-id", NULL}: each provider names
+     * its own.  The first such header of the reply (in the reply's order)
+     * fills resp->request_id and, on failure, err->remote.request_id.
+     * Borrowed for the call.  NULL = none (request_id stays "").
+     */
+    const char *const *request_id_headers;
 } gpc_http_opts;
 
 /*
  * Send req, retrying as described at the top of this file, and fill *resp.
  *
  * Returns 0 when the last reply is 2xx or listed in opts->accept.
- * Otherwise returns, with err filled (first failure wins):
+ * Otherwise returns, with err filled (first failure wins; when err held
+ * no failure before the call, a failure of the request itself also gets
+ * its remote details, gpc_error_remote: err->remote.http_status the last
+ * reply's status or 0, request_id resp->request_id, retryable 1 when the
+ * retry rule - the built-in one or opts->should_retry - wanted another
+ * attempt and the attempts ran out, 0 when it gave up at once or the body
+ * passed max_body; code stays "" for the caller, who knows the service's
+ * error document, to fill; no remote details for USAGE, INTERNAL, NOMEM,
+ * INTERRUPTED or a before_attempt failure):
  *   GPC_ERR_PROVIDER  "WHAT: GET https://host/path: HTTP 503 after 4 attempts"
  *                     (just "HTTP 400" when there was one attempt); the
  *                     reply's status, body and headers stay in *resp so that

@@ -59,10 +59,10 @@ static int delete_tagged(aws_ctx *c, const char *region, const char *uid,
             int drc = gpc_ec2_call(&c->ec2, region, del, &q, &d, &e);
             gpc_ec2_params_free(&q);
             xmlFreeDoc(d);
-            if (!drc || strstr(c->ec2.last_code, "NotFound") || strstr(c->ec2.last_code, "Unknown"))
+            if (!drc || strstr(e.remote.code, "NotFound") || strstr(e.remote.code, "Unknown"))
                 break;
-            int busy = strcmp(c->ec2.last_code, "DependencyViolation") == 0 ||
-                       strcmp(c->ec2.last_code, "InvalidPlacementGroup.InUse") == 0;
+            int busy = strcmp(e.remote.code, "DependencyViolation") == 0 ||
+                       strcmp(e.remote.code, "InvalidPlacementGroup.InUse") == 0;
             if (!busy || tries >= 5) {
                 gpc_buf_addf(left, NULL, "%s%s %s (%s)", left->len ? "; " : "", del + 6,
                              a.names[i], e.msg);

@@ -18,6 +18,11 @@
 #define EC2_BODY_MAX (1u << 20) /* UserData is at most 16 KiB before base64 */
 #define EC2_MAX_ATTEMPTS 6      /* aws.md 3.3: more than the SDK's 3 for provisioning */
 
+/* Where AWS puts the request id in a reply's headers (EC2's error
+ * document has it too, as <RequestID>). */
+static const char *const request_id_headers[] = {"x-amzn-RequestId", "x-amz-request-id",
+                                                 NULL};
+
 /* ---- error codes (aws.md section 3.2) --------------------------------- */
 
 static int in_list(const char *code, const char *const *list)
@@ -399,43 +404,57 @@ static int prepare(gpc_ec2 *e, const char *region, const char *action, const gpc
 
 /*
  * Turn what gpc_http_send* gave (hrc, he, resp) into the parsed answer or
- * the mapped error.  *skew is set to AWS's clock offset when the answer
+ * the mapped error, with its remote details (the EC2 code, the HTTP
+ * status, the request id, whether the retry rule wanted more); err holds
+ * no failure on entry.  *skew is set to AWS's clock offset when the answer
  * was RequestExpired with a usable Date header (the caller may re-sign).
  */
-static int finish(gpc_ec2 *e, const char *action, const char *what, int hrc,
-                  const gpc_error *he, const gpc_http_response *resp, xmlDoc **doc, long *skew,
-                  gpc_error *err)
+static int finish(const char *action, const char *what, int hrc, const gpc_error *he,
+                  const gpc_http_response *resp, xmlDoc **doc, long *skew, gpc_error *err)
 {
     *skew = 0;
+    const gpc_remote *hr = &he->remote;
+    int st = resp->status > 0 && resp->status <= 999 ? (int)resp->status : 0;
     if (hrc == 0) {
         *doc = xmlReadMemory(resp->body.data, (int)resp->body.len, "answer.xml", NULL,
                              XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        return *doc ? 0 : gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)",
-                                   what, resp->status);
+        if (*doc)
+            return 0;
+        int rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: the answer is not XML (HTTP %ld)", what,
+                          resp->status);
+        gpc_error_remote(err, st, NULL, resp->request_id, 0);
+        return rc;
     }
     if (hrc == GPC_ERR_INTERRUPTED) /* not the reply of an earlier attempt */
-        return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
-    char code[96], msg[600], rid[128];
+        return gpc_error_wrap(err, he, NULL);
+    char code[GPC_ERROR_CODE_MAX], msg[600], rid[GPC_ERROR_REQUEST_ID_MAX];
     error_fields(&resp->body, code, sizeof(code), msg, sizeof(msg), rid, sizeof(rid));
+    int rc;
     if (!code[0] && resp->status && hrc == GPC_ERR_PROVIDER) {
         char ctype[96];
         if (!gpc_http_header(resp, "Content-Type", ctype, sizeof(ctype)))
             snprintf(ctype, sizeof(ctype), "none");
         /* a gateway's 429/502/503/504 was retried: busy or down, not absent */
         if (gateway_retried(resp->status))
-            return gpc_fail(err, GPC_ERR_PROVIDER, "%s: the endpoint answered HTTP %ld without "
-                            "an EC2 error %d time(s) (Content-Type %s)", what, resp->status,
-                            resp->attempts, ctype);
-        return gpc_fail(err, GPC_ERR_PROVIDER, "%s: HTTP %ld with no EC2 error in the answer "
-                        "(Content-Type %s): the endpoint may not serve this action", what,
-                        resp->status, ctype);
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: the endpoint answered HTTP %ld without "
+                          "an EC2 error %d time(s) (Content-Type %s)", what, resp->status,
+                          resp->attempts, ctype);
+        else
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "%s: HTTP %ld with no EC2 error in the answer "
+                          "(Content-Type %s): the endpoint may not serve this action", what,
+                          resp->status, ctype);
+        gpc_error_remote(err, hr->http_status, NULL, hr->request_id, hr->retryable);
+        return rc;
     }
-    if (!code[0] && !resp->status && once_only(action))
-        return gpc_fail(err, (gpc_code)hrc, "%s (not sent again: EC2 may have carried it out, "
-                        "and %s has no idempotency token)", he->msg, action);
+    if (!code[0] && !resp->status && once_only(action)) {
+        rc = gpc_fail(err, (gpc_code)hrc, "%s (not sent again: EC2 may have carried it out, "
+                      "and %s has no idempotency token)", he->msg, action);
+        if (hr->set)
+            gpc_error_remote(err, hr->http_status, NULL, hr->request_id, hr->retryable);
+        return rc;
+    }
     if (!code[0])
-        return gpc_fail(err, (gpc_code)hrc, "%s", he->msg);
-    snprintf(e->last_code, sizeof(e->last_code), "%s", code);
+        return gpc_error_wrap(err, he, NULL);
     if (strcmp(code, "RequestExpired") == 0)
         *skew = skew_from(resp);
     gpc_code gc = gpc_ec2_error_code(code);
@@ -449,15 +468,18 @@ static int finish(gpc_ec2 *e, const char *action, const char *what, int hrc,
         hint = perm;
     } else if (gc == GPC_ERR_QUOTA)
         hint = " (raise the quota in the Service Quotas console)";
-    return gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
-                    rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
+    rc = gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
+                  rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
+    /* the retry rule's verdict: a throttling code whose attempts ran out */
+    gpc_error_remote(err, st, code, rid[0] ? rid : resp->request_id,
+                     hr->set ? hr->retryable : gpc_ec2_code_is_throttle(code));
+    return rc;
 }
 
 int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
                  const gpc_ec2_params *p, xmlDoc **doc, gpc_error *err)
 {
     *doc = NULL;
-    e->last_code[0] = '\0';
     char *url = NULL;
     gpc_buf body;
     int rc = prepare(e, region, action, p, &url, &body, err);
@@ -472,7 +494,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
     gpc_http_opts o = {
         .what = what, .client = e->http, .before_attempt = sign_attempt,
         .should_retry = retry_one, .on_retry = note_retry, .arg = &cc,
-        .max_attempts = EC2_MAX_ATTEMPTS,
+        .max_attempts = EC2_MAX_ATTEMPTS, .request_id_headers = request_id_headers,
     };
     /* at most twice: once more, re-signed with AWS's time, after a
      * RequestExpired that tells how far off our clock is */
@@ -486,10 +508,8 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         long skew = 0;
         gpc_error fe;
         gpc_error_clear(&fe);
-        rc = finish(e, action, what, hrc, &he, &resp, doc, &skew, &fe);
+        rc = finish(action, what, hrc, &he, &resp, doc, &skew, &fe);
         gpc_http_response_free(&resp);
-        if (!rc)
-            e->last_code[0] = '\0'; /* the code of the last failed call only */
         if (rc && skew && round == 0) {
             e->clock_offset_s += skew;
             gpc_debug(e->log, "aws: clock off by %ld s; signing with the server's time", skew);
@@ -497,7 +517,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
             continue;
         }
         if (rc)
-            gpc_fail(err, fe.code, "%s", fe.msg);
+            gpc_error_wrap(err, &fe, NULL);
         break;
     }
     gpc_buf_free(&body);
@@ -565,7 +585,6 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
         items[i].doc = NULL;
         items[i].rc = 0;
         items[i].attempts = 0;
-        items[i].code[0] = '\0';
         gpc_error_clear(&items[i].err);
         rc = prepare(e, items[i].region, items[i].action, items[i].params, &urls[i],
                      &bodies[i], err);
@@ -579,7 +598,7 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
     gpc_http_opts o = {
         .what = "aws", .client = e->http, .before_attempt = sign_many,
         .should_retry = retry_many, .on_retry = note_retry_many, .arg = &m,
-        .max_attempts = EC2_MAX_ATTEMPTS,
+        .max_attempts = EC2_MAX_ATTEMPTS, .request_id_headers = request_id_headers,
     };
     if (!rc) {
         e->calls += n;
@@ -592,13 +611,11 @@ int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error
         char what[128];
         snprintf(what, sizeof(what), "aws: %s (%s)", items[i].action, items[i].region);
         long skew;
-        e->last_code[0] = '\0';
-        items[i].rc = finish(e, items[i].action, what, rcs[i], &errs[i], &resps[i],
+        items[i].rc = finish(items[i].action, what, rcs[i], &errs[i], &resps[i],
                              &items[i].doc, &skew, &items[i].err);
-        snprintf(items[i].code, sizeof(items[i].code), "%s", items[i].rc ? e->last_code : "");
         items[i].attempts = resps[i].attempts;
         if (items[i].rc && !rc)
-            rc = gpc_fail(err, items[i].err.code, "%s", items[i].err.msg);
+            rc = gpc_error_wrap(err, &items[i].err, NULL);
     }
     for (size_t i = 0; resps && i < n; i++)
         gpc_http_response_free(&resps[i]);

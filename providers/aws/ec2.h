@@ -26,9 +26,12 @@
  * and Unsupported -> GPC_ERR_CAPACITY, InstanceLimitExceeded /
  * VcpuLimitExceeded / MaxSpotInstanceCountExceeded -> GPC_ERR_QUOTA,
  * SpotMaxPriceTooLow -> GPC_ERR_BUDGET, everything else GPC_ERR_PROVIDER.
- * The message reads "aws: ACTION (REGION): CODE: MESSAGE (request id ID)";
- * ec2->last_code keeps CODE for callers that treat some codes as success
- * (InvalidGroup.Duplicate, ...).
+ * The message reads "aws: ACTION (REGION): CODE: MESSAGE (request id ID)".
+ * The error's remote details (error.h) hold CODE (err->remote.code, for
+ * callers that treat some codes as success: InvalidGroup.Duplicate, ...),
+ * the HTTP status, the request id (<RequestID>, else the x-amzn-RequestId
+ * header) and whether the retry rule above wanted another attempt (a
+ * throttling code or a 5xx whose attempts ran out; a transport failure).
  */
 #ifndef GPUCTL_AWS_EC2_H
 #define GPUCTL_AWS_EC2_H
@@ -57,7 +60,6 @@ typedef struct gpc_ec2 {
     gpc_http_client *http;
     long clock_offset_s;      /* AWS time - our time, from a RequestExpired */
     const gpc_log *log;
-    char last_code[96];       /* the EC2 error code of the last failed call */
     unsigned long calls;      /* requests made (for -v) */
 } gpc_ec2;
 
@@ -97,8 +99,8 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
 /*
  * Several calls at once (src/helpers/http.c gpc_http_send_all, curl's multi
  * interface), e.g. one per region.  Each item's doc / rc / err receive what
- * gpc_ec2_call would have given (the caller frees every doc), and code
- * what last_code would have held.  Returns 0
+ * gpc_ec2_call would have given (the caller frees every doc; the EC2 code
+ * of a failure is err.remote.code).  Returns 0
  * when all succeeded, else the first failure's code (items tell each).
  * Credentials are resolved once before the batch.  No clock-skew retry.
  */
@@ -108,8 +110,8 @@ typedef struct gpc_ec2_batch_item {
     const gpc_ec2_params *params;   /* may be NULL */
     xmlDoc *doc;                    /* out */
     int rc;                         /* out */
-    gpc_error err;                  /* out */
-    char code[96];                  /* out: the EC2 error code, "" when none */
+    gpc_error err;                  /* out (err.remote.code: the EC2 error
+                                       code, "" when none) */
     int attempts;                   /* out: requests sent (more than 1: retried) */
 } gpc_ec2_batch_item;
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);

@@ -56,8 +56,9 @@ static double eip_backoff(int round)
 /* An AssociateAddress refusal that means "not running yet" (see above). */
 static int eip_pending(const gpc_ec2_batch_item *it)
 {
-    return strcmp(it->code, "IncorrectInstanceState") == 0 ||
-           (strcmp(it->code, "InvalidInstanceID") == 0 && strstr(it->err.msg, "pending"));
+    const char *code = it->err.remote.code;
+    return strcmp(code, "IncorrectInstanceState") == 0 ||
+           (strcmp(code, "InvalidInstanceID") == 0 && strstr(it->err.msg, "pending"));
 }
 
 /* One call of `action` in `region` per ps[i], at once (curl multi through
@@ -276,7 +277,7 @@ static void eip_release(aws_ctx *c, const char *region, const char *const *alloc
     if (n)
         eip_batch(c, region, "ReleaseAddress", ps, items, n);
     for (size_t i = 0; i < n; i++)
-        if (items[i].rc && strcmp(items[i].code, "InvalidAllocationID.NotFound") != 0)
+        if (items[i].rc && strcmp(items[i].err.remote.code, "InvalidAllocationID.NotFound") != 0)
             gpc_buf_addf(left, NULL, "%sElastic IP %s (%s)", left->len ? "; " : "", allocs[i],
                          items[i].err.msg);
     if (ps && items)
@@ -323,16 +324,16 @@ static int eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *regi
             nd->failed = 1;
             /* no EC2 error: the call may have been carried out (its reply
              * lost; ec2.c does not send AllocateAddress again) */
-            nd->unknown = !items[i].code[0];
+            nd->unknown = !items[i].err.remote.code[0];
             if (!items[i].rc)
                 gpc_fail(&nd->err, GPC_ERR_PROVIDER, "aws: AllocateAddress (%s) gave no "
                          "allocation id", region);
-            else if (strcmp(items[i].code, "AddressLimitExceeded") == 0)
+            else if (strcmp(items[i].err.remote.code, "AddressLimitExceeded") == 0)
                 gpc_fail(&nd->err, GPC_ERR_QUOTA, "%s: the room gpuctl saw in %s before "
                          "the launch was taken meanwhile ('EC2-VPC Elastic IPs')",
                          items[i].err.msg, region);
             else
-                gpc_fail(&nd->err, (gpc_code)items[i].rc, "%s", items[i].err.msg);
+                gpc_error_wrap(&nd->err, &items[i].err, NULL);
         }
     }
     if (ps && items)
@@ -704,7 +705,7 @@ int aws_release_tagged_addresses(aws_ctx *c, const char *region, const char *uid
         int gone = 1;
         if (s.addrs[i].assoc[0]) {
             gpc_ec2_batch_item *it = &items[k++];
-            gone = !it->rc || strcmp(it->code, "InvalidAssociationID.NotFound") == 0;
+            gone = !it->rc || strcmp(it->err.remote.code, "InvalidAssociationID.NotFound") == 0;
             if (!gone)
                 gpc_buf_addf(left, NULL, "%sElastic IP %s (%s)", left->len ? "; " : "",
                              s.addrs[i].alloc, it->err.msg);

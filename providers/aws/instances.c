@@ -85,7 +85,7 @@ int aws_describe(void *ctx, const char *region, const char *id, gpc_node_status 
     int rc = aws_describe_all(c, region, "DescribeInstances", &p, "reservationSet", pick_instance,
                               &a, &e);
     gpc_ec2_params_free(&p);
-    if ((rc && strcmp(c->ec2.last_code, "InvalidInstanceID.NotFound") == 0) ||
+    if ((rc && strcmp(e.remote.code, "InvalidInstanceID.NotFound") == 0) ||
         (!rc && !a.found)) {
         memset(out, 0, sizeof(*out));
         snprintf(out->provider_id, sizeof(out->provider_id), "%s", id);
@@ -97,7 +97,7 @@ int aws_describe(void *ctx, const char *region, const char *id, gpc_node_status 
     }
     if (!rc)
         job_result(c, region, out);
-    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+    return rc ? gpc_error_wrap(err, &e, NULL) : 0;
 }
 
 /*
@@ -265,10 +265,10 @@ int aws_terminate_ids(aws_ctx *c, const char *region, const char *const *ids, si
         rc = gpc_ec2_call(&c->ec2, region, "TerminateInstances", &p, &d, &e);
         gpc_ec2_params_free(&p);
         xmlFreeDoc(d);
-        if (rc && strcmp(c->ec2.last_code, "InvalidInstanceID.NotFound") == 0 && n == 1)
+        if (rc && strcmp(e.remote.code, "InvalidInstanceID.NotFound") == 0 && n == 1)
             rc = 0; /* already gone */
         if (rc)
-            gpc_fail(err, e.code, "%s", e.msg);
+            gpc_error_wrap(err, &e, NULL);
     }
     return rc;
 }

@@ -257,10 +257,12 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     if (!rc)
         rc = run_params(c, req, n, r, ti, subnet, batch, &p, err);
     xmlDoc *d = NULL;
-    if (!rc)
-        rc = gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, err);
+    gpc_error re;
+    gpc_error_clear(&re);
+    if (!rc && gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, &re))
+        rc = gpc_error_wrap(err, &re, NULL);
     gpc_ec2_params_free(&p);
-    if (rc && strncmp(c->ec2.last_code, "InvalidAMIID", 12) == 0) {
+    if (rc && strncmp(re.remote.code, "InvalidAMIID", 12) == 0) {
         /* the image went away (deregistered): forget it, cached or not */
         char path[PATH_MAX];
         if (aws_image_cache_path(c, r->region, path, sizeof(path)) == 0)

@@ -174,10 +174,10 @@ int aws_ensure_key(aws_ctx *c, const char *region, const char *kname, const char
     gpc_ec2_params_free(&p);
     free(b64);
     xmlFreeDoc(d);
-    if (rc && strcmp(c->ec2.last_code, "InvalidKeyPair.Duplicate") == 0)
+    if (rc && strcmp(e.remote.code, "InvalidKeyPair.Duplicate") == 0)
         rc = 0; /* made by an earlier apply of this cluster: reuse it */
     if (rc)
-        return gpc_fail(err, e.code, "%s", e.msg);
+        return gpc_error_wrap(err, &e, NULL);
     gpc_debug(c->log, "aws: key pair %s in %s from %s", kname, region, src);
     return 0;
 }
@@ -240,9 +240,9 @@ static int authorize(aws_ctx *c, const char *region, const char *action, const c
     int rc = gpc_ec2_call(&c->ec2, region, action, &p, &d, &e);
     gpc_ec2_params_free(&p);
     xmlFreeDoc(d);
-    if (rc && strcmp(c->ec2.last_code, "InvalidPermission.Duplicate") == 0)
+    if (rc && strcmp(e.remote.code, "InvalidPermission.Duplicate") == 0)
         return 0;
-    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+    return rc ? gpc_error_wrap(err, &e, NULL) : 0;
 }
 
 static int find_group(aws_ctx *c, const char *region, const char *vpc, const char *name,
@@ -289,10 +289,10 @@ int aws_ensure_group(aws_ctx *c, region_info *r, const char *name, const char *c
     if (!rc)
         gpc_xml_text(xmlDocGetRootElement(d), "groupId", sg, size);
     xmlFreeDoc(d);
-    if (rc && strcmp(c->ec2.last_code, "InvalidGroup.Duplicate") == 0)
+    if (rc && strcmp(e.remote.code, "InvalidGroup.Duplicate") == 0)
         rc = find_group(c, r->region, r->vpc, name, sg, size, &e);
     if (rc)
-        return gpc_fail(err, e.code, "%s", e.msg);
+        return gpc_error_wrap(err, &e, NULL);
     char cidr[64];
     ssh_cidr(c, cidr, sizeof(cidr));
     /* one rule a call: EC2 refuses a whole call for one rule it has, so
@@ -319,7 +319,7 @@ int aws_ensure_placement(aws_ctx *c, const char *region, const char *name,
     int rc = gpc_ec2_call(&c->ec2, region, "CreatePlacementGroup", &p, &d, &e);
     gpc_ec2_params_free(&p);
     xmlFreeDoc(d);
-    if (rc && strcmp(c->ec2.last_code, "InvalidPlacementGroup.Duplicate") == 0)
+    if (rc && strcmp(e.remote.code, "InvalidPlacementGroup.Duplicate") == 0)
         rc = 0;
-    return rc ? gpc_fail(err, e.code, "%s", e.msg) : 0;
+    return rc ? gpc_error_wrap(err, &e, NULL) : 0;
 }

@@ -176,6 +176,28 @@ static int take_item(const query *q, const cJSON *item, size_t idx, int page, gp
     return 0;
 }
 
+/* Where Azure puts the request id in a reply's headers. */
+static const char *const request_id_headers[] = {"x-ms-request-id", NULL};
+
+/*
+ * Re-raise he, a failed request's error, into err with the service's own
+ * error code added when the reply was an Azure error document
+ * ({"error": {"code", "message"}}; "Error"/"Code" spelled either way).
+ */
+static int request_failed(const gpc_http_response *resp, const gpc_error *he, gpc_error *err)
+{
+    gpc_error e = *he;
+    cJSON *doc = e.remote.set && resp->body.len
+                     ? cJSON_ParseWithLength(resp->body.data, resp->body.len) : NULL;
+    const cJSON *er = cJSON_GetObjectItem(doc, "error"); /* case-insensitive */
+    const cJSON *code = cJSON_GetObjectItem(er, "code");
+    if (cJSON_IsString(code) && code->valuestring[0])
+        gpc_error_remote(&e, e.remote.http_status, code->valuestring, e.remote.request_id,
+                         e.remote.retryable);
+    cJSON_Delete(doc);
+    return gpc_error_wrap(err, &e, NULL);
+}
+
 /* GET url and every page after it, feeding the items to take_item(). */
 static int fetch_pages(const query *q, const char *first_url, gpc_error *err)
 {
@@ -193,7 +215,11 @@ static int fetch_pages(const query *q, const char *first_url, gpc_error *err)
         gpc_http_request req = {.method = "GET", .url = url, .headers = headers,
                                 .n_headers = sizeof(headers) / sizeof(*headers)};
         gpc_http_response resp;
-        rc = gpc_http_send(&req, q->opts, &resp, err);
+        gpc_error he;
+        gpc_error_clear(&he);
+        rc = gpc_http_send(&req, q->opts, &resp, &he);
+        if (rc)
+            request_failed(&resp, &he, err);
         cJSON *doc = rc ? NULL : cJSON_ParseWithLength(resp.body.data ? resp.body.data : "",
                                                        resp.body.len);
         gpc_http_response_free(&resp);
@@ -252,6 +278,8 @@ int gpc_azure_retail_prices(const char *endpoint, const char *const *regions,
         o = *opts;
     if (!o.what)
         o.what = "azure retail prices";
+    if (!o.request_id_headers)
+        o.request_id_headers = request_id_headers;
     if (!endpoint)
         endpoint = GPC_AZURE_PRICES_ENDPOINT;
     *out = NULL;

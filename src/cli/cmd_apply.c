@@ -77,10 +77,7 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
     else
         cJSON_AddNullToObject(doc, "exit_code");
     if (err->code) {
-        cJSON *e = cJSON_AddObjectToObject(doc, "error");
-        cJSON_AddStringToObject(e, "code", gpc_code_name(err->code));
-        cJSON_AddStringToObject(e, "message", err->msg);
-        cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err->code));
+        gpc_json_add_error(doc, "error", err, gpc_exit_status(err->code));
     } else {
         cJSON_AddNullToObject(doc, "error");
     }
@@ -315,10 +312,7 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         cJSON_AddItemToObject(doc, "suggestions", sugg);
         sugg = NULL;
         if (rc) {
-            cJSON *e = cJSON_AddObjectToObject(doc, "error");
-            cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
-            cJSON_AddStringToObject(e, "message", err.msg);
-            cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err.code));
+            gpc_json_add_error(doc, "error", &err, gpc_exit_status(err.code));
             fprintf(stderr, "%s%s\n", cancelled ? "" : "gpuctl: error: ", err.msg);
         } else {
             cJSON_AddNullToObject(doc, "error");

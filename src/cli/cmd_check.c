@@ -99,10 +99,7 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv)
             if (res[i].ok) {
                 cJSON_AddNullToObject(j, "error");
             } else {
-                cJSON *e = cJSON_AddObjectToObject(j, "error");
-                cJSON_AddStringToObject(e, "code", gpc_code_name(res[i].err.code));
-                cJSON_AddStringToObject(e, "message", res[i].err.msg);
-                cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(res[i].err.code));
+                gpc_json_add_error(j, "error", &res[i].err, gpc_exit_status(res[i].err.code));
             }
             cJSON_AddItemToArray(arr, j);
         }

@@ -112,10 +112,7 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
         cJSON_AddStringToObject(doc, "file", file);
         cJSON_AddBoolToObject(doc, "valid", rc == 0);
         if (rc) {
-            cJSON *e = cJSON_AddObjectToObject(doc, "error");
-            cJSON_AddStringToObject(e, "code", gpc_code_name(err.code));
-            cJSON_AddStringToObject(e, "message", err.msg);
-            cJSON_AddNumberToObject(e, "exit_status", gpc_exit_status(err.code));
+            gpc_json_add_error(doc, "error", &err, gpc_exit_status(err.code));
             fprintf(stderr, "gpuctl: error: %s\n", err.msg);
         } else {
             cJSON_AddStringToObject(doc, "spec_hash", hash);

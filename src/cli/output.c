@@ -95,20 +95,42 @@ int gpc_report_error(const gpc_out *o, const gpc_error *err)
                                                                      : GPC_ERR_INTERNAL));
 }
 
+void gpc_json_add_error(cJSON *obj, const char *key, const gpc_error *err, int exit_status)
+{
+    cJSON *e = cJSON_AddObjectToObject(obj, key);
+    cJSON_AddStringToObject(e, "code", gpc_code_name(err->code));
+    cJSON_AddStringToObject(e, "message", err->msg);
+    cJSON_AddNumberToObject(e, "exit_status", exit_status);
+    const gpc_remote *r = &err->remote;
+    if (!r->set)
+        return;
+    if (r->code[0])
+        cJSON_AddStringToObject(e, "remote_code", r->code);
+    if (r->http_status)
+        cJSON_AddNumberToObject(e, "http_status", r->http_status);
+    if (r->request_id[0])
+        cJSON_AddStringToObject(e, "request_id", r->request_id);
+    cJSON_AddBoolToObject(e, "retryable", r->retryable);
+}
+
 int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status)
 {
-    gpc_code code = err->code ? err->code : GPC_ERR_INTERNAL;
-    const char *msg = err->msg[0] ? err->msg : "unknown error";
+    gpc_error shown = *err;
+    if (!shown.code)
+        shown.code = GPC_ERR_INTERNAL;
+    if (!shown.msg[0])
+        snprintf(shown.msg, sizeof(shown.msg), "unknown error");
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
-        cJSON *e = cJSON_AddObjectToObject(doc, "error");
-        cJSON_AddStringToObject(e, "code", gpc_code_name(code));
-        cJSON_AddStringToObject(e, "message", msg);
-        cJSON_AddNumberToObject(e, "exit_status", status);
+        gpc_json_add_error(doc, "error", &shown, status);
         gpc_print_json(doc);
     }
+    /* the request id for a support ticket, unless the message has it */
+    const char *rid = shown.remote.request_id;
+    int with_rid = rid[0] && !strstr(shown.msg, rid);
     int on = o->color_err_red;
-    fprintf(stderr, "%sgpuctl: error:%s %s\n", on ? "\033[1;31m" : "", on ? "\033[0m" : "", msg);
+    fprintf(stderr, "%sgpuctl: error:%s %s%s%s%s\n", on ? "\033[1;31m" : "", on ? "\033[0m" : "",
+            shown.msg, with_rid ? " (request id " : "", with_rid ? rid : "", with_rid ? ")" : "");
     return status;
 }
 

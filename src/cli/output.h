@@ -42,9 +42,13 @@ typedef struct gpc_out {
 /* Fill from the environment: isatty, NO_COLOR, TERM; the sink prints. */
 void gpc_out_init(gpc_out *o);
 
-/* Print an error as "gpuctl: error: MSG" on stderr, or as the JSON error
- * document {"schema_version":1,"error":{"code":..,"message":..,"exit_status":..}}
- * on stdout in JSON mode.  Returns the exit status for err->code. */
+/*
+ * Print an error as "gpuctl: error: MSG" on stderr - followed by
+ * " (request id ID)" when the error has a remote request id that MSG does
+ * not already show - and, in JSON mode, the JSON error document
+ * {"schema_version":1,"error":{...}} (gpc_json_add_error) on stdout too.
+ * Returns the exit status for err->code.
+ */
 int gpc_report_error(const gpc_out *o, const gpc_error *err);
 
 /* The same with another exit status than the code's (plan
@@ -59,6 +63,22 @@ int gpc_report_error_status(const gpc_out *o, const gpc_error *err, int status);
  * the exit status, 3 (docs/exit-codes.md).
  */
 int gpc_report_cancelled(const gpc_out *o, const char *what);
+
+/*
+ * Add to obj, under key, the JSON error object of err (docs/cli.md, "JSON
+ * documents"; docs/schema/error.schema.json):
+ *   code        gpc_code_name(err->code)
+ *   message     err->msg
+ *   exit_status exit_status
+ * and, when the failure came from a remote service (err->remote.set):
+ *   retryable   always (true/false)
+ *   remote_code only when the service gave its own code
+ *   http_status only when a reply came (not 0)
+ *   request_id  only when the service gave one
+ * Members without a value are left out, never null.
+ */
+void gpc_json_add_error(struct cJSON *obj, const char *key, const gpc_error *err,
+                        int exit_status);
 
 /* Print a cJSON document (takes ownership, adds schema_version first). */
 void gpc_print_json(struct cJSON *doc);

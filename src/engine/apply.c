@@ -127,6 +127,7 @@ static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *er
         }
     char msg[GPC_ERROR_MSG_MAX];
     snprintf(msg, sizeof(msg), "%s", err->msg);
+    gpc_remote remote = err->remote; /* the same failure, told at more length */
     if (c.destroyed_at) {
         /* closed: a failure's own message says it all */
         if (interrupted)
@@ -142,6 +143,7 @@ static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *er
                          "gpuctl apply finishes it, gpuctl destroy %s removes it", msg,
                          c.name, live, c.name);
     }
+    err->remote = remote;
     gpc_node_list_free(nodes, n);
     gpc_cluster_rec_free(&c);
 }
@@ -339,10 +341,10 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             continue;
         }
         if (next_ok && attempt > 0)
-            gpc_fail(err, rc, "no offer could be launched after %zu offer(s) in the plan's "
-                     "failover order; last: %s", attempt + 1, e.msg);
+            gpc_error_wrap(err, &e, "no offer could be launched after %zu offer(s) in the "
+                           "plan's failover order; last", attempt + 1);
         else if (rc)
-            gpc_fail(err, e.code, "%s", e.msg);
+            gpc_error_wrap(err, &e, NULL);
         break;
     }
     if (rc && res->cluster_id)

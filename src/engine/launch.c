@@ -626,7 +626,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
                 gpc_node_list_free(fresh, nf);
             }
         }
-        gpc_fail_replace(&last_err, e.code, "%s", e.msg);
+        last_err = e; /* its remote details too */
         gpc_buf_addf(&tried, NULL, "%s%s", tried.len ? ", " : "", zones[z][0] ? zones[z] : "-");
         /* interrupted: the safe point; what follows cleans up, and its
          * calls go through unless interrupted again */
@@ -655,13 +655,14 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
     }
     if (!rc && last) {
         if (nz > 1 && last == GPC_ERR_CAPACITY)
-            rc = gpc_fail(err, last, "%s: no capacity for %s %s in %s (zones tried: %s); last: "
-                          "%s", pv->prov->name, chosen->worker.instance_type,
-                          chosen->worker.spot ? "spot" : "on-demand", chosen->worker.region,
-                          gpc_buf_str(&tried), last_err.msg);
+            rc = gpc_error_wrap(err, &last_err, "%s: no capacity for %s %s in %s (zones tried: "
+                                "%s); last", pv->prov->name, chosen->worker.instance_type,
+                                chosen->worker.spot ? "spot" : "on-demand",
+                                chosen->worker.region, gpc_buf_str(&tried));
+        else if (last_err.code)
+            rc = gpc_error_wrap(err, &last_err, NULL);
         else
-            rc = gpc_fail(err, last_err.code ? last_err.code : (gpc_code)last, "%s",
-                          last_err.msg);
+            rc = gpc_fail(err, (gpc_code)last, "%s", last_err.msg);
     }
     if (rc && !left && !res->created && !alive_before && !any_unknown(nodes, n)) {
         /* nothing of this cluster lives: close it, after the provider's

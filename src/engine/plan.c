@@ -255,7 +255,7 @@ static int live_prices(gpc_session *s, gpc_catalog *cat, const gpc_selection *se
             gpc_error_clear(&e);
             rc = op.prov->live_prices(op.ctx, o, n, &updated, &e);
             if (rc)
-                gpc_fail(err, e.code, "--live: %s", e.msg);
+                gpc_error_wrap(err, &e, "--live");
         }
         /* a price out of the catalog's range (an answer of 1e300, inf or
          * nan) is the provider's error, not a price to plan with */
@@ -301,7 +301,7 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         }
         if (rc) {
             free(o);
-            return gpc_fail(err, e.code, "%s", e.msg);
+            return gpc_error_wrap(err, &e, NULL);
         }
         gpc_offer *all = realloc(own->offers, (own->n_offers + n) * sizeof(*all));
         if (!all) {

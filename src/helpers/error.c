@@ -11,6 +11,15 @@ void gpc_error_clear(gpc_error *err)
         return;
     err->code = GPC_OK;
     err->msg[0] = '\0';
+    memset(&err->remote, 0, sizeof(err->remote));
+}
+
+/* Newlines and other control characters become spaces: one line each. */
+static void one_line(char *s, int all_controls)
+{
+    for (char *p = s; *p; p++)
+        if (*p == '\n' || *p == '\r' || (all_controls && (unsigned char)*p < 0x20))
+            *p = ' ';
 }
 
 static void set_msg(gpc_error *err, gpc_code code, const char *fmt, va_list ap)
@@ -20,9 +29,8 @@ static void set_msg(gpc_error *err, gpc_code code, const char *fmt, va_list ap)
 {
     err->code = code;
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    for (char *p = err->msg; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    one_line(err->msg, 0);
+    memset(&err->remote, 0, sizeof(err->remote));
 }
 
 int gpc_fail(gpc_error *err, gpc_code code, const char *fmt, ...)
@@ -46,6 +54,56 @@ int gpc_fail_replace(gpc_error *err, gpc_code code, const char *fmt, ...)
         set_msg(err, code, fmt, ap);
         va_end(ap);
     }
+    return (int)code;
+}
+
+void gpc_error_remote(gpc_error *err, int http_status, const char *remote_code,
+                      const char *request_id, int retryable)
+{
+    if (!err || err->code == GPC_OK)
+        return;
+    gpc_remote *r = &err->remote;
+    /* the arguments may be err's own fields (details passed back) */
+    char code[sizeof(r->code)], rid[sizeof(r->request_id)];
+    snprintf(code, sizeof(code), "%s", remote_code ? remote_code : "");
+    snprintf(rid, sizeof(rid), "%s", request_id ? request_id : "");
+    r->set = 1;
+    r->http_status = http_status > 0 ? http_status : 0;
+    r->retryable = retryable != 0;
+    memcpy(r->code, code, sizeof(code));
+    memcpy(r->request_id, rid, sizeof(rid));
+    one_line(r->code, 1);
+    one_line(r->request_id, 1);
+}
+
+int gpc_error_wrap(gpc_error *outer, const gpc_error *inner, const char *fmt, ...)
+{
+    int has_inner = inner && inner->code != GPC_OK;
+    gpc_code code = has_inner ? inner->code : GPC_ERR_INTERNAL;
+    if (!outer)
+        return (int)code;
+    if (outer->code != GPC_OK)
+        return (int)outer->code;
+    const char *msg = has_inner ? inner->msg : "unknown error";
+    int n = 0;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        n = vsnprintf(outer->msg, sizeof(outer->msg), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            n = 0;
+        if ((size_t)n < sizeof(outer->msg))
+            n += snprintf(outer->msg + n, sizeof(outer->msg) - (size_t)n, ": ");
+    }
+    if ((size_t)n < sizeof(outer->msg))
+        snprintf(outer->msg + n, sizeof(outer->msg) - (size_t)n, "%s", msg);
+    one_line(outer->msg, 0);
+    outer->code = code;
+    if (has_inner)
+        outer->remote = inner->remote;
+    else
+        memset(&outer->remote, 0, sizeof(outer->remote));
     return (int)code;
 }
 

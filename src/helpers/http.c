@@ -218,10 +218,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
-static const char *const request_id_headers[] = {
-    "x-ms-request-id", "x-amz-request-id", "x-amzn-requestid", "x-acs-request-id",
-};
-
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
 {
     xfer *x = userp;
@@ -246,10 +242,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
     char v[128];
     if (header_value(data, len, "retry-after", v, sizeof(v)))
         r->retry_after_s = parse_retry_after(v);
-    for (size_t i = 0; i < sizeof(request_id_headers) / sizeof(*request_id_headers); i++)
-        if (!r->request_id[0])
-            header_value(data, len, request_id_headers[i], r->request_id,
-                         sizeof(r->request_id));
+    for (size_t i = 0; x->id_headers && x->id_headers[i] && !r->request_id[0]; i++)
+        header_value(data, len, x->id_headers[i], r->request_id, sizeof(r->request_id));
     return n;
 }
 
@@ -575,6 +569,7 @@ static void slot_prepare(const engine *e, slot *s)
     response_init(s->resp, e->max_body);
     s->x.resp = s->resp;
     s->x.max_body = e->max_body;
+    s->x.id_headers = e->o->request_id_headers;
     gpc_http_redact_url(req->url, s->shown, sizeof(s->shown));
     int rc;
     if (!req->url || !*req->url) {
@@ -666,6 +661,17 @@ static void slot_retry_in(const engine *e, slot *s, long ms)
     s->due_ms = http_now_ms() + (double)ms;
 }
 
+/* The request failed for good (rc, just recorded into s->err): attach what
+ * the service said, when s->err held nothing before this failure (fresh),
+ * and end the slot. */
+static void slot_failed(slot *s, int rc, int fresh, long status, int retryable)
+{
+    if (fresh)
+        gpc_error_remote(s->err, status > 0 && status <= 999 ? (int)status : 0, NULL,
+                         s->resp->request_id, retryable);
+    slot_done(s, rc);
+}
+
 /* An attempt ended (its handle is out of the multi handle): success, a
  * retry later, or the final failure. */
 static void slot_finish(const engine *e, slot *s, CURLcode cc)
@@ -673,13 +679,17 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
     gpc_http_response *resp = s->resp;
     const char *what = e->what, *method = s->method, *shown = s->shown;
     int attempt = s->attempt;
+    int fresh = s->err->code == GPC_OK; /* failures below are this request's */
     const char *text = s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc);
     if (cc == CURLE_OK && !s->x.too_big)
         curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &resp->status);
     http_trace_reply(s, cc, text);
     if (s->x.too_big) {
-        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than "
-                              "%zu bytes", what, method, shown, e->max_body));
+        long status = 0; /* a reply came, cut short: its status for the error */
+        curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &status);
+        slot_failed(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than "
+                                "%zu bytes", what, method, shown, e->max_body),
+                    fresh, status, 0);
         return;
     }
     if (s->x.no_mem) {
@@ -688,23 +698,27 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
         return;
     }
     if (cc != CURLE_OK) {
-        if (want_retry(e, s, transient_curl_error(cc)) && attempt < e->max_attempts) {
+        int again = want_retry(e, s, transient_curl_error(cc));
+        if (again && attempt < e->max_attempts) {
             slot_retry_in(e, s, backoff_ms(attempt, e->base_ms, e->cap_ms));
             return;
         }
         if (attempt > 1)
-            slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s (after %d "
-                                  "attempts)", what, method, shown, text, attempt));
+            slot_failed(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s (after %d "
+                                    "attempts)", what, method, shown, text, attempt),
+                        fresh, 0, again);
         else
-            slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s", what, method,
-                                  shown, text));
+            slot_failed(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: %s", what, method,
+                                    shown, text),
+                        fresh, 0, again);
         return;
     }
     if (accepted_status(resp->status, e->o)) {
         slot_done(s, 0);
         return;
     }
-    if (want_retry(e, s, retryable_status(resp->status)) && attempt < e->max_attempts) {
+    int again = want_retry(e, s, retryable_status(resp->status));
+    if (again && attempt < e->max_attempts) {
         long cap = e->cap_ms;
         if (resp->retry_after_s >= 0)
             slot_retry_in(e, s, resp->retry_after_s > cap / 1000 ? cap
@@ -714,11 +728,13 @@ static void slot_finish(const engine *e, slot *s, CURLcode cc)
         return;
     }
     if (attempt > 1)
-        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld after %d attempts",
-                              what, method, shown, resp->status, attempt));
+        slot_failed(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld after %d "
+                                "attempts", what, method, shown, resp->status, attempt),
+                    fresh, resp->status, again);
     else
-        slot_done(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld", what, method,
-                              shown, resp->status));
+        slot_failed(s, gpc_fail(s->err, GPC_ERR_PROVIDER, "%s: %s %s: HTTP %ld", what, method,
+                                shown, resp->status),
+                    fresh, resp->status, again);
 }
 
 /* libcurl's multi handle failed: end every request not yet done. */

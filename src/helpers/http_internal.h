@@ -24,6 +24,7 @@ enum { BODY_OTHER, BODY_FORM, BODY_JSON };
 typedef struct xfer {
     gpc_http_response *resp;
     size_t max_body;
+    const char *const *id_headers; /* opts->request_id_headers */
     int too_big;  /* the body passed max_body */
     int no_mem;   /* an append failed for want of memory */
 } xfer;

@@ -269,6 +269,15 @@ expect_eq "h: error auth, exit_status 20" "auth 20" \
     "$(json_get "$T/h.json" 'd["error"]["code"] + " " + str(d["error"]["exit_status"])')"
 expect_match "h: the message is EC2's AuthFailure" "AuthFailure" "$(json_get "$T/h.json" 'd["error"]["message"]')"
 expect_eq "h: one call, refused" "DescribeInstanceTypeOfferings!AuthFailure" "$(actions 0)"
+# what EC2 said, apart: its code, the 401, the request id of that call (the
+# fake's log), and no use in sending it again
+RID_H=$(logq '[l["request_id"] for l in L if l["action"] == "DescribeInstanceTypeOfferings"][-1]')
+expect_eq "h: the fake's request id" "00000000-0000-4000-8000-000000000001" "$RID_H"
+expect_eq "h: -o json: remote_code, http_status, request_id, retryable" \
+    "AuthFailure 401 $RID_H False" \
+    "$(json_get "$T/h.json" '" ".join(str(d["error"][k]) for k in ("remote_code", "http_status", "request_id", "retryable"))')"
+check_schema "$T/h.json" apply
+expect_eq "h: the error line names the request id once" 1 "$(grep -c -- "request id $RID_H" "$T/h.err")"
 expect_eq "h: nothing made at the fake" "0 0 0 0" \
     "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"])))')"
 g -o json status > "$T/h-status.json"
@@ -279,12 +288,25 @@ run_rc rc env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$GPUCTL_BIN" --stat
     -o json apply -f denied.yaml "${P[@]}" > "$T/h2.json" 2> "$T/h2.err"
 expect_eq "h: no credentials at all: exit 20" 20 "$rc"
 expect_eq "h: error auth" "auth" "$(json_get "$T/h2.json" 'd["error"]["code"]')"
+expect_eq "h: no request made, so no remote details" "code exit_status message" \
+    "$(json_get "$T/h2.json" '" ".join(sorted(d["error"]))')"
 # the chain (providers/aws/config.c): environment, the two files (shown
 # with ~ for $HOME), no container variables, metadata disabled
 expect_eq "h: the message lists what was tried" \
     "no AWS credentials found for profile 'default': tried environment variables, shared credentials file ~/aws-creds (no such file), config file ~/aws-config (no such file), EC2 instance metadata (disabled by AWS_EC2_METADATA_DISABLED); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the profile keys (aws configure)" \
     "$(json_get "$T/h2.json" 'd["error"]["message"]')"
 expect_eq "h: still no EC2 call made" "DescribeInstanceTypeOfferings!AuthFailure" "$(actions 0)"
+# a command without its own document: the error document carries them too
+run_rc rc env AWS_SECRET_ACCESS_KEY=$BAD "$GPUCTL_BIN" --state-dir "$STATE" -o json \
+    plan -f denied.yaml --live > "$T/h3.json" 2> "$T/h3.err"
+expect_eq "h: plan --live with a wrong secret: exit 20" 20 "$rc"
+check_schema "$T/h3.json" error
+RID_H3=$(logq 'L[-1]["request_id"] + " " + str(L[-1]["error"])')
+expect_eq "h: plan --live: remote_code, http_status, request_id, retryable" \
+    "AuthFailure 401 ${RID_H3%% *} False" \
+    "$(json_get "$T/h3.json" '" ".join(str(d["error"][k]) for k in ("remote_code", "http_status", "request_id", "retryable"))')"
+expect_eq "h: ... of the last call, refused" "AuthFailure" "${RID_H3#* }"
+no_secret "$BAD" h "h: plan --live, wrong secret"
 
 # ---- i. no capacity in any zone of the region -----------------------------------------
 echo '[{"action": "RunInstances", "region": "us-east-1", "code": "InsufficientInstanceCapacity"}]' > "$T/i-faults.json"
@@ -297,6 +319,16 @@ expect_eq "i: error capacity" "capacity 22" \
 expect_match "i: the error lists the zones tried" \
     "^aws: no capacity for p4d.24xlarge on-demand in us-east-1 \(zones tried: us-east-1a, us-east-1b, us-east-1c\); last: aws: RunInstances \(us-east-1\): InsufficientInstanceCapacity" \
     "$(json_get "$T/i1.json" 'd["error"]["message"]')"
+# the last refusal's details, through the failover walk: EC2's code, its
+# 500, the request id of the last RunInstances, not to be retried as is
+RID_I=$(logq '[l["request_id"] for l in L if l["action"] == "RunInstances"][-1]')
+expect_match "i: the fake's request id" "^00000000-0000-4000-8000-0000000000[0-9][0-9]$" "$RID_I"
+expect_eq "i: -o json: remote_code, http_status, request_id, retryable" \
+    "InsufficientInstanceCapacity 500 $RID_I False" \
+    "$(json_get "$T/i1.json" '" ".join(str(d["error"][k]) for k in ("remote_code", "http_status", "request_id", "retryable"))')"
+expect_match "i: the message holds that request id" "\(request id $RID_I\)$" \
+    "$(json_get "$T/i1.json" 'd["error"]["message"]')"
+check_schema "$T/i1.json" apply
 # the Elastic IP quota once for the region; each zone: subnet, placement
 # group, the head refused; then the cleanup by tag: no address, no
 # instance; the three placement groups, the group, the key; the addresses

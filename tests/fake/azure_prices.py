@@ -11,7 +11,9 @@ Retail Prices REST API overview"; shared/reference/azure.md section 5):
     name serviceName, priceType, armRegionName and armSkuName, which is what
     gpuctl sends; values compare case-insensitively; priceType means the
     item's "type".  Anything else is answered 400 with an ARM-style error
-    document {"error": {"code", "message"}}.
+    document {"error": {"code", "message"}}.  Every error carries an
+    x-ms-request-id header, 00000000-0000-4000-8000-<n, 12 digits> for
+    request n.
   * Items come from a fixture file (default: azure_prices.items.json next to
     this script), in file order, --page-size per page (default 2), with
     NextPageLink = the same query plus $skip=<next offset>, or null on the
@@ -180,7 +182,9 @@ class Handler(BaseHTTPRequestHandler):
     def error(self, status, code, message, log, headers=()):
         log_line(log + [str(status), str(len(self.path))])
         body = json.dumps({"error": {"code": code, "message": message}}).encode()
-        self.reply(status, body, headers)
+        # the service's request id, numbered by the request (from 1)
+        rid = ("x-ms-request-id", "00000000-0000-4000-8000-%012d" % STATE["requests"])
+        self.reply(status, body, list(headers) + [rid])
 
     def do_GET(self):
         STATE["requests"] += 1

@@ -160,18 +160,17 @@ int __wrap_gpc_http_send_all(const gpc_http_request *reqs, size_t n, const gpc_h
                              size_t max_parallel, gpc_http_response *resps, int *rcs,
                              gpc_error *errs);
 
-/* The request-id headers http.c keeps (http.h). */
-static void take_header(gpc_http_response *resp, const char *line)
+/* Keep a header line; the request id from the headers opts names (http.h). */
+static void take_header(gpc_http_response *resp, const char *line,
+                        const char *const *ids)
 {
-    static const char *const ids[] = {"x-amzn-requestid", "x-amz-request-id",
-                                      "x-ms-request-id", "x-acs-request-id"};
     const char *colon = strchr(line, ':');
     if (!colon)
         return;
     gpc_buf_addf(&resp->headers, NULL, "%s\r\n", line);
     size_t nl = (size_t)(colon - line);
     const char *v = colon + 1 + strspn(colon + 1, " ");
-    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+    for (size_t i = 0; ids && ids[i]; i++)
         if (strlen(ids[i]) == nl && strncasecmp(line, ids[i], nl) == 0)
             snprintf(resp->request_id, sizeof(resp->request_id), "%s", v);
 }
@@ -225,7 +224,7 @@ int __wrap_gpc_http_send(const gpc_http_request *req, const gpc_http_opts *opts,
             long status = strtol(a->header, &rest, 10);
             resp->status = status >= 100 && status <= 999 ? status : 200;
             if (rest && *rest == ' ')
-                take_header(resp, rest + 1);
+                take_header(resp, rest + 1, o->request_id_headers);
             if (gpc_buf_add(&resp->body, a->data, a->len, NULL))
                 return gpc_fail(err, GPC_ERR_PROVIDER, "%s: %s %s: response larger than %zu "
                                 "bytes", what, method, url, max_body);

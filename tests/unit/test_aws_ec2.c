@@ -171,6 +171,17 @@ static int call(fixture *f, const char *action, const gpc_ec2_params *p, xmlDoc 
     return gpc_ec2_call(&f->ec2, "us-east-1", action, p, doc, err);
 }
 
+/* The remote details of err are exactly these. */
+static void expect_remote(const gpc_error *err, int http_status, const char *code,
+                          const char *request_id, int retryable)
+{
+    assert_int_equal(err->remote.set, 1);
+    assert_int_equal(err->remote.http_status, http_status);
+    assert_string_equal(err->remote.code, code);
+    assert_string_equal(err->remote.request_id, request_id);
+    assert_int_equal(err->remote.retryable, retryable);
+}
+
 /* ---- calls ----------------------------------------------------------------- */
 
 static void test_describe_regions(void **state)
@@ -196,7 +207,7 @@ static void test_describe_regions(void **state)
     }
     assert_int_equal(k, 3);
     xmlFreeDoc(d);
-    assert_string_equal(f->ec2.last_code, "");
+    assert_int_equal(err.remote.set, 0);
     assert_int_equal(f->ec2.calls, 1);
     assert_true(f->ec2.have_creds);
     assert_string_equal(f->ec2.creds.access_key_id, AKID);
@@ -256,7 +267,8 @@ static void test_wrong_secret(void **state)
     assert_non_null(strstr(err.msg, "AuthFailure"));
     assert_null(strstr(err.msg, "not-the-secret"));
     assert_null(strstr(err.msg, SECRET));
-    assert_string_equal(f->ec2.last_code, "AuthFailure");
+    /* EC2's <Code> and <RequestID>, the 401, and no retry to come */
+    expect_remote(&err, 401, "AuthFailure", RID(01), 0);
     /* a 401 is not retried */
     assert_int_equal(log_count(f, NULL), 1);
     assert_int_equal(log_count(f, "\"status\": 401, \"error\": \"AuthFailure\""), 1);
@@ -283,7 +295,8 @@ static void test_throttled_twice_then_ok(void **state)
     log_line(f, 2, line, sizeof(line));
     assert_non_null(strstr(line, "\"n\": 3,"));
     assert_non_null(strstr(line, "\"status\": 200"));
-    assert_string_equal(f->ec2.last_code, "");
+    assert_int_equal(err.code, GPC_OK);
+    assert_int_equal(err.remote.set, 0);
     assert_int_equal(f->ec2.calls, 1);
 }
 
@@ -318,7 +331,8 @@ static void test_capacity_not_retried(void **state)
     gpc_ec2_params_free(&p);
     assert_null(d);
     assert_int_equal(err.code, GPC_ERR_CAPACITY);
-    assert_string_equal(f->ec2.last_code, "InsufficientInstanceCapacity");
+    /* a 500, but the retry rule does not send it again: not retryable */
+    expect_remote(&err, 500, "InsufficientInstanceCapacity", RID(01), 0);
     assert_string_equal(err.msg,
                         "aws: RunInstances (us-east-1): InsufficientInstanceCapacity: We "
                         "currently do not have sufficient p4d.24xlarge capacity in the "
@@ -342,7 +356,7 @@ static void test_quota(void **state)
     gpc_error err;
     assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), GPC_ERR_QUOTA);
     assert_null(d);
-    assert_string_equal(f->ec2.last_code, "VcpuLimitExceeded");
+    expect_remote(&err, 400, "VcpuLimitExceeded", RID(01), 0);
     assert_string_equal(err.msg, "aws: DescribeRegions (us-east-1): VcpuLimitExceeded: You have "
                         "requested more vCPU capacity than your current vCPU limit of 0 "
                         "allows. (raise the quota in the Service Quotas console) (request id "
@@ -375,13 +389,14 @@ static void test_call_many_every_item(void **state)
     gpc_error_clear(&err);
     assert_int_equal(gpc_ec2_call_many(&f->ec2, items, 3, &err), GPC_ERR_PROVIDER);
     assert_int_equal(items[0].rc, GPC_ERR_PROVIDER);
-    assert_string_equal(items[0].code, "InvalidAllocationID.NotFound");
+    expect_remote(&items[0].err, 400, "InvalidAllocationID.NotFound", items[0].err.remote.request_id,
+                  0);
     assert_null(items[0].doc);
     const char *want0 = "aws: AssociateAddress (us-east-1): InvalidAllocationID.NotFound: The "
                         "allocation ID 'eipalloc-0ffffffffffffffff' does not exist (request id ";
     assert_int_equal(strncmp(items[0].err.msg, want0, strlen(want0)), 0);
     assert_int_equal(items[1].rc, 0);
-    assert_string_equal(items[1].code, "");
+    assert_int_equal(items[1].err.remote.set, 0);
     assert_non_null(items[1].doc);
     char v[64];
     xmlNode *it = gpc_xml_items(xmlDocGetRootElement(items[1].doc), "accountAttributeSet");
@@ -390,9 +405,19 @@ static void test_call_many_every_item(void **state)
                                      sizeof(v)),
                         "5");
     assert_int_equal(items[2].rc, GPC_ERR_PROVIDER);
-    assert_string_equal(items[2].code, "InvalidAllocationID.NotFound");
-    /* the first failure is the call's */
+    expect_remote(&items[2].err, 400, "InvalidAllocationID.NotFound",
+                  items[2].err.remote.request_id, 0);
+    /* the requests went at once: ids 1 to 3 in some order, each in its message */
+    for (int i = 0; i < 3; i += 2) {
+        const char *rid = items[i].err.remote.request_id;
+        assert_int_equal(strncmp(rid, RID(0), strlen(RID(0))), 0);
+        assert_int_equal(strlen(rid), strlen(RID(01)));
+        assert_non_null(strstr(items[i].err.msg, rid));
+    }
+    assert_string_not_equal(items[0].err.remote.request_id, items[2].err.remote.request_id);
+    /* the first failure is the call's, with its remote details */
     assert_string_equal(err.msg, items[0].err.msg);
+    expect_remote(&err, 400, "InvalidAllocationID.NotFound", items[0].err.remote.request_id, 0);
     for (int i = 0; i < 3; i++) {
         xmlFreeDoc(items[i].doc);
         gpc_ec2_params_free(&p[i]);
@@ -426,6 +451,8 @@ static void test_allocate_not_resent(void **state)
     assert_int_equal(strncmp(err.msg, head, strlen(head)), 0);
     assert_true(strlen(err.msg) > strlen(tail));
     assert_string_equal(err.msg + strlen(err.msg) - strlen(tail), tail);
+    /* no reply, and not to be sent again */
+    expect_remote(&err, 0, "", "", 0);
     assert_int_equal(log_count(f, "\"action\": \"AllocateAddress\""), 1);
     /* in a batch: the lost one once; the throttled one again (attempts 2) */
     gpc_ec2_batch_item items[2] = {
@@ -436,7 +463,7 @@ static void test_allocate_not_resent(void **state)
     assert_int_equal(gpc_ec2_call_many(&f->ec2, items, 2, &err), GPC_ERR_PROVIDER);
     int lost = items[0].rc ? 0 : 1, won = 1 - lost;
     assert_int_equal(items[lost].rc, GPC_ERR_PROVIDER);
-    assert_string_equal(items[lost].code, "");
+    expect_remote(&items[lost].err, 0, "", "", 0);
     assert_int_equal(items[lost].attempts, 1);
     assert_string_equal(items[lost].err.msg + strlen(items[lost].err.msg) - strlen(tail), tail);
     assert_int_equal(items[won].rc, 0);
@@ -482,15 +509,34 @@ static void test_not_found_keeps_code(void **state)
     gpc_error err;
     assert_int_equal(call(f, "DescribeInstances", &p, &d, &err), GPC_ERR_PROVIDER);
     gpc_ec2_params_free(&p);
-    assert_string_equal(f->ec2.last_code, "InvalidInstanceID.NotFound");
+    expect_remote(&err, 400, "InvalidInstanceID.NotFound", RID(01), 0);
     assert_string_equal(err.msg, "aws: DescribeInstances (us-east-1): InvalidInstanceID.NotFound: "
                         "The instance ID 'i-0000000000000009f' does not exist (request id "
                         RID(01) ")");
     assert_int_equal(log_count(f, NULL), 1);
-    /* the next call starts with no code */
+    /* a successful call leaves its error without remote details */
     assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), 0);
     xmlFreeDoc(d);
-    assert_string_equal(f->ec2.last_code, "");
+    assert_int_equal(err.remote.set, 0);
+    assert_string_equal(err.remote.code, "");
+}
+
+/* A gateway's 503 without an EC2 error document is retried until the
+ * attempts run out: the error says so (retryable), with the HTTP status
+ * and the last reply's x-amzn-RequestId, and no EC2 code. */
+static void test_gateway_busy_retryable(void **state)
+{
+    fixture *f = *state;
+    start(f, "[{\"action\": \"DescribeRegions\", \"body\": \"<html>busy</html>\", "
+             "\"status\": 503, \"retry_after\": 0}]", NULL);
+    xmlDoc *d = NULL;
+    gpc_error err;
+    assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), GPC_ERR_PROVIDER);
+    assert_null(d);
+    assert_string_equal(err.msg, "aws: DescribeRegions (us-east-1): the endpoint answered HTTP "
+                        "503 without an EC2 error 6 time(s) (Content-Type text/html)");
+    expect_remote(&err, 503, "", RID(06), 1);
+    assert_int_equal(log_count(f, "\"status\": 503"), 6);
 }
 
 static void test_clock_skew(void **state)
@@ -812,6 +858,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allocate_not_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unauthorized_names_permission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_found_keeps_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gateway_busy_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_params_encoding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_param_base64_survives, setup, teardown),

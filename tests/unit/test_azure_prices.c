@@ -235,6 +235,12 @@ static void test_retries_exhausted(void **state)
     snprintf(want, sizeof(want), "azure retail prices: GET %s: HTTP 503 after 4 attempts",
              f->endpoint);
     assert_string_equal(err.msg, want);
+    /* the service's code and request id (the 4th request), retries ran out */
+    assert_int_equal(err.remote.set, 1);
+    assert_int_equal(err.remote.http_status, 503);
+    assert_string_equal(err.remote.code, "ServiceUnavailable");
+    assert_string_equal(err.remote.request_id, "00000000-0000-4000-8000-000000000004");
+    assert_int_equal(err.remote.retryable, 1);
     char *log = log_rows(f);
     assert_int_equal(fake_log_lines(log), 4);
     free(log);
@@ -286,6 +292,11 @@ static void test_400_not_retried(void **state)
     snprintf(want, sizeof(want), "azure retail prices: GET %s: HTTP 400", f->endpoint);
     assert_string_equal(err.msg, want);
     assert_int_equal(gpc_exit_status(err.code), 6);
+    assert_int_equal(err.remote.set, 1);
+    assert_int_equal(err.remote.http_status, 400);
+    assert_string_equal(err.remote.code, "BadRequest");
+    assert_string_equal(err.remote.request_id, "00000000-0000-4000-8000-000000000001");
+    assert_int_equal(err.remote.retryable, 0);
     char *log = log_rows(f);
     assert_string_equal(log, ROWPFX FH "\t-\t400\n");
     free(log);

@@ -39,6 +39,127 @@ static void test_first_error_wins(void **state)
     assert_int_equal(gpc_fail(NULL, GPC_ERR_STATE, "x"), GPC_ERR_STATE);
 }
 
+/* Remote details: set only on a failure, cleared with it, replaced by
+ * gpc_fail_replace, bounded and on one line. */
+static void test_error_remote(void **state)
+{
+    (void)state;
+    gpc_error err;
+    gpc_error_clear(&err);
+    /* no failure: nothing to attach to */
+    gpc_error_remote(&err, 500, "InternalError", "rid-1", 1);
+    assert_int_equal(err.remote.set, 0);
+    assert_int_equal(err.remote.http_status, 0);
+    assert_string_equal(err.remote.code, "");
+    gpc_error_remote(NULL, 500, "x", "y", 1); /* no crash */
+
+    gpc_fail(&err, GPC_ERR_CAPACITY, "no capacity");
+    assert_int_equal(err.remote.set, 0); /* gpc_fail attaches none */
+    gpc_error_remote(&err, 500, "InsufficientInstanceCapacity",
+                     "00000000-0000-4000-8000-000000000001", 0);
+    assert_int_equal(err.remote.set, 1);
+    assert_int_equal(err.remote.http_status, 500);
+    assert_string_equal(err.remote.code, "InsufficientInstanceCapacity");
+    assert_string_equal(err.remote.request_id, "00000000-0000-4000-8000-000000000001");
+    assert_int_equal(err.remote.retryable, 0);
+    /* a later gpc_fail changes nothing, details included */
+    gpc_fail(&err, GPC_ERR_IO, "vague");
+    assert_int_equal(err.code, GPC_ERR_CAPACITY);
+    assert_string_equal(err.remote.code, "InsufficientInstanceCapacity");
+    /* passing err's own fields back (a provider adding its code) */
+    gpc_error_remote(&err, err.remote.http_status, "Other", err.remote.request_id,
+                     err.remote.retryable);
+    assert_string_equal(err.remote.code, "Other");
+    assert_string_equal(err.remote.request_id, "00000000-0000-4000-8000-000000000001");
+    /* NULL strings are "", a negative status 0, any non-zero retryable 1 */
+    gpc_error_remote(&err, -3, NULL, NULL, 7);
+    assert_int_equal(err.remote.http_status, 0);
+    assert_string_equal(err.remote.code, "");
+    assert_string_equal(err.remote.request_id, "");
+    assert_int_equal(err.remote.retryable, 1);
+    /* bounded, and control characters become spaces */
+    char long_code[200];
+    memset(long_code, 'C', sizeof(long_code) - 1);
+    long_code[sizeof(long_code) - 1] = '\0';
+    gpc_error_remote(&err, 400, long_code, "a\r\nb\tc", 0);
+    assert_int_equal(strlen(err.remote.code), GPC_ERROR_CODE_MAX - 1);
+    assert_string_equal(err.remote.request_id, "a  b c");
+    /* a replaced failure loses the details of the one it replaces */
+    gpc_fail_replace(&err, GPC_ERR_STATE, "replaced");
+    assert_int_equal(err.remote.set, 0);
+    assert_int_equal(err.remote.http_status, 0);
+    assert_string_equal(err.remote.code, "");
+    assert_string_equal(err.remote.request_id, "");
+    /* and clearing clears them */
+    gpc_error_remote(&err, 429, "Throttling", "r", 1);
+    gpc_error_clear(&err);
+    assert_int_equal(err.code, GPC_OK);
+    assert_int_equal(err.remote.set, 0);
+    assert_int_equal(err.remote.retryable, 0);
+}
+
+/* gpc_error_wrap: the one way to re-raise an inner failure. */
+static void test_error_wrap(void **state)
+{
+    (void)state;
+    gpc_error inner, outer;
+    gpc_error_clear(&inner);
+    gpc_error_clear(&outer);
+    gpc_fail(&inner, GPC_ERR_QUOTA, "VcpuLimitExceeded: too many");
+    gpc_error_remote(&inner, 400, "VcpuLimitExceeded", "rid-7", 0);
+    /* context before the message; code and details kept */
+    assert_int_equal(gpc_error_wrap(&outer, &inner, "aws: offer %d of %d", 2, 3), GPC_ERR_QUOTA);
+    assert_int_equal(outer.code, GPC_ERR_QUOTA);
+    assert_string_equal(outer.msg, "aws: offer 2 of 3: VcpuLimitExceeded: too many");
+    assert_int_equal(outer.remote.set, 1);
+    assert_int_equal(outer.remote.http_status, 400);
+    assert_string_equal(outer.remote.code, "VcpuLimitExceeded");
+    assert_string_equal(outer.remote.request_id, "rid-7");
+    assert_int_equal(outer.remote.retryable, 0);
+    /* first failure wins: a second wrap changes nothing */
+    gpc_error other;
+    gpc_error_clear(&other);
+    gpc_fail(&other, GPC_ERR_IO, "disk");
+    assert_int_equal(gpc_error_wrap(&outer, &other, "late"), GPC_ERR_QUOTA);
+    assert_string_equal(outer.msg, "aws: offer 2 of 3: VcpuLimitExceeded: too many");
+    assert_string_equal(outer.remote.code, "VcpuLimitExceeded");
+    /* no context: the message as it is, and a failure without details
+     * gives an outer without details */
+    gpc_error_clear(&outer);
+    assert_int_equal(gpc_error_wrap(&outer, &other, NULL), GPC_ERR_IO);
+    assert_string_equal(outer.msg, "disk");
+    assert_int_equal(outer.remote.set, 0);
+    /* an inner that holds no failure is never lost: internal */
+    gpc_error empty;
+    gpc_error_clear(&empty);
+    gpc_error_clear(&outer);
+    assert_int_equal(gpc_error_wrap(&outer, &empty, "step %s", "x"), GPC_ERR_INTERNAL);
+    assert_string_equal(outer.msg, "step x: unknown error");
+    gpc_error_clear(&outer);
+    assert_int_equal(gpc_error_wrap(&outer, NULL, NULL), GPC_ERR_INTERNAL);
+    assert_string_equal(outer.msg, "unknown error");
+    /* no outer: the inner's code */
+    assert_int_equal(gpc_error_wrap(NULL, &inner, "x"), GPC_ERR_QUOTA);
+    assert_int_equal(gpc_error_wrap(NULL, &empty, "x"), GPC_ERR_INTERNAL);
+    /* one line, truncated to fit */
+    gpc_error_clear(&outer);
+    gpc_error_wrap(&outer, &inner, "a\nb");
+    assert_string_equal(outer.msg, "a b: VcpuLimitExceeded: too many");
+    char ctx[GPC_ERROR_MSG_MAX + 100];
+    memset(ctx, 'x', sizeof(ctx) - 1);
+    ctx[sizeof(ctx) - 1] = '\0';
+    gpc_error_clear(&outer);
+    assert_int_equal(gpc_error_wrap(&outer, &inner, "%s", ctx), GPC_ERR_QUOTA);
+    assert_int_equal(strlen(outer.msg), GPC_ERROR_MSG_MAX - 1);
+    assert_int_equal(outer.msg[GPC_ERROR_MSG_MAX - 2], 'x');
+    memset(ctx, 'y', GPC_ERROR_MSG_MAX - 4);
+    ctx[GPC_ERROR_MSG_MAX - 4] = '\0';
+    gpc_error_clear(&outer);
+    gpc_error_wrap(&outer, &inner, "%s", ctx);
+    assert_int_equal(strlen(outer.msg), GPC_ERROR_MSG_MAX - 1);
+    assert_string_equal(outer.msg + GPC_ERROR_MSG_MAX - 4, ": V");
+}
+
 static void test_exit_status_contract(void **state)
 {
     (void)state;
@@ -441,6 +562,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_error_wins),
+        cmocka_unit_test(test_error_remote),
+        cmocka_unit_test(test_error_wrap),
         cmocka_unit_test(test_exit_status_contract),
         cmocka_unit_test(test_buf_limit),
         cmocka_unit_test(test_sha256_vectors),

@@ -54,6 +54,21 @@ static int teardown(void **state)
 static const gpc_http_opts quick = {.backoff_base_ms = 1, .backoff_cap_ms = 5,
                                     .what = "http test"};
 
+/* Request id headers as a provider names them (any case). */
+static const char *const rid_headers[] = {"X-Req-Id", "x-ms-request-id", "x-amz-request-id",
+                                          NULL};
+
+/* The remote details of err are exactly these. */
+static void expect_remote(const gpc_error *err, int http_status, const char *request_id,
+                          int retryable)
+{
+    assert_int_equal(err->remote.set, 1);
+    assert_int_equal(err->remote.http_status, http_status);
+    assert_string_equal(err->remote.code, ""); /* the HTTP layer knows no service code */
+    assert_string_equal(err->remote.request_id, request_id);
+    assert_int_equal(err->remote.retryable, retryable);
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -83,7 +98,15 @@ static void test_post_echo(void **state)
     gpc_http_response resp;
     gpc_error err;
     gpc_error_clear(&err);
+    /* without a list of request id headers, none is read */
     assert_int_equal(gpc_http_send(&req, &quick, &resp, &err), 0);
+    assert_string_equal(resp.request_id, "");
+    gpc_http_response_free(&resp);
+    gpc_http_opts o = quick;
+    o.request_id_headers = rid_headers;
+    assert_int_equal(gpc_http_send(&req, &o, &resp, &err), 0);
+    assert_int_equal(err.code, GPC_OK);
+    assert_int_equal(err.remote.set, 0); /* a success attaches nothing */
     assert_int_equal(resp.status, 200);
     assert_int_equal(resp.attempts, 1);
     assert_string_equal(resp.request_id, "req-42");
@@ -317,6 +340,7 @@ static void test_interrupt_before_send(void **state)
     snprintf(want, sizeof(want), "http test: GET %s/never: interrupted before it was sent",
              s->base);
     assert_string_equal(err.msg, want);
+    assert_int_equal(err.remote.set, 0); /* no request went out */
     assert_int_equal(resp.attempts, 0);
     gpc_http_response_free(&resp);
     char *log = fake_log(s);
@@ -939,6 +963,84 @@ static int echo_conn(fake_server *s, gpc_http_client *c)
     return conn;
 }
 
+/* A failed request's error carries the HTTP status, the request id of the
+ * last reply and the retry rule's verdict (gpc_error_remote). */
+static void test_error_remote_details(void **state)
+{
+    fake_server *s = *state;
+    gpc_http_opts o = quick;
+    o.request_id_headers = rid_headers;
+    o.max_attempts = 2;
+    gpc_http_response resp;
+    gpc_error err;
+    /* a 4xx: not retried, not retryable */
+    assert_int_equal(get(s, "/d400?code=400&hdr=x-req-id:id-400", &o, &resp, &err),
+                     GPC_ERR_PROVIDER);
+    expect_remote(&err, 400, "id-400", 0);
+    gpc_http_response_free(&resp);
+    /* a 503 until the attempts run out: retryable */
+    assert_int_equal(get(s, "/d503?code=503&hdr=x-amz-request-id:id-503", &o, &resp, &err),
+                     GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 2);
+    expect_remote(&err, 503, "id-503", 1);
+    gpc_http_response_free(&resp);
+    /* no reply at all: status 0, no id, retryable (a transient transport error) */
+    assert_int_equal(get(s, "/ddrop?drop=1", &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 2);
+    expect_remote(&err, 0, "", 1);
+    gpc_http_response_free(&resp);
+    /* a reply over max_body: its status, never retryable */
+    gpc_http_opts small = o;
+    small.max_body = 16;
+    assert_int_equal(get(s, "/dbig?bytes=17&code=503&hdr=x-req-id:id-big", &small, &resp, &err),
+                     GPC_ERR_PROVIDER);
+    expect_remote(&err, 503, "id-big", 0);
+    gpc_http_response_free(&resp);
+    /* the caller's rule decides: STOP on a 503 is not retryable, RETRY on
+     * a 400 whose attempts ran out is */
+    o.should_retry = fixed_rule;
+    rule_log stop = {.answer = GPC_HTTP_STOP};
+    o.arg = &stop;
+    assert_int_equal(get(s, "/e503?code=503", &o, &resp, &err), GPC_ERR_PROVIDER);
+    expect_remote(&err, 503, "", 0);
+    gpc_http_response_free(&resp);
+    rule_log retry = {.answer = GPC_HTTP_RETRY};
+    o.arg = &retry;
+    assert_int_equal(get(s, "/e400?code=400", &o, &resp, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(resp.attempts, 2);
+    expect_remote(&err, 400, "", 1);
+    gpc_http_response_free(&resp);
+    /* first failure wins: an err that already held one keeps it all */
+    gpc_error held;
+    gpc_error_clear(&held);
+    gpc_fail(&held, GPC_ERR_IO, "earlier");
+    gpc_http_request req = {.url = NULL};
+    char url[256];
+    snprintf(url, sizeof(url), "%s/f400?code=400&hdr=x-req-id:id-f", s->base);
+    req.url = url;
+    assert_int_equal(gpc_http_send(&req, &quick, &resp, &held), GPC_ERR_IO);
+    assert_int_equal(held.code, GPC_ERR_IO);
+    assert_string_equal(held.msg, "earlier");
+    assert_int_equal(held.remote.set, 0);
+    gpc_http_response_free(&resp);
+    /* a batch: each error its own */
+    char u1[256], u2[256];
+    snprintf(u1, sizeof(u1), "%s/b404?code=404&hdr=x-req-id:id-b1", s->base);
+    snprintf(u2, sizeof(u2), "%s/echo", s->base);
+    gpc_http_request two[2] = {{.url = u1}, {.url = u2}};
+    gpc_http_response resps[2];
+    int rcs[2];
+    gpc_error errs[2];
+    gpc_http_opts b = quick;
+    b.request_id_headers = rid_headers;
+    assert_int_equal(gpc_http_send_all(two, 2, &b, 0, resps, rcs, errs), GPC_ERR_PROVIDER);
+    expect_remote(&errs[0], 404, "id-b1", 0);
+    assert_int_equal(rcs[1], 0);
+    assert_int_equal(errs[1].remote.set, 0);
+    gpc_http_response_free(&resps[0]);
+    gpc_http_response_free(&resps[1]);
+}
+
 static void test_connection_reuse(void **state)
 {
     fake_server *s = *state;
@@ -1216,6 +1318,8 @@ static void test_tls_verified(void **state)
         assert_int_equal(resp.attempts, 1);
         assert_int_equal(resp.status, 0);
         assert_non_null(strstr(err.msg, "certificate"));
+        /* a refused certificate is no passing failure */
+        expect_remote(&err, 0, "", 0);
         gpc_http_response_free(&resp);
     }
     gpc_http_client_free(c);
@@ -1452,7 +1556,9 @@ static void test_trace(void **state)
     gpc_http_request jreq = {.method = "PUT", .url = url, .body = jbody,
                              .body_len = strlen(jbody)};
     gpc_error_clear(&err);
-    assert_int_equal(gpc_http_send(&jreq, &quick, &resp, &err), 0);
+    gpc_http_opts with_ids = quick;
+    with_ids.request_id_headers = rid_headers;
+    assert_int_equal(gpc_http_send(&jreq, &with_ids, &resp, &err), 0);
     gpc_http_response_free(&resp);
     char dead[128];
     snprintf(dead, sizeof(dead), "http://127.0.0.1:%d/nobody", dead_port());
@@ -1645,6 +1751,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retried_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_4xx_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_remote_details, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_after_honoured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_retry_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_before_send, setup, teardown),
