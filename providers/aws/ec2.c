@@ -12,6 +12,7 @@
 
 #include "aws/ec2.h"
 #include "aws/sigv4.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/util.h"
 
 #define EC2_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
@@ -254,7 +255,7 @@ static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
         .session_token = e->creds.session_token,
     };
     gpc_sigv4_result sig;
-    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", time(NULL) + e->clock_offset_s, &sig, err);
+    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", gpc_now() + e->clock_offset_s, &sig, err);
     if (!rc)
         rc = gpc_http_headers_add(extra, "X-Amz-Date", sig.amz_date, err);
     if (!rc && e->creds.session_token && *e->creds.session_token)
@@ -378,7 +379,7 @@ static long skew_from(const gpc_http_response *r)
     memset(&tm, 0, sizeof(tm));
     if (!strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm))
         return 0;
-    return (long)(timegm(&tm) - time(NULL));
+    return (long)((int64_t)timegm(&tm) - gpc_now());
 }
 
 /* The URL and body of one call (caller frees both). */

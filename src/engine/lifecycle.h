@@ -27,7 +27,8 @@
 
 /* ---- session.c --------------------------------------------------------- */
 
-/* Sleep `s` seconds; returns early on an interrupt (gpc_interrupted). */
+/* Sleep `s` seconds on the clock (gpc_sleep, clock.h); returns early on an
+ * interrupt (a signal that bumps gpc_interrupted). */
 void gpc_lc_sleep(double s);
 
 /* 1 for the phases a node does not leave (succeeded, failed, preempted,
