@@ -131,6 +131,11 @@ int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
 
 /* ---- fault.c ----------------------------------------------------------- */
 
+/* Fault points exist in the test build only (cmake -DGPUCTL_TEST_HOOKS=ON,
+ * docs/testing.md): without it fault.c is not compiled, no point ever
+ * fires and gpuctl reads no GPUCTL_TEST_FAULT. */
+#ifdef GPUCTL_TEST_HOOKS
+
 /* The error code the last fault point that fired reports. */
 extern int gpc_lc_fault_code;
 
@@ -140,5 +145,23 @@ int gpc_lc_fault(const char *point, uint32_t rank);
 
 /* kill-in-create:<rank>[:<ms>]: arm a SIGKILL <ms> after now. */
 void gpc_lc_fault_kill_in_create(uint32_t rank);
+
+#else
+
+#define gpc_lc_fault_code ((int)GPC_ERR_PROVIDER)
+
+static inline int gpc_lc_fault(const char *point, uint32_t rank)
+{
+    (void)point;
+    (void)rank;
+    return 0;
+}
+
+static inline void gpc_lc_fault_kill_in_create(uint32_t rank)
+{
+    (void)rank;
+}
+
+#endif /* GPUCTL_TEST_HOOKS */
 
 #endif /* GPUCTL_ENGINE_LIFECYCLE_H */
