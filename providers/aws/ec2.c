@@ -492,7 +492,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         if (!rc)
             e->last_code[0] = '\0'; /* the code of the last failed call only */
         if (rc && skew && round == 0) {
-            e->clock_offset_s += skew;
+            e->clock_offset_s = skew; /* skew_from: AWS - ours, without the offset */
             gpc_debug(e->log, "aws: clock off by %ld s; signing with the server's time", skew);
             rc = 0;
             continue;

@@ -528,7 +528,9 @@ static void test_clock_skew(void **state)
  * 1440938160) signs with that X-Amz-Date: botocore accepts the signature,
  * and the fake, whose clock is the real one, refuses the request as
  * expired.  The offset read from its Date header is the real time minus
- * the fixed clock's, and the re-signed request goes through.
+ * the fixed clock's, and the re-signed request goes through.  When our
+ * clock then falls an hour further behind, the next RequestExpired sets
+ * the offset anew (not on top of the old one) and that call goes through.
  */
 static void test_signs_with_the_clock(void **state)
 {
@@ -550,7 +552,17 @@ static void test_signs_with_the_clock(void **state)
     assert_non_null(strstr(line, "\"status\": 200, \"error\": null"));
     /* give or take the second boundaries of the Date header */
     assert_in_range(f->ec2.clock_offset_s, behind - 2, behind + 2);
-    assert_int_equal(f->ec2.calls, 2);
+
+    fixed_clock_at(1440938160 - 3600);
+    assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), 0);
+    xmlFreeDoc(d);
+    assert_int_equal(log_count(f, NULL), 4);
+    log_line(f, 2, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 400, \"error\": \"RequestExpired\""));
+    log_line(f, 3, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 200, \"error\": null"));
+    assert_in_range(f->ec2.clock_offset_s, behind + 3600 - 2, behind + 3600 + 2);
+    assert_int_equal(f->ec2.calls, 4);
 }
 
 /* ---- parameters -------------------------------------------------------------- */
