@@ -27,14 +27,13 @@
  *    region's Elastic IP quota has room for them before the first launch
  *    there (eip_quota).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "aws/aws_internal.h"
 #include "aws/prices.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/http.h"
 #include "gpuctl/render.h"
 
@@ -66,9 +65,7 @@ double aws_poll_s(void)
 
 void aws_nap(double s)
 {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    gpc_sleep(s, NULL);
 }
 
 /* "gpuctl-<name>-<uid8>" */

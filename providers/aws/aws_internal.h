@@ -98,7 +98,8 @@ extern const gpc_provider gpc_provider_aws;
 /* Seconds between polls: $GPUCTL_AWS_POLL_S, else 5. */
 double aws_poll_s(void);
 
-/* Sleep s seconds (resumed after a signal). */
+/* Sleep s seconds on the clock (gpc_sleep, clock.h; resumed after a
+ * signal). */
 void aws_nap(double s);
 
 /* "gpuctl-<name>-<uid8>" */

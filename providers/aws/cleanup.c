@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "aws/aws_internal.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/util.h"
 
 /* ---- cleanup: by tag ------------------------------------------------------- */
@@ -130,7 +131,7 @@ int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         /* 2. terminate what still carries the tag, and wait until it is gone */
         char(*done)[32] = NULL; /* the instances terminated here */
         size_t ndone = 0;
-        time_t start = time(NULL);
+        int64_t start = gpc_now();
         for (int round = 0;; round++) {
             tagged_acc a = {0};
             rc = aws_list_tagged(c, region, ref->cluster_uid, 1, &a, err);
@@ -158,7 +159,7 @@ int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             if (round == 0)
                 gpc_info(c->log, "aws: waiting for %zu instance(s) of %s in %s to terminate",
                          pending, ref->cluster, region);
-            if (time(NULL) - start > 900) {
+            if (gpc_now() - start > 900) {
                 rc = gpc_fail(err, GPC_ERR_TIMEOUT, "aws: %zu instance(s) of %s in %s still "
                               "not terminated after 900 s", pending, ref->cluster, region);
                 break;

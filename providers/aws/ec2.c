@@ -12,6 +12,7 @@
 
 #include "aws/ec2.h"
 #include "aws/sigv4.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/util.h"
 
 #define EC2_CONTENT_TYPE "application/x-www-form-urlencoded; charset=utf-8"
@@ -259,7 +260,7 @@ static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
         .session_token = e->creds.session_token,
     };
     gpc_sigv4_result sig;
-    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", time(NULL) + e->clock_offset_s, &sig, err);
+    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", gpc_now() + e->clock_offset_s, &sig, err);
     if (!rc)
         rc = gpc_http_headers_add(extra, "X-Amz-Date", sig.amz_date, err);
     if (!rc && e->creds.session_token && *e->creds.session_token)
@@ -383,7 +384,7 @@ static long skew_from(const gpc_http_response *r)
     memset(&tm, 0, sizeof(tm));
     if (!strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm))
         return 0;
-    return (long)(timegm(&tm) - time(NULL));
+    return (long)((int64_t)timegm(&tm) - gpc_now());
 }
 
 /* The URL and body of one call (caller frees both). */
@@ -511,7 +512,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         rc = finish(action, what, hrc, &he, &resp, doc, &skew, &fe);
         gpc_http_response_free(&resp);
         if (rc && skew && round == 0) {
-            e->clock_offset_s += skew;
+            e->clock_offset_s = skew; /* skew_from: AWS - ours, without the offset */
             gpc_debug(e->log, "aws: clock off by %ld s; signing with the server's time", skew);
             rc = 0;
             continue;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "aws/aws_internal.h"
+#include "gpuctl/clock.h"
 
 /* ---- live prices and check -------------------------------------------------- */
 
@@ -73,7 +74,7 @@ int aws_live_prices(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     char now[32];
-    time_t t = time(NULL);
+    time_t t = (time_t)gpc_now();
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -822,17 +822,22 @@ static int sweep_leftovers(const local_ctx *c, const char *id, int self)
     return removed;
 }
 
-/* GPUCTL_TEST_FAULT=kill-after-node-dir:<rank> (docs/cli.md, test hooks): kill
- * this gpuctl in the middle of a create, with the node directory written
- * and the node not started, as a crash or a SIGKILL there would. */
+/* GPUCTL_TEST_FAULT=kill-after-node-dir:<rank> (docs/testing.md; test builds
+ * only, GPUCTL_TEST_HOOKS): kill this gpuctl in the middle of a create, with
+ * the node directory written and the node not started, as a crash or a
+ * SIGKILL there would. */
 static void fault_kill_after_node_dir(uint32_t rank)
 {
+#ifdef GPUCTL_TEST_HOOKS
     static const char point[] = "kill-after-node-dir:";
     const char *f = getenv("GPUCTL_TEST_FAULT");
     char *end;
     if (f && strncmp(f, point, sizeof(point) - 1) == 0 &&
         strtoul(f + sizeof(point) - 1, &end, 10) == rank && (*end == '\0' || *end == ':'))
         raise(SIGKILL);
+#else
+    (void)rank;
+#endif
 }
 
 static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_error *err)

@@ -1,13 +1,13 @@
 /* cmd_status.c - `gpuctl status` (alias get) and `gpuctl logs`. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "gpuctl/cluster.h"
 #include "commands.h"
 #include "gpuctl/buf.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/util.h"
 
 const gpc_option gpc_status_options[] = {
@@ -299,10 +299,8 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         nodes = NULL;
         n = 0;
         rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
-        if (!last) {
-            struct timespec ts = {0, 500 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (!last)
+            gpc_sleep(0.5, &gpc_interrupted);
     }
     for (uint32_t r = 0; parts && r < nr; r++) {
         gpc_log_flush(r, prefix, &parts[r], &o->log);

@@ -27,7 +27,8 @@
 
 /* ---- session.c --------------------------------------------------------- */
 
-/* Sleep `s` seconds; returns early on an interrupt (gpc_interrupted). */
+/* Sleep `s` seconds on the clock (gpc_sleep, clock.h); returns early on an
+ * interrupt (a signal that bumps gpc_interrupted). */
 void gpc_lc_sleep(double s);
 
 /* 1 for the phases a node does not leave (succeeded, failed, preempted,
@@ -161,6 +162,11 @@ int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
 
 /* ---- fault.c ----------------------------------------------------------- */
 
+/* Fault points exist in the test build only (cmake -DGPUCTL_TEST_HOOKS=ON,
+ * docs/testing.md): without it fault.c is not compiled, no point ever
+ * fires and gpuctl reads no GPUCTL_TEST_FAULT. */
+#ifdef GPUCTL_TEST_HOOKS
+
 /* The error code the last fault point that fired reports. */
 extern int gpc_lc_fault_code;
 
@@ -170,5 +176,23 @@ int gpc_lc_fault(const char *point, uint32_t rank);
 
 /* kill-in-create:<rank>[:<ms>]: arm a SIGKILL <ms> after now. */
 void gpc_lc_fault_kill_in_create(uint32_t rank);
+
+#else
+
+#define gpc_lc_fault_code ((int)GPC_ERR_PROVIDER)
+
+static inline int gpc_lc_fault(const char *point, uint32_t rank)
+{
+    (void)point;
+    (void)rank;
+    return 0;
+}
+
+static inline void gpc_lc_fault_kill_in_create(uint32_t rank)
+{
+    (void)rank;
+}
+
+#endif /* GPUCTL_TEST_HOOKS */
 
 #endif /* GPUCTL_ENGINE_LIFECYCLE_H */

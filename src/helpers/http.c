@@ -20,6 +20,7 @@
 
 #include <libxml/parser.h>
 
+#include "gpuctl/clock.h"
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"
 #include "http_internal.h"
@@ -115,15 +116,6 @@ static long interrupts(void)
     return interrupt_flag ? (long)*interrupt_flag - (long)interrupt_acked : 0;
 }
 
-static void sleep_ms(long ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L}, rem;
-    while (nanosleep(&ts, &rem) != 0 && errno == EINTR)
-        ts = rem;
-}
-
 /* ---- small helpers ------------------------------------------------------ */
 
 int gpc_http_escape(const char *s, gpc_buf *out, gpc_error *err)
@@ -196,8 +188,8 @@ static long parse_retry_after(const char *v)
     time_t t = curl_getdate(v, NULL);
     if (t == (time_t)-1)
         return -1;
-    time_t now = time(NULL);
-    return t > now ? (long)(t - now) : 0;
+    int64_t now = gpc_now(); /* the clock (clock.h), as a test sets it */
+    return (int64_t)t > now ? (long)((int64_t)t - now) : 0;
 }
 
 /* ---- one transfer ------------------------------------------------------- */
@@ -782,6 +774,25 @@ static size_t interrupt_slots(const engine *e, slot *s, size_t n)
     return ended;
 }
 
+/*
+ * Nothing in flight: wait on the clock (clock.h) until `next_ms` (on
+ * http_now_ms's timeline), the first waiting slot's due time; a signal
+ * (an interrupt) ends the wait early.  A clock that returns sooner than the
+ * real time asked for (a test's fixed clock) has moved its own time on:
+ * the waiting slots' due times move on by what it skipped.
+ */
+static void wait_for_retry(slot *s, size_t n, double next_ms)
+{
+    double t0 = http_now_ms(), ms = next_ms - t0;
+    if (ms <= 0)
+        return;
+    gpc_sleep(ms / 1000.0, interrupt_flag);
+    double skipped = ms - (http_now_ms() - t0);
+    for (size_t i = 0; skipped > 0 && !interrupts() && i < n; i++)
+        if (s[i].state == SLOT_WAIT)
+            s[i].due_ms -= skipped;
+}
+
 /* Run every prepared slot to its end. */
 static void run(engine *e, slot *s, size_t n, size_t max_parallel)
 {
@@ -801,9 +812,7 @@ static void run(engine *e, slot *s, size_t n, size_t max_parallel)
                     next = s[i].due_ms;
             if (next < 0)
                 return; /* all done */
-            /* in short naps, so that an interrupt ends the wait at once */
-            long ms = (long)(next - http_now_ms()) + 1;
-            sleep_ms(ms < INTERRUPT_CHECK_MS ? ms : INTERRUPT_CHECK_MS);
+            wait_for_retry(s, n, next);
             continue;
         }
         int still;

@@ -5,13 +5,16 @@
  * aws_env_reset() removes every AWS_* variable the test process inherited
  * (credentials, profiles, endpoints of the machine the tests run on), keeps
  * a proxy from the environment off loopback, and turns the instance
- * metadata service off, so that nothing reaches beyond 127.0.0.1.
+ * metadata service off, so that nothing reaches beyond 127.0.0.1.  It also
+ * puts the system clock back (clock.h), should a test have set another.
  */
 #ifndef GPUCTL_TESTS_FAKE_AWS_ENV_H
 #define GPUCTL_TESTS_FAKE_AWS_ENV_H
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpuctl/clock.h"
 
 extern char **environ;
 
@@ -27,7 +30,7 @@ static inline void aws_env_reset(void)
             unsetenv(names[i]);
         free(names[i]);
     }
-    unsetenv("GPUCTL_FAKE_NOW");
+    gpc_clock_set(NULL);
     setenv("NO_PROXY", "127.0.0.1,localhost", 1);
     setenv("no_proxy", "127.0.0.1,localhost", 1);
     setenv("AWS_EC2_METADATA_DISABLED", "true", 1);

@@ -12,10 +12,18 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"
 
 static char tmpdir[256]; /* paths under it fit PATH_MAX */
+
+/* The fixed clock's time (clock.h): 2026-01-01T00:00:00Z at the start of
+ * every input, so that a run is the same on every machine and day. */
+#define FUZZ_NOW 1767225600
+static int64_t fuzz_now = FUZZ_NOW;
+
+static const char *setup_once(void);
 
 static void cleanup(void)
 {
@@ -34,7 +42,7 @@ static void must(int ok, const char *what)
 const char *fuzz_path(const char *name)
 {
     static char p[PATH_MAX];
-    snprintf(p, sizeof(p), "%s/%s", fuzz_init(), name);
+    snprintf(p, sizeof(p), "%s/%s", setup_once(), name);
     return p;
 }
 
@@ -46,6 +54,12 @@ static void set(const char *name, const char *sub)
 }
 
 const char *fuzz_init(void)
+{
+    fuzz_now = FUZZ_NOW; /* a wait of the last input moved it on */
+    return setup_once();
+}
+
+static const char *setup_once(void)
 {
     if (tmpdir[0])
         return tmpdir;
@@ -83,7 +97,8 @@ const char *fuzz_init(void)
         unsetenv(unset[i]);
     setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
     setenv("GPUCTL_CHECKIP_URL", "http://checkip.fuzz.invalid/", 1);
-    setenv("GPUCTL_FAKE_NOW", "1767225600", 1); /* 2026-01-01: the same on every run */
+    gpc_clock c = gpc_clock_fixed(&fuzz_now); /* waits return at once */
+    gpc_clock_set(&c);
     setenv("GPUCTL_AWS_POLL_S", "0.000001", 1);
     setenv("NO_COLOR", "1", 1);
     return tmpdir;

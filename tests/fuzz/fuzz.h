@@ -27,8 +27,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Make the temporary directory and the environment (once per process);
- * returns the directory.  Aborts when it cannot. */
+/* Make the temporary directory and the environment (once per process) and
+ * put the fixed clock (clock.h; waits return at once) back at
+ * 2026-01-01T00:00:00Z (at every call: each target calls it first for
+ * each input); returns the directory.  Aborts when it cannot. */
 const char *fuzz_init(void);
 
 /* tmpdir/name; static storage, one at a time per call site (copy it). */

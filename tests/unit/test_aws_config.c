@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fake/aws_env.h"
+#include "fake/fixed_clock.h"
 #include "fake/spawn.h"
 #include "aws/config.h"
 #include "gpuctl/util.h"
@@ -71,8 +72,7 @@ static int teardown(void **state)
     fake_stop(&f->srv);
     gpc_rm_rf(f->home, NULL);
     free(f);
-    aws_env_reset();
-    unsetenv("GPUCTL_FAKE_NOW");
+    aws_env_reset(); /* and the system clock */
     return 0;
 }
 
@@ -190,7 +190,7 @@ static void test_env_keys(void **state)
 
     setenv("AWS_CREDENTIAL_EXPIRATION", "2030-01-01T00:00:00Z", 1);
     expect_creds(NULL, AKID, "legacy-token", 1893456000, "environment");
-    setenv("GPUCTL_FAKE_NOW", "1893456000", 1);
+    fixed_clock_at(1893456000);
     expect_creds_error(NULL, GPC_ERR_AUTH,
                        "the AWS credentials from environment expired at 2030-01-01T00:00:00Z");
     setenv("AWS_CREDENTIAL_EXPIRATION", "tomorrow", 1);
@@ -766,7 +766,7 @@ static void test_imds_bad_credentials(void **state)
     start_imds(f, "--expiration", "2020-01-01T00:00:00Z", NULL);
     expect_creds_error(NULL, GPC_ERR_AUTH, "the AWS credentials from EC2 instance role "
                        "'gpuctl-test-role' (IMDSv2) expired at 2020-01-01T00:00:00Z");
-    setenv("GPUCTL_FAKE_NOW", "1577836799", 1); /* one second before */
+    fixed_clock_at(1577836799); /* one second before */
     gpc_aws_creds c;
     gpc_error err;
     assert_int_equal(get_creds(NULL, &c, &err), 0);

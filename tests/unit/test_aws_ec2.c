@@ -3,7 +3,8 @@
  * the fake EC2 endpoint tests/fake/ec2.py, which recomputes every SigV4
  * signature with botocore: gpc_ec2_call's signing (with and without a
  * session token), its retries (throttling and 5xx retried, the capacity
- * family not), the clock-skew re-sign, its error mapping and messages;
+ * family not), the clock-skew re-sign, the clock it signs with (clock.h),
+ * its error mapping and messages;
  * the parameter encoding (gpc_ec2_param, gpc_ec2_filter) and the XML
  * readers (gpc_xml_*).
  *
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libxml/parser.h>
@@ -35,6 +37,7 @@
 
 #include "aws/ec2.h"
 #include "fake/aws_env.h"
+#include "fake/fixed_clock.h"
 #include "fake/spawn.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
@@ -565,6 +568,49 @@ static void test_clock_skew(void **state)
     assert_int_equal(log_count(f, NULL), 3);
 }
 
+/*
+ * The signer and the skew reading use the clock (clock.h).  A fixed clock
+ * at the time of the AWS documentation's SigV4 example (20150830T123600Z,
+ * 1440938160) signs with that X-Amz-Date: botocore accepts the signature,
+ * and the fake, whose clock is the real one, refuses the request as
+ * expired.  The offset read from its Date header is the real time minus
+ * the fixed clock's, and the re-signed request goes through.  When our
+ * clock then falls an hour further behind, the next RequestExpired sets
+ * the offset anew (not on top of the old one) and that call goes through.
+ */
+static void test_signs_with_the_clock(void **state)
+{
+    fixture *f = *state;
+    fixed_clock_at(1440938160);
+    start(f, NULL, NULL);
+    int64_t behind = (int64_t)time(NULL) - 1440938160;
+    xmlDoc *d = NULL;
+    gpc_error err;
+    assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), 0);
+    xmlFreeDoc(d);
+    assert_int_equal(log_count(f, NULL), 2);
+    char line[2048];
+    log_line(f, 0, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 400, \"error\": \"RequestExpired\""));
+    assert_non_null(strstr(line, "\"auth\": {\"reason\": \"X-Amz-Date 20150830T123600Z is "
+                                 "more than 15 minutes from the fake's clock\"}"));
+    log_line(f, 1, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 200, \"error\": null"));
+    /* give or take the second boundaries of the Date header */
+    assert_in_range(f->ec2.clock_offset_s, behind - 2, behind + 2);
+
+    fixed_clock_at(1440938160 - 3600);
+    assert_int_equal(call(f, "DescribeRegions", NULL, &d, &err), 0);
+    xmlFreeDoc(d);
+    assert_int_equal(log_count(f, NULL), 4);
+    log_line(f, 2, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 400, \"error\": \"RequestExpired\""));
+    log_line(f, 3, line, sizeof(line));
+    assert_non_null(strstr(line, "\"status\": 200, \"error\": null"));
+    assert_in_range(f->ec2.clock_offset_s, behind + 3600 - 2, behind + 3600 + 2);
+    assert_int_equal(f->ec2.calls, 4);
+}
+
 /* ---- parameters -------------------------------------------------------------- */
 
 static void test_params_encoding(void **state)
@@ -860,6 +906,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_found_keeps_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gateway_busy_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_skew, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signs_with_the_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_params_encoding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_param_base64_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_codes, setup, teardown),

@@ -1,7 +1,8 @@
 /*
  * test_http.c - gpc_http_send() against tests/fake/http_server.py: methods,
  * headers and bodies, which failures are retried and how often, Retry-After,
- * the body limit, transport errors, and the URL shown in messages; the
+ * waits on the clock (a fixed one skips them), the body limit, transport
+ * errors, and the URL shown in messages; the
  * per-attempt hook, the caller's retry rule, connection reuse,
  * gpc_http_send_all(), TLS verification, redaction and the --debug trace.
  */
@@ -22,8 +23,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "fake/fixed_clock.h"
 #include "fake/spawn.h"
 #include "gpuctl/buf.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/http.h"
 
 static int setup(void **state)
@@ -470,6 +473,44 @@ static void test_retry_after_honoured(void **state)
     assert_int_equal(get(s, "/ra3?code=429&retry_after=7", &o, &resp, &err), GPC_ERR_PROVIDER);
     assert_int_equal(resp.retry_after_s, 7);
     gpc_http_response_free(&resp);
+}
+
+/* The wait before a retry is the clock's (clock.h): under a fixed clock a
+ * Retry-After of 30 s, then one that is an HTTP date 30 s after the
+ * clock's time, each move the clock on by 30 s and take no real time. */
+static void test_retry_wait_on_the_clock(void **state)
+{
+    fake_server *s = *state;
+    fixed_clock_at(1445412480); /* Wed, 21 Oct 2015 07:28:00 GMT */
+    gpc_http_opts o = quick;
+    o.backoff_cap_ms = 60000;
+    gpc_http_response resp;
+    gpc_error err;
+    double t0 = now_ms();
+    assert_int_equal(get(s, "/c1?code=503&times=1&retry_after=30", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 2);
+    assert_int_equal(fixed_clock_now(), 1445412510);
+    gpc_http_response_free(&resp);
+    assert_int_equal(get(s, "/c2?code=429&times=1&retry_after=Wed,%2021%20Oct%202015"
+                         "%2007:29:00%20GMT", &o, &resp, &err), 0);
+    assert_int_equal(resp.attempts, 2);
+    assert_int_equal(fixed_clock_now(), 1445412540);
+    gpc_http_response_free(&resp);
+    assert_true(now_ms() - t0 < 5000);
+    char *log = fake_log(s);
+    assert_string_equal(log, "GET /c1?code=503&times=1&retry_after=30 503\n"
+                             "GET /c1?code=503&times=1&retry_after=30 200\n"
+                             "GET /c2?code=429&times=1&retry_after=Wed,%2021%20Oct%202015"
+                             "%2007:29:00%20GMT 429\n"
+                             "GET /c2?code=429&times=1&retry_after=Wed,%2021%20Oct%202015"
+                             "%2007:29:00%20GMT 200\n");
+    free(log);
+}
+
+static int teardown_clock(void **state)
+{
+    gpc_clock_set(NULL);
+    return teardown(state);
 }
 
 static void test_body_limit(void **state)
@@ -1753,6 +1794,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_remote_details, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_after_honoured, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_wait_on_the_clock, setup, teardown_clock),
         cmocka_unit_test_setup_teardown(test_on_retry_notes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_before_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_ends_retry_wait, setup, teardown),

@@ -262,6 +262,9 @@ static int create_ok(fixture *f, const char *token, uint32_t rank, gpc_node_stat
  */
 static void test_leftovers(void **state)
 {
+#ifndef GPUCTL_TEST_HOOKS
+    skip(); /* killed_create needs the fault hook of the test build */
+#endif
     fixture *f = *state;
     gpc_node_status ns;
     gpc_error err;

@@ -19,6 +19,8 @@
 
 #include <sqlite3.h>
 
+#include "fake/fixed_clock.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/state.h"
 #include "gpuctl/util.h"
 
@@ -41,7 +43,7 @@ static int setup(void **pstate)
         return -1;
     }
     snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
-    unsetenv("GPUCTL_FAKE_NOW");
+    gpc_clock_set(NULL);
     *pstate = f;
     return 0;
 }
@@ -53,7 +55,7 @@ static int teardown(void **pstate)
     gpc_error_clear(&ge);
     int rc = gpc_rm_rf(f->dir, &ge);
     free(f);
-    unsetenv("GPUCTL_FAKE_NOW");
+    gpc_clock_set(NULL);
     return rc;
 }
 
@@ -885,7 +887,7 @@ static void test_cluster_defaults(void **pstate)
 {
     fx *f = *pstate;
     gpc_state *st = open_ok(f->state);
-    setenv("GPUCTL_FAKE_NOW", "1234567", 1);
+    fixed_clock_at(1234567);
     gpc_cluster_rec c;
     memset(&c, 0, sizeof(c));
     c.name = "bare"; /* every other string NULL, times 0 */
@@ -1370,7 +1372,7 @@ static void test_attempts(void **pstate)
     fx *f = *pstate;
     gpc_state *st = open_ok(f->state);
     int64_t cid = insert_cluster(st, "a");
-    setenv("GPUCTL_FAKE_NOW", "1700000123", 1);
+    fixed_clock_at(1700000123);
     gpc_attempt_rec a1 = {.cluster_id = cid, .rank = 2, .provider = "aws",
                           .region = "us-west-2", .zone = "us-west-2a",
                           .instance_type = "p5.48xlarge", .spot = 1, .attempt = 1,
@@ -1448,9 +1450,7 @@ static void test_events_in_order(void **pstate)
                            "rank 0 succeeded", "" };
     int ranks[] = { -1, 0, 1, 0, -1 };
     for (int i = 0; i < 5; i++) {
-        char now[32];
-        snprintf(now, sizeof(now), "%d", 1700000000 - i); /* clock going back */
-        setenv("GPUCTL_FAKE_NOW", now, 1);
+        fixed_clock_at(1700000000 - i); /* clock going back */
         OK(gpc_event_add(st, cid, ranks[i], kinds[i], i == 4 ? NULL : msgs[i], err));
         OK(gpc_event_add(st, other, 7, "noise", "other cluster", err));
     }
