@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/http.h"
 #include "gpuctl/util.h"
 
@@ -150,11 +151,7 @@ void gpc_cluster_unlock(int fd)
 
 void gpc_lc_sleep(double s)
 {
-    struct timespec ts;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !gpc_interrupted)
-        ;
+    gpc_sleep(s, &gpc_interrupted);
 }
 
 int gpc_lc_is_terminal(gpc_phase p)
