@@ -12,6 +12,8 @@ static void collect(void *ud, gpc_log_kind kind, long elapsed_s, const char *msg
     eng *e = ud;
     if (kind == GPC_LOG_WARN || kind == GPC_LOG_INFO)
         gpc_buf_addf(&e->said, NULL, "%s: %s\n", kind == GPC_LOG_WARN ? "warn" : "info", msg);
+    else if (kind == GPC_LOG_STATUS)
+        gpc_buf_addf(&e->said, NULL, "status [%lds]: %s\n", elapsed_s, msg);
 }
 
 static void open_session(eng *e)

@@ -30,7 +30,7 @@ typedef struct eng {
     char dir[256];       /* the test's temporary directory (state, config) */
     int64_t now;         /* the fixed clock (gpc_clock_fixed) */
     gpc_log log;         /* collects warnings and info lines into `said` */
-    gpc_buf said;        /* "warn: ...\n" / "info: ...\n" */
+    gpc_buf said;        /* "warn: ...\n", "info: ...\n", "status [Ns]: ...\n" */
     gpc_settings set;
     gpc_session s;
     gpc_spec *spec;      /* eng_spec's */
@@ -71,8 +71,8 @@ const char *eng_attempts(eng *e, int64_t cid);
  * "-" for the cluster's). */
 const char *eng_events(eng *e, int64_t cid);
 
-/* What the engine said (warn and info lines) since the last eng_said;
- * then forgotten. */
+/* What the engine said (warn, info and wait status lines) since the
+ * last eng_said; then forgotten. */
 const char *eng_said(eng *e);
 
 /* Replace each cluster's uid prefix by "U<id>" in `s` (into e->text). */

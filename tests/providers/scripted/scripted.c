@@ -26,6 +26,7 @@ typedef struct sc_node {
     char region[48];
     int64_t created_at;
     int exit_code;   /* the job's, when it ends */
+    long run_s;      /* how long the job runs */
     int deleted;     /* deleted (delete_node, cleanup_cluster) */
     int gone;        /* gone without a delete (scripted_gone) */
 } sc_node;
@@ -55,6 +56,7 @@ static struct {
     struct {
         char name[128];
         int code;
+        long run_s;
     } exits[SC_MAX_EXITS];
     size_t n_exits;
     long boot_s, run_s;
@@ -150,12 +152,13 @@ void scripted_zones(const char *region, const char *zones)
     }
 }
 
-void scripted_exit(const char *name, int code)
+void scripted_exit(const char *name, int code, long run_s)
 {
     sc_init();
     if (W.n_exits == SC_MAX_EXITS)
         sc_full("exit statuses");
     sc_copy(W.exits[W.n_exits].name, sizeof(W.exits[0].name), name);
+    W.exits[W.n_exits].run_s = run_s;
     W.exits[W.n_exits++].code = code;
 }
 
@@ -259,6 +262,12 @@ static int sc_fails(const sc_call *c)
     return c->rule && !c->rule->lost;
 }
 
+/* The call acts, and its answer will be lost: the caller sees no output. */
+static int sc_lost(const sc_call *c)
+{
+    return c->rule && c->rule->lost;
+}
+
 /* End a call: log its line and result; returns rc, or the scripted error
  * (err filled) when a rule fired. */
 static int sc_end(sc_call *c, int rc, gpc_error *err, const char *fmt, ...)
@@ -307,7 +316,7 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
         sc_copy(out->detail, sizeof(out->detail), nd->deleted ? "deleted" : "gone");
     } else if (age < W.boot_s) {
         out->phase = GPC_PHASE_BOOTING;
-    } else if (age < W.boot_s + W.run_s) {
+    } else if (age < W.boot_s + nd->run_s) {
         out->phase = GPC_PHASE_RUNNING;
     } else {
         out->exit_code = nd->exit_code;
@@ -348,9 +357,14 @@ static sc_node *sc_make(const gpc_node_request *req, const char *token)
     sc_copy(nd->cluster_uid, sizeof(nd->cluster_uid), req->cluster_uid);
     sc_copy(nd->region, sizeof(nd->region), req->offer->region);
     nd->created_at = gpc_now();
-    for (size_t i = 0; i < W.n_exits; i++)
-        if (strcmp(W.exits[i].name, nd->name) == 0)
-            nd->exit_code = W.exits[i].code;
+    nd->run_s = W.run_s;
+    for (size_t i = 0; i < W.n_exits; i++) {
+        if (strcmp(W.exits[i].name, nd->name) != 0)
+            continue;
+        nd->exit_code = W.exits[i].code;
+        if (W.exits[i].run_s >= 0)
+            nd->run_s = W.exits[i].run_s;
+    }
     return nd;
 }
 
@@ -487,6 +501,8 @@ static int sc_create(void *ctx, const gpc_node_request *req, gpc_node_status *ou
     if (!nd)
         nd = sc_make(req, req->client_token);
     sc_status(nd, with_ip, out);
+    if (sc_lost(&c))
+        memset(out, 0, sizeof(*out));
     return sc_end(&c, 0, err, "%s", nd->id);
 }
 
@@ -525,6 +541,8 @@ static int sc_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
         sc_status(nd, 1, &out[i]);
         snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", i ? "," : "", nd->id);
     }
+    if (sc_lost(&c))
+        memset(out, 0, n * sizeof(*out));
     return sc_end(&c, 0, err, "%s", ids);
 }
 
@@ -542,7 +560,10 @@ static int sc_find_node(void *ctx, const char *region, const char *client_token,
                                    "token %s", client_token), err, NULL);
     sc_status(nd, 1, out);
     char ph[48];
-    return sc_end(&c, 0, err, "%s %s", nd->id, sc_phase(out, ph, sizeof(ph)));
+    sc_phase(out, ph, sizeof(ph));
+    if (sc_lost(&c))
+        memset(out, 0, sizeof(*out));
+    return sc_end(&c, 0, err, "%s %s", nd->id, ph);
 }
 
 static int sc_describe_node(void *ctx, const char *region, const char *provider_id,

@@ -81,8 +81,9 @@ void scripted_offer(const char *type, const char *region, double price);
 void scripted_zones(const char *region, const char *zones);
 
 /* The job of every node named `name` ("job-0") created from now on ends
- * with exit status `code`. */
-void scripted_exit(const char *name, int code);
+ * with exit status `code` after running `run_s` seconds (-1: run_s of
+ * scripted_timing). */
+void scripted_exit(const char *name, int code, long run_s);
 
 /* Node `id` ("s-2") is gone from the provider without a delete (as a
  * machine someone removed by hand): describe says terminated. */
