@@ -4,7 +4,7 @@
  *
  *   state.c          phases, the schema and its migrations, open and close,
  *                    transactions, the integrity check
- *   state_sql.c      SQLite helpers: errors (full disk), busy retries,
+ *   state_sql.c      SQLite helpers: errors (full disk), statements,
  *                    binding and checked reading of columns
  *   state_records.c  clusters and nodes
  *   state_events.c   attempts, capacity misses, events, the ledger, the
@@ -21,8 +21,9 @@
 #include "gpuctl/spec.h"
 #include "gpuctl/state.h"
 
-/* How long a statement or BEGIN IMMEDIATE is retried on SQLITE_BUSY
- * (milliseconds). */
+/* SQLite's busy timeout (sqlite3_busy_timeout): how long a statement or
+ * BEGIN IMMEDIATE waits for a lock before SQLITE_BUSY, "database is
+ * locked" (milliseconds). */
 #define GPC_STATE_BUSY_MS 10000
 
 struct gpc_state {
@@ -55,24 +56,24 @@ int gpc_st_disk_full(const char *dir, sqlite3 *db);
  * GPC_ERR_STATE. */
 int gpc_st_fail(gpc_state *st, gpc_error *err, const char *what);
 
-/* Prepare `sql` into *out (sqlite3_finalize), retrying SQLITE_BUSY for up
- * to GPC_STATE_BUSY_MS.  0 or GPC_ERR_STATE. */
+/* Prepare `sql` into *out (sqlite3_finalize).  0 or GPC_ERR_STATE.  Lock
+ * waits here and below are SQLite's busy timeout (state_sql.c says why no
+ * retry loop is needed). */
 int gpc_st_prep(gpc_state *st, const char *sql, sqlite3_stmt **out, const char *what,
                 gpc_error *err);
 
-/* First step of a statement (SQLITE_BUSY retried outside a transaction):
- * SQLITE_ROW / SQLITE_DONE, else SQLite's error code with err filled. */
+/* One step of a statement: SQLITE_ROW / SQLITE_DONE, else SQLite's error
+ * code with err filled (and the statement reset).  The first step and the
+ * later ones (the rows of a list) are the same call under two names. */
 int gpc_st_step_first(gpc_state *st, sqlite3_stmt *stmt, const char *what, gpc_error *err);
-
-/* Later steps (the rows of a list), not retried; as gpc_st_step_first. */
 int gpc_st_step_next(gpc_state *st, sqlite3_stmt *stmt, const char *what, gpc_error *err);
 
 /* Prepare and run a statement whose rows are not read.  0 or
  * GPC_ERR_STATE. */
 int gpc_st_exec1(gpc_state *st, const char *sql, const char *what, gpc_error *err);
 
-/* BEGIN IMMEDIATE / COMMIT with busy retries (a failed COMMIT rolls back).
- * 0 or GPC_ERR_STATE. */
+/* BEGIN IMMEDIATE / COMMIT (a failed COMMIT rolls back).  0 or
+ * GPC_ERR_STATE. */
 int gpc_st_begin_immediate(gpc_state *st, gpc_error *err);
 int gpc_st_commit_raw(gpc_state *st, gpc_error *err);
 

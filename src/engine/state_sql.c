@@ -1,10 +1,9 @@
-/* state_sql.c - SQLite helpers of the state: errors, busy retries, columns
+/* state_sql.c - SQLite helpers of the state: errors, statements, columns
  * (state_db.h) */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "state_db.h"
@@ -49,87 +48,38 @@ int gpc_st_fail(gpc_state *st, gpc_error *err, const char *what)
                     sqlite3_errmsg(st->db), what);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
- * Sleep before the next try after SQLITE_BUSY; returns 0 when the deadline
- * has passed (give up).  The pause grows from 1 ms to 50 ms with some jitter
- * so that competing processes do not retry in lock step.
+ * Lock waits are SQLite's own: the busy timeout (GPC_STATE_BUSY_MS, set
+ * where the connection is opened) makes a statement or BEGIN IMMEDIATE
+ * wait for a lock, and covers the cases that started a transaction from
+ * none: a first read or a BEGIN IMMEDIATE meeting a writer, a connection
+ * that is checkpointing on close, or one running WAL recovery.  What the
+ * busy handler does not cover is upgrading a read transaction to a write
+ * one (SQLITE_BUSY_SNAPSHOT, or SQLITE_BUSY to avoid a deadlock); the
+ * state never does that: every transaction that writes begins IMMEDIATE
+ * (gpc_state_begin), and a write outside one is a transaction of its own.
+ * So an SQLITE_BUSY that reaches us means the timeout passed ("database
+ * is locked") and is reported like any error.
  */
-static int busy_backoff(int64_t deadline, int *tries)
-{
-    int64_t now = mono_ms();
-    if (now >= deadline)
-        return 0;
-    int ms = 1 << (*tries < 5 ? *tries : 5); /* 1..32 */
-    ms += (int)(((unsigned)getpid() * 2654435761u + (unsigned)*tries * 40503u) % 19u);
-    if (now + ms > deadline)
-        ms = (int)(deadline - now);
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-    (*tries)++;
-    return 1;
-}
 
-static int is_busy(int rc)
-{
-    return (rc & 0xff) == SQLITE_BUSY;
-}
-
-/* Prepare, retrying SQLITE_BUSY (reading the schema may need a lock). */
 int gpc_st_prep(gpc_state *st, const char *sql, sqlite3_stmt **out,
                 const char *what, gpc_error *err)
 {
-    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
-    int tries = 0;
-    int rc;
-    for (;;) {
-        *out = NULL;
-        rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
-        if (rc == SQLITE_OK)
-            return 0;
-        if (!is_busy(rc) || !busy_backoff(deadline, &tries))
-            break;
-    }
+    *out = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) == SQLITE_OK)
+        return 0;
     gpc_st_fail(st, err, what);
     sqlite3_finalize(*out);
     *out = NULL;
     return GPC_ERR_STATE;
 }
 
-/*
- * First step of a statement.  Outside an explicit transaction a
- * SQLITE_BUSY is retried (the statement did nothing); inside one it is an
- * error.  Returns SQLITE_ROW / SQLITE_DONE, or the error code after filling
- * err.
- */
 int gpc_st_step_first(gpc_state *st, sqlite3_stmt *stmt, const char *what,
                       gpc_error *err)
 {
-    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
-    int tries = 0;
-    int rc;
-    for (;;) {
-        rc = sqlite3_step(stmt);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-            return rc;
-        if (!is_busy(rc) || st->depth > 0 || !sqlite3_get_autocommit(st->db) ||
-            !busy_backoff(deadline, &tries))
-            break;
-        sqlite3_reset(stmt);
-    }
-    gpc_st_fail(st, err, what);
-    sqlite3_reset(stmt);
-    return rc;
+    return gpc_st_step_next(st, stmt, what, err);
 }
 
-/* Later steps (rows of a list): no retry. */
 int gpc_st_step_next(gpc_state *st, sqlite3_stmt *stmt, const char *what,
                      gpc_error *err)
 {
@@ -141,7 +91,7 @@ int gpc_st_step_next(gpc_state *st, sqlite3_stmt *stmt, const char *what,
     return rc;
 }
 
-/* Run a statement that returns no rows worth reading, with busy retry. */
+/* Run a statement that returns no rows worth reading. */
 int gpc_st_exec1(gpc_state *st, const char *sql, const char *what, gpc_error *err)
 {
     sqlite3_stmt *stmt;
@@ -152,36 +102,21 @@ int gpc_st_exec1(gpc_state *st, const char *sql, const char *what, gpc_error *er
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
 }
 
-/* BEGIN IMMEDIATE with a retry loop on top of the busy handler. */
 int gpc_st_begin_immediate(gpc_state *st, gpc_error *err)
 {
-    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
-    int tries = 0;
-    for (;;) {
-        int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            return 0;
-        if (!is_busy(rc) || !busy_backoff(deadline, &tries))
-            return gpc_st_fail(st, err, "BEGIN IMMEDIATE");
-    }
+    if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
+        return 0;
+    return gpc_st_fail(st, err, "BEGIN IMMEDIATE");
 }
 
 int gpc_st_commit_raw(gpc_state *st, gpc_error *err)
 {
-    int64_t deadline = mono_ms() + GPC_STATE_BUSY_MS;
-    int tries = 0;
-    for (;;) {
-        int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            return 0;
-        if (!is_busy(rc) || sqlite3_get_autocommit(st->db) ||
-            !busy_backoff(deadline, &tries)) {
-            gpc_st_fail(st, err, "COMMIT");
-            if (!sqlite3_get_autocommit(st->db))
-                sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-            return GPC_ERR_STATE;
-        }
-    }
+    if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return 0;
+    gpc_st_fail(st, err, "COMMIT");
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return GPC_ERR_STATE;
 }
 
 int gpc_st_read_only_fail(gpc_state *st, gpc_error *err)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -1792,6 +1793,70 @@ static void test_concurrent_writers(void **pstate)
     gpc_state_close(st);
 }
 
+/* A connection that finds the write lock held waits for it (SQLite's busy
+ * timeout, GPC_STATE_BUSY_MS, with no retry loop of our own): to begin a
+ * transaction, and for a write outside one.  It then sees what the holder
+ * committed, after it. */
+static void test_lock_wait(void **pstate)
+{
+    fx *f = *pstate;
+    gpc_state *st = open_ok(f->state);
+    int64_t cid = insert_cluster(st, "held");
+    gpc_state_close(st); /* no connection crosses fork() */
+
+    for (int round = 0; round < 2; round++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            gpc_error ge;
+            gpc_error_clear(&ge);
+            gpc_state *cst = NULL;
+            if (gpc_state_open(f->state, &cst, &ge) || gpc_state_begin(cst, &ge) ||
+                gpc_event_add(cst, cid, 0, "hold", "holder", &ge))
+                _exit(2);
+            if (write(fds[1], "x", 1) != 1)
+                _exit(3);
+            struct timespec pause = {0, 300 * 1000000L};
+            nanosleep(&pause, NULL);
+            _exit(gpc_state_commit(cst, &ge) ? 4 : 0);
+        }
+        close(fds[1]);
+        char c;
+        assert_int_equal(read(fds[0], &c, 1), 1); /* the child holds the lock */
+        close(fds[0]);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = open_ok(f->state);
+        if (round == 0) {
+            OK(gpc_state_begin(st, err));
+            OK(gpc_event_add(st, cid, 1, "wait", "waiter", err));
+            OK(gpc_state_commit(st, err));
+        } else {
+            OK(gpc_event_add(st, cid, 1, "wait", "waiter", err));
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        assert_true(ms >= 200.0);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+
+        gpc_event_rec *ev;
+        size_t n;
+        OK(gpc_event_list(st, cid, &ev, &n, err));
+        assert_int_equal(n, 2 * (size_t)(round + 1));
+        assert_string_equal(ev[n - 2].message, "holder");
+        assert_string_equal(ev[n - 1].message, "waiter");
+        gpc_event_list_free(ev, n);
+        gpc_state_close(st);
+    }
+}
+
 static void test_killed_mid_write(void **pstate)
 {
     fx *f = *pstate;
@@ -1879,6 +1944,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_mid_write, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
