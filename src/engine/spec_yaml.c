@@ -3,6 +3,21 @@
  * of nodes that carry 1-based line/column marks (spec_int.h).  Aliases are
  * resolved with their expansion bounded, duplicate keys and nesting bombs
  * refused, and libyaml's own syntax errors named by place.
+ *
+ * Why events and not libyaml's document loader (yaml_parser_load, which the
+ * local provider uses on the cloud-config gpuctl renders itself): a spec is
+ * the user's file, and the loader keeps too little and stops too late.
+ *  - It parses the whole file before returning, so a bound could be checked
+ *    only afterwards.  libyaml's parse of deep nesting costs the square of
+ *    the depth (32 KiB of '[' takes it seconds; a spec may have 1 MiB), and
+ *    its anchor table is searched once per anchor and alias.  From events,
+ *    reading stops at the 65th open collection or the 1,001st anchor
+ *    (test_bombs_at_size_limit).
+ *  - It keeps no position and no name for an alias, only the node it
+ *    names: "alias expansion exceeds" and a self-referring alias could not
+ *    say where, an unknown alias not which.
+ *  - It refuses an anchor defined twice, which YAML allows (the alias means
+ *    the latest).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -506,6 +506,11 @@ static void test_aliases_resolve(void **state)
     assert_string_equal(env_value(s, "CMD2"), "hello");
     gpc_spec_free(s);
 
+    /* An anchor may be defined again; an alias means the latest. */
+    s = load(MIN "env: {A: &v one, B: &v two, C: *v}\n");
+    assert_string_equal(env_value(s, "C"), "two");
+    gpc_spec_free(s);
+
     /* An aliased mapping is checked like the original. */
     expect_error("name: x\nrun: a\nbase: &b {A: 1}\nenv: *b\n",
                  "job.yaml:3:1: unknown key 'base'");
@@ -555,6 +560,42 @@ static void test_billion_laughs(void **state)
                  "  B: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
                  "  C: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n",
                  "job.yaml:6:55: alias expansion exceeds 10000 nodes (billion laughs?)");
+}
+
+static double secs_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Bombs as large as a spec may be (GPC_SPEC_MAX_BYTES) fail as fast as small
+ * ones: the tree is built from libyaml's events, so reading stops at the
+ * 65th open collection or the 1,001st anchor.  (libyaml's document loader,
+ * yaml_parser_load, parses the whole file first: it takes seconds on 32 KiB
+ * of '[' and grows with the square of the size, and its anchor table too.) */
+static void test_bombs_at_size_limit(void **state)
+{
+    (void)state;
+    size_t cap = GPC_SPEC_MAX_BYTES + 1;
+    char *yaml = malloc(cap);
+    assert_non_null(yaml);
+    size_t n = (size_t)snprintf(yaml, cap, MIN "env: ");
+    memset(yaml + n, '[', cap - 1 - n);
+    yaml[cap - 1] = '\0';
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    expect_error(yaml, "job.yaml:3:69: nesting deeper than 64 levels");
+    assert_true(secs_since(&t0) < 1.0);
+
+    n = (size_t)snprintf(yaml, cap, MIN "env:\n");
+    for (int i = 0; n < cap - 32; i++)
+        n += (size_t)snprintf(yaml + n, cap - n, "  V%d: &a%d x\n", i, i);
+    assert_true(n > GPC_SPEC_MAX_BYTES - 32 && n <= GPC_SPEC_MAX_BYTES);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    expect_error(yaml, "job.yaml:1004:10: more than 1000 anchors");
+    assert_true(secs_since(&t0) < 1.0);
+    free(yaml);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1409,6 +1450,7 @@ int main(void)
         cmocka_unit_test(test_aliases_resolve),
         cmocka_unit_test(test_anchor_limit),
         cmocka_unit_test(test_billion_laughs),
+        cmocka_unit_test(test_bombs_at_size_limit),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_gpu),
