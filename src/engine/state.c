@@ -10,13 +10,11 @@
  * running and unbilled in our books.  Writes are rare (a few per command), so
  * an fsync per commit costs nothing noticeable.
  *
- * Concurrency: sqlite3_busy_timeout covers lock waits; on top of it every
- * statement run outside an explicit transaction, and every BEGIN IMMEDIATE,
- * is retried on SQLITE_BUSY until GPC_STATE_BUSY_MS have passed, because
- * SQLite returns SQLITE_BUSY without calling the busy handler in some cases
- * (another connection running WAL recovery, a snapshot that went stale).
- * Retrying is safe there: a statement that failed with SQLITE_BUSY changed
- * nothing.
+ * Concurrency: SQLite's busy timeout (GPC_STATE_BUSY_MS) is the only lock
+ * wait.  SQLite calls it for every transaction that starts from none (WAL
+ * recovery and a stale snapshot included); it skips only a read transaction
+ * that turns into a write one, and every transaction here that writes
+ * begins IMMEDIATE (state_sql.c).
  *
  * Transactions: gpc_state_begin nests by counting; only the outermost begin
  * and commit talk to SQLite.  A rollback at any depth rolls back the whole
