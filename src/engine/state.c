@@ -192,8 +192,8 @@ static const char *const migrations[] = {
     "  (provider, region, zone, instance_type, spot, at);",
     /* 3: the seam - what a provider keeps of a cluster and of a node (a
      * Slurm job id, an operation URL): opaque JSON, '' = none */
-    "ALTER TABLE clusters ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';"
-    "ALTER TABLE nodes ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';",
+    ("ALTER TABLE clusters ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE nodes ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';"),
 };
 
 #define GPC_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
