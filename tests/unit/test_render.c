@@ -123,7 +123,7 @@ static gpc_node_ctx base_node(void)
 {
     gpc_node_ctx n = {
         .cluster = "demo", .cluster_id = "demo-0123abcd", .rank = 0, .nnodes = 2,
-        .head_ip = NULL, .rdzv_port = 29400, .workdir = NULL, .checkpoint_dir = NULL,
+        .head_addr = NULL, .rdzv_port = 29400, .workdir = NULL, .checkpoint_dir = NULL,
     };
     return n;
 }
@@ -713,7 +713,7 @@ static void test_bootstrap_basics(void **state)
     n.workdir = "/home/u/my job";
     n.checkpoint_dir = "/mnt/ckpt";
     n.rank = 1;
-    n.head_ip = "10.0.0.5";
+    n.head_addr = "10.0.0.5";
     b = render_boot(&s, &n, "aws");
     assert_non_null(strstr(b, "\nGPUCTL_MAX_DURATION_S=7200\n"));
     assert_non_null(strstr(b, "\nGPUCTL_NPROC_PER_NODE=4\n"));
@@ -743,7 +743,7 @@ static void test_bootstrap_head_ip(void **state)
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char want[64];
-        n.head_ip = ok[i].in;
+        n.head_addr = ok[i].in;
         fmt(want, sizeof(want), "\nGPUCTL_HEAD_IP=%s\n", ok[i].baked);
         char *b = render_boot(&s, &n, "aws");
         assert_non_null(strstr(b, want));
@@ -757,7 +757,7 @@ static void test_bootstrap_head_ip(void **state)
         char *out = NULL;
         gpc_error e;
         gpc_error_clear(&e);
-        n.head_ip = bad[i];
+        n.head_addr = bad[i];
         if (gpc_render_bootstrap(&s, &n, gpc_provider_find("aws")->userdata, &out, &e) !=
             GPC_ERR_RENDER)
             fail_msg("head_ip '%s' was accepted", bad[i]);
@@ -926,7 +926,7 @@ static void test_bootstrap_lint(void **state)
         s.lifecycle.max_duration_s = ic % 2 ? 0 : 3600;
         if (ic >= 3) {
             n.rank = 1;
-            n.head_ip = "10.0.0.1";
+            n.head_addr = "10.0.0.1";
         }
         char *b = render_boot(&s, &n, provs[ic]);
         fmt(path, sizeof(path), "%s/boot-%d.sh", dir, ic);
@@ -957,8 +957,8 @@ static void test_bootstrap_lint(void **state)
         char path[256];
         hostile_spec(&s, dir);
         n.rank = 1;
-        n.head_ip = "10.0.0.1";
-        n.rank_from_launch_index = 1;
+        n.head_addr = "10.0.0.1";
+        n.rank_from = GPC_RANK_LAUNCH_INDEX;
         char *b = render_boot(&s, &n, "aws");
         assert_non_null(strstr(b, "ami-launch-index"));
         fmt(path, sizeof(path), "%s/boot-batch.sh", dir);
@@ -1236,7 +1236,7 @@ static void test_run_rank1_gpu_torch2(void **state)
     gpc_node_ctx n = base_node();
     n.rank = 1;
     n.nnodes = 3;
-    n.head_ip = "[::1]";
+    n.head_addr = "[::1]";
     n.rdzv_port = 29411;
     n.workdir = work;
     n.checkpoint_dir = ckpt;
@@ -1381,7 +1381,7 @@ static void test_run_job_fails(void **state)
     /* on a cloud the failing status reaches the serial console too */
     node_prepare(&r, "runfailaws", "2.4.0", 0);
     n.rank = 1;
-    n.head_ip = "10.0.0.1";
+    n.head_addr = "10.0.0.1";
     b = render_boot(&s, &n, "aws");
     node_exec(&r, b, "GPUCTL_HEAD_WAIT_S=0");
     free(b);
@@ -1390,7 +1390,7 @@ static void test_run_job_fails(void **state)
     assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=1 status=3\n");
     node_run_free(&r);
     n.rank = 0;
-    n.head_ip = NULL;
+    n.head_addr = NULL;
 
     /* a worker killed by a signal: torchrun's status stands */
     node_prepare(&r, "runkilled", "2.4.0", 0);
@@ -1668,8 +1668,8 @@ static void test_run_rank_from_launch_index(void **state)
         gpc_node_ctx n = base_node();
         n.rank = 1;
         n.nnodes = 4;
-        n.head_ip = "10.0.0.1";
-        n.rank_from_launch_index = 1;
+        n.head_addr = "10.0.0.1";
+        n.rank_from = GPC_RANK_LAUNCH_INDEX;
         char *b = render_boot(&s, &n, "aws");
         fmt(extra, sizeof(extra), "STUB_LAUNCH_INDEX=%s GPUCTL_HEAD_WAIT_S=0", cases[i].index);
         node_exec(&r, b, extra);
@@ -1690,8 +1690,8 @@ static void test_run_rank_from_launch_index(void **state)
     base_spec(&s);
     gpc_node_ctx n = base_node();
     n.rank = 1;
-    n.head_ip = "10.0.0.1";
-    n.rank_from_launch_index = 1;
+    n.head_addr = "10.0.0.1";
+    n.rank_from = GPC_RANK_LAUNCH_INDEX;
     char *out = NULL;
     gpc_error e;
     gpc_error_clear(&e);
