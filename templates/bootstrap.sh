@@ -48,6 +48,9 @@ export GPUCTL_HOME
 export HOME="${HOME:-/root}"
 mkdir -p "$GPUCTL_HOME"
 ## The provider's name: says whose metadata service the node asked.
+##if HEAD_FROM=name|node
+# shellcheck disable=SC2034 # read where the node finds its own IP (HEAD_FROM=ip)
+##endif
 GPUCTL_METADATA={{METADATA}}
 gpuctl_done=0  # exit_status written
 gpuctl_child=0 # pid of the `timeout` running setup / torchrun, 0 = none
@@ -87,7 +90,17 @@ gpuctl_md_curl() {
 ##                           nodes take their rank from it)
 ##   gpuctl_md_node_rank     prints the node's rank (RANK_FROM=scheduler)
 ##   gpuctl_md_head_addr     prints the head's address (HEAD_FROM=node)
+##if HEAD_FROM=ip
 {{NODE_SCRIPT}}
+##endif
+##if HEAD_FROM=name|node
+## gpuctl_md_private_ip, which every node script defines, goes uncalled
+## where the head's address comes from elsewhere.
+# shellcheck disable=SC2317
+{
+{{NODE_SCRIPT}}
+}
+##endif
 
 ## Whatever the job left behind (processes that moved to sessions of their
 ## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this

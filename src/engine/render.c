@@ -466,14 +466,37 @@ static int quote_opt(gpc_buf *b, const char *s, gpc_error *err)
     return gpc_shell_quote(b, s ? s : "", err);
 }
 
-/* The node script of `rules` defines `fn`, or an error naming it. */
-static int needs_function(const gpc_userdata_rules *rules, const char *fn, const char *what,
-                          gpc_error *err)
+/* The rendered node script `script` of `provider` defines `fn`, or an
+ * error naming it. */
+static int needs_function(const char *provider, const char *script, const char *fn,
+                          const char *what, gpc_error *err)
 {
-    if (defines_function(rules->node_script, fn))
+    if (defines_function(script, fn))
         return 0;
     return gpc_fail(err, GPC_ERR_RENDER, "the node script of provider '%s' does not define %s, "
-                    "which %s needs", rules->provider, fn, what);
+                    "which %s needs", provider, fn, what);
+}
+
+/*
+ * The functions the node's modes ask of the node script (render.h, the
+ * contract), looked for in the script as rendered for the node: one in a
+ * section of another mode does not count.
+ */
+static int mode_functions(const gpc_node_ctx *node, const char *provider, const char *script,
+                          gpc_error *err)
+{
+    int rc = 0;
+    if (node->rank_from == GPC_RANK_LAUNCH_INDEX &&
+        !defines_function(script, "gpuctl_md_launch_index"))
+        rc = gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
+                      "script that defines gpuctl_md_launch_index and a first rank above 0");
+    if (!rc && node->rank_from == GPC_RANK_SCHEDULER)
+        rc = needs_function(provider, script, "gpuctl_md_node_rank",
+                            "a node rank from the scheduler", err);
+    if (!rc && node->rdzv_from == GPC_RDZV_ON_NODE)
+        rc = needs_function(provider, script, "gpuctl_md_head_addr",
+                            "a rendezvous found on the node", err);
+    return rc;
 }
 
 /*
@@ -481,10 +504,8 @@ static int needs_function(const gpc_userdata_rules *rules, const char *fn, const
  * (render.h, gpc_node_ctx), and write the head address the bootstrap
  * gets to head (size bytes; "" when the node finds it itself).
  */
-static int rank_and_head(const gpc_node_ctx *node, const gpc_userdata_rules *rules,
-                         char *head, size_t size, gpc_error *err)
+static int rank_and_head(const gpc_node_ctx *node, char *head, size_t size, gpc_error *err)
 {
-    int rc = 0;
     if ((unsigned)node->rank_from >= sizeof(rank_words) / sizeof(rank_words[0]))
         return gpc_fail(err, GPC_ERR_RENDER, "unknown rank source %d", (int)node->rank_from);
     if ((unsigned)node->rdzv_from >= sizeof(rdzv_words) / sizeof(rdzv_words[0]))
@@ -524,18 +545,15 @@ static int rank_and_head(const gpc_node_ctx *node, const gpc_userdata_rules *rul
         if (node->head_addr)
             return gpc_fail(err, GPC_ERR_RENDER, "head address '%.64s' given, but the nodes "
                             "find the head themselves (gpuctl_md_head_addr)", node->head_addr);
-        rc = needs_function(rules, "gpuctl_md_head_addr", "a rendezvous found on the node", err);
         break;
     }
-    /* with the head's IP, the head is made first, by itself */
-    if (!rc && node->rank_from == GPC_RANK_LAUNCH_INDEX &&
-        (!defines_function(rules->node_script, "gpuctl_md_launch_index") ||
-         (node->rank == 0 && node->rdzv_from == GPC_RDZV_HEAD_IP)))
-        rc = gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
-                      "script that defines gpuctl_md_launch_index and a first rank above 0");
-    if (!rc && node->rank_from == GPC_RANK_SCHEDULER)
-        rc = needs_function(rules, "gpuctl_md_node_rank", "a node rank from the scheduler", err);
-    return rc;
+    /* with the head's IP, the head is made first, by itself (the node
+     * script's part of this: mode_functions) */
+    if (node->rank_from == GPC_RANK_LAUNCH_INDEX && node->rank == 0 &&
+        node->rdzv_from == GPC_RDZV_HEAD_IP)
+        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
+                        "script that defines gpuctl_md_launch_index and a first rank above 0");
+    return 0;
 }
 
 /*
@@ -588,7 +606,7 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                         (unsigned)port);
     if (!spec->run.command || !*spec->run.command)
         return gpc_fail(err, GPC_ERR_RENDER, "spec has no run command");
-    rc = rank_and_head(node, rules, head, sizeof(head), err);
+    rc = rank_and_head(node, head, sizeof(head), err);
     if (rc)
         return rc;
 
@@ -693,6 +711,8 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_template_render(tname, rules->node_script, strlen(rules->node_script), vars,
                                  V_NODE_SCRIPT, &vals[V_NODE_SCRIPT], err);
         vars[V_NODE_SCRIPT].value = gpc_buf_str(&vals[V_NODE_SCRIPT]);
+        if (!rc)
+            rc = mode_functions(node, rules->provider, vars[V_NODE_SCRIPT].value, err);
     }
     if (!rc && fabric) {
         char tname[80];
