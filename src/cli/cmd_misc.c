@@ -207,12 +207,13 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
                  "from the scheduler", prov);
     } else if (pv->rank == GPC_RANK_RENDEZVOUS && a.node > 0) {
         rank_from = GPC_RANK_RENDEZVOUS;
+        gpc_info(&o->log, "gpuctl: note: %s's workers carry no rank: torchrun's rendezvous "
+                 "numbers them", prov);
     }
     const char *head_ip = NULL;
     if (pv->rdzv == GPC_RDZV_ON_NODE) {
-        if (a.head_ip)
-            gpc_info(&o->log, "gpuctl: note: %s's nodes find the head themselves; --head-ip "
-                     "is not used", prov);
+        gpc_info(&o->log, "gpuctl: note: %s's nodes find the head themselves%s", prov,
+                 a.head_ip ? "; --head-ip is not used" : "");
     } else if (pv->rdzv == GPC_RDZV_NAME) {
         head_ip = a.head_ip ? a.head_ip : "head.example";
         if (!a.head_ip)

@@ -261,13 +261,13 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         long_name[sizeof(long_name) - 1] = '\0';
         for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 && !group ? 2u : 1u);
              r++) {
-            /* a worker: in a batch when the provider makes several at once
-             * (create_batch), else by itself (create_one) */
+            /* a worker: in a batch where the provider makes several at
+             * once and the engine does not give their ranks (launch.c,
+             * create_batch), else by itself (create_one) */
             gpc_rank_from rf = GPC_RANK_ENGINE;
-            if (group)
+            if (group || (r > 0 && cp->create_nodes && cp->rank != GPC_RANK_ENGINE &&
+                          spec->nodes > 2))
                 rf = cp->rank;
-            else if (r > 0 && cp->create_nodes && spec->nodes > 2)
-                rf = cp->rank == GPC_RANK_ENGINE ? GPC_RANK_LAUNCH_INDEX : cp->rank;
             else if (r > 0 && cp->rank == GPC_RANK_RENDEZVOUS)
                 rf = GPC_RANK_RENDEZVOUS;
             const char *head = NULL;
