@@ -310,7 +310,8 @@ void gpc_payload_free(gpc_payload *p);
  * *out (caller frees) is NUL-terminated, *out_len its length in bytes;
  * *gzipped (may be NULL) tells whether gzip was applied.  GPC_ERR_RENDER
  * when it does not fit (the sizes named, as gpc_userdata_encode says) or
- * when the script holds a NUL byte; GPC_ERR_INTERNAL on a NULL argument.
+ * when the script holds a NUL byte; GPC_ERR_INTERNAL on a NULL argument or
+ * a script longer than script_len.
  */
 int gpc_payload_cloud_init(const gpc_payload *payload, const gpc_userdata_rules *rules,
                            char **out, size_t *out_len, int *gzipped, gpc_error *err);

@@ -785,8 +785,10 @@ static int cloud_config(const char *script, size_t len, char **out, gpc_error *e
     if (!t)
         return gpc_fail(err, GPC_ERR_INTERNAL,
                         "template 'cloud-config.yaml' is not embedded");
-    if (strlen(script) != len)
+    if (memchr(script, '\0', len))
         return gpc_fail(err, GPC_ERR_RENDER, "the bootstrap holds a NUL byte");
+    if (script[len] != '\0')
+        return gpc_fail(err, GPC_ERR_INTERNAL, "the bootstrap is longer than its length says");
     gpc_buf res;
     gpc_buf_init(&res, GPC_BUF_SCRIPT_MAX);
     const gpc_tpl_var vars[] = {{"BOOTSTRAP", script}};

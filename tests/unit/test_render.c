@@ -2243,6 +2243,100 @@ static void test_userdata_document(void **state)
     free(boot);
 }
 
+/* The payload: the bootstrap and a copy of the env; for a VM, the
+ * cloud-config around the script, encoded: the same bytes as the
+ * user-data rendered and encoded directly. */
+static void test_payload(void **state)
+{
+    (void)state;
+    char dir[128];
+    mkdir_in(dir, sizeof(dir), "payload");
+    gpc_spec s;
+    hostile_spec(&s, dir);
+    gpc_node_ctx n = base_node();
+    n.rank = 1;
+    n.head_addr = "10.0.0.1";
+    const gpc_userdata_rules *aws = gpc_provider_find("aws")->userdata;
+    gpc_payload p;
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), 0);
+    char *boot = render_boot(&s, &n, "aws");
+    assert_int_equal(p.script_len, strlen(boot));
+    assert_string_equal(p.script, boot);
+    free(boot);
+    assert_int_equal(p.n_env, N_HOSTILE);
+    for (size_t i = 0; i < N_HOSTILE; i++) {
+        assert_string_equal(p.env[i].name, hostile_names[i]);
+        assert_string_equal(p.env[i].value, hostile[i]);
+        assert_true(p.env[i].value != hostile[i]); /* a copy */
+    }
+    /* plain, then gzip: byte for byte what encoding the user-data gives */
+    for (int big = 0; big < 2; big++) {
+        static char lorem[30001];
+        gpc_env_var env[] = {{"BIG", lorem}};
+        if (big) {
+            for (size_t i = 0; i < sizeof(lorem) - 1; i++)
+                lorem[i] = "lorem ipsum dolor "[i % 18];
+            base_spec(&s);
+            s.env = env;
+            s.n_env = 1;
+            gpc_payload_free(&p);
+            assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), 0);
+        }
+        char *ud = render_ud(&s, &n, "aws"), *want = NULL, *got = NULL;
+        size_t want_len = 0, got_len = 0;
+        int want_gz = -1, got_gz = -1;
+        assert_int_equal(gpc_userdata_encode(ud, strlen(ud), aws, &want, &want_len, &want_gz, &e),
+                         0);
+        assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, &got_gz, &e), 0);
+        assert_int_equal(got_gz, big);
+        assert_int_equal(want_gz, big);
+        assert_int_equal(got_len, want_len);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        /* local: the plain text itself */
+        assert_int_equal(gpc_payload_cloud_init(&p, gpc_provider_find("local")->userdata, &got,
+                                                &got_len, NULL, &e), 0);
+        assert_int_equal(got_len, strlen(ud));
+        assert_string_equal(got, ud);
+        free(got);
+        free(ud);
+    }
+    /* what cannot be user-data */
+    char *got = (char *)"untouched";
+    size_t got_len = 0;
+    p.script_len--;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_INTERNAL);
+    assert_string_equal(e.msg, "the bootstrap is longer than its length says");
+    p.script_len++;
+    p.script[10] = '\0';
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_RENDER);
+    assert_string_equal(e.msg, "the bootstrap holds a NUL byte");
+    assert_string_equal(got, "untouched");
+    gpc_payload_free(&p);
+    assert_null(p.script);
+    assert_int_equal(p.n_env, 0);
+    gpc_payload_free(&p); /* twice: a no-op */
+    gpc_payload_free(NULL);
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_INTERNAL);
+    /* a failed render leaves the payload empty */
+    memset(&p, 0xa5, sizeof(p));
+    n.head_addr = NULL;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), GPC_ERR_RENDER);
+    assert_string_equal(e.msg, "node rank 1 needs the head's IP");
+    assert_null(p.script);
+    assert_null(p.env);
+    assert_int_equal(p.script_len, 0);
+    assert_int_equal(p.n_env, 0);
+    assert_not_pwned(dir);
+}
+
 /* A typical spec's user-data fits AWS's 16 KB plain. */
 static void test_userdata_typical_size(void **state)
 {
@@ -2457,6 +2551,7 @@ int main(void)
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
+        cmocka_unit_test(test_payload),
         cmocka_unit_test(test_encode_small),
         cmocka_unit_test(test_encode_gzip_40k),
         cmocka_unit_test(test_encode_too_big),
