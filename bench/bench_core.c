@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         }
         double b = now_s();
         gpc_node_ctx ctx = {.cluster = spec->name, .cluster_id = "bench", .rank = 1,
-                            .nnodes = spec->nodes, .head_ip = "10.0.0.1", .rdzv_port = 29400};
+                            .nnodes = spec->nodes, .head_addr = "10.0.0.1", .rdzv_port = 29400};
         char *ud = NULL, *enc = NULL;
         size_t enc_len;
         if (gpc_render_userdata(spec, &ctx, aws, &ud, &err) ||

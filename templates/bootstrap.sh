@@ -7,7 +7,19 @@
 ## Every node of a cluster (cloud or local) runs this same script: it exports
 ## the job env, sets NCCL / libfabric variables for the interconnect, runs the
 ## spec's `setup`, then starts torchrun with a c10d rendezvous on the head
-## node's private IP literal.
+## node: its private IP literal, or the host name the provider gives or the
+## node script finds (HEAD_FROM below).
+##
+## Template sections (`##if NAME=word|word`) pick the node's modes (render.h,
+## gpc_node_ctx):
+##   RANK_FROM=engine      the rank is written below (NODE_RANK)
+##   RANK_FROM=launch      NODE_RANK plus the node script's launch index
+##   RANK_FROM=scheduler   the node script's gpuctl_md_node_rank
+##   RANK_FROM=rendezvous  no rank: torchrun's rendezvous numbers the node
+##   HEAD_FROM=ip          the head's IP literal (HEAD_IP), or the node's own
+##                         IP when it is the head (HEAD_IP empty)
+##   HEAD_FROM=name        a host name or IP literal given to every node
+##   HEAD_FROM=node        the node script's gpuctl_md_head_addr
 ##
 ## Files under GPUCTL_HOME (default /var/lib/gpuctl):
 ##   node.log     everything this script and the job print (appended)
@@ -36,6 +48,9 @@ export GPUCTL_HOME
 export HOME="${HOME:-/root}"
 mkdir -p "$GPUCTL_HOME"
 ## The provider's name: says whose metadata service the node asked.
+##if HEAD_FROM=name|node
+# shellcheck disable=SC2034 # read where the node finds its own IP (HEAD_FROM=ip)
+##endif
 GPUCTL_METADATA={{METADATA}}
 gpuctl_done=0  # exit_status written
 gpuctl_child=0 # pid of the `timeout` running setup / torchrun, 0 = none
@@ -73,7 +88,19 @@ gpuctl_md_curl() {
 ##   gpuctl_md_launch_index  prints the node's 0-based position among the
 ##                           nodes launched by one call (providers whose
 ##                           nodes take their rank from it)
+##   gpuctl_md_node_rank     prints the node's rank (RANK_FROM=scheduler)
+##   gpuctl_md_head_addr     prints the head's address (HEAD_FROM=node)
+##if HEAD_FROM=ip
 {{NODE_SCRIPT}}
+##endif
+##if HEAD_FROM=name|node
+## gpuctl_md_private_ip, which every node script defines, goes uncalled
+## where the head's address comes from elsewhere.
+# shellcheck disable=SC2317
+{
+{{NODE_SCRIPT}}
+}
+##endif
 
 ## Whatever the job left behind (processes that moved to sessions of their
 ## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this
@@ -119,8 +146,9 @@ gpuctl_on_exit() {
     if [ "$gpuctl_md_machine" = 1 ]; then
       ## The control plane reads this line back from the serial console
       ## (EC2 GetConsoleOutput) once the node has powered itself off.
+      ## rank=- where the node has no rank (yet): see GPUCTL_NODE_RANK below
       printf 'gpuctl-node-exit: cluster=%s rank=%s status=%s\n' "$GPUCTL_CLUSTER_ID" \
-        "$GPUCTL_NODE_RANK" "$rc" >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
+        "${GPUCTL_NODE_RANK:--}" "$rc" >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
     fi
   fi
   if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
@@ -209,7 +237,11 @@ gpuctl_say "bootstrap start (pid $$)"
 }
 # --- job env (end) ---
 
-## Node identity, after the job env so that it cannot be overridden.
+## Node identity, after the job env so that it cannot be overridden.  The
+## rank is '' until the node learns it (RANK_FROM=scheduler, below), and
+## stays '' where torchrun's rendezvous numbers the node (the job reads
+## torchrun's GROUP_RANK); the rendezvous host is GPUCTL_HEAD_IP whether it
+## is an IP literal or a host name.
 export GPUCTL_CLUSTER={{CLUSTER}}
 export GPUCTL_CLUSTER_ID={{CLUSTER_ID}}
 export GPUCTL_NODE_RANK={{NODE_RANK}}
@@ -316,9 +348,9 @@ case $GPUCTL_INTERCONNECT in
   *) ;;                                      # any: as NCCL finds it
 esac
 
-# --- head address ---
+# --- node rank and head address ---
 
-##if RANK_FROM_LAUNCH=1
+##if RANK_FROM=launch
 ## The nodes of one batch start from one launch call with one user-data, so
 ## each finds its rank from its position in that call (the node script's
 ## gpuctl_md_launch_index, 0-based, which says why when it cannot tell)
@@ -335,6 +367,30 @@ if [ "$GPUCTL_NODE_RANK" -ge "$GPUCTL_NUM_NODES" ]; then
   exit 1
 fi
 ##endif
+##if RANK_FROM=scheduler
+## The scheduler numbers the nodes (the node script's gpuctl_md_node_rank,
+## which says why when it cannot tell): one bootstrap for every node, and
+## the node that reads 0 is the head.
+gpuctl_node_rank=$(gpuctl_md_node_rank) || exit 1
+if ! [[ $gpuctl_node_rank =~ ^[0-9]{1,6}$ ]]; then
+  gpuctl_say "error: node rank '$gpuctl_node_rank' from the scheduler is not a number"
+  exit 1
+fi
+GPUCTL_NODE_RANK=$((10#$gpuctl_node_rank))
+if [ "$GPUCTL_NODE_RANK" -ge "$GPUCTL_NUM_NODES" ]; then
+  gpuctl_say "error: node rank $GPUCTL_NODE_RANK from the scheduler is not below" \
+    "$GPUCTL_NUM_NODES nodes"
+  exit 1
+fi
+##endif
+
+## Whether this node is the head (node rank 0), which hosts the rendezvous,
+## decided once here: a node whose rank torchrun's rendezvous gives (an
+## empty GPUCTL_NODE_RANK) never is.  Nothing below compares the rank.
+gpuctl_is_head=0
+if [ "$GPUCTL_NODE_RANK" = 0 ]; then
+  gpuctl_is_head=1
+fi
 
 gpuctl_is_ipv4() {
   local a b c d
@@ -348,6 +404,7 @@ gpuctl_is_ipv6() {
   [[ $1 =~ ^[0-9A-Fa-f:.]+$ && $1 == *:*:* ]]
 }
 
+##if HEAD_FROM=ip
 ## This node's private IP from the node script (the provider's metadata
 ## service), else, on a machine of its own, the first address `hostname -I`
 ## prints.
@@ -364,15 +421,46 @@ gpuctl_own_ip() {
 if [ -z "$GPUCTL_HEAD_IP" ]; then
   GPUCTL_HEAD_IP=$(gpuctl_own_ip)
 fi
+##endif
+##if HEAD_FROM=name|node
+## A host name as render.h's gpc_node_ctx says: [A-Za-z0-9.-], labels of
+## 1..63 characters that neither start nor end with '-', 253 at most, the
+## last label not all digits.
+gpuctl_is_host_name() {
+  local label
+  local -a labels
+  [ "${#1}" -le 253 ] && [[ $1 =~ ^[A-Za-z0-9.-]+$ && $1 != .* && $1 != *. && $1 != *..* ]] ||
+    return 1
+  IFS=. read -r -a labels <<<"$1"
+  for label in "${labels[@]}"; do
+    [ "${#label}" -le 63 ] && [[ $label != -* && $label != *- ]] || return 1
+  done
+  ! [[ $label =~ ^[0-9]+$ ]]
+}
+##endif
+##if HEAD_FROM=node
+## The head's address from the node script (the first host of the
+## allocation), which says why when it cannot tell.
+GPUCTL_HEAD_IP=$(gpuctl_md_head_addr) || exit 1
+##endif
 GPUCTL_HEAD_IP=${GPUCTL_HEAD_IP#\[}
 GPUCTL_HEAD_IP=${GPUCTL_HEAD_IP%\]}
 if gpuctl_is_ipv4 "$GPUCTL_HEAD_IP"; then
   gpuctl_endpoint="$GPUCTL_HEAD_IP:$GPUCTL_RDZV_PORT"
 elif gpuctl_is_ipv6 "$GPUCTL_HEAD_IP"; then
   gpuctl_endpoint="[$GPUCTL_HEAD_IP]:$GPUCTL_RDZV_PORT"
+##if HEAD_FROM=ip
 else
   gpuctl_say "error: head address '$GPUCTL_HEAD_IP' is not an IP literal"
   exit 1
+##endif
+##if HEAD_FROM=name|node
+elif gpuctl_is_host_name "$GPUCTL_HEAD_IP"; then
+  gpuctl_endpoint="$GPUCTL_HEAD_IP:$GPUCTL_RDZV_PORT"
+else
+  gpuctl_say "error: head address '$GPUCTL_HEAD_IP' is neither a host name nor an IP literal"
+  exit 1
+##endif
 fi
 export GPUCTL_HEAD_IP
 
@@ -406,7 +494,8 @@ if [ "$GPUCTL_NPROC_PER_NODE" -eq 0 ]; then
     GPUCTL_NPROC_PER_NODE=1
   fi
 fi
-gpuctl_say "node $GPUCTL_NODE_RANK of $GPUCTL_NUM_NODES, head $gpuctl_endpoint," \
+gpuctl_say "node ${GPUCTL_NODE_RANK:-(rank from the rendezvous)} of $GPUCTL_NUM_NODES," \
+  "head $gpuctl_endpoint," \
   "GPUs $GPUCTL_GPUS_PER_NODE, nproc_per_node $GPUCTL_NPROC_PER_NODE, backend $GPUCTL_DIST_BACKEND"
 
 # --- directories ---
@@ -456,10 +545,10 @@ fi
 
 # --- torchrun ---
 
-## Ranks > 0 wait until the head listens: the c10d store client gives up
+## Nodes but the head wait until it listens: the c10d store client gives up
 ## after about a minute, and the head may boot or set up more slowly.  The
 ## address and port were checked above, so they are safe in the command.
-if [ "$GPUCTL_NODE_RANK" -gt 0 ]; then
+if [ "$gpuctl_is_head" = 0 ]; then
   gpuctl_wait=${GPUCTL_HEAD_WAIT_S:-1800}
   case $gpuctl_wait in '' | *[!0-9]*) gpuctl_wait=1800 ;; esac
   gpuctl_waited=0
@@ -500,17 +589,13 @@ fi
 gpuctl_torch=$("$gpuctl_py" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
 gpuctl_say "launcher ${gpuctl_launcher[*]}, torch ${gpuctl_torch:-unknown}"
 
-gpuctl_is_host=0
-if [ "$GPUCTL_NODE_RANK" -eq 0 ]; then
-  gpuctl_is_host=1
-fi
 gpuctl_args=(
   --nnodes="$GPUCTL_NUM_NODES"
   --nproc_per_node="$GPUCTL_NPROC_PER_NODE"
   --rdzv_backend=c10d
   --rdzv_endpoint="$gpuctl_endpoint"
   --rdzv_id="$GPUCTL_CLUSTER_ID"
-  --rdzv_conf="is_host=$gpuctl_is_host"
+  --rdzv_conf="is_host=$gpuctl_is_head"
   --max_restarts=0
   --log_dir "$GPUCTL_HOME/torchrun"
 )

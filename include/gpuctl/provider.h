@@ -87,8 +87,12 @@ typedef struct gpc_node_request {
     const char *client_token;  /* idempotency token, <= 64 ASCII chars */
     const gpc_offer *offer;
     const char *image;
-    const char *userdata;      /* plain cloud-config text */
-    size_t userdata_len;
+    /* What the node runs (render.h): the bootstrap, which exports the job
+     * env itself, and that env again as name/value pairs for a launcher
+     * that sets a container's environment natively.  A VM provider turns
+     * it into its user-data with gpc_payload_cloud_init and its own rules
+     * (gpc_provider.userdata); never NULL. */
+    const gpc_payload *payload;
     const gpc_label *labels;
     size_t n_labels;
     const gpc_spec *spec;      /* the whole spec: disk, interconnect, spot
@@ -307,7 +311,8 @@ typedef struct gpc_provider {
 
     /* Optional: create n nodes of one offer in one call, all or nothing
      * (EC2 RunInstances with MinCount = MaxCount = n).  The requests share
-     * offer, image, user-data (rendered with rank_from_launch_index) and
+     * offer, image, payload (rendered for all of them: rank_from
+     * GPC_RANK_LAUNCH_INDEX, or the provider's own rank source) and
      * client_token; out[i] describes the node launched for reqs[i].  Node i
      * is found again by find_node with the token "<client_token>/<i>".  On
      * failure nothing of this call is left running. */

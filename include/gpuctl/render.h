@@ -1,13 +1,19 @@
 /*
- * render.h - node bootstrap rendering (templates/ -> cloud-init user-data).
+ * render.h - node bootstrap rendering (templates/ -> a provider-neutral
+ * payload, and the cloud-init user-data VM providers wrap it in).
  *
- * Every node, cloud or local, receives the same kind of document: a
- * `#cloud-config` user-data that writes /var/lib/gpuctl/bootstrap.sh and runs
- * it.  The bootstrap exports the job env (POSIX single-quote quoting, so a
+ * Every node, cloud or local, runs the same kind of script: the bootstrap
+ * (templates/bootstrap.sh), which the engine hands its provider as a
+ * gpc_payload (below).  A VM provider wraps it in a `#cloud-config`
+ * user-data that writes /var/lib/gpuctl/bootstrap.sh and runs it
+ * (gpc_payload_cloud_init); a scheduler provider would make it a batch
+ * script, an orchestrator a pod's command.  The bootstrap exports the job
+ * env (POSIX single-quote quoting, so a
  * value with $, backquotes, quotes, newlines or $(...) arrives unchanged and
  * never executes), sets NCCL / libfabric variables for the interconnect, runs
- * `setup`, then starts torchrun with a c10d rendezvous on the head node's
- * private IP literal, logging to $GPUCTL_HOME/node.log and recording the exit
+ * `setup`, then starts torchrun with a c10d rendezvous on the head node
+ * (its private IP literal, or the host name the provider gives: see
+ * gpc_node_ctx), logging to $GPUCTL_HOME/node.log and recording the exit
  * status in $GPUCTL_HOME/exit_status.
  *
  * Files the bootstrap keeps under GPUCTL_HOME (default /var/lib/gpuctl; the
@@ -70,10 +76,26 @@
  *   gpuctl_md_private_ip    (function, required) print this node's private
  *       IP literal (IPv4 or IPv6) on stdout; non-zero when it cannot tell.
  *   gpuctl_md_launch_index  (function, required of providers whose nodes
- *       take their rank from a launch index: GPC_CAP_LAUNCH_INDEX) print the
- *       node's 0-based position among the nodes launched by one call; when
- *       it cannot, say why on stderr (gpuctl_say ... >&2) and fail.
+ *       take their rank from a launch index: GPC_RANK_LAUNCH_INDEX) print
+ *       the node's 0-based position among the nodes launched by one call;
+ *       when it cannot, say why on stderr (gpuctl_say ... >&2) and fail.
+ *   gpuctl_md_node_rank     (function, required of providers whose
+ *       scheduler numbers the nodes: GPC_RANK_SCHEDULER) print the node's
+ *       rank, 0-based and below the node count (Slurm's SLURM_NODEID, a
+ *       Kubernetes Job's completion index); when it cannot, say why on
+ *       stderr and fail.  The bootstrap stops the node (exit 1, saying why)
+ *       when what it prints is not such a number.
+ *   gpuctl_md_head_addr     (function, required of providers whose nodes
+ *       find the rendezvous on the node: GPC_RDZV_ON_NODE) print the head's
+ *       address, an IP literal or a host name (Slurm: the first host of the
+ *       allocation); when it cannot, say why on stderr and fail.  The
+ *       bootstrap checks it as gpc_node_ctx.head_addr is checked for
+ *       GPC_RDZV_NAME.
  *
+ * A function is defined by a line that starts with `NAME() {`; the
+ * renderer looks for that line.  The node script may use the bootstrap's
+ * sections (`##if RANK_FROM=launch`, `##if HEAD_FROM=node`: see
+ * gpc_node_ctx for the words) to define a function only where it is used.
  * The script may call the bootstrap's gpuctl_say (a log line) and
  * gpuctl_md_curl (curl for a link-local metadata service: never through a
  * proxy, 2 s to connect, 5 s in all, 3 retries).  Every function and
@@ -166,16 +188,54 @@ typedef enum gpc_rank_from {
                               engine */
 } gpc_rank_from;
 
-/* What differs between nodes of one cluster. */
+/*
+ * What differs between nodes of one cluster.
+ *
+ * How a node finds its rank (rank_from) and the rendezvous (rdzv_from),
+ * and what `rank` and `head_addr` then hold:
+ *
+ *   rank_from GPC_RANK_ENGINE: `rank` is the node's rank, written into its
+ *       bootstrap (GPUCTL_NODE_RANK); rank 0 is the head.
+ *   rank_from GPC_RANK_LAUNCH_INDEX: one bootstrap for the nodes one call
+ *       launches; `rank` is the first one's rank, and each node adds its
+ *       launch index (the node script's gpuctl_md_launch_index) at boot.
+ *       With GPC_RDZV_HEAD_IP `rank` is 1 or more: the head is made first,
+ *       by itself; otherwise the node that gets rank 0 is the head.
+ *   rank_from GPC_RANK_SCHEDULER: one bootstrap for every node of the
+ *       cluster; `rank` is not used (0); each node reads its rank from
+ *       gpuctl_md_node_rank at boot, and the one that reads 0 is the head.
+ *   rank_from GPC_RANK_RENDEZVOUS: the bootstrap of workers that have no
+ *       rank of their own: torchrun's c10d rendezvous numbers them as they
+ *       join; `rank` is not used (the first worker's rank, for messages
+ *       only), GPUCTL_NODE_RANK is empty on the node, and the node never
+ *       hosts the rendezvous.  The head itself is rendered with
+ *       GPC_RANK_ENGINE, rank 0.
+ *
+ *   rdzv_from GPC_RDZV_HEAD_IP: head_addr is the head's private IP literal
+ *       (IPv4, or IPv6 with or without brackets), required of every node
+ *       but the head itself; NULL for the head (GPC_RANK_ENGINE, rank 0),
+ *       which finds its own IP through the node script's
+ *       gpuctl_md_private_ip (a literal given for the head is used as is).
+ *       With GPC_RANK_SCHEDULER the head is not known when the bootstrap
+ *       is rendered, so head_addr is required.
+ *   rdzv_from GPC_RDZV_NAME: head_addr is the address every node, the head
+ *       included, uses as the rendezvous host: a host name
+ *       ([A-Za-z0-9.-], labels of 1..63 characters that neither start nor
+ *       end with '-', 253 at most, the last label not all digits) or an IP
+ *       literal; required.
+ *   rdzv_from GPC_RDZV_ON_NODE: head_addr is NULL; each node asks the node
+ *       script's gpuctl_md_head_addr at boot (checked the same way).
+ *
+ * The rendezvous host is GPUCTL_HEAD_IP on the node, whichever it is.
+ */
 typedef struct gpc_node_ctx {
     const char *cluster;     /* cluster name (spec name) */
     const char *cluster_id;  /* unique id of this cluster instance (rdzv id) */
-    uint32_t rank;           /* node rank, 0 = head */
+    uint32_t rank;           /* node rank, 0 = head (see rank_from) */
     uint32_t nnodes;         /* world size in nodes */
-    const char *head_ip;     /* head's private IP literal; NULL for rank 0
-                                (the head finds its own via metadata; a
-                                literal given for rank 0 is used as is) */
-    uint32_t rdzv_port;      /* c10d port on the head */
+    const char *head_addr;   /* the rendezvous host, or NULL (see rdzv_from) */
+    uint32_t rdzv_port;      /* c10d port on the head; 0: the spec's
+                                run.rdzv_port, else 29400 */
     const char *workdir;     /* path of the job's workdir on the node, or NULL */
     const char *checkpoint_dir; /* path on the node, or NULL */
     const char *fabric;      /* the chosen offer's fabric ("efa", "infiniband",
@@ -185,12 +245,10 @@ typedef struct gpc_node_ctx {
     const char *instance_type; /* the node's instance type (GPUCTL_INSTANCE_TYPE
                                 on the node, which a fabric script may read:
                                 GPUDirect RDMA on EFA), or NULL */
-    int rank_from_launch_index; /* 1: one user-data for several nodes launched
-                                together by one call: each node's rank is
-                                `rank` plus its launch index, which the node
-                                script's gpuctl_md_launch_index reads at boot.
-                                Needs a node script that defines it, rank >= 1
-                                and head_ip set. */
+    gpc_rank_from rank_from; /* where the node's rank comes from (above);
+                                0 = GPC_RANK_ENGINE */
+    gpc_rdzv_from rdzv_from; /* where the node finds the rendezvous (above);
+                                0 = GPC_RDZV_HEAD_IP */
 } gpc_node_ctx;
 
 /*
@@ -200,17 +258,69 @@ typedef struct gpc_node_ctx {
  * gpc_fabric_script).  Returns 0 with *out a NUL-terminated string the
  * caller frees, or GPC_ERR_RENDER / GPC_ERR_NOMEM.  Fails when an env value
  * holds a NUL byte, when the node script is missing or does not define a
- * function the contract above asks of it, when the node's fabric is neither
- * one the bootstrap knows nor one a provider declares (naming the fabric),
- * and when its fabric script does not define gpuctl_ic_FABRIC.
+ * function the contract above asks of it for the node's modes (naming the
+ * function), when rank, head_addr and the modes do not go together as
+ * gpc_node_ctx says (a head address that is not an IP literal where one is
+ * needed, or not a host name either where a name may be), when the node's
+ * fabric is neither one the bootstrap knows nor one a provider declares
+ * (naming the fabric), and when its fabric script does not define
+ * gpuctl_ic_FABRIC.
  */
 int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
                          const gpc_userdata_rules *rules,
                          char **out, gpc_error *err);
 
 /*
+ * What the engine hands a provider to start a node with (gpc_node_request.
+ * payload): provider-neutral, owned by whoever rendered it
+ * (gpc_render_payload; gpc_payload_free).
+ *
+ * `script` is the whole bootstrap, and it already exports the job env
+ * itself: a provider that runs the script (a VM's user-data, a batch
+ * script) needs nothing else.  `env` is that same job env as name/value
+ * pairs, in the spec's order, for a launcher that sets a container's
+ * environment natively (a pod spec); setting it there too is harmless, as
+ * the script sets the same values.
+ */
+typedef struct gpc_payload {
+    char *script;       /* the bootstrap, NUL-terminated */
+    size_t script_len;  /* its length in bytes */
+    gpc_env_var *env;   /* copies of the spec's env (names match
+                           [A-Za-z_][A-Za-z0-9_]*, values byte-exact) */
+    size_t n_env;
+} gpc_payload;
+
+/*
+ * Render the payload for one node: the bootstrap (gpc_render_bootstrap,
+ * with its errors) and a copy of the spec's env.  On success *out holds
+ * what gpc_payload_free releases; on failure *out is zeroed.
+ */
+int gpc_render_payload(const gpc_spec *spec, const gpc_node_ctx *node,
+                       const gpc_userdata_rules *rules, gpc_payload *out,
+                       gpc_error *err);
+
+/* Free what gpc_render_payload put in *p and zero it; NULL is a no-op. */
+void gpc_payload_free(gpc_payload *p);
+
+/*
+ * For VM providers: the `#cloud-config` user-data (templates/cloud-config.
+ * yaml: write the script to /var/lib/gpuctl/bootstrap.sh, run it once)
+ * around payload->script, encoded by `rules` as gpc_userdata_encode does
+ * (gzip over rules->max_raw where allowed, base64 where the API wants it).
+ * *out (caller frees) is NUL-terminated, *out_len its length in bytes;
+ * *gzipped (may be NULL) tells whether gzip was applied.  GPC_ERR_RENDER
+ * when it does not fit (the sizes named, as gpc_userdata_encode says) or
+ * when the script holds a NUL byte; GPC_ERR_INTERNAL on a NULL argument or
+ * a script longer than script_len.
+ */
+int gpc_payload_cloud_init(const gpc_payload *payload, const gpc_userdata_rules *rules,
+                           char **out, size_t *out_len, int *gzipped, gpc_error *err);
+
+/*
  * Render the whole `#cloud-config` user-data for one node (plain text, no
- * BOM, no CR, no leading blank line).  Caller frees *out.
+ * BOM, no CR, no leading blank line): the cloud-config around the node's
+ * bootstrap, before any encoding (what `gpuctl render` shows).  Caller
+ * frees *out.
  */
 int gpc_render_userdata(const gpc_spec *spec, const gpc_node_ctx *node,
                         const gpc_userdata_rules *rules,

@@ -109,8 +109,7 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
     const gpc_userdata_rules *rules = gpc_provider_aws.userdata;
     char *ud = NULL;
     size_t ud_len = 0;
-    int rc = gpc_userdata_encode(req->userdata ? req->userdata : "", req->userdata_len, rules,
-                                 &ud, &ud_len, NULL, err);
+    int rc = gpc_payload_cloud_init(req->payload, rules, &ud, &ud_len, NULL, err);
     if (rc)
         return rc;
     char num[32];

@@ -19,7 +19,7 @@ gpuctl_md_private_ip() {
   gpuctl_md_ec2 local-ipv4
 }
 
-##if RANK_FROM_LAUNCH=1
+##if RANK_FROM=launch
 ## The workers of one cluster start from one RunInstances call: EC2's
 ## ami-launch-index (0-based, IMDS /latest/meta-data/ami-launch-index) is
 ## each one's position in that call.

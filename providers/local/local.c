@@ -2,8 +2,9 @@
  * local.c - the `local` provider: nodes are process groups on this machine.
  *
  * Each node gets a directory, <state-dir>/local/<client-token>/, that plays
- * the part of the VM's disk.  create_node does what cloud-init would do with
- * the user-data: it writes the `write_files` entries (paths under
+ * the part of the VM's disk.  create_node makes the node's user-data from
+ * the payload as a VM provider does (gpc_payload_cloud_init), then does
+ * what cloud-init would do with it: it writes the `write_files` entries (paths under
  * /var/lib/gpuctl/ map into the node directory) and runs the `runcmd` list
  * with /bin/sh, in a new session with a clean environment, as a VM boots.
  * The node (its session, see node_procs) outlives the gpuctl process that
@@ -59,6 +60,7 @@
 #include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
+#include "local/local.h"
 
 #define NODE_ROOT "/var/lib/gpuctl"
 #define LOG_CHUNK_MAX (1u << 20)
@@ -580,8 +582,10 @@ static int runcmd_script(yaml_document_t *doc, yaml_node_t *list, const char *di
     return rc;
 }
 
-/* Apply the user-data to the node directory; writes runcmd.sh. */
-static int cloud_init(const char *dir, const char *userdata, size_t len, gpc_error *err)
+/* Apply the user-data to the node directory; writes runcmd.sh.  Not
+ * static: tests/unit/test_local.c also gives it documents that the
+ * rendered payload never holds (local.h). */
+int gpc_local_cloud_init(const char *dir, const char *userdata, size_t len, gpc_error *err)
 {
     if (strncmp(userdata, "#cloud-config\n", 14) != 0)
         return gpc_fail(err, GPC_ERR_PROVIDER,
@@ -921,6 +925,13 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     int rc = node_dir(c, req->client_token, dir, sizeof(dir), err);
     if (rc)
         return rc;
+    /* the user-data a VM would get (no limit, no encoding: plain text) */
+    char *ud = NULL;
+    size_t ud_len = 0;
+    rc = gpc_payload_cloud_init(req->payload, gpc_provider_local.userdata, &ud, &ud_len, NULL,
+                                err);
+    if (rc)
+        return rc;
     long pgid;
     unsigned long long start;
     /* Several nodes on one multi-GPU machine: each gets its own share of
@@ -939,10 +950,13 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     /* From here until the node's pid file exists, hold the lock that
      * tells a create in progress from a leftover. */
     int lk = root_lock(c);
-    if (lk < 0)
+    if (lk < 0) {
+        free(ud);
         return gpc_fail(err, GPC_ERR_IO, "local: cannot lock %s: %s", c->root, strerror(errno));
+    }
     if (read_pid(dir, &pgid, &start) == 0) { /* created before: same node */
         root_unlock(lk);
+        free(ud);
         return local_describe(ctx, req->client_token, out, err);
     }
     /* The token's own leftover (a create repeated after a crash) starts
@@ -951,6 +965,7 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     struct stat sb;
     if (lstat(dir, &sb) == 0) {
         root_unlock(lk);
+        free(ud);
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "local: node directory %s has processes but no pid file; "
                         "gpuctl destroy stops them", dir);
@@ -959,10 +974,11 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     char path[PATH_MAX];
     if (!rc) {
         join(path, sizeof(path), dir, "user-data");
-        rc = gpc_write_file_atomic(path, req->userdata, req->userdata_len, 0600, err);
+        rc = gpc_write_file_atomic(path, ud, ud_len, 0600, err);
     }
     if (!rc)
-        rc = cloud_init(dir, req->userdata, req->userdata_len, err);
+        rc = gpc_local_cloud_init(dir, ud, ud_len, err);
+    free(ud);
     if (!rc)
         fault_kill_after_node_dir(req->rank);
     if (!rc)

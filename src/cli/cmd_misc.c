@@ -191,13 +191,35 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_report_error(o, &err);
     }
     /* What apply would fill in, with documentation values where only a
-     * live cluster knows them (RFC 5737 address for the head). */
+     * live cluster knows them (RFC 5737 address for the head, an RFC 2606
+     * name where the provider names it), for the provider's rank and
+     * rendezvous sources (render.h): where the scheduler numbers the
+     * nodes, one bootstrap for all of them; where the rendezvous does,
+     * every worker's. */
     char rdzv_id[80];
     char hash[65];
     gpc_spec_hash(spec, hash, NULL);
     snprintf(rdzv_id, sizeof(rdzv_id), "render-%.12s", hash);
+    gpc_rank_from rank_from = GPC_RANK_ENGINE;
+    if (pv->rank == GPC_RANK_SCHEDULER) {
+        rank_from = GPC_RANK_SCHEDULER;
+        gpc_info(&o->log, "gpuctl: note: %s's nodes share one bootstrap and read their rank "
+                 "from the scheduler", prov);
+    } else if (pv->rank == GPC_RANK_RENDEZVOUS && a.node > 0) {
+        rank_from = GPC_RANK_RENDEZVOUS;
+        gpc_info(&o->log, "gpuctl: note: %s's workers carry no rank: torchrun's rendezvous "
+                 "numbers them", prov);
+    }
     const char *head_ip = NULL;
-    if (a.node > 0) {
+    if (pv->rdzv == GPC_RDZV_ON_NODE) {
+        gpc_info(&o->log, "gpuctl: note: %s's nodes find the head themselves%s", prov,
+                 a.head_ip ? "; --head-ip is not used" : "");
+    } else if (pv->rdzv == GPC_RDZV_NAME) {
+        head_ip = a.head_ip ? a.head_ip : "head.example";
+        if (!a.head_ip)
+            gpc_info(&o->log, "gpuctl: note: head address shown as %s (set it with --head-ip)",
+                     head_ip);
+    } else if (a.node > 0 || rank_from != GPC_RANK_ENGINE) {
         head_ip = a.head_ip ? a.head_ip : "192.0.2.10";
         if (!a.head_ip)
             gpc_info(&o->log, "gpuctl: note: head IP shown as %s (set it with --head-ip)", head_ip);
@@ -208,8 +230,10 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (spec->checkpoint_dir)
         gpc_spec_path(spec, spec->checkpoint_dir, &ckpt, NULL);
     gpc_node_ctx ctx = {
-        .cluster = spec->name, .cluster_id = rdzv_id, .rank = (uint32_t)a.node,
-        .nnodes = spec->nodes, .head_ip = head_ip,
+        .cluster = spec->name, .cluster_id = rdzv_id,
+        .rank = rank_from == GPC_RANK_SCHEDULER ? 0 : (uint32_t)a.node,
+        .nnodes = spec->nodes, .head_addr = head_ip, .rank_from = rank_from,
+        .rdzv_from = pv->rdzv,
         .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,
         .workdir = workdir, .checkpoint_dir = ckpt,
     };

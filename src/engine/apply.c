@@ -240,8 +240,12 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (rc)
         goto out_c;
     /* What can be known before any call: the provider takes the spec
-     * (aws: the image), and the user-data of the head and of a worker fits
-     * the provider's transport (a placeholder head address, a full one). */
+     * (aws: the image), and the payload of the head and of a worker fits
+     * the provider's transport, rendered as create would for the
+     * provider's rank and rendezvous sources (a placeholder head address,
+     * a full one: the longest IPv4 literal, or a host name of 253 bytes);
+     * a group's nodes share one payload (rank 0, the provider's rank
+     * source). */
     if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
         const gpc_offer *of = &plan->offers[0].worker;
         const gpc_provider *cp = gpc_provider_find(of->provider);
@@ -250,24 +254,44 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         if (cp && cp->check_spec)
             rc = cp->check_spec(spec, err);
         const gpc_userdata_rules *rules = cp ? cp->userdata : NULL;
-        for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 ? 2u : 1u); r++) {
+        int group = cp && (cp->caps & GPC_CAP_GROUP);
+        char long_name[254];
+        for (size_t i = 0; i < sizeof(long_name) - 1; i++)
+            long_name[i] = i % 64 == 63 ? '.' : 'h';
+        long_name[sizeof(long_name) - 1] = '\0';
+        for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 && !group ? 2u : 1u);
+             r++) {
+            /* a worker: in a batch where the provider makes several at
+             * once and the engine does not give their ranks (launch.c,
+             * create_batch), else by itself (create_one) */
+            gpc_rank_from rf = GPC_RANK_ENGINE;
+            if (group || (r > 0 && cp->create_nodes && cp->rank != GPC_RANK_ENGINE &&
+                          spec->nodes > 2))
+                rf = cp->rank;
+            else if (r > 0 && cp->rank == GPC_RANK_RENDEZVOUS)
+                rf = GPC_RANK_RENDEZVOUS;
+            const char *head = NULL;
+            if (cp->rdzv == GPC_RDZV_NAME)
+                head = long_name;
+            else if (cp->rdzv == GPC_RDZV_HEAD_IP && (rf != GPC_RANK_ENGINE || r > 0))
+                head = "255.255.255.255";
             gpc_node_ctx ctx = {
                 .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
                 .rank = r, .nnodes = spec->nodes,
-                .head_ip = r ? "255.255.255.255" : NULL, .rdzv_port = 65535,
+                .head_addr = head, .rdzv_port = 65535,
                 .workdir = workdir, .checkpoint_dir = ckpt,
                 .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
                               ? of->fabric : NULL,
                 .instance_type = of->instance_type,
-                .rank_from_launch_index = r > 0 && cp->create_nodes && spec->nodes > 2 &&
-                                          cp->rank == GPC_RANK_LAUNCH_INDEX,
+                .rank_from = rf, .rdzv_from = cp->rdzv,
             };
-            char *ud = NULL, *enc = NULL;
+            gpc_payload pl;
+            char *enc = NULL;
             size_t enc_len;
-            rc = gpc_render_userdata(spec, &ctx, rules, &ud, err);
+            rc = gpc_render_payload(spec, &ctx, rules, &pl, err);
             if (!rc)
-                rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, NULL, err);
-            free(ud);
+                rc = gpc_payload_cloud_init(&pl, rules, &enc, &enc_len, NULL, err);
+            gpc_payload_free(&pl);
             free(enc);
         }
         if (rc)

@@ -139,43 +139,48 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv,
     return 0;
 }
 
-/* Render the user-data of node `rank` (with_launch_index: of a batch that
- * starts at `rank`).  Checks it fits the provider's transport. */
+/* Render the payload of node `rank` (rank_from: render.h; with
+ * GPC_RANK_LAUNCH_INDEX, of a batch that starts at `rank`), finding the
+ * rendezvous as the provider says (gpc_provider.rdzv).  Checks that its
+ * user-data fits the provider's transport. */
 static int render_for(gpc_session *s, const gpc_open_provider *pv,
                       const gpc_spec *spec, const gpc_cluster_rec *c,
-                      uint32_t rank, int with_launch_index, const gpc_offer *of,
-                      const char *head_ip, const char *workdir, const char *ckpt, char **ud,
-                      gpc_error *err)
+                      uint32_t rank, gpc_rank_from rank_from, const gpc_offer *of,
+                      const char *head_ip, const char *workdir, const char *ckpt,
+                      gpc_payload *pl, gpc_error *err)
 {
     const gpc_userdata_rules *rules = pv->prov->userdata;
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
-        .head_ip = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
+        .head_addr = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
         .checkpoint_dir = ckpt,
         /* the offer's fabric, unless the spec asks for none (then the
          * provider launches the node without it, too) */
         .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE ? of->fabric
                                                                                : NULL,
-        .rank_from_launch_index = with_launch_index, .instance_type = of->instance_type,
+        .instance_type = of->instance_type,
+        .rank_from = rank_from, .rdzv_from = pv->prov->rdzv,
     };
-    int rc = gpc_render_userdata(spec, &ctx, rules, ud, err);
+    int rc = gpc_render_payload(spec, &ctx, rules, pl, err);
     if (!rc && rules && rules->max_raw) {
         char *enc = NULL;
         size_t enc_len;
-        rc = gpc_userdata_encode(*ud, strlen(*ud), rules, &enc, &enc_len, NULL, err);
+        rc = gpc_payload_cloud_init(pl, rules, &enc, &enc_len, NULL, err);
         free(enc);
+        if (rc)
+            gpc_payload_free(pl);
     }
     return rc;
 }
 
 static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec *c,
                                      const gpc_node_rec *nd, const gpc_offer *of,
-                                     const char *ud, uint32_t attempt)
+                                     const gpc_payload *pl, uint32_t attempt)
 {
     gpc_node_request req = {
         .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
         .name = nd->name, .client_token = nd->client_token, .offer = of,
-        .image = spec->image, .userdata = ud, .userdata_len = ud ? strlen(ud) : 0,
+        .image = spec->image, .payload = pl,
         .labels = spec->labels, .n_labels = spec->n_labels, .spec = spec,
         .attempt = attempt,
     };
@@ -193,9 +198,11 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
 {
     char name[128], token[72];
     gpc_lc_node_ids(c, nd->rank, l->attempt, name, sizeof(name), token, sizeof(token));
-    char *ud = NULL;
+    gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nd);
-    int rc = render_for(s, pv, spec, c, nd->rank, 0, offer, head_ip, workdir, ckpt, &ud, err);
+    gpc_rank_from rf = pv->prov->rank == GPC_RANK_RENDEZVOUS && nd->rank > 0
+                           ? GPC_RANK_RENDEZVOUS : GPC_RANK_ENGINE;
+    int rc = render_for(s, pv, spec, c, nd->rank, rf, offer, head_ip, workdir, ckpt, &pl, err);
     if (!rc && !resumed)
         rc = record_intent(s, nd, offer, token, err);
     int sent = 0;
@@ -208,7 +215,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
         rc = gpc_lc_ref_open(s, c, &r, err);
     }
     if (!rc) {
-        gpc_node_request req = node_request(spec, c, nd, offer, ud, l->attempt);
+        gpc_node_request req = node_request(spec, c, nd, offer, &pl, l->attempt);
         req.ref = &r.ref;
         gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (gpc_lc_fault("fail-create", nd->rank)) {
@@ -223,7 +230,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
     }
     if (opened)
         gpc_lc_ref_close(s, c, &r);
-    free(ud);
+    gpc_payload_free(&pl);
     if (rc && resumed && sent && adopt_late(s, pv, &nd, 1, err) == 0) {
         gpc_lc_record_attempt(s, pv, c, nd->rank, l, offer, "created", NULL);
         return 0;
@@ -252,9 +259,10 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
                         gpc_error *err)
 {
     char token[72];
-    char *ud = NULL;
+    gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nds[0]);
-    int rc = render_for(s, pv, spec, c, nds[0]->rank, 1, of, head_ip, workdir, ckpt, &ud, err);
+    gpc_rank_from rf = pv->prov->rank == GPC_RANK_ENGINE ? GPC_RANK_LAUNCH_INDEX : pv->prov->rank;
+    int rc = render_for(s, pv, spec, c, nds[0]->rank, rf, of, head_ip, workdir, ckpt, &pl, err);
     if (!rc && resumed) {
         /* the same batch again, with its own token (launch_attempt) */
         size_t tl = strcspn(nds[0]->client_token, "/");
@@ -284,7 +292,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     if (!rc && (!reqs || !ns))
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        reqs[i] = node_request(spec, c, nds[i], of, ud, l->attempt);
+        reqs[i] = node_request(spec, c, nds[i], of, &pl, l->attempt);
         reqs[i].client_token = token;
         reqs[i].ref = &r.ref;
     }
@@ -313,7 +321,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
             made[i] = 1;
             gpc_lc_record_attempt(s, pv, c, nds[i]->rank, l, of, "created", NULL);
         }
-        free(ud);
+        gpc_payload_free(&pl);
         free(reqs);
         free(ns);
         return 0;
@@ -343,7 +351,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
                             .data = ns[i].data};
         pv->prov->delete_node(pv->ctx, &ref, &e);
     }
-    free(ud);
+    gpc_payload_free(&pl);
     free(reqs);
     free(ns);
     return rc;

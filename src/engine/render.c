@@ -351,11 +351,53 @@ static int ip_literal(const char *s, char *out, size_t outsz)
     return 1;
 }
 
+/*
+ * Is s a host name the bootstrap takes as the rendezvous host (render.h,
+ * gpc_node_ctx): [A-Za-z0-9.-], labels of 1..63 characters that neither
+ * start nor end with '-', 253 characters at most, the last label not all
+ * digits (so that no numeric form of an address passes as a name).
+ */
+static int host_name(const char *s)
+{
+    size_t n = strlen(s), label = 0;
+    int digits = 1;
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i <= n; i++) {
+        char c = s[i];
+        if (c == '.' || c == '\0') {
+            if (label == 0 || label > 63 || s[i - 1] == '-')
+                return 0;
+            if (c == '\0')
+                return !digits;
+            label = 0;
+            digits = 1;
+            continue;
+        }
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-'))
+            return 0;
+        if (c == '-' && label == 0)
+            return 0;
+        digits &= c >= '0' && c <= '9';
+        label++;
+    }
+    return 0;
+}
+
+static const char *const rank_words[] = {
+    [GPC_RANK_ENGINE] = "engine", [GPC_RANK_LAUNCH_INDEX] = "launch",
+    [GPC_RANK_SCHEDULER] = "scheduler", [GPC_RANK_RENDEZVOUS] = "rendezvous",
+};
+static const char *const rdzv_words[] = {
+    [GPC_RDZV_HEAD_IP] = "ip", [GPC_RDZV_NAME] = "name", [GPC_RDZV_ON_NODE] = "node",
+};
+
 enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_RANK_FROM_LAUNCH, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED,
+    V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -377,7 +419,8 @@ static const char *const var_names[V_COUNT] = {
     [V_SETUP] = "SETUP",
     [V_RUN_COMMAND] = "RUN_COMMAND",
     [V_USER_ENV_NAMES] = "USER_ENV_NAMES",
-    [V_RANK_FROM_LAUNCH] = "RANK_FROM_LAUNCH",
+    [V_RANK_FROM] = "RANK_FROM",
+    [V_HEAD_FROM] = "HEAD_FROM",
     [V_INSTANCE_TYPE] = "INSTANCE_TYPE",
     [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
@@ -423,6 +466,96 @@ static int quote_opt(gpc_buf *b, const char *s, gpc_error *err)
     return gpc_shell_quote(b, s ? s : "", err);
 }
 
+/* The rendered node script `script` of `provider` defines `fn`, or an
+ * error naming it. */
+static int needs_function(const char *provider, const char *script, const char *fn,
+                          const char *what, gpc_error *err)
+{
+    if (defines_function(script, fn))
+        return 0;
+    return gpc_fail(err, GPC_ERR_RENDER, "the node script of provider '%s' does not define %s, "
+                    "which %s needs", provider, fn, what);
+}
+
+/*
+ * The functions the node's modes ask of the node script (render.h, the
+ * contract), looked for in the script as rendered for the node: one in a
+ * section of another mode does not count.
+ */
+static int mode_functions(const gpc_node_ctx *node, const char *provider, const char *script,
+                          gpc_error *err)
+{
+    int rc = 0;
+    if (node->rank_from == GPC_RANK_LAUNCH_INDEX &&
+        !defines_function(script, "gpuctl_md_launch_index"))
+        rc = gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
+                      "script that defines gpuctl_md_launch_index and a first rank above 0");
+    if (!rc && node->rank_from == GPC_RANK_SCHEDULER)
+        rc = needs_function(provider, script, "gpuctl_md_node_rank",
+                            "a node rank from the scheduler", err);
+    if (!rc && node->rdzv_from == GPC_RDZV_ON_NODE)
+        rc = needs_function(provider, script, "gpuctl_md_head_addr",
+                            "a rendezvous found on the node", err);
+    return rc;
+}
+
+/*
+ * Check that the node's rank, head address and modes go together
+ * (render.h, gpc_node_ctx), and write the head address the bootstrap
+ * gets to head (size bytes; "" when the node finds it itself).
+ */
+static int rank_and_head(const gpc_node_ctx *node, char *head, size_t size, gpc_error *err)
+{
+    if ((unsigned)node->rank_from >= sizeof(rank_words) / sizeof(rank_words[0]))
+        return gpc_fail(err, GPC_ERR_RENDER, "unknown rank source %d", (int)node->rank_from);
+    if ((unsigned)node->rdzv_from >= sizeof(rdzv_words) / sizeof(rdzv_words[0]))
+        return gpc_fail(err, GPC_ERR_RENDER, "unknown rendezvous source %d",
+                        (int)node->rdzv_from);
+    /* the head: the one node whose bootstrap says so before it boots */
+    int head_known = node->rank_from == GPC_RANK_ENGINE && node->rank == 0;
+
+    switch (node->rdzv_from) {
+    case GPC_RDZV_HEAD_IP:
+        if (node->head_addr) {
+            if (!ip_literal(node->head_addr, head, size))
+                return gpc_fail(err, GPC_ERR_RENDER, "head address '%.64s' is not an IP literal",
+                                node->head_addr);
+        } else if (node->rank_from == GPC_RANK_SCHEDULER ||
+                   node->rank_from == GPC_RANK_RENDEZVOUS) {
+            return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the %s needs the head's IP",
+                            rank_words[node->rank_from]);
+        } else if (!head_known) {
+            return gpc_fail(err, GPC_ERR_RENDER, "node rank %u needs the head's IP",
+                            (unsigned)node->rank);
+        }
+        break;
+    case GPC_RDZV_NAME:
+        if (!node->head_addr)
+            return gpc_fail(err, GPC_ERR_RENDER,
+                            "a rendezvous at a name needs the head's address on every node");
+        if (!ip_literal(node->head_addr, head, size)) {
+            if (!host_name(node->head_addr))
+                return gpc_fail(err, GPC_ERR_RENDER,
+                                "head address '%.64s' is neither a host name nor an IP literal",
+                                node->head_addr);
+            snprintf(head, size, "%s", node->head_addr);
+        }
+        break;
+    case GPC_RDZV_ON_NODE:
+        if (node->head_addr)
+            return gpc_fail(err, GPC_ERR_RENDER, "head address '%.64s' given, but the nodes "
+                            "find the head themselves (gpuctl_md_head_addr)", node->head_addr);
+        break;
+    }
+    /* with the head's IP, the head is made first, by itself (the node
+     * script's part of this: mode_functions) */
+    if (node->rank_from == GPC_RANK_LAUNCH_INDEX && node->rank == 0 &&
+        node->rdzv_from == GPC_RDZV_HEAD_IP)
+        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
+                        "script that defines gpuctl_md_launch_index and a first rank above 0");
+    return 0;
+}
+
 /*
  * Fill the values of the bootstrap's placeholders into vals[] (the included
  * scripts aside), and find the node's fabric script: *fabric and *owner
@@ -437,7 +570,7 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                    : interconnect_word(spec->resources.interconnect);
     uint32_t port = node->rdzv_port ? node->rdzv_port
                   : spec->run.rdzv_port ? spec->run.rdzv_port : DEFAULT_RDZV_PORT;
-    char head[INET6_ADDRSTRLEN + 3] = "";
+    char head[256] = "";
     int rc;
 
     if (!rules->provider || !*rules->provider || !rules->node_script)
@@ -473,19 +606,9 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                         (unsigned)port);
     if (!spec->run.command || !*spec->run.command)
         return gpc_fail(err, GPC_ERR_RENDER, "spec has no run command");
-    if (node->head_ip) {
-        if (!ip_literal(node->head_ip, head, sizeof(head)))
-            return gpc_fail(err, GPC_ERR_RENDER,
-                            "head address '%.64s' is not an IP literal", node->head_ip);
-    } else if (node->rank > 0 || node->rank_from_launch_index) {
-        return gpc_fail(err, GPC_ERR_RENDER, "node rank %u needs the head's IP",
-                        (unsigned)node->rank);
-    }
-
-    if (node->rank_from_launch_index &&
-        (!defines_function(rules->node_script, "gpuctl_md_launch_index") || node->rank == 0))
-        return gpc_fail(err, GPC_ERR_RENDER, "a node rank from the launch index needs a node "
-                        "script that defines gpuctl_md_launch_index and a first rank above 0");
+    rc = rank_and_head(node, head, sizeof(head), err);
+    if (rc)
+        return rc;
 
     rc = gpc_buf_adds(&vals[V_METADATA], rules->provider, err);
     for (size_t i = 0; !rc && i < spec->n_env; i++) {
@@ -517,11 +640,15 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_shell_quote(&vals[V_CLUSTER], node->cluster, err);
     if (!rc)
         rc = gpc_shell_quote(&vals[V_CLUSTER_ID], node->cluster_id, err);
-    if (!rc)
+    /* a rank the node learns at boot is '' until then */
+    if (!rc && (node->rank_from == GPC_RANK_ENGINE || node->rank_from == GPC_RANK_LAUNCH_INDEX))
         rc = gpc_buf_addf(&vals[V_NODE_RANK], err, "%u", (unsigned)node->rank);
+    else if (!rc)
+        rc = gpc_buf_adds(&vals[V_NODE_RANK], "''", err);
     if (!rc)
-        rc = gpc_buf_adds(&vals[V_RANK_FROM_LAUNCH], node->rank_from_launch_index ? "1" : "0",
-                          err);
+        rc = gpc_buf_adds(&vals[V_RANK_FROM], rank_words[node->rank_from], err);
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_HEAD_FROM], rdzv_words[node->rdzv_from], err);
     if (!rc)
         rc = quote_opt(&vals[V_INSTANCE_TYPE], node->instance_type, err);
     if (!rc)
@@ -584,6 +711,8 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_template_render(tname, rules->node_script, strlen(rules->node_script), vars,
                                  V_NODE_SCRIPT, &vals[V_NODE_SCRIPT], err);
         vars[V_NODE_SCRIPT].value = gpc_buf_str(&vals[V_NODE_SCRIPT]);
+        if (!rc)
+            rc = mode_functions(node, rules->provider, vars[V_NODE_SCRIPT].value, err);
     }
     if (!rc && fabric) {
         char tname[80];
@@ -606,28 +735,64 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
 }
 
 /* ------------------------------------------------------------------------ */
-/* User-data                                                                */
+/* Payload                                                                  */
 
-int gpc_render_userdata(const gpc_spec *spec, const gpc_node_ctx *node,
-                        const gpc_userdata_rules *rules,
-                        char **out, gpc_error *err)
+void gpc_payload_free(gpc_payload *p)
+{
+    if (!p)
+        return;
+    free(p->script);
+    for (size_t i = 0; i < p->n_env; i++) {
+        free(p->env[i].name);
+        free(p->env[i].value);
+    }
+    free(p->env);
+    memset(p, 0, sizeof(*p));
+}
+
+int gpc_render_payload(const gpc_spec *spec, const gpc_node_ctx *node,
+                       const gpc_userdata_rules *rules, gpc_payload *out,
+                       gpc_error *err)
 {
     if (!out)
-        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_render_userdata: NULL argument");
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_render_payload: NULL argument");
+    memset(out, 0, sizeof(*out));
+    gpc_payload p = {0};
+    int rc = gpc_render_bootstrap(spec, node, rules, &p.script, err);
+    if (rc)
+        return rc;
+    p.script_len = strlen(p.script);
+    if (spec->n_env && !(p.env = calloc(spec->n_env, sizeof(*p.env))))
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    /* the bootstrap has checked every name and value */
+    for (size_t i = 0; !rc && i < spec->n_env; i++, p.n_env++) {
+        p.env[i].name = strdup(spec->env[i].name);
+        p.env[i].value = strdup(spec->env[i].value);
+        if (!p.env[i].name || !p.env[i].value)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    if (rc)
+        gpc_payload_free(&p);
+    else
+        *out = p;
+    return rc;
+}
+
+/* The plain #cloud-config text around `script` (len bytes). */
+static int cloud_config(const char *script, size_t len, char **out, gpc_error *err)
+{
     const gpc_template *t = gpc_template_get("cloud-config.yaml");
     if (!t)
         return gpc_fail(err, GPC_ERR_INTERNAL,
                         "template 'cloud-config.yaml' is not embedded");
-    char *script = NULL;
-    int rc = gpc_render_bootstrap(spec, node, rules, &script, err);
-    if (rc)
-        return rc;
-
+    if (memchr(script, '\0', len))
+        return gpc_fail(err, GPC_ERR_RENDER, "the bootstrap holds a NUL byte");
+    if (script[len] != '\0')
+        return gpc_fail(err, GPC_ERR_INTERNAL, "the bootstrap is longer than its length says");
     gpc_buf res;
     gpc_buf_init(&res, GPC_BUF_SCRIPT_MAX);
     const gpc_tpl_var vars[] = {{"BOOTSTRAP", script}};
-    rc = gpc_template_render(t->name, t->data, t->len, vars, 1, &res, err);
-    free(script);
+    int rc = gpc_template_render(t->name, t->data, t->len, vars, 1, &res, err);
     /* The transports and cloud-init want plain text: these would be bugs in
      * the templates or in the quoting, never something a spec can cause. */
     if (!rc && (strncmp(gpc_buf_str(&res), "#cloud-config\n", 14) != 0 ||
@@ -640,6 +805,36 @@ int gpc_render_userdata(const gpc_spec *spec, const gpc_node_ctx *node,
             rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     gpc_buf_free(&res);
+    return rc;
+}
+
+int gpc_payload_cloud_init(const gpc_payload *payload, const gpc_userdata_rules *rules,
+                           char **out, size_t *out_len, int *gzipped, gpc_error *err)
+{
+    if (!payload || !payload->script || !rules || !out || !out_len)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_payload_cloud_init: NULL argument");
+    char *ud = NULL;
+    int rc = cloud_config(payload->script, payload->script_len, &ud, err);
+    if (!rc)
+        rc = gpc_userdata_encode(ud, strlen(ud), rules, out, out_len, gzipped, err);
+    free(ud);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* User-data                                                                */
+
+int gpc_render_userdata(const gpc_spec *spec, const gpc_node_ctx *node,
+                        const gpc_userdata_rules *rules,
+                        char **out, gpc_error *err)
+{
+    if (!out)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_render_userdata: NULL argument");
+    gpc_payload p;
+    int rc = gpc_render_payload(spec, node, rules, &p, err);
+    if (!rc)
+        rc = cloud_config(p.script, p.script_len, out, err);
+    gpc_payload_free(&p);
     return rc;
 }
 

@@ -106,10 +106,11 @@ static void run(const gpc_provider *p, void *ctx, const char *call)
     gpc_cluster_ref ref = {.cluster = "fz", .cluster_uid = UID, .regions = regions,
                            .n_regions = 1};
     gpc_offer of;
-    static const char userdata[] = "#cloud-config\nruncmd: [true]\n";
+    static char script[] = "#!/bin/bash\ntrue\n";
+    const gpc_payload payload = {.script = script, .script_len = sizeof(script) - 1};
     gpc_node_request req = {.cluster = "fz", .cluster_uid = UID, .nnodes = 4, .name = "fz-0",
                             .client_token = "fz-c0ffee-1", .offer = &of, .image = "pytorch",
-                            .userdata = userdata, .userdata_len = sizeof(userdata) - 1,
+                            .payload = &payload,
                             .labels = spec->labels, .n_labels = spec->n_labels, .spec = spec,
                             .attempt = 1};
     if (strcmp(call, "zones") == 0) {

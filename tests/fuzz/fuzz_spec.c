@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     gpc_node_ctx node = {.cluster = spec->name, .cluster_id = "0123456789abcdef",
-                         .rank = 1, .nnodes = spec->nodes, .head_ip = "10.0.0.1",
+                         .rank = 1, .nnodes = spec->nodes, .head_addr = "10.0.0.1",
                          .rdzv_port = 29400, .fabric = "efa", .instance_type = "p4d.24xlarge"};
     char *ud = NULL;
     gpc_error_clear(&err);

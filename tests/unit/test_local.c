@@ -1,6 +1,8 @@
 /*
  * test_local.c - the local provider on its own: the cloud-init subset it
- * applies, idempotent create by client token, describe, delete, logs.
+ * applies (to the user-data it makes from the payload, and to documents
+ * of the test's own through gpc_local_cloud_init), idempotent create by
+ * client token, describe, delete, logs.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,10 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/util.h"
+#include "local/local.h"
+
+/* A payload whose bootstrap is the script `text` (a char array). */
+#define PAYLOAD(text) (&(gpc_payload){.script = (char *)(text), .script_len = sizeof(text) - 1})
 
 /* A recorded local node by its provider id (no region, no provider data). */
 #define NREF(id) (&(gpc_node_ref){.region = "", .provider_id = (id), .data = ""})
@@ -54,6 +60,15 @@ static int teardown(void **state)
 }
 
 /* A node that writes a marker, its env and an exit status, then ends. */
+static const char job[] =
+    "#!/bin/sh\n"
+    "echo \"hello from $GPUCTL_LOCAL_IP\" > \"$GPUCTL_HOME/node.log\"\n"
+    "env | sort > \"$GPUCTL_HOME/env.txt\"\n"
+    "echo running > \"$GPUCTL_HOME/phase\"\n"
+    "echo 7 > \"$GPUCTL_HOME/exit_status\"\n";
+
+/* A user-data document of the subset local nodes take, beyond what a
+ * payload's holds: a second file, base64. */
 static const char userdata[] =
     "#cloud-config\n"
     "write_files:\n"
@@ -89,8 +104,7 @@ static void test_create_describe_delete(void **state)
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_node_request req = {.cluster = "t", .cluster_uid = "u", .rank = 0, .name = "t-0",
-                            .client_token = "t-0-abc", .offer = &offer,
-                            .userdata = userdata, .userdata_len = strlen(userdata)};
+                            .client_token = "t-0-abc", .offer = &offer, .payload = PAYLOAD(job)};
     gpc_node_status ns;
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
     assert_string_equal(ns.provider_id, "t-0-abc");
@@ -100,9 +114,16 @@ static void test_create_describe_delete(void **state)
 
     char path[256], *data;
     size_t len;
-    snprintf(path, sizeof(path), "%s/local/t-0-abc/data.bin", f->dir);
-    assert_int_equal(gpc_read_file(path, 100, &data, &len, NULL), 0);
-    assert_string_equal(data, "foobar"); /* b64 decoded, as cloud-init does */
+    /* the user-data a VM would get, and the bootstrap cloud-init wrote */
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/user-data", f->dir);
+    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
+    assert_true(strncmp(data, "#cloud-config\n", 14) == 0);
+    assert_non_null(strstr(data, "\n  content: |1\n   #!/bin/sh\n   echo \"hello from "));
+    assert_non_null(strstr(data, "\nruncmd:\n- [/bin/bash, /var/lib/gpuctl/bootstrap.sh]\n"));
+    free(data);
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/bootstrap.sh", f->dir);
+    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
+    assert_string_equal(data, job);
     free(data);
     /* the node starts with a clean environment, not the test's */
     snprintf(path, sizeof(path), "%s/local/t-0-abc/env.txt", f->dir);
@@ -137,12 +158,11 @@ static void test_create_describe_delete(void **state)
 static void test_delete_running_node(void **state)
 {
     fixture *f = *state;
-    static const char sleeper[] =
-        "#cloud-config\nruncmd:\n- [sh, -c, 'echo running > \"$GPUCTL_HOME/phase\"; sleep 600']\n";
+    static const char sleeper[] = "echo running > \"$GPUCTL_HOME/phase\"; sleep 600\n";
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_node_request req = {.rank = 0, .name = "s-0", .client_token = "s-0-x", .offer = &offer,
-                            .userdata = sleeper, .userdata_len = strlen(sleeper)};
+                            .payload = PAYLOAD(sleeper)};
     gpc_node_status ns;
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
     wait_phase(f, "s-0-x", GPC_PHASE_RUNNING, &ns);
@@ -158,46 +178,72 @@ static void test_rejects_what_it_cannot_do(void **state)
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_error err;
+    /* cloud-config the rendered payload never holds, given to the
+     * interpreter itself */
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/ci", f->dir);
+    assert_int_equal(gpc_mkdir_p(dir, 0700, NULL), 0);
     static const char outside[] =
         "#cloud-config\nwrite_files:\n- path: /etc/passwd\n  content: x\n";
-    gpc_node_request req = {.client_token = "r-0", .offer = &offer,
-                            .userdata = outside, .userdata_len = strlen(outside)};
-    gpc_node_status ns;
     gpc_error_clear(&err);
-    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(gpc_local_cloud_init(dir, outside, strlen(outside), &err), GPC_ERR_PROVIDER);
     assert_string_equal(err.msg, "local: cannot place '/etc/passwd': only paths under "
                                  "/var/lib/gpuctl exist on a local node");
     static const char pkgs[] = "#cloud-config\npackages: [htop]\n";
-    req.client_token = "r-1";
-    req.userdata = pkgs;
-    req.userdata_len = strlen(pkgs);
     gpc_error_clear(&err);
-    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
+    assert_int_equal(gpc_local_cloud_init(dir, pkgs, strlen(pkgs), &err), GPC_ERR_PROVIDER);
     assert_string_equal(err.msg, "local: cloud-config key 'packages' is not supported on local nodes");
-    req.client_token = "../escape";
+    gpc_node_request req = {.client_token = "../escape", .offer = &offer,
+                            .payload = PAYLOAD(job)};
+    gpc_node_status ns;
     gpc_error_clear(&err);
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_PROVIDER);
     assert_string_equal(err.msg, "local: invalid node id '../escape'");
+    /* a payload that cannot become user-data: the create fails */
+    static const char nul[] = "echo a\0echo b\n";
+    req.client_token = "r-0";
+    req.payload = PAYLOAD(nul);
+    gpc_error_clear(&err);
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, &err), GPC_ERR_RENDER);
+    assert_string_equal(err.msg, "the bootstrap holds a NUL byte");
     /* (regression) a failed create left its directory, user-data and all */
     char path[256];
     struct stat sb;
     snprintf(path, sizeof(path), "%s/local/r-0", f->dir);
     assert_int_equal(lstat(path, &sb), -1);
-    snprintf(path, sizeof(path), "%s/local/r-1", f->dir);
-    assert_int_equal(lstat(path, &sb), -1);
+}
+
+/* The cloud-init subset: write_files under /var/lib/gpuctl (base64 too)
+ * and runcmd, as the node directory's files and runcmd.sh. */
+static void test_cloud_init_subset(void **state)
+{
+    fixture *f = *state;
+    char dir[128], path[256], *data;
+    size_t len;
+    snprintf(dir, sizeof(dir), "%s/ci2", f->dir);
+    assert_int_equal(gpc_mkdir_p(dir, 0700, NULL), 0);
+    assert_int_equal(gpc_local_cloud_init(dir, userdata, strlen(userdata), NULL), 0);
+    snprintf(path, sizeof(path), "%s/data.bin", dir);
+    assert_int_equal(gpc_read_file(path, 100, &data, &len, NULL), 0);
+    assert_string_equal(data, "foobar"); /* b64 decoded, as cloud-init does */
+    free(data);
+    snprintf(path, sizeof(path), "%s/job.sh", dir);
+    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
+    assert_true(strncmp(data, "#!/bin/sh\necho \"hello from $GPUCTL_LOCAL_IP\"", 43) == 0);
+    free(data);
+    char want[256];
+    snprintf(want, sizeof(want), "'/bin/sh' '%s/job.sh'\n", dir);
+    snprintf(path, sizeof(path), "%s/runcmd.sh", dir);
+    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
+    assert_non_null(strstr(data, want));
+    free(data);
 }
 
 /* ---- leftovers of creates that never started their node -------------- */
 
-static const char secret_ud[] =
-    "#cloud-config\n"
-    "write_files:\n"
-    "- path: /var/lib/gpuctl/env\n"
-    "  permissions: '0600'\n"
-    "  content: |\n"
-    "    API_TOKEN=hunter2-secret\n"
-    "runcmd:\n"
-    "- [sh, -c, 'echo 0 > \"$GPUCTL_HOME/exit_status\"']\n";
+static const char secret_boot[] =
+    "export API_TOKEN='hunter2-secret'\n"
+    "echo 0 > \"$GPUCTL_HOME/exit_status\"\n";
 
 static int dir_exists(fixture *f, const char *id)
 {
@@ -222,8 +268,7 @@ static void killed_create(fixture *f, const char *token, uint32_t rank)
         gpc_offer offer;
         memset(&offer, 0, sizeof(offer));
         gpc_node_request req = {.rank = rank, .name = "lo", .client_token = token,
-                                .offer = &offer, .userdata = secret_ud,
-                                .userdata_len = strlen(secret_ud)};
+                                .offer = &offer, .payload = PAYLOAD(secret_boot)};
         gpc_node_status ns;
         f->p->create_node(f->ctx, &req, &ns, NULL);
         _exit(3); /* not reached */
@@ -234,9 +279,9 @@ static void killed_create(fixture *f, const char *token, uint32_t rank)
     assert_int_equal(WTERMSIG(status), SIGKILL);
     char path[256], *data;
     size_t len;
-    snprintf(path, sizeof(path), "%s/local/%s/env", f->dir, token);
+    snprintf(path, sizeof(path), "%s/local/%s/bootstrap.sh", f->dir, token);
     assert_int_equal(gpc_read_file(path, 1000, &data, &len, NULL), 0);
-    assert_string_equal(data, "API_TOKEN=hunter2-secret\n");
+    assert_string_equal(data, secret_boot);
     free(data);
     snprintf(path, sizeof(path), "%s/local/%s/pid", f->dir, token);
     struct stat sb;
@@ -248,7 +293,7 @@ static int create_ok(fixture *f, const char *token, uint32_t rank, gpc_node_stat
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_node_request req = {.rank = rank, .name = "lo", .client_token = token, .offer = &offer,
-                            .userdata = secret_ud, .userdata_len = strlen(secret_ud)};
+                            .payload = PAYLOAD(secret_boot)};
     return f->p->create_node(f->ctx, &req, ns, NULL);
 }
 
@@ -301,12 +346,11 @@ static void test_leftovers(void **state)
     assert_int_equal(ns.phase, GPC_PHASE_SUCCEEDED);
 
     /* a live node is never a leftover, even without its pid file */
-    static const char sleeper[] =
-        "#cloud-config\nruncmd:\n- [sh, -c, 'echo running > \"$GPUCTL_HOME/phase\"; sleep 600']\n";
+    static const char sleeper[] = "echo running > \"$GPUCTL_HOME/phase\"; sleep 600\n";
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_node_request req = {.rank = 1, .name = "lo", .client_token = a3, .offer = &offer,
-                            .userdata = sleeper, .userdata_len = strlen(sleeper)};
+                            .payload = PAYLOAD(sleeper)};
     assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
     wait_phase(f, a3, GPC_PHASE_RUNNING, &ns);
     char pid[256];
@@ -372,16 +416,14 @@ static void test_offer_and_port(void **state)
 static void test_exit_status_never_lost(void **state)
 {
     fixture *f = *state;
-    static const char quick[] =
-        "#cloud-config\nruncmd:\n- [sh, -c, 'echo 7 > \"$GPUCTL_HOME/exit_status\"']\n";
+    static const char quick[] = "echo 7 > \"$GPUCTL_HOME/exit_status\"\n";
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     for (int i = 0; i < 20; i++) {
         char token[32];
         snprintf(token, sizeof(token), "q-%d", i);
         gpc_node_request req = {.rank = 0, .name = token, .client_token = token,
-                                .offer = &offer, .userdata = quick,
-                                .userdata_len = strlen(quick)};
+                                .offer = &offer, .payload = PAYLOAD(quick)};
         gpc_node_status ns;
         assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
         for (int k = 0; k < 20000; k++) {
@@ -433,9 +475,8 @@ static void test_gpu_share(void **state)
     assert_int_equal(f->p->list_offers(f->ctx, &spec, &offers, &n, &err), GPC_ERR_CAPACITY);
     assert_string_equal(err.msg, "local: resources.gpu does not fit this machine (4 x NVIDIA H200)");
 
-    static const char dump[] =
-        "#cloud-config\nruncmd:\n- [sh, -c, 'echo \"$CUDA_VISIBLE_DEVICES\" > \"$GPUCTL_HOME/cuda\"; "
-        "echo 0 > \"$GPUCTL_HOME/exit_status\"']\n";
+    static const char dump[] = "echo \"$CUDA_VISIBLE_DEVICES\" > \"$GPUCTL_HOME/cuda\"\n"
+                               "echo 0 > \"$GPUCTL_HOME/exit_status\"\n";
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     static const char *const want_cuda[] = {"0,1\n", "2,3\n"};
@@ -444,7 +485,7 @@ static void test_gpu_share(void **state)
         size_t len;
         snprintf(token, sizeof(token), "g-%u", r);
         gpc_node_request req = {.rank = r, .nnodes = 2, .name = token, .client_token = token,
-                                .offer = &offer, .userdata = dump, .userdata_len = strlen(dump)};
+                                .offer = &offer, .payload = PAYLOAD(dump)};
         gpc_node_status ns;
         assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
         wait_phase(f, token, GPC_PHASE_SUCCEEDED, &ns);
@@ -461,6 +502,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_describe_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cloud_init_subset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_running_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),

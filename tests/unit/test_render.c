@@ -123,7 +123,7 @@ static gpc_node_ctx base_node(void)
 {
     gpc_node_ctx n = {
         .cluster = "demo", .cluster_id = "demo-0123abcd", .rank = 0, .nnodes = 2,
-        .head_ip = NULL, .rdzv_port = 29400, .workdir = NULL, .checkpoint_dir = NULL,
+        .head_addr = NULL, .rdzv_port = 29400, .workdir = NULL, .checkpoint_dir = NULL,
     };
     return n;
 }
@@ -151,6 +151,102 @@ static char *render_ud(const gpc_spec *s, const gpc_node_ctx *n, const char *pro
     if (rc)
         fail_msg("render failed: %s", e.msg);
     return out;
+}
+
+__attribute__((noinline)) static char *render_with(const gpc_spec *s, const gpc_node_ctx *n,
+                                                   const gpc_userdata_rules *rules)
+{
+    char *out = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_render_bootstrap(s, n, rules, &out, &e))
+        fail_msg("render failed: %s", e.msg);
+    return out;
+}
+
+/* The message of a render that must fail with GPC_ERR_RENDER. */
+static const char *render_error(const gpc_spec *s, const gpc_node_ctx *n,
+                                const gpc_userdata_rules *rules)
+{
+    static gpc_error e;
+    char *out = NULL;
+    gpc_error_clear(&e);
+    int rc = gpc_render_bootstrap(s, n, rules, &out, &e);
+    if (rc != GPC_ERR_RENDER)
+        fail_msg("render gave %d, want GPC_ERR_RENDER", rc);
+    assert_null(out);
+    return e.msg;
+}
+
+/*
+ * A node script with every function of the contract, for the rank and
+ * rendezvous sources no built-in provider uses: the node's rank and the
+ * head's address come from STUB_NODE_RANK and STUB_HEAD_ADDR ("fail":
+ * the function says why and fails).
+ */
+static const char mode_script[] =
+    "## a test's node script\n"
+    "gpuctl_md_machine=0\n"
+    "gpuctl_md_private_ip() {\n"
+    "  printf '%s\\n' 127.0.0.1\n"
+    "}\n"
+    "##if RANK_FROM=launch\n"
+    "gpuctl_md_launch_index() {\n"
+    "  printf '%s\\n' \"${STUB_LAUNCH_INDEX:-0}\"\n"
+    "}\n"
+    "##endif\n"
+    "##if RANK_FROM=scheduler\n"
+    "gpuctl_md_node_rank() {\n"
+    "  if [ \"${STUB_NODE_RANK:-}\" = fail ]; then\n"
+    "    gpuctl_say 'error: no rank from the test scheduler' >&2\n"
+    "    return 1\n"
+    "  fi\n"
+    "  printf '%s\\n' \"${STUB_NODE_RANK:-}\"\n"
+    "}\n"
+    "##endif\n"
+    "##if HEAD_FROM=node\n"
+    "gpuctl_md_head_addr() {\n"
+    "  if [ \"${STUB_HEAD_ADDR:-}\" = fail ]; then\n"
+    "    gpuctl_say 'error: no head from the test scheduler' >&2\n"
+    "    return 1\n"
+    "  fi\n"
+    "  printf '%s\\n' \"${STUB_HEAD_ADDR:-}\"\n"
+    "}\n"
+    "##endif\n";
+static const gpc_userdata_rules mode_rules = {"modes", 0, 0, 0, mode_script};
+
+/* The modes a node can be rendered in: rank source, rendezvous source,
+ * rank, head address. */
+typedef struct mode {
+    gpc_rank_from rank_from;
+    gpc_rdzv_from rdzv_from;
+    uint32_t rank;
+    const char *head;
+} mode;
+
+static const mode modes[] = {
+    {GPC_RANK_ENGINE, GPC_RDZV_HEAD_IP, 0, NULL},
+    {GPC_RANK_ENGINE, GPC_RDZV_NAME, 0, "head-0.train.svc.cluster.local"},
+    {GPC_RANK_ENGINE, GPC_RDZV_ON_NODE, 1, NULL},
+    {GPC_RANK_LAUNCH_INDEX, GPC_RDZV_HEAD_IP, 1, "10.0.0.1"},
+    {GPC_RANK_LAUNCH_INDEX, GPC_RDZV_NAME, 0, "head.example"},
+    {GPC_RANK_SCHEDULER, GPC_RDZV_HEAD_IP, 0, "10.0.0.1"},
+    {GPC_RANK_SCHEDULER, GPC_RDZV_NAME, 0, "head.example"},
+    {GPC_RANK_SCHEDULER, GPC_RDZV_ON_NODE, 0, NULL},
+    {GPC_RANK_RENDEZVOUS, GPC_RDZV_HEAD_IP, 1, "fd00::5"},
+    {GPC_RANK_RENDEZVOUS, GPC_RDZV_NAME, 1, "10.0.0.1"},
+    {GPC_RANK_RENDEZVOUS, GPC_RDZV_ON_NODE, 1, NULL},
+};
+#define N_MODES (sizeof(modes) / sizeof(modes[0]))
+
+static gpc_node_ctx mode_node(const mode *m)
+{
+    gpc_node_ctx n = {
+        .cluster = "demo", .cluster_id = "demo-0123abcd", .rank = m->rank, .nnodes = 3,
+        .head_addr = m->head, .rdzv_port = 29400, .rank_from = m->rank_from,
+        .rdzv_from = m->rdzv_from,
+    };
+    return n;
 }
 
 /* The value of NAME in NUL-separated NAME=VALUE records, or NULL. */
@@ -346,6 +442,10 @@ static void test_rules_for(void **state)
         assert_non_null(p->userdata->node_script);
         assert_int_equal(strstr(p->userdata->node_script, "\ngpuctl_md_launch_index() {\n") != NULL,
                          p->rank == GPC_RANK_LAUNCH_INDEX);
+        assert_int_equal(strstr(p->userdata->node_script, "\ngpuctl_md_node_rank() {\n") != NULL,
+                         p->rank == GPC_RANK_SCHEDULER);
+        assert_int_equal(strstr(p->userdata->node_script, "\ngpuctl_md_head_addr() {\n") != NULL,
+                         p->rdzv == GPC_RDZV_ON_NODE);
     }
 
     assert_null(gpc_provider_find("gcp"));
@@ -713,7 +813,7 @@ static void test_bootstrap_basics(void **state)
     n.workdir = "/home/u/my job";
     n.checkpoint_dir = "/mnt/ckpt";
     n.rank = 1;
-    n.head_ip = "10.0.0.5";
+    n.head_addr = "10.0.0.5";
     b = render_boot(&s, &n, "aws");
     assert_non_null(strstr(b, "\nGPUCTL_MAX_DURATION_S=7200\n"));
     assert_non_null(strstr(b, "\nGPUCTL_NPROC_PER_NODE=4\n"));
@@ -743,7 +843,7 @@ static void test_bootstrap_head_ip(void **state)
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char want[64];
-        n.head_ip = ok[i].in;
+        n.head_addr = ok[i].in;
         fmt(want, sizeof(want), "\nGPUCTL_HEAD_IP=%s\n", ok[i].baked);
         char *b = render_boot(&s, &n, "aws");
         assert_non_null(strstr(b, want));
@@ -757,7 +857,7 @@ static void test_bootstrap_head_ip(void **state)
         char *out = NULL;
         gpc_error e;
         gpc_error_clear(&e);
-        n.head_ip = bad[i];
+        n.head_addr = bad[i];
         if (gpc_render_bootstrap(&s, &n, gpc_provider_find("aws")->userdata, &out, &e) !=
             GPC_ERR_RENDER)
             fail_msg("head_ip '%s' was accepted", bad[i]);
@@ -913,7 +1013,7 @@ static void test_bootstrap_lint(void **state)
     (void)state;
     if (!have("command -v shellcheck"))
         skip();
-    char dir[128], files[2048] = "";
+    char dir[128], files[4096] = "";
     mkdir_in(dir, sizeof(dir), "lint");
     static const char *const provs[] = {"local", "aws", "azure", "aliyun", "aws"};
     for (int ic = GPC_IC_ANY; ic <= GPC_IC_ERDMA; ic++) {
@@ -926,7 +1026,7 @@ static void test_bootstrap_lint(void **state)
         s.lifecycle.max_duration_s = ic % 2 ? 0 : 3600;
         if (ic >= 3) {
             n.rank = 1;
-            n.head_ip = "10.0.0.1";
+            n.head_addr = "10.0.0.1";
         }
         char *b = render_boot(&s, &n, provs[ic]);
         fmt(path, sizeof(path), "%s/boot-%d.sh", dir, ic);
@@ -957,11 +1057,26 @@ static void test_bootstrap_lint(void **state)
         char path[256];
         hostile_spec(&s, dir);
         n.rank = 1;
-        n.head_ip = "10.0.0.1";
-        n.rank_from_launch_index = 1;
+        n.head_addr = "10.0.0.1";
+        n.rank_from = GPC_RANK_LAUNCH_INDEX;
         char *b = render_boot(&s, &n, "aws");
         assert_non_null(strstr(b, "ami-launch-index"));
         fmt(path, sizeof(path), "%s/boot-batch.sh", dir);
+        write_file(path, b, strlen(b), 0700);
+        free(b);
+        assert_int_equal(sh("bash -n '%s'", path), 0);
+        size_t used = strlen(files);
+        fmt(files + used, sizeof(files) - used, " '%s'", path);
+    }
+    /* every rank and rendezvous source, with a node script that has the
+     * functions they need */
+    for (size_t i = 0; i < N_MODES; i++) {
+        gpc_spec s;
+        char path[256];
+        hostile_spec(&s, dir);
+        gpc_node_ctx n = mode_node(&modes[i]);
+        char *b = render_with(&s, &n, &mode_rules);
+        fmt(path, sizeof(path), "%s/boot-mode%zu.sh", dir, i);
         write_file(path, b, strlen(b), 0700);
         free(b);
         assert_int_equal(sh("bash -n '%s'", path), 0);
@@ -1236,7 +1351,7 @@ static void test_run_rank1_gpu_torch2(void **state)
     gpc_node_ctx n = base_node();
     n.rank = 1;
     n.nnodes = 3;
-    n.head_ip = "[::1]";
+    n.head_addr = "[::1]";
     n.rdzv_port = 29411;
     n.workdir = work;
     n.checkpoint_dir = ckpt;
@@ -1381,7 +1496,7 @@ static void test_run_job_fails(void **state)
     /* on a cloud the failing status reaches the serial console too */
     node_prepare(&r, "runfailaws", "2.4.0", 0);
     n.rank = 1;
-    n.head_ip = "10.0.0.1";
+    n.head_addr = "10.0.0.1";
     b = render_boot(&s, &n, "aws");
     node_exec(&r, b, "GPUCTL_HEAD_WAIT_S=0");
     free(b);
@@ -1390,7 +1505,7 @@ static void test_run_job_fails(void **state)
     assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=1 status=3\n");
     node_run_free(&r);
     n.rank = 0;
-    n.head_ip = NULL;
+    n.head_addr = NULL;
 
     /* a worker killed by a signal: torchrun's status stands */
     node_prepare(&r, "runkilled", "2.4.0", 0);
@@ -1668,8 +1783,8 @@ static void test_run_rank_from_launch_index(void **state)
         gpc_node_ctx n = base_node();
         n.rank = 1;
         n.nnodes = 4;
-        n.head_ip = "10.0.0.1";
-        n.rank_from_launch_index = 1;
+        n.head_addr = "10.0.0.1";
+        n.rank_from = GPC_RANK_LAUNCH_INDEX;
         char *b = render_boot(&s, &n, "aws");
         fmt(extra, sizeof(extra), "STUB_LAUNCH_INDEX=%s GPUCTL_HEAD_WAIT_S=0", cases[i].index);
         node_exec(&r, b, extra);
@@ -1690,8 +1805,8 @@ static void test_run_rank_from_launch_index(void **state)
     base_spec(&s);
     gpc_node_ctx n = base_node();
     n.rank = 1;
-    n.head_ip = "10.0.0.1";
-    n.rank_from_launch_index = 1;
+    n.head_addr = "10.0.0.1";
+    n.rank_from = GPC_RANK_LAUNCH_INDEX;
     char *out = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -1704,6 +1819,354 @@ static void test_run_rank_from_launch_index(void **state)
     assert_int_equal(gpc_render_bootstrap(&s, &n, gpc_provider_find("aws")->userdata, &out, &e),
                      GPC_ERR_RENDER);
     assert_null(out);
+}
+
+
+/* ------------------------------------------------------------------ */
+/* Rank and rendezvous sources                                         */
+
+/* The lines that differ between the modes of render.h's gpc_node_ctx. */
+static void test_bootstrap_modes(void **state)
+{
+    (void)state;
+    gpc_spec s;
+    base_spec(&s);
+    static const char launch[] = "\ngpuctl_launch_index=$(gpuctl_md_launch_index) || exit 1\n";
+    static const char sched[] = "\ngpuctl_node_rank=$(gpuctl_md_node_rank) || exit 1\n";
+    static const char own_ip[] = "\nif [ -z \"$GPUCTL_HEAD_IP\" ]; then\n"
+                                 "  GPUCTL_HEAD_IP=$(gpuctl_own_ip)\nfi\n";
+    static const char on_node[] = "\nGPUCTL_HEAD_IP=$(gpuctl_md_head_addr) || exit 1\n";
+    static const char names[] = "\nelif gpuctl_is_host_name \"$GPUCTL_HEAD_IP\"; then\n"
+                                "  gpuctl_endpoint=\"$GPUCTL_HEAD_IP:$GPUCTL_RDZV_PORT\"\n";
+    static const char head[] = "\ngpuctl_is_head=0\nif [ \"$GPUCTL_NODE_RANK\" = 0 ]; then\n"
+                               "  gpuctl_is_head=1\nfi\n";
+    static const struct {
+        const char *rank_line, *head_line;
+    } want[N_MODES] = {
+        {"\nexport GPUCTL_NODE_RANK=0\n", "\nGPUCTL_HEAD_IP=''\n"},
+        {"\nexport GPUCTL_NODE_RANK=0\n", "\nGPUCTL_HEAD_IP='head-0.train.svc.cluster.local'\n"},
+        {"\nexport GPUCTL_NODE_RANK=1\n", "\nGPUCTL_HEAD_IP=''\n"},
+        {"\nexport GPUCTL_NODE_RANK=1\n", "\nGPUCTL_HEAD_IP='10.0.0.1'\n"},
+        {"\nexport GPUCTL_NODE_RANK=0\n", "\nGPUCTL_HEAD_IP='head.example'\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP='10.0.0.1'\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP='head.example'\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP=''\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP='fd00::5'\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP='10.0.0.1'\n"},
+        {"\nexport GPUCTL_NODE_RANK=''\n", "\nGPUCTL_HEAD_IP=''\n"},
+    };
+    for (size_t i = 0; i < N_MODES; i++) {
+        gpc_node_ctx n = mode_node(&modes[i]);
+        char *b = render_with(&s, &n, &mode_rules);
+        if (!strstr(b, want[i].rank_line) || !strstr(b, want[i].head_line))
+            fail_msg("mode %zu: lacks '%s' or '%s'", i, want[i].rank_line, want[i].head_line);
+        assert_int_equal(strstr(b, launch) != NULL, modes[i].rank_from == GPC_RANK_LAUNCH_INDEX);
+        assert_int_equal(strstr(b, "\ngpuctl_md_launch_index() {\n") != NULL,
+                         modes[i].rank_from == GPC_RANK_LAUNCH_INDEX);
+        assert_int_equal(strstr(b, sched) != NULL, modes[i].rank_from == GPC_RANK_SCHEDULER);
+        assert_int_equal(strstr(b, "\ngpuctl_md_node_rank() {\n") != NULL,
+                         modes[i].rank_from == GPC_RANK_SCHEDULER);
+        assert_int_equal(strstr(b, own_ip) != NULL, modes[i].rdzv_from == GPC_RDZV_HEAD_IP);
+        assert_int_equal(strstr(b, "\ngpuctl_own_ip() {\n") != NULL,
+                         modes[i].rdzv_from == GPC_RDZV_HEAD_IP);
+        assert_int_equal(strstr(b, on_node) != NULL, modes[i].rdzv_from == GPC_RDZV_ON_NODE);
+        assert_int_equal(strstr(b, "\ngpuctl_md_head_addr() {\n") != NULL,
+                         modes[i].rdzv_from == GPC_RDZV_ON_NODE);
+        assert_int_equal(strstr(b, names) != NULL, modes[i].rdzv_from != GPC_RDZV_HEAD_IP);
+        assert_int_equal(strstr(b, "'$GPUCTL_HEAD_IP' is not an IP literal\"\n") != NULL,
+                         modes[i].rdzv_from == GPC_RDZV_HEAD_IP);
+        /* the head is decided once, and nothing compares the rank */
+        assert_non_null(strstr(b, head));
+        assert_non_null(strstr(b, "\nif [ \"$gpuctl_is_head\" = 0 ]; then\n"));
+        assert_non_null(strstr(b, "\n  --rdzv_conf=\"is_host=$gpuctl_is_head\"\n"));
+        assert_null(strstr(b, "\"$GPUCTL_NODE_RANK\" -eq"));
+        assert_null(strstr(b, "\"$GPUCTL_NODE_RANK\" -gt"));
+        free(b);
+    }
+}
+
+/* Ranks, head addresses and node scripts that do not go together. */
+static void test_bootstrap_mode_errors(void **state)
+{
+    (void)state;
+    gpc_spec s;
+    base_spec(&s);
+    const gpc_userdata_rules *aws = gpc_provider_find("aws")->userdata;
+    gpc_node_ctx n = base_node();
+
+    /* a node script without the function its mode needs */
+    n.rank_from = GPC_RANK_SCHEDULER;
+    n.head_addr = "10.0.0.1";
+    assert_string_equal(render_error(&s, &n, aws),
+                        "the node script of provider 'aws' does not define "
+                        "gpuctl_md_node_rank, which a node rank from the scheduler needs");
+    n = base_node();
+    n.rdzv_from = GPC_RDZV_ON_NODE;
+    assert_string_equal(render_error(&s, &n, aws),
+                        "the node script of provider 'aws' does not define "
+                        "gpuctl_md_head_addr, which a rendezvous found on the node needs");
+    /* ... also when the function is only in a section of another mode */
+    gpc_userdata_rules local = *gpc_provider_find("local")->userdata;
+    local.node_script = "gpuctl_md_machine=0\ngpuctl_md_private_ip() {\n  :\n}\n"
+                        "##if HEAD_FROM=node\ngpuctl_md_node_rank() {\n  :\n}\n##endif\n";
+    n = base_node();
+    n.rank_from = GPC_RANK_SCHEDULER;
+    n.head_addr = "10.0.0.1";
+    assert_string_equal(render_error(&s, &n, &local),
+                        "the node script of provider 'local' does not define "
+                        "gpuctl_md_node_rank, which a node rank from the scheduler needs");
+
+    /* the head's address where the mode wants one, and not where not */
+    n = base_node();
+    n.rank_from = GPC_RANK_SCHEDULER;
+    assert_string_equal(render_error(&s, &n, &mode_rules),
+                        "a node rank from the scheduler needs the head's IP");
+    n.rank_from = GPC_RANK_RENDEZVOUS;
+    n.rank = 1;
+    assert_string_equal(render_error(&s, &n, &mode_rules),
+                        "a node rank from the rendezvous needs the head's IP");
+    n.rdzv_from = GPC_RDZV_NAME;
+    assert_string_equal(render_error(&s, &n, &mode_rules),
+                        "a rendezvous at a name needs the head's address on every node");
+    n.rdzv_from = GPC_RDZV_ON_NODE;
+    n.head_addr = "10.0.0.1";
+    assert_string_equal(render_error(&s, &n, &mode_rules),
+                        "head address '10.0.0.1' given, but the nodes find the head "
+                        "themselves (gpuctl_md_head_addr)");
+    n = base_node();
+    n.rdzv_from = GPC_RDZV_HEAD_IP;
+    n.head_addr = "head.example";
+    assert_string_equal(render_error(&s, &n, &mode_rules),
+                        "head address 'head.example' is not an IP literal");
+    n.rank_from = (gpc_rank_from)9;
+    assert_string_equal(render_error(&s, &n, &mode_rules), "unknown rank source 9");
+    n.rank_from = GPC_RANK_ENGINE;
+    n.rdzv_from = (gpc_rdzv_from)7;
+    assert_string_equal(render_error(&s, &n, &mode_rules), "unknown rendezvous source 7");
+
+    /* host names: taken as given, IP literals in their bare form */
+    char l63[64], l64[65], n253[254], n254[255];
+    memset(l63, 'a', 63);
+    l63[63] = '\0';
+    memset(l64, 'a', 64);
+    l64[64] = '\0';
+    for (size_t i = 0; i < 253; i++)
+        n253[i] = i % 4 == 3 ? '.' : 'b';
+    n253[252] = 'c';
+    n253[253] = '\0';
+    fmt(n254, sizeof(n254), "%sd", n253);
+    char with63[80];
+    fmt(with63, sizeof(with63), "%s.example", l63);
+    const struct {
+        const char *in, *baked;
+    } ok[] = {
+        {"head", "'head'"},
+        {"head-0.train.default.svc.cluster.local", "'head-0.train.default.svc.cluster.local'"},
+        {"H1.Example", "'H1.Example'"},
+        {"0a.1b", "'0a.1b'"},
+        {"x1-2", "'x1-2'"},
+        {with63, NULL},
+        {n253, NULL},
+        {"10.0.0.5", "'10.0.0.5'"},
+        {"[fd00::5]", "'fd00::5'"},
+    };
+    n = base_node();
+    n.rdzv_from = GPC_RDZV_NAME;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char want[300];
+        n.head_addr = ok[i].in;
+        if (ok[i].baked)
+            fmt(want, sizeof(want), "\nGPUCTL_HEAD_IP=%s\n", ok[i].baked);
+        else
+            fmt(want, sizeof(want), "\nGPUCTL_HEAD_IP='%s'\n", ok[i].in);
+        char *b = render_with(&s, &n, &mode_rules);
+        if (!strstr(b, want))
+            fail_msg("'%s': lacks %s", ok[i].in, want);
+        free(b);
+    }
+    const char *const bad[] = {
+        "", "-head", "head-", "a.-b", "a-.b", "a..b", ".a", "a.", "a_b", "a b", "1.2.3",
+        "head.42", "01.2.3.4", "1.2.3.256", l64, n254, "h;reboot", "$(reboot)", "h\xc3\xa9",
+        "[head]", "head:29400", "fe80::1%eth0",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char want[200];
+        n.head_addr = bad[i];
+        fmt(want, sizeof(want), "head address '%.64s' is neither a host name nor an IP literal",
+            bad[i]);
+        const char *msg = render_error(&s, &n, &mode_rules);
+        if (strcmp(msg, want) != 0)
+            fail_msg("'%s': got '%s'", bad[i], msg);
+    }
+}
+
+/* Run one node in mode m with the test node script; `extra`: shell words
+ * for its environment. */
+static void run_mode(node_run *r, const char *name, const mode *m, uint32_t nnodes,
+                     const gpc_userdata_rules *rules, const char *extra)
+{
+    node_prepare(r, name, "2.4.0", 0);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.command = "true";
+    gpc_node_ctx n = mode_node(m);
+    n.nnodes = nnodes;
+    char *b = render_with(&s, &n, rules);
+    char words[256];
+    fmt(words, sizeof(words), "GPUCTL_HEAD_WAIT_S=0 %s", extra ? extra : "");
+    node_exec(r, b, words);
+    free(b);
+}
+
+/* The log line that tells the node's rank and head, exactly. */
+static void assert_node_line(const node_run *r, const char *rank, const char *nnodes,
+                             const char *endpoint)
+{
+    char want[256];
+    fmt(want, sizeof(want), " gpuctl: node %s of %s, head %s, GPUs 0, nproc_per_node 1, "
+        "backend gloo\n", rank, nnodes, endpoint);
+    if (!r->log || !strstr(r->log, want))
+        fail_msg("log lacks '%s':\n%s", want, r->log ? r->log : "(none)");
+}
+
+/* The bootstrap of each mode, run to its end with stub torchrun: the rank
+ * from the scheduler, the head from the node or by name, a worker the
+ * rendezvous numbers. */
+static void test_run_modes(void **state)
+{
+    (void)state;
+    node_run r;
+    const mode sched_name = {GPC_RANK_SCHEDULER, GPC_RDZV_NAME, 0, "localhost"};
+    const mode sched_node = {GPC_RANK_SCHEDULER, GPC_RDZV_ON_NODE, 0, NULL};
+    const mode engine_node = {GPC_RANK_ENGINE, GPC_RDZV_ON_NODE, 0, NULL};
+    const mode rdzv_ip = {GPC_RANK_RENDEZVOUS, GPC_RDZV_HEAD_IP, 1, "127.0.0.1"};
+    const mode rdzv_name = {GPC_RANK_RENDEZVOUS, GPC_RDZV_NAME, 1, "localhost"};
+    const mode launch_name = {GPC_RANK_LAUNCH_INDEX, GPC_RDZV_NAME, 0, "localhost"};
+
+    /* the scheduler's rank 2 of 3: a worker, which waits for the head */
+    run_mode(&r, "msched2", &sched_name, 3, &mode_rules, "STUB_NODE_RANK=2");
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_node_line(&r, "2", "3", "localhost:29400");
+    assert_non_null(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
+                                  "starting anyway\n"));
+    assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "2");
+    assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", "localhost");
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_endpoint=localhost:29400"));
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=0"));
+    node_run_free(&r);
+    /* ... and its rank 0 (written 000): the head, which waits for nobody */
+    run_mode(&r, "msched0", &sched_name, 3, &mode_rules, "STUB_NODE_RANK=000");
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_node_line(&r, "0", "3", "localhost:29400");
+    assert_null(strstr(r.log, "head localhost:29400 not reachable"));
+    assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "0");
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=1"));
+    node_run_free(&r);
+    /* ... ranks it must not take */
+    static const struct {
+        const char *rank, *says;
+    } bad_rank[] = {
+        {"3", "gpuctl: error: node rank 3 from the scheduler is not below 3 nodes\n"},
+        {"x1", "gpuctl: error: node rank 'x1' from the scheduler is not a number\n"},
+        {"", "gpuctl: error: node rank '' from the scheduler is not a number\n"},
+        {"1234567", "gpuctl: error: node rank '1234567' from the scheduler is not a number\n"},
+        {"fail", "gpuctl: error: no rank from the test scheduler\n"},
+    };
+    for (size_t i = 0; i < sizeof(bad_rank) / sizeof(bad_rank[0]); i++) {
+        char name[32], extra[64];
+        fmt(name, sizeof(name), "mschedbad%zu", i);
+        fmt(extra, sizeof(extra), "STUB_NODE_RANK='%s'", bad_rank[i].rank);
+        run_mode(&r, name, &sched_name, 3, &mode_rules, extra);
+        assert_outcome(&r, 1, "failed\n");
+        if (!strstr(r.log, bad_rank[i].says))
+            fail_msg("rank '%s': log lacks '%s':\n%s", bad_rank[i].rank, bad_rank[i].says, r.log);
+        assert_null(r.args);
+        node_run_free(&r);
+    }
+
+    /* the head's address from the node script: IP literals and names */
+    static const struct {
+        const char *addr, *endpoint, *head_ip;
+    } on_node[] = {
+        {"127.0.0.1", "127.0.0.1:29400", "127.0.0.1"},
+        {"[::1]", "[::1]:29400", "::1"},
+        {"localhost", "localhost:29400", "localhost"},
+    };
+    for (size_t i = 0; i < sizeof(on_node) / sizeof(on_node[0]); i++) {
+        char name[32], extra[64], ep[64];
+        fmt(name, sizeof(name), "mnode%zu", i);
+        fmt(extra, sizeof(extra), "STUB_NODE_RANK=1 STUB_HEAD_ADDR='%s'", on_node[i].addr);
+        run_mode(&r, name, &sched_node, 2, &mode_rules, extra);
+        assert_outcome(&r, 0, "succeeded\n");
+        assert_node_line(&r, "1", "2", on_node[i].endpoint);
+        assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", on_node[i].head_ip);
+        fmt(ep, sizeof(ep), "--rdzv_endpoint=%s", on_node[i].endpoint);
+        assert_true(nul_list_has(r.args, r.args_len, ep));
+        node_run_free(&r);
+    }
+    static const struct {
+        const char *addr, *says;
+    } bad_head[] = {
+        {"head_0", "gpuctl: error: head address 'head_0' is neither a host name nor an IP "
+                   "literal\n"},
+        {"", "gpuctl: error: head address '' is neither a host name nor an IP literal\n"},
+        {"-x", "gpuctl: error: head address '-x' is neither a host name nor an IP literal\n"},
+        {"a.1", "gpuctl: error: head address 'a.1' is neither a host name nor an IP literal\n"},
+        {"fail", "gpuctl: error: no head from the test scheduler\n"},
+    };
+    for (size_t i = 0; i < sizeof(bad_head) / sizeof(bad_head[0]); i++) {
+        char name[32], extra[64];
+        fmt(name, sizeof(name), "mnodebad%zu", i);
+        fmt(extra, sizeof(extra), "STUB_HEAD_ADDR='%s'", bad_head[i].addr);
+        run_mode(&r, name, &engine_node, 2, &mode_rules, extra);
+        assert_outcome(&r, 1, "failed\n");
+        if (!strstr(r.log, bad_head[i].says))
+            fail_msg("head '%s': log lacks '%s':\n%s", bad_head[i].addr, bad_head[i].says, r.log);
+        assert_null(r.args);
+        node_run_free(&r);
+    }
+    /* a 63-character label passes, a 64-character one does not */
+    char extra[160];
+    fmt(extra, sizeof(extra), "STUB_HEAD_ADDR=%s.localhost", "a123456789b123456789c123456789"
+        "d123456789e123456789f123456789xyz");
+    run_mode(&r, "mnode63", &engine_node, 2, &mode_rules, extra);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=1"));
+    node_run_free(&r);
+    fmt(extra, sizeof(extra), "STUB_HEAD_ADDR=%s.localhost", "a123456789b123456789c123456789"
+        "d123456789e123456789f123456789wxyz");
+    run_mode(&r, "mnode64", &engine_node, 2, &mode_rules, extra);
+    assert_outcome(&r, 1, "failed\n");
+    node_run_free(&r);
+
+    /* a worker the rendezvous numbers: no rank of its own, never the host */
+    run_mode(&r, "mrdzv", &rdzv_name, 4, &mode_rules, NULL);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_node_line(&r, "(rank from the rendezvous)", "4", "localhost:29400");
+    assert_non_null(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
+                                  "starting anyway\n"));
+    assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "");
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=0"));
+    assert_true(nul_list_has(r.args, r.args_len, "--nnodes=4"));
+    node_run_free(&r);
+    /* ... on a machine of its own, whose exit line on the console says so */
+    run_mode(&r, "mrdzvaws", &rdzv_ip, 2, gpc_provider_find("aws")->userdata, NULL);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_node_line(&r, "(rank from the rendezvous)", "2", "127.0.0.1:29400");
+    assert_non_null(r.console);
+    assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=- status=0\n");
+    node_run_free(&r);
+
+    /* one launch call from rank 0 where the head has a name: index 0 is
+     * the head (EC2's IMDS, stubbed) */
+    run_mode(&r, "mlaunch", &launch_name, 2, gpc_provider_find("aws")->userdata,
+             "STUB_LAUNCH_INDEX=0");
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_node_line(&r, "0", "2", "localhost:29400");
+    assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=1"));
+    assert_non_null(r.console);
+    assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=0 status=0\n");
+    node_run_free(&r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1778,6 +2241,100 @@ static void test_userdata_document(void **state)
     assert_not_pwned(dir);
     free(ud);
     free(boot);
+}
+
+/* The payload: the bootstrap and a copy of the env; for a VM, the
+ * cloud-config around the script, encoded: the same bytes as the
+ * user-data rendered and encoded directly. */
+static void test_payload(void **state)
+{
+    (void)state;
+    char dir[128];
+    mkdir_in(dir, sizeof(dir), "payload");
+    gpc_spec s;
+    hostile_spec(&s, dir);
+    gpc_node_ctx n = base_node();
+    n.rank = 1;
+    n.head_addr = "10.0.0.1";
+    const gpc_userdata_rules *aws = gpc_provider_find("aws")->userdata;
+    gpc_payload p;
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), 0);
+    char *boot = render_boot(&s, &n, "aws");
+    assert_int_equal(p.script_len, strlen(boot));
+    assert_string_equal(p.script, boot);
+    free(boot);
+    assert_int_equal(p.n_env, N_HOSTILE);
+    for (size_t i = 0; i < N_HOSTILE; i++) {
+        assert_string_equal(p.env[i].name, hostile_names[i]);
+        assert_string_equal(p.env[i].value, hostile[i]);
+        assert_true(p.env[i].value != hostile[i]); /* a copy */
+    }
+    /* plain, then gzip: byte for byte what encoding the user-data gives */
+    for (int big = 0; big < 2; big++) {
+        static char lorem[30001];
+        gpc_env_var env[] = {{"BIG", lorem}};
+        if (big) {
+            for (size_t i = 0; i < sizeof(lorem) - 1; i++)
+                lorem[i] = "lorem ipsum dolor "[i % 18];
+            base_spec(&s);
+            s.env = env;
+            s.n_env = 1;
+            gpc_payload_free(&p);
+            assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), 0);
+        }
+        char *ud = render_ud(&s, &n, "aws"), *want = NULL, *got = NULL;
+        size_t want_len = 0, got_len = 0;
+        int want_gz = -1, got_gz = -1;
+        assert_int_equal(gpc_userdata_encode(ud, strlen(ud), aws, &want, &want_len, &want_gz, &e),
+                         0);
+        assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, &got_gz, &e), 0);
+        assert_int_equal(got_gz, big);
+        assert_int_equal(want_gz, big);
+        assert_int_equal(got_len, want_len);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        /* local: the plain text itself */
+        assert_int_equal(gpc_payload_cloud_init(&p, gpc_provider_find("local")->userdata, &got,
+                                                &got_len, NULL, &e), 0);
+        assert_int_equal(got_len, strlen(ud));
+        assert_string_equal(got, ud);
+        free(got);
+        free(ud);
+    }
+    /* what cannot be user-data */
+    char *got = (char *)"untouched";
+    size_t got_len = 0;
+    p.script_len--;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_INTERNAL);
+    assert_string_equal(e.msg, "the bootstrap is longer than its length says");
+    p.script_len++;
+    p.script[10] = '\0';
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_RENDER);
+    assert_string_equal(e.msg, "the bootstrap holds a NUL byte");
+    assert_string_equal(got, "untouched");
+    gpc_payload_free(&p);
+    assert_null(p.script);
+    assert_int_equal(p.n_env, 0);
+    gpc_payload_free(&p); /* twice: a no-op */
+    gpc_payload_free(NULL);
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_payload_cloud_init(&p, aws, &got, &got_len, NULL, &e), GPC_ERR_INTERNAL);
+    /* a failed render leaves the payload empty */
+    memset(&p, 0xa5, sizeof(p));
+    n.head_addr = NULL;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_render_payload(&s, &n, aws, &p, &e), GPC_ERR_RENDER);
+    assert_string_equal(e.msg, "node rank 1 needs the head's IP");
+    assert_null(p.script);
+    assert_null(p.env);
+    assert_int_equal(p.script_len, 0);
+    assert_int_equal(p.n_env, 0);
+    assert_not_pwned(dir);
 }
 
 /* A typical spec's user-data fits AWS's 16 KB plain. */
@@ -1987,10 +2544,14 @@ int main(void)
         cmocka_unit_test(test_run_bad_local_ip),
         cmocka_unit_test(test_run_cloud_metadata),
         cmocka_unit_test(test_run_rank_from_launch_index),
+        cmocka_unit_test(test_bootstrap_modes),
+        cmocka_unit_test(test_bootstrap_mode_errors),
+        cmocka_unit_test(test_run_modes),
         cmocka_unit_test(test_run_efa_gpudirect),
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
+        cmocka_unit_test(test_payload),
         cmocka_unit_test(test_encode_small),
         cmocka_unit_test(test_encode_gzip_40k),
         cmocka_unit_test(test_encode_too_big),

@@ -9,7 +9,7 @@ gpuctl_md_private_ip() {
   printf '%s\n' "${GPUCTL_SCRIPTED_IP:?}"
 }
 
-##if RANK_FROM_LAUNCH=1
+##if RANK_FROM=launch
 gpuctl_md_launch_index() {
   printf '%s\n' "${GPUCTL_SCRIPTED_LAUNCH_INDEX:?}"
 }

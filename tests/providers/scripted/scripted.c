@@ -377,7 +377,7 @@ static sc_node *sc_make(const gpc_node_request *req, const char *token)
 static void sc_payload(const gpc_node_request *req, char *rank, size_t rl, char *head,
                        size_t hl)
 {
-    const char *ud = req->userdata ? req->userdata : "";
+    const char *ud = req->payload && req->payload->script ? req->payload->script : "";
     const char *r = strstr(ud, "export GPUCTL_NODE_RANK=");
     const char *h = strstr(ud, "GPUCTL_HEAD_IP=");
     snprintf(rank, rl, "?");
