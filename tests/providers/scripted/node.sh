@@ -14,3 +14,15 @@ gpuctl_md_launch_index() {
   printf '%s\n' "${GPUCTL_SCRIPTED_LAUNCH_INDEX:?}"
 }
 ##endif
+
+## scripted_group: the rank from the scheduler and the head found on the node
+##if RANK_FROM=scheduler
+gpuctl_md_node_rank() {
+  printf '%s\n' "${GPUCTL_SCRIPTED_RANK:?}"
+}
+##endif
+##if HEAD_FROM=node
+gpuctl_md_head_addr() {
+  printf '%s\n' "${GPUCTL_SCRIPTED_HEAD:?}"
+}
+##endif

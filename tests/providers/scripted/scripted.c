@@ -29,6 +29,9 @@ typedef struct sc_node {
     long run_s;      /* how long the job runs */
     int deleted;     /* deleted (delete_node, cleanup_cluster) */
     int gone;        /* gone without a delete (scripted_gone) */
+    char group[16];  /* "g-N" for a node of a group (scripted_group), else "" */
+    char notice[32]; /* an interruption notice's action (scripted_notice) */
+    int64_t notice_at; /* and its deadline */
 } sc_node;
 
 typedef struct sc_rule {
@@ -60,6 +63,7 @@ static struct {
     } exits[SC_MAX_EXITS];
     size_t n_exits;
     long boot_s, run_s;
+    size_t n_groups;
     gpc_buf log;
     int ready;
 } W;
@@ -176,6 +180,16 @@ void scripted_gone(const char *id)
     sc_node *nd = sc_by_id(id);
     if (nd)
         nd->gone = 1;
+}
+
+void scripted_notice(const char *id, const char *action, int64_t deadline)
+{
+    sc_init();
+    sc_node *nd = sc_by_id(id);
+    if (!nd)
+        sc_full("notices for nodes that do not exist");
+    sc_copy(nd->notice, sizeof(nd->notice), action);
+    nd->notice_at = deadline;
 }
 
 static void add_rule(const char *op, const char *where, int nth, gpc_code code, int lost)
@@ -309,6 +323,9 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
     if (with_ip)
         sc_copy(out->private_ip, sizeof(out->private_ip), nd->ip);
     out->exit_code = -1;
+    if (nd->group[0])
+        snprintf(out->data, sizeof(out->data), "{\"group\":\"%s\",\"node\":\"%s\"}",
+                 nd->group, nd->id);
     int64_t age = gpc_now() - nd->created_at;
     if (nd->deleted || nd->gone) {
         out->phase = GPC_PHASE_TERMINATED;
@@ -370,8 +387,9 @@ static sc_node *sc_make(const gpc_node_request *req, const char *token)
 
 /*
  * What the payload hands the node: its rank ("+index" when it adds its
- * launch index) and the head's address ("-" when none: the head finds its
- * own).  Read from the rendered bootstrap (templates/bootstrap.sh); the one
+ * launch index, "sched" when the scheduler gives it on the node, "rdzv"
+ * when the rendezvous numbers the node) and the head's address ("-" when
+ * none: the head finds its own; "node" when the node script finds it).  Read from the rendered bootstrap (templates/bootstrap.sh); the one
  * place that knows the payload's form.
  */
 static void sc_payload(const gpc_node_request *req, char *rank, size_t rl, char *head,
@@ -382,12 +400,20 @@ static void sc_payload(const gpc_node_request *req, char *rank, size_t rl, char 
     const char *h = strstr(ud, "GPUCTL_HEAD_IP=");
     snprintf(rank, rl, "?");
     snprintf(head, hl, "?");
-    if (r) {
+    if (strstr(ud, "gpuctl_node_rank=$(gpuctl_md_node_rank)")) {
+        snprintf(rank, rl, "sched"); /* the scheduler's, on the node */
+    } else if (r) {
         r += strlen("export GPUCTL_NODE_RANK=");
-        snprintf(rank, rl, "%.*s%s", (int)strcspn(r, "\n"), r,
-                 strstr(ud, "gpuctl_launch_index=$(gpuctl_md_launch_index)") ? "+index" : "");
+        size_t len = strcspn(r, "\n");
+        if (len == 2 && strncmp(r, "''", 2) == 0)
+            snprintf(rank, rl, "rdzv"); /* none: the rendezvous numbers it */
+        else
+            snprintf(rank, rl, "%.*s%s", (int)len, r,
+                     strstr(ud, "gpuctl_launch_index=$(gpuctl_md_launch_index)") ? "+index" : "");
     }
-    if (h) {
+    if (strstr(ud, "GPUCTL_HEAD_IP=$(gpuctl_md_head_addr)")) {
+        snprintf(head, hl, "node"); /* found on the node */
+    } else if (h) {
         h += strlen("GPUCTL_HEAD_IP=");
         size_t len = strcspn(h, "\n");
         if (len >= 2 && h[0] == '\'' && h[len - 1] == '\'') {
@@ -454,6 +480,24 @@ static int sc_offers_basic(void *ctx, const gpc_spec *spec, gpc_offer **out, siz
     return sc_list_offers(ctx, spec, out, n, err, "scripted_basic");
 }
 
+static int sc_offers_named(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *n,
+                           gpc_error *err)
+{
+    return sc_list_offers(ctx, spec, out, n, err, "scripted_named");
+}
+
+static int sc_offers_group(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *n,
+                           gpc_error *err)
+{
+    return sc_list_offers(ctx, spec, out, n, err, "scripted_group");
+}
+
+static int sc_offers_elastic(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *n,
+                             gpc_error *err)
+{
+    return sc_list_offers(ctx, spec, out, n, err, "scripted_elastic");
+}
+
 static int sc_list_zones(void *ctx, const gpc_offer *offer, char (**zones)[48], size_t *n,
                          gpc_error *err)
 {
@@ -518,8 +562,8 @@ static int sc_create_no_ip(void *ctx, const gpc_node_request *req, gpc_node_stat
     return sc_create(ctx, req, out, err, 0);
 }
 
-static int sc_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
-                           gpc_node_status *out, gpc_error *err)
+static int sc_create_many(const gpc_node_request *reqs, size_t n, gpc_node_status *out,
+                          gpc_error *err, int as_group)
 {
     char rank[32], head[64];
     sc_payload(&reqs[0], rank, sizeof(rank), head, sizeof(head));
@@ -531,19 +575,45 @@ static int sc_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
     memset(out, 0, n * sizeof(*out));
     if (sc_fails(&c))
         return sc_end(&c, 0, err, NULL);
-    char ids[512] = "";
+    char ids[512] = "", group[16] = "";
+    if (as_group) {
+        /* one group per call: its id is the cluster's provider data, and
+         * each node's says its group and index */
+        char first[128];
+        snprintf(first, sizeof(first), "%s/0", reqs[0].client_token);
+        sc_node *old = sc_by_token(first);
+        if (old)
+            sc_copy(group, sizeof(group), old->group);
+        else
+            snprintf(group, sizeof(group), "g-%zu", ++W.n_groups);
+        if (reqs[0].ref && reqs[0].ref->data)
+            snprintf(reqs[0].ref->data, GPC_PROVIDER_DATA_MAX, "{\"group\":\"%s\"}", group);
+    }
     for (size_t i = 0; i < n; i++) {
         char sub[128];
         snprintf(sub, sizeof(sub), "%s/%zu", reqs[0].client_token, i);
         sc_node *nd = sc_by_token(sub);
         if (!nd)
             nd = sc_make(&reqs[i], sub);
+        sc_copy(nd->group, sizeof(nd->group), group);
         sc_status(nd, 1, &out[i]);
         snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", i ? "," : "", nd->id);
     }
     if (sc_lost(&c))
         memset(out, 0, n * sizeof(*out));
-    return sc_end(&c, 0, err, "%s", ids);
+    return sc_end(&c, 0, err, "%s%s%s", ids, group[0] ? " group=" : "", group);
+}
+
+static int sc_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
+                           gpc_node_status *out, gpc_error *err)
+{
+    return sc_create_many(reqs, n, out, err, 0);
+}
+
+static int sc_create_group(void *ctx, const gpc_node_request *reqs, size_t n,
+                           gpc_node_status *out, gpc_error *err)
+{
+    return sc_create_many(reqs, n, out, err, 1);
 }
 
 static int sc_find_node(void *ctx, const char *region, const char *client_token,
@@ -642,9 +712,88 @@ static int sc_delete_node(void *ctx, const gpc_node_ref *ref, gpc_error *err)
     if (sc_fails(&c))
         return sc_end(&c, 0, err, NULL);
     sc_node *nd = sc_by_id(provider_id);
+    char also[256] = "";
+    if (nd && nd->group[0]) {
+        /* the whole group goes (GPC_CAP_GROUP), the data says which */
+        if (!strstr(ref->data, nd->group))
+            return sc_end(&c, gpc_fail(err, GPC_ERR_INTERNAL, "scripted: node %s came without "
+                                       "its provider data", provider_id), err, NULL);
+        for (size_t i = 0; i < W.n_nodes; i++)
+            if (&W.nodes[i] != nd && strcmp(W.nodes[i].group, nd->group) == 0 &&
+                !W.nodes[i].deleted && !W.nodes[i].gone) {
+                W.nodes[i].deleted = 1;
+                snprintf(also + strlen(also), sizeof(also) - strlen(also), "%s%s",
+                         also[0] ? "," : " also=", W.nodes[i].id);
+            }
+    }
     if (nd)
         nd->deleted = 1;
-    return sc_end(&c, 0, err, "ok");
+    return sc_end(&c, 0, err, "ok%s", also);
+}
+
+static int sc_rdzv_name(void *ctx, const gpc_cluster_ref *cr, char *out, size_t size,
+                        gpc_error *err)
+{
+    sc_call c;
+    sc_begin(&c, "rdzv_name", " cluster=%s", cr->cluster);
+    if (sc_fails(&c))
+        return sc_end(&c, 0, err, NULL);
+    snprintf(out, size, "%s-0.svc.test", cr->cluster);
+    if (cr->data && !cr->data[0])
+        snprintf(cr->data, GPC_PROVIDER_DATA_MAX, "{\"service\":\"%s\"}", cr->cluster);
+    return sc_end(&c, 0, err, "%s", out);
+}
+
+static int sc_poll_interruptions(void *ctx, const gpc_cluster_ref *cr,
+                                 const char *const *ids, size_t n, gpc_interruption *out,
+                                 gpc_error *err)
+{
+    char list[512], said[512] = "";
+    sc_call c;
+    sc_begin(&c, "poll_interruptions", " cluster=%s ids=%s", cr->cluster,
+             sc_join(ids, n, list, sizeof(list)));
+    if (sc_fails(&c))
+        return sc_end(&c, 0, err, NULL);
+    for (size_t i = 0; i < n; i++) {
+        sc_node *nd = sc_by_id(ids[i]);
+        if (!nd || !nd->notice[0])
+            continue;
+        sc_copy(out[i].action, sizeof(out[i].action), nd->notice);
+        out[i].deadline = nd->notice_at;
+        snprintf(out[i].detail, sizeof(out[i].detail), "scripted notice");
+        snprintf(said + strlen(said), sizeof(said) - strlen(said), "%s%s:%s", said[0] ? "," : "",
+                 nd->id, nd->notice);
+    }
+    return sc_end(&c, 0, err, "%s", said[0] ? said : "none");
+}
+
+static int sc_list_orphans(void *ctx, const char *const *regions, size_t n_regions,
+                           gpc_orphan **out, size_t *n, gpc_error *err)
+{
+    char ids[512] = "";
+    sc_call c;
+    sc_begin(&c, "list_orphans", NULL);
+    *out = NULL;
+    *n = 0;
+    if (sc_fails(&c))
+        return sc_end(&c, 0, err, NULL);
+    *out = calloc(W.n_nodes ? W.n_nodes : 1, sizeof(**out));
+    if (!*out)
+        return sc_end(&c, gpc_fail(err, GPC_ERR_NOMEM, "out of memory"), err, NULL);
+    for (size_t i = 0; i < W.n_nodes; i++) {
+        sc_node *nd = &W.nodes[i];
+        if (nd->deleted || nd->gone)
+            continue;
+        gpc_orphan *o = &(*out)[(*n)++];
+        sc_copy(o->kind, sizeof(o->kind), "node");
+        sc_copy(o->id, sizeof(o->id), nd->id);
+        sc_copy(o->region, sizeof(o->region), nd->region);
+        sc_copy(o->cluster_uid, sizeof(o->cluster_uid), nd->cluster_uid);
+        snprintf(o->detail, sizeof(o->detail), "%s", nd->name);
+        snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", ids[0] ? "," : "",
+                 nd->id);
+    }
+    return sc_end(&c, 0, err, "%s", ids[0] ? ids : "none");
 }
 
 static int sc_cleanup_cluster(void *ctx, const gpc_cluster_ref *cr, gpc_error *err)
@@ -677,6 +826,15 @@ static const gpc_userdata_rules sc_userdata_batch = {
 };
 static const gpc_userdata_rules sc_userdata_basic = {
     .provider = "scripted_basic", .node_script = (const char *)gpc_node_script_scripted,
+};
+static const gpc_userdata_rules sc_userdata_named = {
+    .provider = "scripted_named", .node_script = (const char *)gpc_node_script_scripted,
+};
+static const gpc_userdata_rules sc_userdata_group = {
+    .provider = "scripted_group", .node_script = (const char *)gpc_node_script_scripted,
+};
+static const gpc_userdata_rules sc_userdata_elastic = {
+    .provider = "scripted_elastic", .node_script = (const char *)gpc_node_script_scripted,
 };
 
 const gpc_provider gpc_provider_scripted = {
@@ -729,4 +887,60 @@ const gpc_provider gpc_provider_scripted_basic = {
     .find_node = sc_find_node,
     .describe_node = sc_describe_node,
     .delete_node = sc_delete_node,
+};
+
+const gpc_provider gpc_provider_scripted_named = {
+    .name = "scripted_named",
+    .summary = "test provider: a rendezvous name given before launch (tests only)",
+    .caps = GPC_CAP_OWN_OFFERS,
+    .rdzv = GPC_RDZV_NAME,
+    .rdzv_name = sc_rdzv_name,
+    .userdata = &sc_userdata_named,
+    .open = sc_open,
+    .close = sc_close,
+    .list_offers = sc_offers_named,
+    .create_node = sc_create_ip,
+    .find_node = sc_find_node,
+    .describe_node = sc_describe_node,
+    .describe_nodes = sc_describe_nodes,
+    .delete_node = sc_delete_node,
+    .cleanup_cluster = sc_cleanup_cluster,
+    .poll_interruptions = sc_poll_interruptions,
+    .list_orphans = sc_list_orphans,
+};
+
+const gpc_provider gpc_provider_scripted_group = {
+    .name = "scripted_group",
+    .summary = "test provider: one group per cluster, the head found on the node, ranks from "
+               "the scheduler (tests only)",
+    .caps = GPC_CAP_OWN_OFFERS | GPC_CAP_GROUP | GPC_CAP_SHARED_FILES,
+    .rdzv = GPC_RDZV_ON_NODE,
+    .rank = GPC_RANK_SCHEDULER,
+    .userdata = &sc_userdata_group,
+    .open = sc_open,
+    .close = sc_close,
+    .list_offers = sc_offers_group,
+    .create_nodes = sc_create_group,
+    .find_node = sc_find_node,
+    .describe_node = sc_describe_node,
+    .describe_nodes = sc_describe_nodes,
+    .delete_node = sc_delete_node,
+    .poll_interruptions = sc_poll_interruptions,
+};
+
+const gpc_provider gpc_provider_scripted_elastic = {
+    .name = "scripted_elastic",
+    .summary = "test provider: workers numbered by the rendezvous (tests only)",
+    .caps = GPC_CAP_OWN_OFFERS,
+    .rank = GPC_RANK_RENDEZVOUS,
+    .userdata = &sc_userdata_elastic,
+    .open = sc_open,
+    .close = sc_close,
+    .list_offers = sc_offers_elastic,
+    .create_node = sc_create_ip,
+    .find_node = sc_find_node,
+    .describe_node = sc_describe_node,
+    .describe_nodes = sc_describe_nodes,
+    .delete_node = sc_delete_node,
+    .cleanup_cluster = sc_cleanup_cluster,
 };

@@ -54,6 +54,8 @@
 #ifndef GPUCTL_TEST_SCRIPTED_H
 #define GPUCTL_TEST_SCRIPTED_H
 
+#include <stdint.h>
+
 #include "gpuctl/error.h"
 
 /* Empty the world, the call log and the script; boot_s 5, run_s 60; the
@@ -88,6 +90,10 @@ void scripted_exit(const char *name, int code, long run_s);
 /* Node `id` ("s-2") is gone from the provider without a delete (as a
  * machine someone removed by hand): describe says terminated. */
 void scripted_gone(const char *id);
+
+/* Node `id` gets an interruption notice: poll_interruptions says
+ * `action` ("terminate") with `deadline` (Unix seconds) from now on. */
+void scripted_notice(const char *id, const char *action, int64_t deadline);
 
 /*
  * Script a failure.  Calls of operation `op` whose line holds every
