@@ -73,6 +73,18 @@ typedef struct gpc_gpu_req {
     char *model;        /* upper-case model name ("A100", "H100", "T4"), or "" for any */
     gpc_range mem_gib;  /* per-GPU memory, GiB; {0,0} = any */
     gpc_range count;    /* GPUs per node; count.min >= 1 unless cpu-only */
+    /* Where the spec file writes this request, for messages about it: the
+     * 1-based line and column of its YAML node (of the item, in a list; of
+     * the anchored node, when written as an alias).  A spec loaded from a
+     * saved plan counts from the spec text the plan embeds.  0 and 0 when
+     * the request was not read from a spec (gpc_parse_gpu alone, as
+     * `offers --gpu` does, or built in code).  Not part of the spec's
+     * canonical JSON or hash. */
+    unsigned line, col;
+    /* 1 when the spec writes resources.gpu as a list (messages then name the
+     * item "resources.gpu[i]", even in a list of one); 0 for a single value
+     * or when not read from a spec. */
+    int listed;
 } gpc_gpu_req;
 
 typedef struct gpc_env_var {
@@ -203,7 +215,9 @@ int gpc_parse_size_gib(const char *what, const char *s, double *gib, gpc_error *
 /* "30m", "72h", "1d", "90s", "1h30m", "3600" (seconds) -> seconds. */
 int gpc_parse_duration(const char *what, const char *s, uint64_t *secs, gpc_error *err);
 
-/* "A100-80GB:8", "A100:80GB:8", "H100:8", "T4", "24GB..80GB:2", "H100:1..2". */
+/* "A100-80GB:8", "A100:80GB:8", "H100:8", "T4", "24GB..80GB:2", "H100:1..2".
+ * On success sets every field of *out (line, col and listed to 0) and
+ * out->model is allocated (the caller frees it); on error *out is untouched. */
 int gpc_parse_gpu(const char *what, const char *s, gpc_gpu_req *out, gpc_error *err);
 
 /* Names for enums, as written in the YAML. */

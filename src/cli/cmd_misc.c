@@ -5,7 +5,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <sqlite3.h>
-#include <yaml.h>
+#include <yaml.h> /* yaml_get_version_string for `version` */
 
 #include "gpuctl/cluster.h"
 #include "commands.h"
@@ -45,8 +45,7 @@ static int file_opt(int opt, const char *arg, void *ud)
  * would otherwise only show as "no offer fits" at plan time): name the
  * field, where the spec text has it, and the models known.
  */
-static int check_gpu_models(const gpc_out *o, const gpc_spec *spec, const char *text,
-                            gpc_error *err)
+static int check_gpu_models(const gpc_out *o, const gpc_spec *spec, gpc_error *err)
 {
     size_t bad = spec->resources.n_gpus;
     gpc_catalog *cat = NULL;
@@ -65,19 +64,18 @@ static int check_gpu_models(const gpc_out *o, const gpc_spec *spec, const char *
     }
     char list[512], where[96] = "", field[48];
     gpc_gpu_model_list(cat, list, sizeof(list));
-    unsigned line, col;
-    int pos = gpc_spec_gpu_position(text, bad, &line, &col);
-    if (pos)
-        snprintf(where, sizeof(where), ":%u:%u", line, col);
+    const gpc_gpu_req *g = &spec->resources.gpus[bad];
+    if (g->line)
+        snprintf(where, sizeof(where), ":%u:%u", g->line, g->col);
     /* an item of a list of alternatives is named as the spec's own errors
      * name it */
-    if (pos == 2 || (!pos && spec->resources.n_gpus > 1))
+    if (g->listed || (!g->line && spec->resources.n_gpus > 1))
         snprintf(field, sizeof(field), "resources.gpu[%zu]", bad);
     else
         snprintf(field, sizeof(field), "resources.gpu");
     int rc = gpc_fail(err, GPC_ERR_SPEC, "%s%s: %s: unknown GPU model '%s' (the catalog (%s) "
                       "knows %s; a family such as A100 matches every A100-*)", spec->source, where,
-                      field, spec->resources.gpus[bad].model, cat->origin, list);
+                      field, g->model, cat->origin, list);
     gpc_catalog_free(cat);
     return rc;
 }
@@ -99,13 +97,11 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_error_clear(&err);
     gpc_spec *spec = NULL;
     char hash[65] = "";
-    char *text = NULL;
-    rc = gpc_spec_load_file_text(file, &spec, &text, &err);
+    rc = gpc_spec_load_file(file, &spec, &err);
     if (!rc)
         rc = gpc_spec_hash(spec, hash, &err);
     if (!rc)
-        rc = check_gpu_models(o, spec, text, &err);
-    free(text);
+        rc = check_gpu_models(o, spec, &err);
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "validate");

@@ -158,14 +158,6 @@ int gpc_gpu_model_known(const gpc_catalog *cat, const char *model);
  * with "..." when it does not fit). */
 void gpc_gpu_model_list(const gpc_catalog *cat, char *out, size_t len);
 
-/*
- * Where the spec text puts resources.gpu (its item `item` when it is a
- * list): 1-based *line and *col of the value, read with libyaml.  Returns
- * 1 for a single value, 2 for an item of a list, 0 when the text has no
- * such node.
- */
-int gpc_spec_gpu_position(const char *text, size_t item, unsigned *line, unsigned *col);
-
 /* ---- shell completions (completion.c) --------------------------------- */
 
 /* Print the completion script for `shell` ("bash" or "zsh") to f; -1 for

@@ -435,8 +435,13 @@ static int f_gpu(walk *w, const ynode *k, const ynode *v, const char *path)
         if (item->kind != Y_SCALAR || is_null(item))
             return failn(w, item, ipath, "expected a GPU like A100-80GB:8, got %s",
                          show(item, q));
-        if (gpc_parse_gpu(ipath, item->text, &s->resources.gpus[i], &e))
+        gpc_gpu_req *g = &s->resources.gpus[i];
+        if (gpc_parse_gpu(ipath, item->text, g, &e))
             return fail_from(w, item, &e);
+        /* a spec is at most GPC_SPEC_MAX_BYTES: line and column fit */
+        g->line = (unsigned)item->line;
+        g->col = (unsigned)item->col;
+        g->listed = v->kind == Y_SEQ;
         s->resources.n_gpus++;
     }
     return 0;

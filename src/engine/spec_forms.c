@@ -385,6 +385,8 @@ int gpc_parse_gpu(const char *what, const char *s, gpc_gpu_req *out, gpc_error *
     out->model = m;
     out->mem_gib = mem;
     out->count = count;
+    out->line = out->col = 0;   /* not from a spec file: f_gpu sets them */
+    out->listed = 0;
     return 0;
 
 bad:

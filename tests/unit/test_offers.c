@@ -70,7 +70,7 @@ static gpc_catalog CAT(gpc_catalog_row *rows, size_t n)
 }
 
 /* "A100-80GB:8" as gpc_parse_gpu gives it. */
-static gpc_gpu_req A100_80x8 = {"A100", {80, 80}, {8, 8}};
+static gpc_gpu_req A100_80x8 = {.model = "A100", .mem_gib = {80, 80}, .count = {8, 8}};
 
 static gpc_offer_query Q(const gpc_gpu_req *g, size_t n, uint32_t nodes)
 {
@@ -734,7 +734,8 @@ static void test_family_matching(void **state)
     gpc_selection_free(&s);
 
     /* nothing has the GPU: capacity, naming the request and the providers */
-    gpc_gpu_req two[2] = {{"A100", {40, 40}, {2, 2}}, {"H200", {0, 0}, {8, 8}}};
+    gpc_gpu_req two[2] = {{.model = "A100", .mem_gib = {40, 40}, .count = {2, 2}},
+                          {.model = "H200", .mem_gib = {0, 0}, .count = {8, 8}}};
     q = Q(two, 2, 1);
     const char *provs[] = {"aws", "azure"};
     q.providers = provs;
@@ -807,7 +808,7 @@ static void test_why_precision(void **state)
         R("azure", "Standard_NC4as_T4_v3", "eastus", &T4, 1, 4, 28, NONE, 0.526, 0.062699),
     };
     gpc_catalog cat = CAT(rows, 1);
-    gpc_gpu_req t4x1 = {"T4", {0, 0}, {1, 1}};
+    gpc_gpu_req t4x1 = {.model = "T4", .mem_gib = {0, 0}, .count = {1, 1}};
     gpc_offer_query q = Q(&t4x1, 1, 4);
     q.policy = GPC_SPOT_SPOT;
     q.head = GPC_SPOT_SPOT;
@@ -1011,7 +1012,7 @@ static void test_extra_rows(void **state)
         R("local", "local", "local", &L4, 1, 16, 64, NONE, 0, -1),
     };
     gpc_catalog cat = CAT(rows, 2);
-    gpc_gpu_req l4 = {"L4", {0, 0}, {1, 1}};
+    gpc_gpu_req l4 = {.model = "L4", .mem_gib = {0, 0}, .count = {1, 1}};
     gpc_offer_query q = Q(&l4, 1, 1);
     q.providers = (const char *const[]){"local", "aws", "azure"};
     q.n_providers = 3;
@@ -1077,7 +1078,7 @@ static void test_query_from_spec(void **state)
     (void)state;
     gpc_spec spec;
     memset(&spec, 0, sizeof(spec));
-    gpc_gpu_req req = {"A100", {80, 80}, {8, 8}};
+    gpc_gpu_req req = {.model = "A100", .mem_gib = {80, 80}, .count = {8, 8}};
     char *provs[] = {"aws", "azure"};
     char *regions[] = {"us-east-1"};
     char *types[] = {"p4de.24xlarge"};
@@ -1220,7 +1221,8 @@ static void test_many_rows(void **state)
                     (i % 10) ? od / 3 : -1);
     }
     gpc_catalog cat = CAT(rows, N);
-    gpc_gpu_req req[2] = {{"A100", {0, 0}, {1, 8}}, {"H100", {0, 0}, {8, 8}}};
+    gpc_gpu_req req[2] = {{.model = "A100", .mem_gib = {0, 0}, .count = {1, 8}},
+                          {.model = "H100", .mem_gib = {0, 0}, .count = {8, 8}}};
     gpc_offer_query q = Q(req, 2, 4);
     q.providers = (const char *const[]){"aws", "azure", "aliyun"};
     q.n_providers = 3;

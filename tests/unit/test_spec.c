@@ -895,6 +895,62 @@ static void test_resources_gpu(void **state)
     RUN_ERR_CASES(cases);
 }
 
+/* Where each GPU request stands in the file (1-based line:column of its
+ * node), and whether it is a list item: `validate` names an unknown model
+ * by that place.  Columns counted by hand; the same as libyaml's document
+ * loader gives for those nodes. */
+static void expect_gpu_at(const gpc_spec *s, size_t i, unsigned line, unsigned col, int listed)
+{
+    const gpc_gpu_req *g = &s->resources.gpus[i];
+    if (g->line != line || g->col != col || g->listed != listed)
+        fail_msg("gpu[%zu]: want %u:%u listed %d, got %u:%u listed %d", i, line, col, listed,
+                 g->line, g->col, g->listed);
+}
+
+static void test_resources_gpu_position(void **state)
+{
+    (void)state;
+    /* a single value: line 4, after "  gpu: " */
+    gpc_spec *s = load(MIN "resources:\n  gpu: A100\n");
+    assert_int_equal(s->resources.n_gpus, 1);
+    expect_gpu_at(s, 0, 4, 8, 0);
+    gpc_spec_free(s);
+    /* a block list: each item where its value starts, after "- " */
+    s = load(MIN "resources:\n  gpu:\n    - A100:8\n    -   H100\n");
+    assert_int_equal(s->resources.n_gpus, 2);
+    expect_gpu_at(s, 0, 5, 7, 1);
+    expect_gpu_at(s, 1, 6, 9, 1);
+    gpc_spec_free(s);
+    /* a flow list of one is still a list; a quoted item starts at its quote */
+    s = load(MIN "resources:\n  gpu: [ \"T4\" ]\n");
+    assert_int_equal(s->resources.n_gpus, 1);
+    expect_gpu_at(s, 0, 4, 10, 1);
+    gpc_spec_free(s);
+    /* an alias stands where its anchored node is, the anchor included */
+    s = load(MIN "resources:\n  gpu: [&big H100:8, T4, *big]\n");
+    assert_int_equal(s->resources.n_gpus, 3);
+    expect_gpu_at(s, 0, 4, 9, 1);
+    expect_gpu_at(s, 1, 4, 22, 1);
+    expect_gpu_at(s, 2, 4, 9, 1);
+    gpc_spec_free(s);
+    /* a spec written as JSON is read by the same loader and has places too */
+    s = load("{\"name\": \"x\", \"run\": \"a\", \"resources\": {\"gpu\": \"A100\"}}\n");
+    assert_int_equal(s->resources.n_gpus, 1);
+    expect_gpu_at(s, 0, 1, 48, 0);
+    gpc_spec_free(s);
+
+    /* a request parsed on its own (offers --gpu) has no place */
+    gpc_gpu_req g;
+    gpc_error e;
+    gpc_error_clear(&e);
+    memset(&g, 0xff, sizeof(g));
+    assert_int_equal(gpc_parse_gpu("--gpu", "T4", &g, &e), 0);
+    assert_int_equal(g.line, 0);
+    assert_int_equal(g.col, 0);
+    assert_int_equal(g.listed, 0);
+    free(g.model);
+}
+
 static void test_resources_cpus_memory(void **state)
 {
     (void)state;
@@ -1459,6 +1515,7 @@ int main(void)
         cmocka_unit_test(test_provider),
         cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_resources_gpu),
+        cmocka_unit_test(test_resources_gpu_position),
         cmocka_unit_test(test_resources_cpus_memory),
         cmocka_unit_test(test_resources_disk),
         cmocka_unit_test(test_resources_interconnect_instances),
