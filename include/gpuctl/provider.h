@@ -412,7 +412,8 @@ typedef struct gpc_provider {
  *   GPC_CAP_GROUP (needs create_nodes): rdzv NAME or ON_NODE, ranks from
  *       the scheduler or a launch index;
  *   rank SCHEDULER: a group only; rank LAUNCH_INDEX: needs create_nodes.
- * Plan-only tables pass (nothing is made with them).  Returns 0, or
+ * A name must fit an offer (at most 15 characters, gpc_offer.provider).
+ * Plan-only tables pass the rest (nothing is made with them).  Returns 0, or
  * GPC_ERR_INTERNAL naming the provider and what does not fit.  A unit test
  * checks every compiled-in table.
  */

@@ -71,10 +71,13 @@ static int replace_orphans(gpc_session *s, const gpc_open_provider *pv,
     gpc_head_loss rule = gpc_provider_head_loss(pv->prov);
     if (!n || rule == GPC_HEAD_LOSS_HEAD_ONLY)
         return 0;
+    /* a group: nodes without an id (never made, or a create of unknown
+     * outcome whose lookup found no node: the all-or-nothing call cannot
+     * be made again for part of it) beside live ones */
     size_t missing = 0;
     for (size_t i = 0; i < n; i++)
-        missing += !nodes[i].provider_id[0] && !gpc_lc_outcome_unknown(&nodes[i]);
-    if (rule == GPC_HEAD_LOSS_GROUP ? missing == 0
+        missing += !nodes[i].provider_id[0];
+    if (rule == GPC_HEAD_LOSS_GROUP ? missing == 0 || missing == n
                                     : nodes[0].rank != 0 || nodes[0].provider_id[0] ||
                                           gpc_lc_outcome_unknown(&nodes[0]))
         return 0;
@@ -93,6 +96,16 @@ static int replace_orphans(gpc_session *s, const gpc_open_provider *pv,
                  "at its old address: replacing them", c->name, k);
     if (k)
         left = rollback_created(s, pv, c, nodes, n, orphan);
+    for (size_t i = 0; !left && rule == GPC_HEAD_LOSS_GROUP && i < n; i++) {
+        /* the group is made anew: a new call, with a new token */
+        if (nodes[i].provider_id[0] || !nodes[i].client_token[0])
+            continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        gpc_lc_set_str(&nodes[i].client_token, "");
+        if (gpc_node_update(s->st, &nodes[i], &e))
+            gpc_debug(s->log, "could not record node %s: %s", nodes[i].name, e.msg);
+    }
     free(orphan);
     if (left && rule == GPC_HEAD_LOSS_GROUP)
         return gpc_fail(err, GPC_ERR_PARTIAL, "cluster '%s': %d node(s) of a broken group could "

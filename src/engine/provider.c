@@ -68,9 +68,13 @@ int gpc_providers_register_secrets(gpc_error *err)
 
 int gpc_provider_check(const gpc_provider *p, gpc_error *err)
 {
+    const char *n = p->name;
+    if (strlen(n) >= sizeof(((gpc_offer *)0)->provider))
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a name of more than %zu "
+                        "characters does not fit an offer", n,
+                        sizeof(((gpc_offer *)0)->provider) - 1);
     if (p->caps & GPC_CAP_PLAN_ONLY)
         return 0; /* nothing is made: its modes are never driven */
-    const char *n = p->name;
     int group = (p->caps & GPC_CAP_GROUP) != 0;
     if (!p->create_node && !group)
         return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: no create_node", n);

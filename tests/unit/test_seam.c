@@ -129,6 +129,13 @@ static void test_combinations(void **unused)
     /* plan-only tables are never driven */
     gpc_provider po = {.name = "p", .caps = GPC_CAP_PLAN_ONLY, .rdzv = GPC_RDZV_ON_NODE};
     expect(&po, "");
+    /* a name an offer cannot hold (gpc_offer.provider, 16 bytes) would
+     * plan as "no catalog row" (found with a 16-character test provider) */
+    po.name = "scripted_elastic";
+    expect(&po, "provider scripted_elastic: a name of more than 15 characters does not fit an "
+                "offer");
+    po.name = "scripted_elasti";
+    expect(&po, "");
 }
 
 /* ---- provider data in the state ----------------------------------------- */

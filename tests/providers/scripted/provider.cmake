@@ -13,10 +13,10 @@
 #   scripted_group  one group per cluster (create_nodes of every rank, a
 #                   delete removes the group), the head found on the node,
 #                   ranks from the scheduler, shared files; notices
-#   scripted_elastic  the head's IP, workers numbered by the rendezvous
+#   scripted_rdzv  the head's IP, workers numbered by the rendezvous
 gpuctl_provider(scripted SOURCES scripted.c NODE_SCRIPT node.sh)
 gpuctl_provider(scripted_batch)
 gpuctl_provider(scripted_basic)
-gpuctl_provider(scripted_elastic)
+gpuctl_provider(scripted_rdzv)
 gpuctl_provider(scripted_group)
 gpuctl_provider(scripted_named)

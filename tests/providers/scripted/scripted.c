@@ -495,7 +495,7 @@ static int sc_offers_group(void *ctx, const gpc_spec *spec, gpc_offer **out, siz
 static int sc_offers_elastic(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *n,
                              gpc_error *err)
 {
-    return sc_list_offers(ctx, spec, out, n, err, "scripted_elastic");
+    return sc_list_offers(ctx, spec, out, n, err, "scripted_rdzv");
 }
 
 static int sc_list_zones(void *ctx, const gpc_offer *offer, char (**zones)[48], size_t *n,
@@ -834,7 +834,7 @@ static const gpc_userdata_rules sc_userdata_group = {
     .provider = "scripted_group", .node_script = (const char *)gpc_node_script_scripted,
 };
 static const gpc_userdata_rules sc_userdata_elastic = {
-    .provider = "scripted_elastic", .node_script = (const char *)gpc_node_script_scripted,
+    .provider = "scripted_rdzv", .node_script = (const char *)gpc_node_script_scripted,
 };
 
 const gpc_provider gpc_provider_scripted = {
@@ -928,8 +928,8 @@ const gpc_provider gpc_provider_scripted_group = {
     .poll_interruptions = sc_poll_interruptions,
 };
 
-const gpc_provider gpc_provider_scripted_elastic = {
-    .name = "scripted_elastic",
+const gpc_provider gpc_provider_scripted_rdzv = {
+    .name = "scripted_rdzv",
     .summary = "test provider: workers numbered by the rendezvous (tests only)",
     .caps = GPC_CAP_OWN_OFFERS,
     .rank = GPC_RANK_RENDEZVOUS,
