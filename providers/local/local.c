@@ -2,28 +2,28 @@
  * local.c - the `local` provider: nodes are process groups on this machine.
  *
  * Each node gets a directory, <state-dir>/local/<client-token>/, that plays
- * the part of the VM's disk.  create_node makes the node's user-data from
- * the payload as a VM provider does (gpc_payload_cloud_init), then does
- * what cloud-init would do with it: it writes the `write_files` entries (paths under
- * /var/lib/gpuctl/ map into the node directory) and runs the `runcmd` list
- * with /bin/sh, in a new session with a clean environment, as a VM boots.
+ * the part of the VM's disk (/var/lib/gpuctl there).  create_node puts the
+ * engine's payload, the bootstrap every node runs, in it and starts it
+ * with bash in a new session with a clean environment, as a VM boots; the
+ * cloud-init wrapping a VM provider adds (gpc_payload_cloud_init) is not
+ * needed on this machine.
  * The node (its session, see node_procs) outlives the gpuctl process that
  * started it.
  *
  * Files in a node directory:
- *   user-data               the user-data as received
- *   runcmd.sh               the runcmd list as a shell script
+ *   bootstrap.sh            the payload's bootstrap (0700)
+ *   runcmd.sh               the command that starts it
  *   pid                     "<sid> <starttime>" of the node's session leader
  *   cloud-init-output.log   stdout/stderr of runcmd before the bootstrap
  *                           redirects to node.log
- *   node.log, phase, exit_status, bootstrap.sh   written by the bootstrap
+ *   node.log, phase, exit_status   written by the bootstrap
  *
  * This is also how gpuctl runs on your own deep-learning server: install
  * gpuctl there and apply a spec with `provider: local`.
  *
  * Leftovers: a node directory without a pid file and without processes
  * is the leftover of a create that failed or whose gpuctl was killed
- * before it started the node; it holds the user-data, with the job's env
+ * before it started the node; it holds the bootstrap, with the job's env
  * values.  A create that fails removes its directory; a create repeated
  * with the token (idempotent) starts that directory over; find_node, which
  * the core asks before it creates again or destroys, removes such a
@@ -54,13 +54,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <yaml.h>
 
 #include "gpuctl/buf.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
-#include "local/local.h"
 
 #define NODE_ROOT "/var/lib/gpuctl"
 #define LOG_CHUNK_MAX (1u << 20)
@@ -449,91 +447,6 @@ static void read_small(const char *dir, const char *name, char *buf, size_t len)
         buf[--n] = '\0';
 }
 
-/* Map a node path (/var/lib/gpuctl/...) into the node directory. */
-static int map_path(const char *dir, const char *path, char *out, size_t len,
-                    gpc_error *err)
-{
-    size_t rl = strlen(NODE_ROOT);
-    if (strncmp(path, NODE_ROOT, rl) != 0 || (path[rl] != '/' && path[rl] != '\0') ||
-        strstr(path, "/../"))
-        return gpc_fail(err, GPC_ERR_PROVIDER,
-                        "local: cannot place '%s': only paths under " NODE_ROOT
-                        " exist on a local node", path);
-    if (snprintf(out, len, "%s%s", dir, path + rl) >= (int)len)
-        return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
-    return 0;
-}
-
-/* ---- the cloud-init subset ------------------------------------------- */
-
-static const char *scalar(yaml_document_t *doc, yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-         p < map->data.mapping.pairs.top; p++) {
-        const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
-        if (k && strcmp(k, key) == 0)
-            return yaml_document_get_node(doc, p->value);
-    }
-    return NULL;
-}
-
-static int write_files(yaml_document_t *doc, yaml_node_t *list, const char *dir,
-                       gpc_error *err)
-{
-    if (!list)
-        return 0;
-    if (list->type != YAML_SEQUENCE_NODE)
-        return gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data write_files is not a list");
-    for (yaml_node_item_t *it = list->data.sequence.items.start;
-         it < list->data.sequence.items.top; it++) {
-        yaml_node_t *f = yaml_document_get_node(doc, *it);
-        const char *path = scalar(doc, map_get(doc, f, "path"));
-        yaml_node_t *cn = map_get(doc, f, "content");
-        const char *content = scalar(doc, cn);
-        const char *perm = scalar(doc, map_get(doc, f, "permissions"));
-        const char *enc = scalar(doc, map_get(doc, f, "encoding"));
-        if (!path)
-            return gpc_fail(err, GPC_ERR_PROVIDER, "local: write_files entry without path");
-        char target[PATH_MAX];
-        int rc = map_path(dir, path, target, sizeof(target), err);
-        if (rc)
-            return rc;
-        unsigned mode = perm ? (unsigned)strtoul(perm, NULL, 8) : 0644;
-        size_t clen = content ? cn->data.scalar.length : 0;
-        unsigned char *bytes = NULL;
-        size_t blen = 0;
-        if (enc && (strcmp(enc, "b64") == 0 || strcmp(enc, "base64") == 0)) {
-            rc = gpc_base64_decode(content ? content : "", clen, &bytes, &blen, err);
-            if (rc)
-                return rc;
-        } else if (enc && strcmp(enc, "text/plain") != 0) {
-            return gpc_fail(err, GPC_ERR_PROVIDER,
-                            "local: write_files encoding '%s' is not supported", enc);
-        }
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof(parent), "%s", target);
-        char *slash = strrchr(parent, '/');
-        if (slash)
-            *slash = '\0';
-        rc = gpc_mkdir_p(parent, 0700, err);
-        if (!rc)
-            rc = bytes ? gpc_write_file_atomic(target, bytes, blen, mode, err)
-                       : gpc_write_file_atomic(target, content ? content : "", clen, mode, err);
-        free(bytes);
-        if (rc)
-            return rc;
-        chmod(target, (mode_t)mode);
-    }
-    return 0;
-}
-
 /* Append `s` single-quoted for sh. */
 static int sh_quote(gpc_buf *b, const char *s, gpc_error *err)
 {
@@ -543,91 +456,34 @@ static int sh_quote(gpc_buf *b, const char *s, gpc_error *err)
     return rc ? rc : gpc_buf_adds(b, "'", err);
 }
 
-/* runcmd as a sh script, like cloud-init's scripts/runcmd. */
-static int runcmd_script(yaml_document_t *doc, yaml_node_t *list, const char *dir,
-                         gpc_buf *out, gpc_error *err)
+/*
+ * Put the payload on the node as a VM's boot would: the bootstrap where
+ * the node keeps it (NODE_ROOT/bootstrap.sh, which is dir/bootstrap.sh
+ * here) and runcmd.sh, the one command that starts it with bash.  The
+ * job's env values are in the bootstrap (0700, this user's).
+ */
+static int place_payload(const char *dir, const gpc_payload *pl, gpc_error *err)
 {
-    int rc = gpc_buf_adds(out, "#!/bin/sh\n", err);
-    if (!list)
-        return rc;
-    if (list->type != YAML_SEQUENCE_NODE)
-        return gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data runcmd is not a list");
-    for (yaml_node_item_t *it = list->data.sequence.items.start;
-         !rc && it < list->data.sequence.items.top; it++) {
-        yaml_node_t *cmd = yaml_document_get_node(doc, *it);
-        if (cmd->type == YAML_SCALAR_NODE) {
-            rc = gpc_buf_addf(out, err, "%s\n", scalar(doc, cmd));
-            continue;
-        }
-        if (cmd->type != YAML_SEQUENCE_NODE)
-            return gpc_fail(err, GPC_ERR_PROVIDER, "local: runcmd entry is neither a string nor a list");
-        for (yaml_node_item_t *a = cmd->data.sequence.items.start;
-             !rc && a < cmd->data.sequence.items.top; a++) {
-            const char *arg = scalar(doc, yaml_document_get_node(doc, *a));
-            if (!arg)
-                return gpc_fail(err, GPC_ERR_PROVIDER, "local: runcmd argument is not a string");
-            char mapped[PATH_MAX];
-            if (strncmp(arg, NODE_ROOT "/", sizeof(NODE_ROOT)) == 0) {
-                rc = map_path(dir, arg, mapped, sizeof(mapped), err);
-                arg = mapped;
-            }
-            if (!rc && a != cmd->data.sequence.items.start)
-                rc = gpc_buf_adds(out, " ", err);
-            if (!rc)
-                rc = sh_quote(out, arg, err);
-        }
-        if (!rc)
-            rc = gpc_buf_adds(out, "\n", err);
-    }
-    return rc;
-}
-
-/* Apply the user-data to the node directory; writes runcmd.sh.  Not
- * static: tests/unit/test_local.c also gives it documents that the
- * rendered payload never holds (local.h). */
-int gpc_local_cloud_init(const char *dir, const char *userdata, size_t len, gpc_error *err)
-{
-    if (strncmp(userdata, "#cloud-config\n", 14) != 0)
-        return gpc_fail(err, GPC_ERR_PROVIDER,
-                        "local: user-data is not a #cloud-config document");
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser))
-        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)userdata, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        int rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data line %zu: %s",
-                          parser.problem_mark.line + 1,
-                          parser.problem ? parser.problem : "YAML error");
-        yaml_parser_delete(&parser);
-        return rc;
-    }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    int rc = 0;
-    if (!root || root->type != YAML_MAPPING_NODE)
-        rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: user-data is not a mapping");
-    for (yaml_node_pair_t *p = root ? root->data.mapping.pairs.start : NULL;
-         !rc && p && p < root->data.mapping.pairs.top; p++) {
-        const char *k = scalar(&doc, yaml_document_get_node(&doc, p->key));
-        if (!k || (strcmp(k, "write_files") != 0 && strcmp(k, "runcmd") != 0))
-            rc = gpc_fail(err, GPC_ERR_PROVIDER,
-                          "local: cloud-config key '%s' is not supported on local nodes",
-                          k ? k : "?");
-    }
+    if (!pl || !pl->script)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "local: no payload");
+    if (memchr(pl->script, '\0', pl->script_len))
+        return gpc_fail(err, GPC_ERR_RENDER, "the bootstrap holds a NUL byte");
+    char path[PATH_MAX];
+    join(path, sizeof(path), dir, "bootstrap.sh");
+    int rc = gpc_write_file_atomic(path, pl->script, pl->script_len, 0700, err);
+    gpc_buf run;
+    gpc_buf_init(&run, GPC_BUF_LINE_MAX);
     if (!rc)
-        rc = write_files(&doc, map_get(&doc, root, "write_files"), dir, err);
-    gpc_buf script;
-    gpc_buf_init(&script, GPC_BUF_SCRIPT_MAX);
+        rc = gpc_buf_adds(&run, "#!/bin/sh\n'/bin/bash' ", err);
     if (!rc)
-        rc = runcmd_script(&doc, map_get(&doc, root, "runcmd"), dir, &script, err);
+        rc = sh_quote(&run, path, err);
+    if (!rc)
+        rc = gpc_buf_adds(&run, "\n", err);
     if (!rc) {
-        char path[PATH_MAX];
         join(path, sizeof(path), dir, "runcmd.sh");
-        rc = gpc_write_file_atomic(path, script.data, script.len, 0700, err);
+        rc = gpc_write_file_atomic(path, run.data, run.len, 0700, err);
     }
-    gpc_buf_free(&script);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    gpc_buf_free(&run);
     return rc;
 }
 
@@ -925,13 +781,6 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     int rc = node_dir(c, req->client_token, dir, sizeof(dir), err);
     if (rc)
         return rc;
-    /* the user-data a VM would get (no limit, no encoding: plain text) */
-    char *ud = NULL;
-    size_t ud_len = 0;
-    rc = gpc_payload_cloud_init(req->payload, gpc_provider_local.userdata, &ud, &ud_len, NULL,
-                                err);
-    if (rc)
-        return rc;
     long pgid;
     unsigned long long start;
     /* Several nodes on one multi-GPU machine: each gets its own share of
@@ -950,13 +799,10 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     /* From here until the node's pid file exists, hold the lock that
      * tells a create in progress from a leftover. */
     int lk = root_lock(c);
-    if (lk < 0) {
-        free(ud);
+    if (lk < 0)
         return gpc_fail(err, GPC_ERR_IO, "local: cannot lock %s: %s", c->root, strerror(errno));
-    }
     if (read_pid(dir, &pgid, &start) == 0) { /* created before: same node */
         root_unlock(lk);
-        free(ud);
         return local_describe(ctx, req->client_token, out, err);
     }
     /* The token's own leftover (a create repeated after a crash) starts
@@ -965,20 +811,13 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     struct stat sb;
     if (lstat(dir, &sb) == 0) {
         root_unlock(lk);
-        free(ud);
         return gpc_fail(err, GPC_ERR_PROVIDER,
                         "local: node directory %s has processes but no pid file; "
                         "gpuctl destroy stops them", dir);
     }
     rc = gpc_mkdir_p(dir, 0700, err);
-    char path[PATH_MAX];
-    if (!rc) {
-        join(path, sizeof(path), dir, "user-data");
-        rc = gpc_write_file_atomic(path, ud, ud_len, 0600, err);
-    }
     if (!rc)
-        rc = gpc_local_cloud_init(dir, ud, ud_len, err);
-    free(ud);
+        rc = place_payload(dir, req->payload, err);
     if (!rc)
         fault_kill_after_node_dir(req->rank);
     if (!rc)

@@ -1,8 +1,7 @@
 /*
- * test_local.c - the local provider on its own: the cloud-init subset it
- * applies (to the user-data it makes from the payload, and to documents
- * of the test's own through gpc_local_cloud_init), idempotent create by
- * client token, describe, delete, logs.
+ * test_local.c - the local provider on its own: the payload placed and
+ * started as a node, idempotent create by client token, describe,
+ * delete, logs.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +21,6 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/util.h"
-#include "local/local.h"
 
 /* A payload whose bootstrap is the script `text` (a char array). */
 #define PAYLOAD(text) (&(gpc_payload){.script = (char *)(text), .script_len = sizeof(text) - 1})
@@ -67,25 +65,6 @@ static const char job[] =
     "echo running > \"$GPUCTL_HOME/phase\"\n"
     "echo 7 > \"$GPUCTL_HOME/exit_status\"\n";
 
-/* A user-data document of the subset local nodes take, beyond what a
- * payload's holds: a second file, base64. */
-static const char userdata[] =
-    "#cloud-config\n"
-    "write_files:\n"
-    "- path: /var/lib/gpuctl/job.sh\n"
-    "  permissions: '0700'\n"
-    "  content: |\n"
-    "    #!/bin/sh\n"
-    "    echo \"hello from $GPUCTL_LOCAL_IP\" > \"$GPUCTL_HOME/node.log\"\n"
-    "    env | sort > \"$GPUCTL_HOME/env.txt\"\n"
-    "    echo running > \"$GPUCTL_HOME/phase\"\n"
-    "    echo 7 > \"$GPUCTL_HOME/exit_status\"\n"
-    "- path: /var/lib/gpuctl/data.bin\n"
-    "  encoding: b64\n"
-    "  content: Zm9vYmFy\n"
-    "runcmd:\n"
-    "- [/bin/sh, /var/lib/gpuctl/job.sh]\n";
-
 static void wait_phase(fixture *f, const char *id, gpc_phase want, gpc_node_status *ns)
 {
     for (int i = 0; i < 200; i++) {
@@ -114,17 +93,24 @@ static void test_create_describe_delete(void **state)
 
     char path[256], *data;
     size_t len;
-    /* the user-data a VM would get, and the bootstrap cloud-init wrote */
-    snprintf(path, sizeof(path), "%s/local/t-0-abc/user-data", f->dir);
-    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
-    assert_true(strncmp(data, "#cloud-config\n", 14) == 0);
-    assert_non_null(strstr(data, "\n  content: |1\n   #!/bin/sh\n   echo \"hello from "));
-    assert_non_null(strstr(data, "\nruncmd:\n- [/bin/bash, /var/lib/gpuctl/bootstrap.sh]\n"));
-    free(data);
+    /* the payload's bootstrap where a node keeps it, and the one command
+     * that starts it */
     snprintf(path, sizeof(path), "%s/local/t-0-abc/bootstrap.sh", f->dir);
     assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
     assert_string_equal(data, job);
     free(data);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    char want[320];
+    snprintf(want, sizeof(want), "#!/bin/sh\n'/bin/bash' '%s/local/t-0-abc/bootstrap.sh'\n",
+             f->dir);
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/runcmd.sh", f->dir);
+    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
+    assert_string_equal(data, want);
+    free(data);
+    snprintf(path, sizeof(path), "%s/local/t-0-abc/user-data", f->dir);
+    assert_int_equal(stat(path, &sb), -1); /* no cloud-config on this machine */
     /* the node starts with a clean environment, not the test's */
     snprintf(path, sizeof(path), "%s/local/t-0-abc/env.txt", f->dir);
     assert_int_equal(gpc_read_file(path, 1 << 16, &data, &len, NULL), 0);
@@ -178,21 +164,6 @@ static void test_rejects_what_it_cannot_do(void **state)
     gpc_offer offer;
     memset(&offer, 0, sizeof(offer));
     gpc_error err;
-    /* cloud-config the rendered payload never holds, given to the
-     * interpreter itself */
-    char dir[128];
-    snprintf(dir, sizeof(dir), "%s/ci", f->dir);
-    assert_int_equal(gpc_mkdir_p(dir, 0700, NULL), 0);
-    static const char outside[] =
-        "#cloud-config\nwrite_files:\n- path: /etc/passwd\n  content: x\n";
-    gpc_error_clear(&err);
-    assert_int_equal(gpc_local_cloud_init(dir, outside, strlen(outside), &err), GPC_ERR_PROVIDER);
-    assert_string_equal(err.msg, "local: cannot place '/etc/passwd': only paths under "
-                                 "/var/lib/gpuctl exist on a local node");
-    static const char pkgs[] = "#cloud-config\npackages: [htop]\n";
-    gpc_error_clear(&err);
-    assert_int_equal(gpc_local_cloud_init(dir, pkgs, strlen(pkgs), &err), GPC_ERR_PROVIDER);
-    assert_string_equal(err.msg, "local: cloud-config key 'packages' is not supported on local nodes");
     gpc_node_request req = {.client_token = "../escape", .offer = &offer,
                             .payload = PAYLOAD(job)};
     gpc_node_status ns;
@@ -211,32 +182,6 @@ static void test_rejects_what_it_cannot_do(void **state)
     struct stat sb;
     snprintf(path, sizeof(path), "%s/local/r-0", f->dir);
     assert_int_equal(lstat(path, &sb), -1);
-}
-
-/* The cloud-init subset: write_files under /var/lib/gpuctl (base64 too)
- * and runcmd, as the node directory's files and runcmd.sh. */
-static void test_cloud_init_subset(void **state)
-{
-    fixture *f = *state;
-    char dir[128], path[256], *data;
-    size_t len;
-    snprintf(dir, sizeof(dir), "%s/ci2", f->dir);
-    assert_int_equal(gpc_mkdir_p(dir, 0700, NULL), 0);
-    assert_int_equal(gpc_local_cloud_init(dir, userdata, strlen(userdata), NULL), 0);
-    snprintf(path, sizeof(path), "%s/data.bin", dir);
-    assert_int_equal(gpc_read_file(path, 100, &data, &len, NULL), 0);
-    assert_string_equal(data, "foobar"); /* b64 decoded, as cloud-init does */
-    free(data);
-    snprintf(path, sizeof(path), "%s/job.sh", dir);
-    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
-    assert_true(strncmp(data, "#!/bin/sh\necho \"hello from $GPUCTL_LOCAL_IP\"", 43) == 0);
-    free(data);
-    char want[256];
-    snprintf(want, sizeof(want), "'/bin/sh' '%s/job.sh'\n", dir);
-    snprintf(path, sizeof(path), "%s/runcmd.sh", dir);
-    assert_int_equal(gpc_read_file(path, 4096, &data, &len, NULL), 0);
-    assert_non_null(strstr(data, want));
-    free(data);
 }
 
 /* ---- leftovers of creates that never started their node -------------- */
@@ -502,7 +447,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_describe_delete, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cloud_init_subset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_running_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
