@@ -201,6 +201,12 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rank_from = GPC_RANK_SCHEDULER;
         gpc_info(&o->log, "gpuctl: note: %s's nodes share one bootstrap and read their rank "
                  "from the scheduler", prov);
+    } else if (pv->rank == GPC_RANK_LAUNCH_INDEX && pv->create_nodes && a.node > 0 &&
+               spec->nodes > 2) {
+        /* as launch.c makes them: the workers in one create_nodes call */
+        rank_from = GPC_RANK_LAUNCH_INDEX;
+        gpc_info(&o->log, "gpuctl: note: %s's workers share one bootstrap: rank 1 plus each "
+                 "node's launch index", prov);
     } else if (pv->rank == GPC_RANK_RENDEZVOUS && a.node > 0) {
         rank_from = GPC_RANK_RENDEZVOUS;
         gpc_info(&o->log, "gpuctl: note: %s's workers carry no rank: torchrun's rendezvous "
@@ -227,7 +233,9 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_spec_path(spec, spec->checkpoint_dir, &ckpt, NULL);
     gpc_node_ctx ctx = {
         .cluster = spec->name, .cluster_id = rdzv_id,
-        .rank = rank_from == GPC_RANK_SCHEDULER ? 0 : (uint32_t)a.node,
+        .rank = rank_from == GPC_RANK_SCHEDULER       ? 0
+                : rank_from == GPC_RANK_LAUNCH_INDEX ? 1
+                                                     : (uint32_t)a.node,
         .nnodes = spec->nodes, .head_addr = head_ip, .rank_from = rank_from,
         .rdzv_from = pv->rdzv,
         .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,

@@ -4,9 +4,9 @@
  * resolved with their expansion bounded, duplicate keys and nesting bombs
  * refused, and libyaml's own syntax errors named by place.
  *
- * Why events and not libyaml's document loader (yaml_parser_load, which the
- * local provider uses on the cloud-config gpuctl renders itself): a spec is
- * the user's file, and the loader keeps too little and stops too late.
+ * Why events and not libyaml's document loader (yaml_parser_load): a spec
+ * is the user's file, and the loader keeps too little and stops too late.
+ * This is the one place gpuctl reads YAML.
  *  - It parses the whole file before returning, so a bound could be checked
  *    only afterwards.  libyaml's parse of deep nesting costs the square of
  *    the depth (32 KiB of '[' takes it seconds; a spec may have 1 MiB), and

@@ -152,6 +152,21 @@ g render -f quickstart.yaml --provider aws --encoded > "$T/enc.txt" 2>/dev/null
 expect_eq "aws payload is base64 (of gzip when large) of the plain user-data" \
     "$(g render -f quickstart.yaml --provider aws 2>/dev/null | sha256sum)" \
     "$(base64 -d "$T/enc.txt" | gzip -cdf | sha256sum)"
+# (regression) a worker of 3 or more nodes on aws is made by one RunInstances
+# with the others: render shows that bootstrap (rank 1 plus the launch
+# index), not one with the node's own rank, which EC2 never gets.
+sed 's/^nodes: 2$/nodes: 3/' quickstart.yaml > q3.yaml
+g render -f q3.yaml --provider aws --node 2 > "$T/q3.txt" 2> "$T/q3.err"
+expect_eq "aws worker of 3: rank 1 plus the launch index" \
+    "   export GPUCTL_NODE_RANK=1|   gpuctl_launch_index=\$(gpuctl_md_launch_index) || exit 1" \
+    "$(grep -E '^ +(export GPUCTL_NODE_RANK=|gpuctl_launch_index=)' "$T/q3.txt" | paste -sd'|')"
+expect_eq "aws worker of 3: render says so" \
+    "gpuctl: note: aws's workers share one bootstrap: rank 1 plus each node's launch index" \
+    "$(head -1 "$T/q3.err")"
+g render -f quickstart.yaml --provider aws --node 1 > "$T/q2.txt" 2>/dev/null
+expect_eq "aws worker of 2 (made alone): its own rank" "   export GPUCTL_NODE_RANK=1" \
+    "$(grep -E '^ +export GPUCTL_NODE_RANK=' "$T/q2.txt")"
+expect_eq "aws worker of 2: no launch index" 0 "$(grep -c gpuctl_md_launch_index "$T/q2.txt")"
 
 # Dry run changes nothing.
 run_rc rc g apply -f quickstart.yaml --dry-run > "$T/dry.txt"
