@@ -277,7 +277,7 @@ int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r)
         rc = gpc_cluster_set_provider_data(s->st, c->id, r->data, &e);
         if (rc)
             gpc_debug(s->log, "could not record the provider data of %s: %s", c->name, e.msg);
-        else if (c)
+        else
             gpc_lc_set_str(&c->provider_data, r->data);
     }
     gpc_lc_free_strv(r->regions, r->nr);
