@@ -187,4 +187,26 @@ int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *note
 /* Release a catalog (NULL is fine). */
 void gpc_catalog_free(gpc_catalog *c);
 
+/* ---- GPU models (catalog_models.c) ------------------------------------ */
+
+/* Does the catalog know `model` ("A100-80GB", or a family: "A100" matches
+ * every A100-*; case does not matter)?  "" (any GPU) is known. */
+int gpc_gpu_model_known(const gpc_catalog *cat, const char *model);
+
+/* The catalog's GPU models as "T4, V100-16GB, ..." into out (len bytes,
+ * truncated with "..." when they do not fit). */
+void gpc_gpu_model_list(const gpc_catalog *cat, char *out, size_t len);
+
+/*
+ * A GPU model of the spec that `cat` does not know is a spec error, not a
+ * capacity one (a typo would otherwise only show as "no offer fits"):
+ * GPC_ERR_SPEC naming the file, the line and column of the request where
+ * the spec came from YAML, the field (resources.gpu, or resources.gpu[i]
+ * for an item of a list) and the models known.  `validate`, `plan` and
+ * `apply` check it.  Returns 0 when every model is known.
+ */
+struct gpc_spec;
+int gpc_spec_gpu_models_check(const struct gpc_spec *spec, const gpc_catalog *cat,
+                              gpc_error *err);
+
 #endif /* GPUCTL_CATALOG_H */

@@ -40,42 +40,19 @@ static int file_opt(int opt, const char *arg, void *ud)
     return gpc_opt_once((const char **)ud, arg);
 }
 
-/*
- * A GPU model the catalog in effect does not know is a spec error (a typo
- * would otherwise only show as "no offer fits" at plan time): name the
- * field, where the spec text has it, and the models known.
- */
+/* A GPU model the catalog in effect does not know is a spec error
+ * (gpc_spec_gpu_models_check). */
 static int check_gpu_models(const gpc_out *o, const gpc_spec *spec, gpc_error *err)
 {
-    size_t bad = spec->resources.n_gpus;
-    gpc_catalog *cat = NULL;
-    for (size_t i = 0; i < spec->resources.n_gpus && bad == spec->resources.n_gpus; i++) {
-        const char *m = spec->resources.gpus[i].model;
-        if (!m || !*m)
-            continue;
-        if (!cat && gpc_catalog_open(o->cfg.catalog_path, &cat, err))
-            return err->code;
-        if (!gpc_gpu_model_known(cat, m))
-            bad = i;
-    }
-    if (bad == spec->resources.n_gpus) {
-        gpc_catalog_free(cat);
+    int any = 0;
+    for (size_t i = 0; i < spec->resources.n_gpus; i++)
+        any |= spec->resources.gpus[i].model && *spec->resources.gpus[i].model;
+    if (!any)
         return 0;
-    }
-    char list[512], where[96] = "", field[48];
-    gpc_gpu_model_list(cat, list, sizeof(list));
-    const gpc_gpu_req *g = &spec->resources.gpus[bad];
-    if (g->line)
-        snprintf(where, sizeof(where), ":%u:%u", g->line, g->col);
-    /* an item of a list of alternatives is named as the spec's own errors
-     * name it */
-    if (g->listed || (!g->line && spec->resources.n_gpus > 1))
-        snprintf(field, sizeof(field), "resources.gpu[%zu]", bad);
-    else
-        snprintf(field, sizeof(field), "resources.gpu");
-    int rc = gpc_fail(err, GPC_ERR_SPEC, "%s%s: %s: unknown GPU model '%s' (the catalog (%s) "
-                      "knows %s; a family such as A100 matches every A100-*)", spec->source, where,
-                      field, g->model, cat->origin, list);
+    gpc_catalog *cat = NULL;
+    int rc = gpc_catalog_open(o->cfg.catalog_path, &cat, err);
+    if (!rc)
+        rc = gpc_spec_gpu_models_check(spec, cat, err);
     gpc_catalog_free(cat);
     return rc;
 }

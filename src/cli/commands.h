@@ -148,16 +148,6 @@ size_t gpc_suggest_limit(const char *word);
 int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded,
                          gpc_buf *hint, struct cJSON *names, gpc_error *err);
 
-/* ---- GPU models (gpu_models.c) ---------------------------------------- */
-
-/* Does the catalog know `model` ("A100-80GB", or a family: "A100" matches
- * every A100-*; case does not matter)?  "" (any GPU) is known. */
-int gpc_gpu_model_known(const gpc_catalog *cat, const char *model);
-
-/* The catalog's GPU models as "T4, V100-16GB, ..." into out (truncated
- * with "..." when it does not fit). */
-void gpc_gpu_model_list(const gpc_catalog *cat, char *out, size_t len);
-
 /* ---- shell completions (completion.c) --------------------------------- */
 
 /* Print the completion script for `shell` ("bash" or "zsh") to f; -1 for

@@ -673,6 +673,8 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
     if (!rc)
         rc = gpc_catalog_open(po->catalog_path, &cat, err);
     if (!rc)
+        rc = gpc_spec_gpu_models_check(spec, cat, err);
+    if (!rc)
         rc = collect_own(s, spec, cat, q.providers, q.n_providers, &own, err);
     if (!rc)
         rc = gpc_offers_select(cat, own.rows, own.n, &q, &sel, err);

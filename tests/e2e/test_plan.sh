@@ -150,6 +150,19 @@ run_rc rc g -o json plan -f huge.yaml --detailed-exitcode > "$T/huge.json" 2> /d
 expect_eq "capacity with --detailed-exitcode: exit 1" 1 "$rc"
 check_schema "$T/huge.json" error
 expect_eq "json: capacity 1" "capacity 1" "$(json_get "$T/huge.json" 'd["error"]["code"], d["error"]["exit_status"]' | tr -d "(),'")"
+
+# (regression) an unknown GPU model is the spec's error, with its place, in
+# plan and apply as in validate: it was "no offer fits" (exit 22) with no
+# line or column
+printf 'name: typo\nprovider: aws\nresources:\n  gpu: A1000:1\nrun: {command: "true"}\n' > typo.yaml
+for cmd in plan "-y apply --dry-run"; do
+    # shellcheck disable=SC2086
+    run_rc rc g $cmd -f typo.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "$cmd of an unknown GPU model: exit 4" 4 "$rc"
+    expect_match "$cmd names file:line:column and the field" \
+        "^gpuctl: error: typo\.yaml:4:8: resources\.gpu: unknown GPU model 'A1000' \(the catalog \(built-in\) knows T4, " \
+        "$(cat "$T/e.txt")"
+done
 printf 'name: bad\nnodes: two\nrun: {command: "true"}\n' > bad.yaml
 run_rc rc g -o json plan -f bad.yaml --detailed-exitcode > "$T/bad.json" 2> /dev/null
 expect_eq "invalid spec with --detailed-exitcode: exit 1" 1 "$rc"
