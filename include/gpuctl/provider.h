@@ -419,6 +419,24 @@ typedef struct gpc_provider {
  */
 int gpc_provider_check(const gpc_provider *p, gpc_error *err);
 
+/*
+ * Is the node of rank `rank` of an `nnodes`-node cluster made together with
+ * others in one create_nodes call when the cluster is launched (launch.c)?
+ * Every node of a group (GPC_CAP_GROUP); a worker of three nodes or more
+ * where the provider has create_nodes and the engine does not give ranks
+ * (rank != GPC_RANK_ENGINE); no other node.
+ */
+int gpc_provider_batches(const gpc_provider *p, uint32_t rank, uint32_t nnodes);
+
+/*
+ * Where the bootstrap of a node of rank `rank` takes its rank from
+ * (render.h): made in one create_nodes call with others (in_batch), the
+ * provider's rank source, a launch index where that is the engine's; made
+ * alone, the engine's rank, or none for a worker whose rank the rendezvous
+ * gives.  The one rule for create, apply's render check and `render`.
+ */
+gpc_rank_from gpc_provider_rank_source(const gpc_provider *p, uint32_t rank, int in_batch);
+
 /* What losing the head (rank 0) costs, from the provider's modes. */
 typedef enum gpc_head_loss {
     GPC_HEAD_LOSS_WORKERS_TOO, /* the workers' bootstrap names the head's IP:

@@ -447,15 +447,6 @@ static void read_small(const char *dir, const char *name, char *buf, size_t len)
         buf[--n] = '\0';
 }
 
-/* Append `s` single-quoted for sh. */
-static int sh_quote(gpc_buf *b, const char *s, gpc_error *err)
-{
-    int rc = gpc_buf_adds(b, "'", err);
-    for (const char *p = s; !rc && *p; p++)
-        rc = *p == '\'' ? gpc_buf_adds(b, "'\\''", err) : gpc_buf_add(b, p, 1, err);
-    return rc ? rc : gpc_buf_adds(b, "'", err);
-}
-
 /*
  * Put the payload on the node as a VM's boot would: the bootstrap where
  * the node keeps it (NODE_ROOT/bootstrap.sh, which is dir/bootstrap.sh
@@ -476,7 +467,7 @@ static int place_payload(const char *dir, const gpc_payload *pl, gpc_error *err)
     if (!rc)
         rc = gpc_buf_adds(&run, "#!/bin/sh\n'/bin/bash' ", err);
     if (!rc)
-        rc = sh_quote(&run, path, err);
+        rc = gpc_shell_quote(&run, path, err);
     if (!rc)
         rc = gpc_buf_adds(&run, "\n", err);
     if (!rc) {

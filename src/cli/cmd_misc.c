@@ -173,22 +173,20 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     char hash[65];
     gpc_spec_hash(spec, hash, NULL);
     snprintf(rdzv_id, sizeof(rdzv_id), "render-%.12s", hash);
-    gpc_rank_from rank_from = GPC_RANK_ENGINE;
-    if (pv->rank == GPC_RANK_SCHEDULER) {
-        rank_from = GPC_RANK_SCHEDULER;
+    /* as launch.c makes the node: in a batch (from the batch's first
+     * rank: 0 in a group, else 1) or by itself */
+    int batch = gpc_provider_batches(pv, (uint32_t)a.node, spec->nodes);
+    gpc_rank_from rank_from = gpc_provider_rank_source(pv, (uint32_t)a.node, batch);
+    uint32_t rank = batch ? ((pv->caps & GPC_CAP_GROUP) ? 0 : 1) : (uint32_t)a.node;
+    if (rank_from == GPC_RANK_SCHEDULER)
         gpc_info(&o->log, "gpuctl: note: %s's nodes share one bootstrap and read their rank "
                  "from the scheduler", prov);
-    } else if (pv->rank == GPC_RANK_LAUNCH_INDEX && pv->create_nodes && a.node > 0 &&
-               spec->nodes > 2) {
-        /* as launch.c makes them: the workers in one create_nodes call */
-        rank_from = GPC_RANK_LAUNCH_INDEX;
-        gpc_info(&o->log, "gpuctl: note: %s's workers share one bootstrap: rank 1 plus each "
-                 "node's launch index", prov);
-    } else if (pv->rank == GPC_RANK_RENDEZVOUS && a.node > 0) {
-        rank_from = GPC_RANK_RENDEZVOUS;
+    else if (rank_from == GPC_RANK_LAUNCH_INDEX)
+        gpc_info(&o->log, "gpuctl: note: %s's %s share one bootstrap: rank %u plus each "
+                 "node's launch index", prov, rank ? "workers" : "nodes", rank);
+    else if (rank_from == GPC_RANK_RENDEZVOUS)
         gpc_info(&o->log, "gpuctl: note: %s's workers carry no rank: torchrun's rendezvous "
                  "numbers them", prov);
-    }
     const char *head_ip = NULL;
     if (pv->rdzv == GPC_RDZV_ON_NODE) {
         gpc_info(&o->log, "gpuctl: note: %s's nodes find the head themselves%s", prov,
@@ -210,9 +208,7 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_spec_path(spec, spec->checkpoint_dir, &ckpt, NULL);
     gpc_node_ctx ctx = {
         .cluster = spec->name, .cluster_id = rdzv_id,
-        .rank = rank_from == GPC_RANK_SCHEDULER       ? 0
-                : rank_from == GPC_RANK_LAUNCH_INDEX ? 1
-                                                     : (uint32_t)a.node,
+        .rank = rank,
         .nnodes = spec->nodes, .head_addr = head_ip, .rank_from = rank_from,
         .rdzv_from = pv->rdzv,
         .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,

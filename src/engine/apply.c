@@ -261,15 +261,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         long_name[sizeof(long_name) - 1] = '\0';
         for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 && !group ? 2u : 1u);
              r++) {
-            /* a worker: in a batch where the provider makes several at
-             * once and the engine does not give their ranks (launch.c,
-             * create_batch), else by itself (create_one) */
-            gpc_rank_from rf = GPC_RANK_ENGINE;
-            if (group || (r > 0 && cp->create_nodes && cp->rank != GPC_RANK_ENGINE &&
-                          spec->nodes > 2))
-                rf = cp->rank;
-            else if (r > 0 && cp->rank == GPC_RANK_RENDEZVOUS)
-                rf = GPC_RANK_RENDEZVOUS;
+            /* as launch.c makes the node: in a batch or by itself */
+            gpc_rank_from rf =
+                gpc_provider_rank_source(cp, r, gpc_provider_batches(cp, r, spec->nodes));
             const char *head = NULL;
             if (cp->rdzv == GPC_RDZV_NAME)
                 head = long_name;

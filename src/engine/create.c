@@ -200,8 +200,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
     gpc_lc_node_ids(c, nd->rank, l->attempt, name, sizeof(name), token, sizeof(token));
     gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nd);
-    gpc_rank_from rf = pv->prov->rank == GPC_RANK_RENDEZVOUS && nd->rank > 0
-                           ? GPC_RANK_RENDEZVOUS : GPC_RANK_ENGINE;
+    gpc_rank_from rf = gpc_provider_rank_source(pv->prov, nd->rank, 0);
     int rc = render_for(s, pv, spec, c, nd->rank, rf, offer, head_ip, workdir, ckpt, &pl, err);
     if (!rc && !resumed)
         rc = record_intent(s, nd, offer, token, err);
@@ -261,7 +260,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     char token[72];
     gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nds[0]);
-    gpc_rank_from rf = pv->prov->rank == GPC_RANK_ENGINE ? GPC_RANK_LAUNCH_INDEX : pv->prov->rank;
+    gpc_rank_from rf = gpc_provider_rank_source(pv->prov, nds[0]->rank, 1);
     int rc = render_for(s, pv, spec, c, nds[0]->rank, rf, of, head_ip, workdir, ckpt, &pl, err);
     if (!rc && resumed) {
         /* the same batch again, with its own token (launch_attempt) */

@@ -79,9 +79,9 @@ typedef struct gpc_lc_ref {
 int gpc_lc_ref_open(gpc_session *s, const gpc_cluster_rec *c, gpc_lc_ref *r, gpc_error *err);
 
 /* Record the provider data the operation left in r when it changed it (in
- * the state and in c), and free r.  A failure to record is logged and
- * returned (GPC_ERR_STATE). */
-int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r);
+ * the state and in c), and free r.  A failure to record is only logged: the
+ * operation's own result stands. */
+void gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r);
 
 /* ---- refresh.c --------------------------------------------------------- */
 

@@ -114,3 +114,17 @@ gpc_head_loss gpc_provider_head_loss(const gpc_provider *p)
         return GPC_HEAD_LOSS_HEAD_ONLY;
     return GPC_HEAD_LOSS_WORKERS_TOO;
 }
+
+int gpc_provider_batches(const gpc_provider *p, uint32_t rank, uint32_t nnodes)
+{
+    if (p->caps & GPC_CAP_GROUP)
+        return 1;
+    return rank > 0 && nnodes > 2 && p->create_nodes && p->rank != GPC_RANK_ENGINE;
+}
+
+gpc_rank_from gpc_provider_rank_source(const gpc_provider *p, uint32_t rank, int in_batch)
+{
+    if (in_batch)
+        return p->rank == GPC_RANK_ENGINE ? GPC_RANK_LAUNCH_INDEX : p->rank;
+    return p->rank == GPC_RANK_RENDEZVOUS && rank > 0 ? GPC_RANK_RENDEZVOUS : GPC_RANK_ENGINE;
+}

@@ -267,15 +267,13 @@ int gpc_lc_ref_open(gpc_session *s, const gpc_cluster_rec *c, gpc_lc_ref *r, gpc
     return rc;
 }
 
-int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r)
+void gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r)
 {
-    int rc = 0;
     r->data[sizeof(r->data) - 1] = '\0';
     if (strcmp(r->data, r->before) != 0) {
         gpc_error e;
         gpc_error_clear(&e);
-        rc = gpc_cluster_set_provider_data(s->st, c->id, r->data, &e);
-        if (rc)
+        if (gpc_cluster_set_provider_data(s->st, c->id, r->data, &e))
             gpc_debug(s->log, "could not record the provider data of %s: %s", c->name, e.msg);
         else
             gpc_lc_set_str(&c->provider_data, r->data);
@@ -283,5 +281,4 @@ int gpc_lc_ref_close(gpc_session *s, gpc_cluster_rec *c, gpc_lc_ref *r)
     gpc_lc_free_strv(r->regions, r->nr);
     r->regions = NULL;
     r->nr = 0;
-    return rc;
 }

@@ -138,6 +138,38 @@ static void test_combinations(void **unused)
     expect(&po, "");
 }
 
+/* How launch.c makes each node, and where its bootstrap's rank comes
+ * from: one rule for create, apply's check and `render`. */
+static void test_rank_source(void **unused)
+{
+    (void)unused;
+    const gpc_provider *aws = gpc_provider_find("aws"), *local = gpc_provider_find("local");
+    /* aws: the head alone; the workers of 3+ nodes in one call */
+    assert_int_equal(gpc_provider_batches(aws, 0, 3), 0);
+    assert_int_equal(gpc_provider_batches(aws, 1, 2), 0); /* one worker: alone */
+    assert_int_equal(gpc_provider_batches(aws, 1, 3), 1);
+    assert_int_equal(gpc_provider_batches(aws, 2, 3), 1);
+    assert_int_equal(gpc_provider_rank_source(aws, 0, 0), GPC_RANK_ENGINE);
+    assert_int_equal(gpc_provider_rank_source(aws, 1, 0), GPC_RANK_ENGINE);
+    assert_int_equal(gpc_provider_rank_source(aws, 1, 1), GPC_RANK_LAUNCH_INDEX);
+    /* local: no create_nodes, every node alone with its own rank */
+    assert_int_equal(gpc_provider_batches(local, 2, 8), 0);
+    assert_int_equal(gpc_provider_rank_source(local, 2, 0), GPC_RANK_ENGINE);
+    /* a group: every node in the call, ranks from the scheduler */
+    gpc_provider g = {.name = "g", .caps = GPC_CAP_GROUP, .rdzv = GPC_RDZV_ON_NODE,
+                      .rank = GPC_RANK_SCHEDULER, .create_nodes = x_creates};
+    assert_int_equal(gpc_provider_batches(&g, 0, 1), 1);
+    assert_int_equal(gpc_provider_rank_source(&g, 0, 1), GPC_RANK_SCHEDULER);
+    /* workers numbered by the rendezvous: none for a worker, 0 for the head */
+    gpc_provider r = {.name = "r", .rank = GPC_RANK_RENDEZVOUS, .create_node = x_create};
+    assert_int_equal(gpc_provider_batches(&r, 1, 3), 0);
+    assert_int_equal(gpc_provider_rank_source(&r, 0, 0), GPC_RANK_ENGINE);
+    assert_int_equal(gpc_provider_rank_source(&r, 1, 0), GPC_RANK_RENDEZVOUS);
+    r.create_nodes = x_creates; /* and made together when the provider can */
+    assert_int_equal(gpc_provider_batches(&r, 1, 3), 1);
+    assert_int_equal(gpc_provider_rank_source(&r, 1, 1), GPC_RANK_RENDEZVOUS);
+}
+
 /* ---- provider data in the state ----------------------------------------- */
 
 static char dir[256];
@@ -264,6 +296,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_table_fits),
         cmocka_unit_test(test_combinations),
+        cmocka_unit_test(test_rank_source),
         cmocka_unit_test_setup_teardown(test_provider_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_from_2, setup, teardown),
     };
