@@ -193,6 +193,31 @@ typedef struct gpc_price_refresh_result {
                                    (it then returned 0 and changed nothing) */
 } gpc_price_refresh_result;
 
+/*
+ * A named section of the config file that belongs to one provider:
+ * `[NAME "SITE"]`, NAME being the provider's name (docs/config.md): a
+ * place the provider can run nodes that the user describes (a Slurm
+ * cluster: its login node, partitions, account).  The engine checks the
+ * file's form (a known key, no key twice, no empty value) and hands the
+ * sections to open() as they are; what a value means, and whether it is
+ * right, is the provider's to say (naming cfg->config_path and the
+ * value's line).
+ */
+typedef struct gpc_site_value {
+    const char *key;       /* one of the provider's site_keys */
+    const char *value;     /* never empty */
+    int line;              /* its line in the config file */
+} gpc_site_value;
+
+typedef struct gpc_site {
+    const char *name;      /* SITE: letters, digits, '.', '_' and '-', at
+                              most 47 bytes (it fits gpc_offer.region) */
+    int line;              /* the line of its first header */
+    const gpc_site_value *values; /* in file order, every section of this
+                              name together */
+    size_t n_values;
+} gpc_site;
+
 /* Settings handed to open(). Strings borrowed. */
 typedef struct gpc_provider_config {
     const char *state_dir;  /* gpuctl's state directory */
@@ -205,6 +230,12 @@ typedef struct gpc_provider_config {
      * value is NULL or its source is not known. */
     const char *endpoint_from, *region_from, *profile_from;
     const gpc_log *log;     /* for progress and --debug lines, or NULL */
+    /* The provider's named sections of the config file, in the order their
+     * names first appear (none when the provider has no site_keys); the
+     * file they come from ("" when there is none) for its messages. */
+    const gpc_site *sites;
+    size_t n_sites;
+    const char *config_path;
 } gpc_provider_config;
 
 typedef struct gpc_provider {
@@ -394,6 +425,11 @@ typedef struct gpc_provider {
      * owns. */
     int (*list_orphans)(void *ctx, const char *const *regions, size_t n_regions,
                         struct gpc_orphan **out, size_t *n, gpc_error *err);
+
+    /* Optional: the keys of this provider's named sections of the config
+     * file, `[NAME "SITE"]` (gpc_site), ended by NULL; NULL = the provider
+     * takes none, and such a section is an error of the file. */
+    const char *const *site_keys;
 
     /* Optional: the words that make this provider's headers, parameters and
      * document fields secret, or not (http.h, gpc_http_word), for the
