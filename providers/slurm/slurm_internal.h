@@ -1,0 +1,198 @@
+/*
+ * slurm_internal.h - what the files of the slurm provider share (private
+ * to providers/slurm/): the Slurm clusters of the config file, the way
+ * commands reach a cluster's login node, the record `gpuctl check slurm`
+ * keeps of each cluster, and the functions one file calls in another.
+ *
+ *   slurm.c    the provider table, open/close (the [slurm "NAME"] sections
+ *              of the config file), check
+ *   exec.c     running a command on a Slurm cluster's login node: here
+ *              (login = local) or through the system's OpenSSH client
+ *   record.c   what a Slurm cluster has (partitions, nodes, GPUs, limits),
+ *              asked with sinfo/scontrol and kept under the state directory;
+ *              the offers made from it
+ *   job.c      one sbatch allocation per gpuctl cluster: submit, find,
+ *              describe (scontrol/squeue), cancel, logs
+ *
+ * Words: a "Slurm cluster" is a configured Slurm installation (a site of
+ * the config file); a gpuctl "cluster" is one job's nodes, here one Slurm
+ * job (an allocation of N nodes).  An offer's region is the Slurm
+ * cluster's name, its zone the partition.
+ */
+#ifndef GPUCTL_SLURM_INTERNAL_H
+#define GPUCTL_SLURM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/error.h"
+#include "gpuctl/log.h"
+#include "gpuctl/provider.h"
+
+/* One Slurm cluster of the config file ([slurm "NAME"]). */
+typedef struct slurm_site {
+    char name[48];          /* the section's NAME: an offer's region */
+    int local;              /* login = local: gpuctl runs on a login node */
+    char login[256];        /* else the ssh destination ([user@]host, or a
+                               Host of ~/.ssh/config) */
+    char (*partitions)[64]; /* partitions = a, b: the ones gpuctl may use, */
+    size_t n_partitions;    /*   0 = every partition the record lists */
+    char account[64];       /* sbatch --account, "" = the user's default */
+    char qos[64];           /* sbatch --qos, "" = the default */
+    double gpu_hour_price;  /* USD per GPU-hour the user pays; 0 = free */
+    char job_dir[1024];     /* on the shared filesystem, as the login node
+                               and every compute node see it: where each
+                               job's bootstrap, logs and node homes go */
+    char from[320];         /* "FILE:LINE" of its section, for messages */
+} slurm_site;
+
+typedef struct slurm_ctx {
+    slurm_site *sites;
+    size_t n_sites;
+    char state_dir[1024];   /* gpuctl's state directory ("" = none) */
+    const gpc_log *log;
+} slurm_ctx;
+
+/* A site by name, or NULL. */
+const slurm_site *slurm_site_find(const slurm_ctx *c, const char *name);
+
+/* ---- exec.c ---- */
+
+/* What a command run on the login node did. */
+typedef struct slurm_result {
+    int status;             /* its exit status; 128+N when signal N ended it */
+    gpc_buf out;            /* its standard output (owned; NUL-terminated) */
+    gpc_buf err;            /* its standard error (owned; NUL-terminated) */
+} slurm_result;
+
+/* Most bytes kept of a command's output (each of out and err); more is an
+ * error. */
+#define SLURM_OUTPUT_MAX (8u << 20)
+
+/*
+ * Run the shell command line `cmd` on site `s`'s login node, with `input`
+ * (len bytes, NULL = nothing) on its standard input, and wait at most
+ * timeout_s seconds.  login = local: /bin/sh -c cmd, in an environment of
+ * PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and the SLURM_* and MUNGE_*
+ * variables only (so that no secret of gpuctl's environment, such as
+ * AWS_SECRET_ACCESS_KEY, reaches a job that sbatch --export=ALL starts);
+ * otherwise `ssh -o BatchMode=yes -o ConnectTimeout=15 -- LOGIN cmd`
+ * (the user's ssh config and agent apply; the login node's shell runs
+ * cmd).  *r is filled (free with slurm_result_free, also after an error)
+ * whatever the command's status: a non-zero status is not an error here.
+ * Errors: GPC_ERR_PROVIDER when the command cannot be started, or ssh
+ * cannot reach the login node (status 255: the message names the login
+ * and ssh's last line; retryable); GPC_ERR_TIMEOUT when it ran past
+ * timeout_s (its process group is killed); GPC_ERR_PROVIDER when its
+ * output passes SLURM_OUTPUT_MAX; GPC_ERR_NOMEM.
+ */
+int slurm_exec(const slurm_site *s, const char *cmd, const char *input, size_t len,
+               int timeout_s, slurm_result *r, gpc_error *err);
+void slurm_result_free(slurm_result *r);
+
+/*
+ * Run `cmd` as slurm_exec does, and fail when it exits non-zero:
+ * GPC_ERR_PROVIDER "slurm: LABEL on Slurm cluster 'NAME' failed (exit N):
+ * <the first line of its stderr>".  `label` names the command for the
+ * message ("sbatch").  *r as for slurm_exec.
+ */
+int slurm_exec_ok(const slurm_site *s, const char *label, const char *cmd, const char *input,
+                  size_t len, int timeout_s, slurm_result *r, gpc_error *err);
+
+/* ---- record.c ---- */
+
+/* One node of a partition, as sinfo lists it. */
+typedef struct slurm_node_rec {
+    char name[64];
+    char partition[64];
+    uint32_t cpus;
+    uint64_t mem_mib;       /* RealMemory, MiB */
+    char gpu_type[32];      /* GRES gpu type ("a100"), "" when untyped */
+    uint32_t gpus;          /* GRES gpu count, 0 = none */
+    char state[32];         /* sinfo %T: idle, mixed, allocated, down, drained, ... */
+} slurm_node_rec;
+
+typedef struct slurm_part_rec {
+    char name[64];
+    int is_default;
+    long max_time_min;      /* MaxTime in minutes, -1 = UNLIMITED */
+    uint32_t max_nodes;     /* MaxNodes per job, 0 = UNLIMITED */
+    uint32_t total_nodes;
+    char state[16];         /* UP, DOWN, DRAIN, INACTIVE */
+} slurm_part_rec;
+
+/* What `gpuctl check slurm` found of one Slurm cluster. */
+typedef struct slurm_record {
+    char site[48];
+    int64_t checked_at;     /* Unix seconds */
+    char version[32];       /* "slurm 22.05.8" */
+    slurm_part_rec *parts;
+    size_t n_parts;
+    slurm_node_rec *nodes;  /* one per node and partition */
+    size_t n_nodes;
+} slurm_record;
+
+/* Ask site `s` what it has (scontrol ping, `sinfo SLURM_SINFO_FORMAT`,
+ * `scontrol show partition -o`, `sinfo -V`) into *out (free with
+ * slurm_record_free).  In slurm.c: the only part that runs commands. */
+int slurm_record_fetch(const slurm_site *s, slurm_record *out, gpc_error *err);
+
+/* The sinfo command line slurm_record_fetch runs: one line per node and
+ * partition, fields separated by '|': partition (no '*'), node, CPUs,
+ * RealMemory (MiB), GRES, state. */
+#define SLURM_SINFO_FORMAT "sinfo -h -a -N -o '%R|%N|%c|%m|%G|%T'"
+
+/*
+ * Make *out (zeroed first; free with slurm_record_free) from what the
+ * commands printed: `sinfo_out` (SLURM_SINFO_FORMAT's lines), `parts_out`
+ * (`scontrol show partition -o`: one line per partition of Key=Value
+ * words: PartitionName, Default, MaxTime, MaxNodes, TotalNodes, State),
+ * `version_out` (`sinfo -V`: "slurm 22.05.8").  The site's name and the
+ * time are the caller's to set.  GRES such as "gpu:a100:2",
+ * "gpu:a100:2(S:0-1)", "gpu:4", "gpu:a100:2,shard:8" and "(null)" are
+ * understood.  Errors: GPC_ERR_PROVIDER naming the line that is not of
+ * that form; GPC_ERR_NOMEM.
+ */
+int slurm_record_parse(const char *sinfo_out, const char *parts_out, const char *version_out,
+                       slurm_record *out, gpc_error *err);
+/* Keep it under the state directory (STATE_DIR/slurm/NAME.json), and read
+ * it back: GPC_ERR_NOT_FOUND when there is none yet. */
+int slurm_record_save(const slurm_ctx *c, const slurm_record *rec, gpc_error *err);
+int slurm_record_load(const slurm_ctx *c, const char *site, slurm_record *out, gpc_error *err);
+void slurm_record_free(slurm_record *rec);
+
+/*
+ * The offers of every configured site's record for `spec` (list_offers;
+ * ctx is a slurm_ctx).  One offer per site, partition (the site's
+ * `partitions`, else every one the record lists) and node shape (CPUs,
+ * memory, GPU type and count): provider "slurm", region = site, zone =
+ * partition, instance type naming the shape, price gpu_hour_price x GPUs
+ * per node-hour, on-demand only (spot 0), fabric "" (not known).  A
+ * partition is left out, with the reason kept for the error, when it is
+ * not UP, has fewer usable nodes of the shape (not down, drained or
+ * failing) than spec->nodes, caps a job below spec->nodes (MaxNodes), or
+ * limits time below spec->lifecycle.max_duration_s (MaxTime).  Sites
+ * without a record yet are named in the error ("run gpuctl check slurm").
+ * Errors: GPC_ERR_CAPACITY with every reason when no offer is left (no
+ * site configured: say how to add one, docs/providers/slurm.md);
+ * GPC_ERR_NOMEM; a record that cannot be read (GPC_ERR_IO, naming it).
+ */
+int slurm_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *n,
+                      gpc_error *err);
+
+/* ---- job.c ---- */
+
+int slurm_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
+                       gpc_node_status *out, gpc_error *err);
+int slurm_find_node(void *ctx, const char *region, const char *client_token,
+                    gpc_node_status *out, gpc_error *err);
+int slurm_describe_node(void *ctx, const gpc_node_ref *node, gpc_node_status *out,
+                        gpc_error *err);
+int slurm_describe_nodes(void *ctx, const gpc_cluster_ref *c, const char *const *ids,
+                         size_t n, gpc_node_status *out, gpc_error *err);
+int slurm_delete_node(void *ctx, const gpc_node_ref *node, gpc_error *err);
+int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out, long *next,
+                   gpc_error *err);
+
+#endif /* GPUCTL_SLURM_INTERNAL_H */
