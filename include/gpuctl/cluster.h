@@ -71,6 +71,8 @@ int gpc_settings_flag(gpc_settings *set, const char *key, const char *arg, gpc_e
  *      endpoint, profile, region;
  * else it stays NULL, and the provider uses its own defaults (AWS:
  * AWS_ENDPOINT_URL_EC2, AWS_PROFILE, AWS_REGION, ~/.aws/config, ...).
+ * A provider with site_keys also gets its named sections of the config
+ * file, [NAME "SITE"] (gpc_site), which come from the file only.
  * docs/config.md has the file's format.
  */
 typedef struct gpc_provider_settings {
@@ -80,6 +82,13 @@ typedef struct gpc_provider_settings {
     char *profile;           /* owned, or NULL */
     char *region;            /* owned, or NULL */
     char from[3][320];       /* where endpoint, profile, region came from */
+    gpc_site *sites;         /* owned, with each site's name, values and their
+                                strings (a value's key is the provider's
+                                site_keys string): cfg.sites; NULL when none */
+    size_t n_sites;
+    char *config_path;       /* owned: the config file's path (gpc_config_path),
+                                whether the file exists or not; "" when there
+                                is none */
 } gpc_provider_settings;
 
 /*
@@ -87,13 +96,18 @@ typedef struct gpc_provider_settings {
  * `set` may be NULL (no flags, no log), `state_dir` (borrowed) is handed on
  * as is and may be NULL for a provider that keeps no files (catalog
  * refreshes).  The config file is read, and checked whole, on every call.
+ * out->cfg.sites has prov's named sections, in the order their names
+ * first appear, each with its values in file order (other providers' are
+ * checked, not kept), and out->cfg.config_path the file's path.
  * Errors, with *out empty: GPC_ERR_USAGE "FILE:LINE: ..." for a config
  * file that is not right (a line that is not '[section]' or 'key =
- * value', a section other than [provider "NAME"], a NAME not in the
- * registry, an unknown key, an empty or repeated value, a line longer than
- * 198 characters); GPC_ERR_IO when it cannot be read (also when
- * GPUCTL_CONFIG names a file that does not exist); GPC_ERR_NOMEM.  Free
- * with gpc_provider_settings_free (also after an error).
+ * value', a section other than [provider "NAME"] and [NAME "SITE"] of a
+ * provider with site_keys, a NAME not in the registry, a SITE that is not
+ * 1 to 47 letters, digits, '.', '_' and '-', an unknown key, an empty or
+ * repeated value, a line longer than 198 characters); GPC_ERR_IO when it
+ * cannot be read (also when GPUCTL_CONFIG names a file that does not
+ * exist); GPC_ERR_NOMEM.  Free with gpc_provider_settings_free (also
+ * after an error).
  */
 int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
                               const char *state_dir, gpc_provider_settings *out,

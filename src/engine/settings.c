@@ -1,7 +1,7 @@
 /*
  * settings.c - a provider's settings (endpoint, profile, region) from the
- * command line, the environment and the config file (cluster.h,
- * docs/config.md).
+ * command line, the environment and the config file, and its named
+ * sections of the config file (cluster.h, docs/config.md).
  *
  * The config file is INI, read with inih from memory one line at a time
  * (so that every error names its line), with continuation lines and
@@ -26,6 +26,9 @@ static const char *const key_names[KEY_COUNT] = {"endpoint", "profile", "region"
 
 /* A config file larger than this is refused (bytes). */
 #define CONFIG_FILE_MAX (1u << 20)
+
+/* The longest name of a named section, [PROVIDER "NAME"] (bytes; gpc_site). */
+#define SITE_NAME_MAX 47
 
 int gpc_config_path(char *buf, size_t n, int *named, gpc_error *err)
 {
@@ -54,13 +57,34 @@ int gpc_config_path(char *buf, size_t n, int *named, gpc_error *err)
     return 0;
 }
 
+/* A named section of the file, every section of its name together. */
+typedef struct psite {
+    const gpc_provider *prov;      /* a provider with site_keys */
+    char name[SITE_NAME_MAX + 1];
+    int line;                      /* of its first header */
+    gpc_site_value *values;        /* owned; each value owned, or NULL for
+                                      another provider's than the one read */
+    size_t n_values;
+} psite;
+
+/* What the section of the lines being read is (config_parse.sect). */
+enum { SECT_NONE, SECT_BAD, SECT_PROVIDER, SECT_SITE };
+
 /* What the parse of one file is after, and where it stands. */
 typedef struct config_parse {
     const char *path;
     const char *data;
     size_t len, pos;
     int line;                      /* of the line inih has now */
-    const char *want;              /* the provider whose settings are read */
+    const gpc_provider *want;      /* the provider whose settings are read */
+    int sect;                      /* SECT_*: the section of the lines now, as
+                                      its header said (inih keeps only 50
+                                      bytes of it); SECT_BAD when it was an
+                                      error, told at its line */
+    char sect_prov[64];            /* SECT_PROVIDER: the provider's name */
+    size_t sect_site;              /* SECT_SITE: its index in sites */
+    psite *sites;                  /* every provider's (owned) */
+    size_t n_sites;
     char *value[KEY_COUNT];        /* its values (owned) */
     int value_line[KEY_COUNT];
     struct seen {                  /* every provider's keys so far (owned) */
@@ -119,23 +143,143 @@ static int section_provider(const char *section, char *name, size_t size)
     return 1;
 }
 
+/*
+ * A named section: `PROVIDER "NAME"` (spaces around the words allowed;
+ * NAME runs to the last '"').  Sets *prov to the provider of the registry
+ * with site_keys that PROVIDER names, or NULL when none does, *name and
+ * *name_len to NAME in section, and returns 1; returns 0 when the section
+ * is not of that form.
+ */
+static int section_site(const char *section, const gpc_provider **prov, const char **name,
+                        size_t *name_len)
+{
+    const char *s = section;
+    while (isspace((unsigned char)*s))
+        s++;
+    const char *word = s;
+    while (*s && *s != '"' && !isspace((unsigned char)*s))
+        s++;
+    size_t n = (size_t)(s - word);
+    if (n == 0 || !isspace((unsigned char)*s))
+        return 0;
+    while (isspace((unsigned char)*s))
+        s++;
+    const char *q = *s == '"' ? strrchr(s, '"') : NULL;
+    if (!q || q == s)
+        return 0;
+    for (const char *t = q + 1; *t; t++)
+        if (!isspace((unsigned char)*t))
+            return 0;
+    *prov = NULL;
+    for (size_t i = 0; gpc_providers[i] && !*prov; i++)
+        if (gpc_providers[i]->site_keys && strlen(gpc_providers[i]->name) == n &&
+            strncmp(gpc_providers[i]->name, word, n) == 0)
+            *prov = gpc_providers[i];
+    *name = s + 1;
+    *name_len = (size_t)(q - s - 1);
+    return 1;
+}
+
+/* Is this a named section's name: 1 to SITE_NAME_MAX letters, digits, '.',
+ * '_' and '-'? */
+static int site_name_ok(const char *name, size_t n)
+{
+    if (n == 0 || n > SITE_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))
+            return 0;
+    return 1;
+}
+
+/* The sections a file may have, for the message of one it may not:
+ * [provider "NAME"], and [PROVIDER "NAME"] for each provider with
+ * site_keys. */
+static void sections_allowed(char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[provider \"NAME\"]");
+    for (size_t i = 0; gpc_providers[i] && n < size; i++)
+        if (gpc_providers[i]->site_keys)
+            n += (size_t)snprintf(buf + n, size - n, ", [%s \"NAME\"]",
+                                  gpc_providers[i]->name);
+}
+
+/* The named section `name` (n bytes, checked) of provider prov: its index
+ * in p->sites, added at this line if it is the first of its name; -1 when
+ * out of memory. */
+static long site_index(config_parse *p, const gpc_provider *prov, const char *name, size_t n)
+{
+    for (size_t i = 0; i < p->n_sites; i++)
+        if (p->sites[i].prov == prov && strlen(p->sites[i].name) == n &&
+            memcmp(p->sites[i].name, name, n) == 0)
+            return (long)i;
+    psite *ns = realloc(p->sites, (p->n_sites + 1) * sizeof(*ns));
+    if (!ns)
+        return -1;
+    p->sites = ns;
+    psite *site = &ns[p->n_sites];
+    memset(site, 0, sizeof(*site));
+    site->prov = prov;
+    memcpy(site->name, name, n);
+    site->name[n] = '\0';
+    site->line = p->line;
+    return (long)p->n_sites++;
+}
+
+static void sites_free(psite *sites, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < sites[i].n_values; j++)
+            free((char *)sites[i].values[j].value);
+        free(sites[i].values);
+    }
+    free(sites);
+}
+
 /* A section header's line ("[...]"): is it [provider "NAME"] of a provider
- * in the registry?  Checked here, where the line is known, since inih
- * calls on_value only for the keys that follow.  A header without its
- * ']' is inih's syntax error. */
+ * in the registry, or a named section of one with site_keys?  Checked
+ * here, where the line is known, since inih calls on_value only for the
+ * keys that follow; p->sect says what the keys are in.  A header without
+ * its ']' is inih's syntax error. */
 static void check_section(config_parse *p, const char *line, size_t n)
 {
+    p->sect = SECT_BAD;
     const char *close = memchr(line, ']', n);
     if (!close)
         return;
     char sect[200], prov[64];
     snprintf(sect, sizeof(sect), "%.*s", (int)(close - line - 1), line + 1);
-    if (!section_provider(sect, prov, sizeof(prov)))
-        parse_fail(p, GPC_ERR_USAGE, "unknown section [%s] (sections are "
-                   "[provider \"NAME\"])", sect);
-    else if (!gpc_provider_find(prov))
-        parse_fail(p, GPC_ERR_USAGE, "unknown provider '%s' (known: %s)", prov,
-                   gpc_provider_names_with(0));
+    if (section_provider(sect, prov, sizeof(prov))) {
+        if (!gpc_provider_find(prov)) {
+            parse_fail(p, GPC_ERR_USAGE, "unknown provider '%s' (known: %s)", prov,
+                       gpc_provider_names_with(0));
+            return;
+        }
+        snprintf(p->sect_prov, sizeof(p->sect_prov), "%s", prov);
+        p->sect = SECT_PROVIDER;
+        return;
+    }
+    const gpc_provider *sp = NULL;
+    const char *name = NULL;
+    size_t name_len = 0;
+    if (!section_site(sect, &sp, &name, &name_len) || !sp) {
+        char allowed[300];
+        sections_allowed(allowed, sizeof(allowed));
+        parse_fail(p, GPC_ERR_USAGE, "unknown section [%s] (sections are %s)", sect, allowed);
+        return;
+    }
+    if (!site_name_ok(name, name_len)) {
+        parse_fail(p, GPC_ERR_USAGE, "the name in [%s] is not 1 to %d letters, digits, '.', "
+                   "'_' and '-'", sect, SITE_NAME_MAX);
+        return;
+    }
+    long i = site_index(p, sp, name, name_len);
+    if (i < 0) {
+        parse_fail(p, GPC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    p->sect_site = (size_t)i;
+    p->sect = SECT_SITE;
 }
 
 /* inih's reader: the next whole line of the file, or NULL at its end.  A
@@ -156,6 +300,8 @@ static char *read_line(char *str, int num, void *stream)
         n = 0; /* an empty line for inih */
     }
     size_t lead = 0;
+    if (p->line == 1 && n >= 3 && memcmp(start, "\xEF\xBB\xBF", 3) == 0)
+        lead = 3; /* a UTF-8 byte order mark, which inih skips */
     while (lead < n && isspace((unsigned char)start[lead]))
         lead++;
     if (lead < n && start[lead] == '[')
@@ -166,17 +312,58 @@ static char *read_line(char *str, int num, void *stream)
     return str;
 }
 
+/* A key of a named section (p->sect == SECT_SITE). */
+static int on_site_value(config_parse *p, const char *key, const char *value)
+{
+    psite *site = &p->sites[p->sect_site];
+    const char *const *keys = site->prov->site_keys;
+    const char *pn = site->prov->name;
+    size_t k = 0;
+    while (keys[k] && strcmp(key, keys[k]) != 0)
+        k++;
+    if (!keys[k]) {
+        char list[300];
+        size_t n = 0;
+        list[0] = '\0';
+        for (size_t i = 0; keys[i] && n < sizeof(list); i++)
+            n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", keys[i]);
+        return parse_fail(p, GPC_ERR_USAGE, "unknown key '%s' in [%s \"%s\"] (keys: %s)", key,
+                          pn, site->name, list);
+    }
+    if (!*value)
+        return parse_fail(p, GPC_ERR_USAGE, "%s of [%s \"%s\"] is empty", key, pn, site->name);
+    for (size_t i = 0; i < site->n_values; i++)
+        if (site->values[i].key == keys[k])
+            return parse_fail(p, GPC_ERR_USAGE, "%s of [%s \"%s\"] is already set on line %d",
+                              key, pn, site->name, site->values[i].line);
+    gpc_site_value *nv = realloc(site->values, (site->n_values + 1) * sizeof(*nv));
+    if (!nv)
+        return parse_fail(p, GPC_ERR_NOMEM, "out of memory");
+    site->values = nv;
+    gpc_site_value *v = &nv[site->n_values];
+    v->key = keys[k];
+    v->value = NULL; /* another provider's: checked, not kept */
+    v->line = p->line;
+    if (site->prov == p->want && !(v->value = strdup(value)))
+        return parse_fail(p, GPC_ERR_NOMEM, "out of memory");
+    site->n_values++;
+    return 1;
+}
+
 static int on_value(void *user, const char *section, const char *key, const char *value)
 {
+    (void)section; /* p->sect: inih cuts a section's name at 50 bytes */
     config_parse *p = user;
     if (p->fail_line)
         return 1; /* the first error is the one told */
-    char prov[64];
-    if (!*section)
+    if (p->sect == SECT_NONE)
         return parse_fail(p, GPC_ERR_USAGE, "'%s' is outside a [provider \"NAME\"] section",
                           key);
-    if (!section_provider(section, prov, sizeof(prov)) || !gpc_provider_find(prov))
+    if (p->sect == SECT_BAD)
         return 1; /* told at the section's line (check_section) */
+    if (p->sect == SECT_SITE)
+        return on_site_value(p, key, value);
+    const char *prov = p->sect_prov;
     int k = 0;
     while (k < KEY_COUNT && strcmp(key, key_names[k]) != 0)
         k++;
@@ -196,7 +383,7 @@ static int on_value(void *user, const char *section, const char *key, const char
     snprintf(sv[p->n_seen].prov, sizeof(sv[0].prov), "%s", prov);
     sv[p->n_seen].key = k;
     sv[p->n_seen++].line = p->line;
-    if (strcmp(prov, p->want) != 0)
+    if (strcmp(prov, p->want->name) != 0)
         return 1;
     if (!(p->value[k] = strdup(value)))
         return parse_fail(p, GPC_ERR_NOMEM, "out of memory");
@@ -205,8 +392,10 @@ static int on_value(void *user, const char *section, const char *key, const char
 }
 
 /* Read provider `want`'s values from the config file at `path` into
- * p->value[] (absent file: none, unless `named`). */
-static int config_read(const char *path, int named, const char *want, config_parse *p,
+ * p->value[], and every provider's named sections into p->sites (absent
+ * file: none, unless `named`).  The caller frees p->value[] and p->sites,
+ * also after an error. */
+static int config_read(const char *path, int named, const gpc_provider *want, config_parse *p,
                        gpc_error *err)
 {
     memset(p, 0, sizeof(*p));
@@ -318,6 +507,35 @@ static const char *flag_value(const gpc_settings *set, const char *prov, const c
     return dflt && *dflt ? dflt : NULL;
 }
 
+/* Move prov's named sections from p->sites to out->sites, in p's order
+ * (that of their names' first headers). */
+static int sites_take(config_parse *p, const gpc_provider *prov, gpc_provider_settings *out,
+                      gpc_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_sites; i++)
+        n += p->sites[i].prov == prov;
+    if (!n)
+        return 0;
+    if (!(out->sites = calloc(n, sizeof(*out->sites))))
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < p->n_sites; i++) {
+        psite *ps = &p->sites[i];
+        if (ps->prov != prov)
+            continue;
+        gpc_site *site = &out->sites[out->n_sites];
+        if (!(site->name = gpc_strdup(ps->name, err)))
+            return GPC_ERR_NOMEM;
+        site->line = ps->line;
+        site->values = ps->values;
+        site->n_values = ps->n_values;
+        out->n_sites++;
+        ps->values = NULL; /* out's now */
+        ps->n_values = 0;
+    }
+    return 0;
+}
+
 int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
                               const char *state_dir, gpc_provider_settings *out,
                               gpc_error *err)
@@ -329,7 +547,7 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
     config_parse p;
     memset(&p, 0, sizeof(p));
     if (!rc)
-        rc = config_read(path, named, prov->name, &p, err);
+        rc = config_read(path, named, prov, &p, err);
     const char *flag[KEY_COUNT] = {set ? set->endpoint : NULL, set ? set->profile : NULL, NULL};
     char **own[KEY_COUNT] = {&out->endpoint, &out->profile, &out->region};
     for (int k = 0; !rc && k < KEY_COUNT; k++) {
@@ -356,6 +574,11 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
     }
     for (int k = 0; k < KEY_COUNT; k++)
         free(p.value[k]);
+    if (!rc)
+        rc = sites_take(&p, prov, out, err);
+    sites_free(p.sites, p.n_sites);
+    if (!rc && !(out->config_path = gpc_strdup(path, err)))
+        rc = GPC_ERR_NOMEM;
     if (rc) {
         gpc_provider_settings_free(out);
         return rc;
@@ -368,6 +591,9 @@ int gpc_provider_settings_get(const gpc_settings *set, const gpc_provider *prov,
     out->cfg.profile_from = out->profile ? out->from[KEY_PROFILE] : NULL;
     out->cfg.region_from = out->region ? out->from[KEY_REGION] : NULL;
     out->cfg.log = set ? set->log : NULL;
+    out->cfg.sites = out->sites;
+    out->cfg.n_sites = out->n_sites;
+    out->cfg.config_path = out->config_path;
     return 0;
 }
 
@@ -376,5 +602,13 @@ void gpc_provider_settings_free(gpc_provider_settings *ps)
     free(ps->endpoint);
     free(ps->profile);
     free(ps->region);
+    for (size_t i = 0; i < ps->n_sites; i++) {
+        for (size_t j = 0; j < ps->sites[i].n_values; j++)
+            free((char *)ps->sites[i].values[j].value);
+        free((gpc_site_value *)ps->sites[i].values);
+        free((char *)ps->sites[i].name);
+    }
+    free(ps->sites);
+    free(ps->config_path);
     memset(ps, 0, sizeof(*ps));
 }

@@ -12,7 +12,9 @@
 #                   and the orphan listing
 #   scripted_group  one group per cluster (create_nodes of every rank, a
 #                   delete removes the group), the head found on the node,
-#                   ranks from the scheduler, shared files; notices
+#                   ranks from the scheduler, shared files; notices; named
+#                   sections of the config file (site_keys login, partitions,
+#                   account: test_engine_settings.c)
 #   scripted_rdzv  the head's IP, workers numbered by the rendezvous
 gpuctl_provider(scripted SOURCES scripted.c NODE_SCRIPT node.sh)
 gpuctl_provider(scripted_batch)

@@ -909,6 +909,10 @@ const gpc_provider gpc_provider_scripted_named = {
     .list_orphans = sc_list_orphans,
 };
 
+/* scripted_group's named sections of the config file (test_engine_settings.c):
+ * what a scheduler's table such as Slurm's declares. */
+static const char *const sc_site_keys_group[] = {"login", "partitions", "account", NULL};
+
 const gpc_provider gpc_provider_scripted_group = {
     .name = "scripted_group",
     .summary = "test provider: one group per cluster, the head found on the node, ranks from "
@@ -926,6 +930,7 @@ const gpc_provider gpc_provider_scripted_group = {
     .describe_nodes = sc_describe_nodes,
     .delete_node = sc_delete_node,
     .poll_interruptions = sc_poll_interruptions,
+    .site_keys = sc_site_keys_group,
 };
 
 const gpc_provider gpc_provider_scripted_rdzv = {
