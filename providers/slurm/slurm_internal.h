@@ -149,9 +149,11 @@ int slurm_record_fetch(const slurm_site *s, slurm_record *out, gpc_error *err);
  * (`scontrol show partition -o`: one line per partition of Key=Value
  * words: PartitionName, Default, MaxTime, MaxNodes, TotalNodes, State),
  * `version_out` (`sinfo -V`: "slurm 22.05.8").  The site's name and the
- * time are the caller's to set.  GRES such as "gpu:a100:2",
+ * time are the caller's to set; version is sinfo -V's first line as
+ * printed (Debian's: "slurm-wlm 22.05.8").  GRES such as "gpu:a100:2",
  * "gpu:a100:2(S:0-1)", "gpu:4", "gpu:a100:2,shard:8" and "(null)" are
- * understood.  Errors: GPC_ERR_PROVIDER naming the line that is not of
+ * understood; a node with GPUs of two types ("gpu:a100:2,gpu:v100:1") is
+ * recorded with the first type and its count.  Errors: GPC_ERR_PROVIDER naming the line that is not of
  * that form; GPC_ERR_NOMEM.
  */
 int slurm_record_parse(const char *sinfo_out, const char *parts_out, const char *version_out,
@@ -166,13 +168,20 @@ void slurm_record_free(slurm_record *rec);
  * The offers of every configured site's record for `spec` (list_offers;
  * ctx is a slurm_ctx).  One offer per site, partition (the site's
  * `partitions`, else every one the record lists) and node shape (CPUs,
- * memory, GPU type and count): provider "slurm", region = site, zone =
- * partition, instance type naming the shape, price gpu_hour_price x GPUs
- * per node-hour, on-demand only (spot 0), fabric "" (not known).  A
- * partition is left out, with the reason kept for the error, when it is
- * not UP, has fewer usable nodes of the shape (not down, drained or
- * failing) than spec->nodes, caps a job below spec->nodes (MaxNodes), or
- * limits time below spec->lifecycle.max_duration_s (MaxTime).  Sites
+ * memory in whole GiB, GPU type and count): provider "slurm", region =
+ * site, zone = partition, instance type naming the shape
+ * ("GxTYPE-Ccpu-Mgib": "2xa100-2cpu-3gib"; TYPE "gpu" for untyped GRES;
+ * "Ccpu-Mgib" without GPUs; M = RealMemory / 1024 rounded down), gpu_model
+ * the GRES type in the catalog's form ("a100" -> "A100",
+ * "nvidia_a100-sxm4-80gb" -> "A100-SXM4-80GB", gpu_mem_gib 80 from its
+ * "80GB" part, else 0), mem_gib the least RealMemory of the shape / 1024,
+ * price gpu_hour_price x GPUs per node-hour, on-demand only (spot 0),
+ * fabric "" (not known).  A partition is left out, with the reason kept
+ * for the error, when it is not UP, has fewer usable nodes of at least
+ * the shape (not down, drain*, fail*, inval, future, nor '*' not
+ * responding) than spec->nodes, caps a job below spec->nodes (MaxNodes),
+ * or limits time below spec->lifecycle.max_duration_s (MaxTime).
+ * spec->regions narrow the sites, spec->zones the partitions.  Sites
  * without a record yet are named in the error ("run gpuctl check slurm").
  * Errors: GPC_ERR_CAPACITY with every reason when no offer is left (no
  * site configured: say how to add one, docs/providers/slurm.md);
