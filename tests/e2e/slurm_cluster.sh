@@ -146,6 +146,10 @@ _slurm_ours() {
 # (ctest waits for the test's stdout to close); its pid in DIR/pids/NAME.
 _slurm_spawn() {
     local d=$1 name=$2; shift 2
+    # without job control, so that the child is no process group leader and
+    # setsid(1) calls setsid() itself instead of forking: $! is the daemon
+    local -
+    set +m
     GPUCTL_SLURM_DIR=$d setsid "$@" </dev/null >>"$d/log/$name.out" 2>&1 &
     echo $! > "$d/pids/$name"
     disown $!   # no "Terminated" notice from this shell when slurm_down stops it
