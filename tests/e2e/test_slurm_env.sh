@@ -34,7 +34,7 @@ expect_match "the finished job stays in scontrol" "JobState=COMPLETED" \
     "$(scontrol show job "$(cat "$T/job.id")")"
 
 # 2. More nodes than partition "one" has: accepted, pends forever.
-id=$(sbatch --parsable --nodes=2 -p one --no-requeue --wrap 'sleep 1')
+id=$(sbatch --parsable --nodes=2 -p one --no-requeue --output=/dev/null --wrap 'sleep 1')
 reason=""
 for _ in $(seq 1 50); do
     reason=$(squeue -h -j "$id" -o %r)
