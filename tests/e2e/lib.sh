@@ -39,6 +39,8 @@ cleanup() {
             "$GPUCTL_BIN" --state-dir "$STATE" -y destroy "$name" >/dev/null 2>&1 || true
         done
     fi
+    # then what the test started besides (slurm_cluster.sh's slurm_trap)
+    if declare -F cleanup_extra >/dev/null; then cleanup_extra || true; fi
     rm -rf "$T"
     exit $rc
 }
