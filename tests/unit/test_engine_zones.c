@@ -11,7 +11,8 @@
  * worked out from src/engine/plan.c (collect_own, fill_offer),
  * src/engine/offers.c (row_verdict, explain, sb_detail) and
  * src/engine/launch.c (launch_attempt: the offer's zone without
- * list_zones); the clock is fixed, a scripted node boots for 5 s.
+ * list_zones, and not skipped after a miss); the clock is fixed, a
+ * scripted node boots for 5 s.
  */
 #include "engine_harness.h"
 
@@ -169,6 +170,33 @@ static void test_zone_filter(void **state)
         "list_offers -> 2\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U1-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
+}
+
+/* No capacity in an offer's own zone: the next apply asks again at once.
+ * Only the zones of a provider's list are skipped for
+ * GPUCTL_CAPACITY_SKIP_S (600 s here) after a miss: an offer's own zone is
+ * the one place its nodes can be made. */
+static void test_zone_not_skipped(void **state)
+{
+    eng *e = *state;
+    eng_spec(e, SPEC("scripted_group", 2, ""));
+    scripted_offer_zone("n1", "lab", "gpu", 2.0);
+    scripted_fail("create_nodes", NULL, 1, GPC_ERR_CAPACITY);
+    gpc_error err;
+    assert_int_equal(apply_plan_rc(e, NULL, &err), GPC_ERR_CAPACITY);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 1\n"
+        "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
+        "token=job-w0-U1-a1 attempt=1 head=node -> ERR capacity\n");
+    e->now += 60;
+    assert_int_equal(apply_plan_rc(e, NULL, &err), 0);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 1\n"
+        "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
+        "token=job-w0-U2-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
         "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
         "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
         "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
@@ -336,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_zone_plan_apply, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_zone_filter, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_zone_not_skipped, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_zone_saved_plan, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_zone_saved_plan_checked, eng_setup, eng_teardown),
     };
