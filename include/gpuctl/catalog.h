@@ -79,11 +79,16 @@ typedef struct gpc_catalog_source {
 #define GPC_CATALOG_GBPS_MAX (1024.0 * 1024.0)      /* interconnect, Gbit/s */
 #define GPC_CATALOG_PRICE_MAX 1000000.0             /* per instance-hour, USD or CNY */
 
-/* One (provider, instance type, region) row of gpu_instances.csv. */
+/* One (provider, instance type, region) row of gpu_instances.csv; offer
+ * selection (offers.h) reads a provider's own offers as rows too. */
 typedef struct gpc_catalog_row {
     const char *provider;      /* "aws", "azure", "aliyun" */
     const char *instance_type; /* "p4de.24xlarge", "Standard_ND96isr_H100_v5", ... */
     const char *region;        /* "us-east-1"; "" when the source names none */
+    const char *zone;          /* the one zone of an offer a provider listed itself
+                                  (gpc_offer.zone: a Slurm partition, "local");
+                                  "" or NULL when the row names none, as every
+                                  catalog CSV row */
     const char *gpu_model;     /* key into the GPU table; "" for CPU-only */
     uint32_t gpu_count;        /* GPUs per instance */
     double gpu_mem_gib;        /* memory of one GPU, GiB */

@@ -53,7 +53,10 @@ typedef struct gpc_offer_query {
                                       cn-hangzhou-h) keeps only that region;
                                       one that a provider has in every region
                                       (gpc_provider.zone_in_every_region:
-                                      Azure 1, 2, 3) any region */
+                                      Azure 1, 2, 3) any region.  A row with
+                                      its own zone (gpc_catalog_row.zone: an
+                                      offer a provider listed) stays only
+                                      when that zone is named here exactly */
     size_t n_zones;
     const char *const *instance_types; /* pinned types; n = 0: all */
     size_t n_instance_types;

@@ -142,7 +142,10 @@ static void offer_cells(const gpc_candidate *c, char cells[][48], int with_gpu)
     int k = 0;
     snprintf(cells[k++], 48, "%s", r->provider);
     snprintf(cells[k++], 48, "%s", r->instance_type);
-    snprintf(cells[k++], 48, "%s", *r->region ? r->region : "-");
+    if (r->zone && *r->zone) /* an offer a provider listed with its zone */
+        snprintf(cells[k++], 48, "%s/%s", r->region, r->zone);
+    else
+        snprintf(cells[k++], 48, "%s", *r->region ? r->region : "-");
     if (with_gpu)
         snprintf(cells[k++], 48, "%s", *r->gpu_model ? r->gpu_model : "-");
     snprintf(cells[k++], 48, "%u", r->gpu_count);

@@ -19,6 +19,17 @@ static void fmt_price(char *b, size_t n, const cJSON *v, int decimals)
         snprintf(b, n, "-");
 }
 
+/* "us-east-1"; "lab/gpu" for an offer with its own zone (a member only
+ * such offers have); "-" for none. */
+static void where_cell(char *b, size_t n, const cJSON *o)
+{
+    const char *region = gpc_json_str(o, "region"), *zone = gpc_json_str(o, "zone");
+    if (zone && *zone)
+        snprintf(b, n, "%s/%s", region, zone);
+    else
+        snprintf(b, n, "%s", *region ? region : "-");
+}
+
 static void offer_line(const cJSON *o, char cells[][64], int rank)
 {
     const cJSON *price = cJSON_GetObjectItemCaseSensitive(o, "price");
@@ -27,7 +38,7 @@ static void offer_line(const cJSON *o, char cells[][64], int rank)
     snprintf(cells[0], 64, "%d", rank);
     snprintf(cells[1], 64, "%s", gpc_json_str(o, "provider"));
     snprintf(cells[2], 64, "%s", gpc_json_str(o, "instance_type"));
-    snprintf(cells[3], 64, "%s", gpc_json_str(o, "region")[0] ? gpc_json_str(o, "region") : "-");
+    where_cell(cells[3], 64, o);
     const char *model = gpc_json_str(gpu, "model");
     if (model && *model)
         snprintf(cells[4], 64, "%gx%s", gpc_json_num(gpu, "count", 0), model);
@@ -92,9 +103,10 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
         const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(chosen, "gpu");
         const cJSON *ic = cJSON_GetObjectItemCaseSensitive(chosen, "interconnect");
         const cJSON *price = cJSON_GetObjectItemCaseSensitive(chosen, "price");
-        const char *region = gpc_json_str(chosen, "region");
-        printf("%sChosen offer:%s %s %s%s%s, %s", b, r, gpc_json_str(chosen, "provider"),
+        const char *region = gpc_json_str(chosen, "region"), *zone = gpc_json_str(chosen, "zone");
+        printf("%sChosen offer:%s %s %s%s%s%s%s, %s", b, r, gpc_json_str(chosen, "provider"),
                gpc_json_str(chosen, "instance_type"), *region ? " in " : "", region,
+               zone && *zone ? "/" : "", zone && *zone ? zone : "",
                gpc_json_str(chosen, "purchase"));
         if (strcmp(gpc_json_str(chosen, "purchase"), gpc_json_str(chosen, "head_purchase")) != 0)
             printf(" (head %s)", gpc_json_str(chosen, "head_purchase"));
@@ -195,9 +207,11 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
             printf("  + cluster %s on %s\n", gpc_json_str(it, "name"), gpc_json_str(it, "provider"));
         } else {
             nodes++;
-            printf("  + node %s (rank %g): %s %s %s, %s, %.4f USD/hour\n", gpc_json_str(it, "name"),
+            const char *zone = gpc_json_str(it, "zone");
+            printf("  + node %s (rank %g): %s %s %s%s%s, %s, %.4f USD/hour\n", gpc_json_str(it, "name"),
                    gpc_json_num(it, "rank", 0), gpc_json_str(it, "provider"), gpc_json_str(it, "instance_type"),
-                   gpc_json_str(it, "region"), gpc_json_str(it, "purchase"), gpc_json_num(it, "price_usd_hr", 0));
+                   gpc_json_str(it, "region"), zone && *zone ? "/" : "", zone && *zone ? zone : "",
+                   gpc_json_str(it, "purchase"), gpc_json_num(it, "price_usd_hr", 0));
         }
     }
     if (p->action == GPC_PLAN_NONE)

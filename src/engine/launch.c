@@ -599,7 +599,9 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         int64_t miss = 0;
         gpc_error e;
         gpc_error_clear(&e);
-        if (skip_s > 0 && zones[z][0] && !pinned[0] &&
+        /* only a zone of the provider's list is skipped: an offer's own
+         * zone (no list_zones) is the one place it can be made */
+        if (skip_s > 0 && zones[z][0] && !pinned[0] && pv->prov->list_zones &&
             gpc_capacity_miss_last(s->st, pv->prov->name, worker.region, worker.zone,
                                    worker.instance_type, worker.spot, &miss, &e) == 0 &&
             miss && now - miss < skip_s) {

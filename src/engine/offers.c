@@ -317,16 +317,32 @@ static bool zone_everywhere(const char *z)
     return false;
 }
 
-/* Does some zone of the query lie in region r, or name no region at all?
- * True without zones. */
-static bool zones_allow(const gpc_offer_query *q, const char *r)
+/* Is the row's zone (an offer a provider listed with its zone) one of the
+ * query's, by its exact name? */
+static bool zone_listed(const gpc_offer_query *q, const char *z)
 {
+    for (size_t i = 0; i < q->n_zones; i++)
+        if (q->zones[i] && strcmp(q->zones[i], z) == 0)
+            return true;
+    return false;
+}
+
+/* May the query's zones hold the row?  A row with its own zone: when that
+ * zone is one of them.  A row without (the catalog's: a region whose zones
+ * it does not list): when some zone of the query lies in its region, or
+ * names no region at all.  True without zones. */
+static bool zones_allow(const gpc_offer_query *q, const gpc_catalog_row *row)
+{
+    if (q->n_zones == 0)
+        return true;
+    if (row->zone && row->zone[0])
+        return zone_listed(q, row->zone);
     for (size_t i = 0; i < q->n_zones; i++) {
         const char *z = q->zones[i];
-        if (zone_in_region(z, r) || zone_everywhere(z))
+        if (zone_in_region(z, row->region) || zone_everywhere(z))
             return true;
     }
-    return q->n_zones == 0;
+    return false;
 }
 
 static gpc_verdict row_verdict(scan *sc, const gpc_catalog_row *row)
@@ -355,7 +371,7 @@ static gpc_verdict row_verdict(scan *sc, const gpc_catalog_row *row)
         return GPC_LOST_INTERCONNECT;
     if (!row->region || !row->region[0] ||
         (q->n_regions && !in_list(row->region, q->regions, q->n_regions)) ||
-        !zones_allow(q, row->region))
+        !zones_allow(q, row))
         return GPC_LOST_REGION;  /* no region: nowhere to create the node */
     return GPC_FIT;
 }
@@ -552,6 +568,10 @@ static void explain(char *why, size_t n, const gpc_catalog_row *row, const gpc_o
         if (q->n_regions && !in_list(row->region, q->regions, q->n_regions)) {
             sb_add(&b, "region %s not in [", row->region);
             sb_list(&b, q->regions, q->n_regions, ", ", n, 1);
+            sb_add(&b, "]");
+        } else if (row->zone && row->zone[0]) {
+            sb_add(&b, "zone %s not in [", row->zone);
+            sb_list(&b, q->zones, q->n_zones, ", ", n, 1);
             sb_add(&b, "]");
         } else {
             sb_add(&b, "none of the zones [");
@@ -776,13 +796,15 @@ void gpc_offer_query_from_spec(const gpc_spec *spec, gpc_offer_query *q)
 /* ------------------------------------------------------------------ */
 /* The error for "nothing fits".                                      */
 
-/* "aws p4de.24xlarge us-east-1 spot, head on-demand" */
+/* "aws p4de.24xlarge us-east-1 spot, head on-demand"; a row with its own
+ * zone reads "REGION/ZONE" */
 static void sb_label(sbuf *b, const gpc_candidate *c, const gpc_offer_query *q)
 {
     const gpc_catalog_row *r = c->row;
     sb_add(b, "%s %s", r->provider ? r->provider : "", r->instance_type ? r->instance_type : "");
     if (r->region && r->region[0])
-        sb_add(b, " %s", r->region);
+        sb_add(b, " %s%s%s", r->region, r->zone && r->zone[0] ? "/" : "",
+               r->zone ? r->zone : "");
     sb_add(b, " %s", opt_name(c->spot));
     if (q->nodes > 1 && c->head_spot != c->spot)
         sb_add(b, ", head %s", opt_name(c->head_spot));
@@ -815,9 +837,19 @@ static void sb_detail(sbuf *b, const gpc_selection *s, const gpc_offer_query *q,
                                         : gpc_interconnect_name(q->interconnect));
         break;
     case GPC_LOST_REGION:
-        sb_add(b, " (not in [");
-        sb_list(b, q->regions, q->n_regions, ", ", 160, 2);
-        sb_add(b, "])");
+        /* " (not in [eu-west-1])", " (not in zones [gpu])", or both */
+        sb_add(b, " (not in ");
+        if (q->n_regions || !q->n_zones) {
+            sb_add(b, "[");
+            sb_list(b, q->regions, q->n_regions, ", ", 160, 2);
+            sb_add(b, "]%s", q->n_zones ? " or " : "");
+        }
+        if (q->n_zones) {
+            sb_add(b, "zones [");
+            sb_list(b, q->zones, q->n_zones, ", ", 160, 2);
+            sb_add(b, "]");
+        }
+        sb_add(b, ")");
         break;
     case GPC_LOST_NO_PRICE: {
         bool od = false, sp = false;

@@ -57,6 +57,8 @@ static void add_hardware(cJSON *o, const gpc_catalog_row *r)
     cJSON_AddStringToObject(o, "provider", r->provider);
     cJSON_AddStringToObject(o, "instance_type", r->instance_type);
     cJSON_AddStringToObject(o, "region", r->region);
+    if (r->zone && r->zone[0]) /* only an offer a provider listed itself */
+        cJSON_AddStringToObject(o, "zone", r->zone);
     cJSON_AddItemToObject(o, "gpu", gpu_json(r));
     cJSON_AddNumberToObject(o, "vcpus", r->vcpus);
     cJSON_AddNumberToObject(o, "memory_gib", r->mem_gib);
@@ -332,6 +334,7 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         r->provider = o->provider;
         r->instance_type = o->instance_type;
         r->region = o->region;
+        r->zone = o->zone;
         r->gpu_model = o->gpu_model;
         r->gpu_count = o->gpu_count;
         r->gpu_mem_gib = o->gpu_mem_gib;
@@ -389,6 +392,7 @@ static void fill_offer(gpc_offer *o, const gpc_catalog_row *r, int spot, double 
     snprintf(o->provider, sizeof(o->provider), "%s", r->provider);
     snprintf(o->instance_type, sizeof(o->instance_type), "%s", r->instance_type);
     snprintf(o->region, sizeof(o->region), "%s", r->region);
+    snprintf(o->zone, sizeof(o->zone), "%s", r->zone ? r->zone : "");
     snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", r->gpu_model);
     o->gpu_count = r->gpu_count;
     o->gpu_mem_gib = r->gpu_mem_gib;
@@ -468,6 +472,8 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
         cJSON_AddStringToObject(c, "provider", no->provider);
         cJSON_AddStringToObject(c, "instance_type", no->instance_type);
         cJSON_AddStringToObject(c, "region", no->region);
+        if (no->zone[0])
+            cJSON_AddStringToObject(c, "zone", no->zone);
         cJSON_AddStringToObject(c, "purchase", purchase_name(no->spot));
         cJSON_AddNumberToObject(c, "price_usd_hr", r6(no->price_hourly));
         cJSON_AddItemToArray(a, c);
@@ -801,7 +807,7 @@ static int offer_from_json(const cJSON *j, int head, gpc_offer *o)
 {
     memset(o, 0, sizeof(*o));
     const char *prov = gpc_json_str(j, "provider"), *type = gpc_json_str(j, "instance_type");
-    const char *region = gpc_json_str(j, "region");
+    const char *region = gpc_json_str(j, "region"), *zone = gpc_json_str(j, "zone");
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(j, "gpu");
     const cJSON *ic = cJSON_GetObjectItemCaseSensitive(j, "interconnect");
     const cJSON *price = cJSON_GetObjectItemCaseSensitive(j, "price");
@@ -812,6 +818,7 @@ static int offer_from_json(const cJSON *j, int head, gpc_offer *o)
     snprintf(o->provider, sizeof(o->provider), "%s", prov);
     snprintf(o->instance_type, sizeof(o->instance_type), "%s", type);
     snprintf(o->region, sizeof(o->region), "%s", region);
+    snprintf(o->zone, sizeof(o->zone), "%s", zone ? zone : ""); /* optional */
     const char *model = gpc_json_str(gpu, "model");
     snprintf(o->gpu_model, sizeof(o->gpu_model), "%s", model ? model : "");
     o->gpu_count = (uint32_t)gpc_json_num(gpu, "count", 0);
@@ -910,6 +917,16 @@ static const char *pstr(pchk *c, const cJSON *o, const char *at, const char *k, 
     return v ? v->valuestring : NULL;
 }
 
+/* An optional string of 1..max bytes: absent is no fault. */
+static void pstr_opt(pchk *c, const cJSON *o, const char *at, const char *k, size_t max)
+{
+    const cJSON *v = pget(c, o, at, k, P_OPT, cJSON_IsString, "a string");
+    if (v && !v->valuestring[0])
+        pfail(c, at, k, "empty (leave it out when there is none)");
+    else if (v && strlen(v->valuestring) > max)
+        pfail(c, at, k, "longer than %zu bytes", max);
+}
+
 /* One of names[] (NULL-terminated): its index, or -1 after a fault. */
 static int penum(pchk *c, const cJSON *o, const char *at, const char *k,
                  const char *const *names)
@@ -969,6 +986,7 @@ static void check_candidate(pchk *c, const cJSON *o, const char *at, int lost)
     pstr(c, o, at, "provider", sizeof(of->provider) - 1);
     pstr(c, o, at, "instance_type", sizeof(of->instance_type) - 1);
     pstr(c, o, at, "region", sizeof(of->region) - 1);
+    pstr_opt(c, o, at, "zone", sizeof(of->zone) - 1);
     char sub[64];
     snprintf(sub, sizeof(sub), "%s.gpu", at);
     const cJSON *gpu = pobj(c, o, at, "gpu", 0);
@@ -1042,6 +1060,7 @@ static int check_doc(const char *file, const cJSON *d, gpc_error *err)
             pnum(c, it, at, "rank", 0, GPC_SPEC_NODES_MAX - 1, P_INT);
             pstr(c, it, at, "instance_type", 0);
             pstr(c, it, at, "region", 0);
+            pstr_opt(c, it, at, "zone", sizeof(((gpc_offer *)0)->zone) - 1);
             penum(c, it, at, "purchase", purchases);
             pnum(c, it, at, "price_usd_hr", 0, GPC_CATALOG_PRICE_MAX, 0);
         }

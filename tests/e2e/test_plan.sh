@@ -197,6 +197,20 @@ expect_eq "quickstart: changes" "cluster:quickstart node:quickstart-0 node:quick
 expect_eq "quickstart: max_duration 1800 s, projected total 0 USD (bounded, not null)" "1800 0" \
     "$(json_get "$Q" 'd["cost"]["max_duration_s"], d["cost"]["projected_total_usd"]' | tr -d '(),')"
 expect_eq "quickstart table does not call the run unbounded" "" "$(grep 'no lifecycle.max_duration' "$T/quickstart.txt" || true)"
+# local lists its offer with its own zone, "local": the plan keeps it, and
+# the tables show it after the region
+expect_eq "quickstart: the offer's own zone" "local local local" \
+    "$(json_get "$Q" '" ".join([d["chosen"]["zone"]] + [c["zone"] for c in d["changes"] if c["resource"] == "node"])')"
+expect_match "quickstart table: region/zone" "Chosen offer: local local in local/local, on-demand" "$(cat "$T/quickstart.txt")"
+expect_match "quickstart table: the node changes" "\+ node quickstart-1 \(rank 1\): local local local/local, on-demand, 0\.0000 USD/hour" "$(cat "$T/quickstart.txt")"
+# zone: local keeps the local offer (regression: the spec's zones were read
+# only as a cloud's, named after the region, and it lost on region with
+# "not in []")
+sed 's/^name: quickstart$/name: quickstart\nzone: local/' quickstart.yaml > zoned.yaml
+run_rc rc g -o json plan -f zoned.yaml > "$T/zoned.json" 2> "$T/e.txt"
+expect_eq "zone: local plans: exit 0" 0 "$rc"
+expect_eq "on the local offer, in zone local" "local local local" \
+    "$(json_get "$T/zoned.json" '" ".join((d["chosen"]["provider"], d["chosen"]["region"], d["chosen"]["zone"]))')"
 
 run_rc rc g -o json plan -f quickstart.yaml --out p.json > "$T/printed.json" 2> "$T/out.err"
 expect_eq "plan --out: exit 0" 0 "$rc"
@@ -242,6 +256,8 @@ expect_eq "created 2, waited, succeeded, rank 0 exit 0" "2 True succeeded 0 succ
     "$(json_get "$T/apply.json" '" ".join(str(x) for x in (d["created"], d["waited"], d["phase"], d["exit_code"], d["cluster_status"]["phase"]))')"
 expect_eq "the nodes are on the plan's offer" "local local local" \
     "$(json_get "$T/apply.json" '" ".join(sorted(set(n["instance_type"] + " " + n["region"] for n in d["cluster_status"]["nodes"])) + [d["cluster_status"]["provider"]])')"
+expect_eq "and in the plan's zone" "local" \
+    "$(json_get "$T/apply.json" '" ".join(sorted(set(n["zone"] for n in d["cluster_status"]["nodes"])))')"
 expect_eq "checkpoints landed in the private work dir" yes "$([ -d "$T/work/checkpoints/quickstart" ] && echo yes || echo no)"
 
 run_rc rc g plan -f quickstart.yaml --detailed-exitcode > "$T/again.txt" 2>&1

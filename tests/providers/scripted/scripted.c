@@ -116,7 +116,8 @@ void scripted_timing(long boot_s, long run_s)
     W.run_s = run_s;
 }
 
-void scripted_offer(const char *type, const char *region, double price)
+void scripted_offer_zone(const char *type, const char *region, const char *zone,
+                         double price)
 {
     sc_init();
     if (W.n_offers == SC_MAX_OFFERS)
@@ -125,10 +126,16 @@ void scripted_offer(const char *type, const char *region, double price)
     memset(o, 0, sizeof(*o));
     sc_copy(o->instance_type, sizeof(o->instance_type), type);
     sc_copy(o->region, sizeof(o->region), region);
+    sc_copy(o->zone, sizeof(o->zone), zone);
     o->vcpus = 8;
     o->mem_gib = 32;
     o->price_hourly = price;
     sc_copy(o->fabric, sizeof(o->fabric), "none");
+}
+
+void scripted_offer(const char *type, const char *region, double price)
+{
+    scripted_offer_zone(type, region, "", price);
 }
 
 void scripted_zones(const char *region, const char *zones)

@@ -78,6 +78,11 @@ void scripted_timing(long boot_s, long run_s);
  * `price` USD per node-hour. */
 void scripted_offer(const char *type, const char *region, double price);
 
+/* The same, with the offer's own zone `zone` (as a Slurm partition: the
+ * zone the node is created in when the table lists no zones). */
+void scripted_offer_zone(const char *type, const char *region, const char *zone,
+                         double price);
+
 /* list_zones of `region` gives these zones, space-separated
  * ("r1a r1b r1c"; "" = the type is offered in no zone). */
 void scripted_zones(const char *region, const char *zones);
