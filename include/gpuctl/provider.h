@@ -56,6 +56,14 @@ struct gpc_catalog;
  * group is not replaced alone: the group is removed and made again.
  * Needs create_nodes. */
 #define GPC_CAP_GROUP       (1u << 10)
+/* The provider queues what it is asked for (a batch scheduler: a Slurm job
+ * waits in its partition's queue until the nodes are free, for seconds or
+ * hours): a launch is done once the provider has accepted the nodes, and
+ * apply does not wait for them to run (nor gives up on them after
+ * GPUCTL_BOOT_TIMEOUT_S).  While they wait, describe says why in
+ * gpc_node_status.detail (the scheduler's reason), which the engine says
+ * and records ("note" events) each time it changes. */
+#define GPC_CAP_QUEUE       (1u << 11)
 
 /* Most bytes of provider data (with its NUL): gpc_node_status.data,
  * gpc_cluster_ref.data. */
@@ -232,7 +240,9 @@ typedef struct gpc_provider_config {
     const gpc_log *log;     /* for progress and --debug lines, or NULL */
     /* The provider's named sections of the config file, in the order their
      * names first appear (none when the provider has no site_keys); the
-     * file they come from ("" when there is none) for its messages. */
+     * config file's path, also when it does not exist ("" only when no
+     * path can be made), for its messages.  Valid during open() only: a
+     * provider copies what it keeps. */
     const gpc_site *sites;
     size_t n_sites;
     const char *config_path;
@@ -281,6 +291,14 @@ typedef struct gpc_provider {
      * (size bytes).  May set c->data.  GPC_ERR_PROVIDER when it cannot. */
     int (*rdzv_name)(void *ctx, const struct gpc_cluster_ref *c, char *out, size_t size,
                      gpc_error *err);
+
+    /* Optional: do the nodes of `offer` see this machine's files, at the
+     * same paths (a Slurm cluster whose login node is this machine, on a
+     * shared filesystem)?  1 or 0.  Where the answer differs between the
+     * provider's places; without it, GPC_CAP_SHARED_FILES answers for
+     * every offer.  apply asks it before anything is made: workdir and
+     * checkpoint_dir are then used in place. */
+    int (*shares_files)(void *ctx, const gpc_offer *offer);
 
     /* Optional: a free TCP port for the c10d rendezvous when the provider
      * shares one network namespace between nodes (local). */

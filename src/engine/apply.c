@@ -213,20 +213,32 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         goto out_c;
     }
     /* Where the job's directories are, as the node sees them.  The local
-     * provider's nodes share this machine's files; a cloud node has its
-     * own disk, where checkpoint_dir is a path of the node's and nothing of
-     * this machine is copied (yet). */
+     * provider's nodes share this machine's files, and so do those of a
+     * place its provider says so of (shares_files: a Slurm cluster whose
+     * login node this is); a cloud node has its own disk, where
+     * checkpoint_dir is a path of the node's and nothing of this machine
+     * is copied (yet). */
     const char *target = plan->n_offers ? plan->offers[0].worker.provider
                        : have ? c.provider : gpc_provider_default()->name;
     const gpc_provider *tp = gpc_provider_find(target);
     int shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
+    if (tp && tp->shares_files && plan->n_offers && !(tp->caps & GPC_CAP_PLAN_ONLY)) {
+        /* the provider says per place (its answer needs a session) */
+        gpc_open_provider sp;
+        rc = gpc_session_provider(s, tp->name, &sp, err);
+        if (rc)
+            goto out_c;
+        shares_files = sp.prov->shares_files(sp.ctx, &plan->offers[0].worker);
+    }
     if (spec->workdir && shares_files)
         rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
     else if (spec->workdir && plan->action != GPC_PLAN_NONE)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
-                      "cannot see this machine's files (only the %s provider shares them); "
-                      "put the code in the image or fetch it in setup", spec->source, target,
-                      gpc_provider_names_with(GPC_CAP_SHARED_FILES));
+                      "cannot see this machine's files%s%s%s; put the code in the image or "
+                      "fetch it in setup", spec->source, target,
+                      tp && tp->shares_files ? " there" : " (only the ",
+                      tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
+                      tp && tp->shares_files ? "" : " provider shares them)");
     if (!rc && spec->checkpoint_dir && !shares_files) {
         if (spec->checkpoint_dir[0] != '/')
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "

@@ -406,8 +406,8 @@ static long boot_timeout_s(void)
 static int wait_booted(gpc_session *s, const gpc_open_provider *pv,
                        gpc_cluster_rec *c, double poll_s, gpc_error *err)
 {
-    if (!pv->prov->describe_nodes)
-        return 0;
+    if (!pv->prov->describe_nodes || (pv->prov->caps & GPC_CAP_QUEUE))
+        return 0; /* a queue: accepted is launched */
     long limit = boot_timeout_s();
     int64_t start = gpc_now();
     int last_up = -1;

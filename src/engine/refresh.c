@@ -77,6 +77,56 @@ static int absorb(gpc_session *s, gpc_node_rec *n, const gpc_node_status *ns, in
     return changed;
 }
 
+/* What the provider last said of node `rank` (its last phase event's
+ * detail, or its last note), "" when nothing. */
+static const char *last_said(const gpc_event_rec *ev, size_t n, int rank)
+{
+    for (size_t i = n; i-- > 0;) {
+        if (ev[i].rank != rank)
+            continue;
+        if (strcmp(ev[i].kind, "note") == 0)
+            return ev[i].message;
+        if (strcmp(ev[i].kind, "phase") == 0) {
+            const char *d = strstr(ev[i].message, ": ");
+            return d ? d + 2 : "";
+        }
+    }
+    return "";
+}
+
+/*
+ * Say what the provider says of a node when it matters to the person
+ * waiting: while it is still booting, each new word (a Slurm job pending
+ * for Resources, then for Priority; recorded as a "note" event), and why it
+ * ended when it ends other than by succeeding (the phase event records it).
+ */
+static void note_node(gpc_session *s, const gpc_cluster_rec *c, const gpc_node_rec *nd,
+                      const gpc_node_status *ns, gpc_event_rec **ev, size_t *nev, int *loaded)
+{
+    if (!ns->detail[0])
+        return;
+    if (ns->phase != nd->phase && (ns->phase == GPC_PHASE_FAILED ||
+                                   ns->phase == GPC_PHASE_PREEMPTED ||
+                                   ns->phase == GPC_PHASE_TERMINATED)) {
+        gpc_info(s->log, "%s: node %u %s: %s", c->name, nd->rank, gpc_phase_name(ns->phase),
+                 ns->detail);
+        return;
+    }
+    if (ns->phase != GPC_PHASE_BOOTING || nd->phase != GPC_PHASE_BOOTING)
+        return;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (!*loaded) {
+        *loaded = 1;
+        if (gpc_event_list(s->st, c->id, ev, nev, &e))
+            return;
+    }
+    if (strcmp(last_said(*ev, *nev, (int)nd->rank), ns->detail) == 0)
+        return;
+    gpc_lc_event(s, c->id, (int)nd->rank, "note", "%s", ns->detail);
+    gpc_info(s->log, "%s: node %u: %s", c->name, nd->rank, ns->detail);
+}
+
 /* Reload *c from the state (another gpuctl may have changed it). */
 static int reload(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
 {
@@ -199,16 +249,22 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err)
         if (!rc && !c->destroyed_at)
             rc = gpc_node_list(s->st, c->id, 0, &cur, &ncur, err);
         int64_t now = gpc_now();
+        gpc_event_rec *ev = NULL;
+        size_t nev = 0;
+        int ev_loaded = 0;
         for (size_t j = 0; !rc && !c->destroyed_at && j < ncur; j++) {
             for (size_t i = 0; i < n; i++) {
                 if (!have[i] || nodes[i].id != cur[j].id)
                     continue;
-                if (strcmp(nodes[i].provider_id, cur[j].provider_id) == 0 &&
-                    absorb(s, &cur[j], &ns[i], now))
+                if (strcmp(nodes[i].provider_id, cur[j].provider_id) != 0)
+                    break;
+                note_node(s, c, &cur[j], &ns[i], &ev, &nev, &ev_loaded);
+                if (absorb(s, &cur[j], &ns[i], now))
                     rc = gpc_node_update(s->st, &cur[j], err);
                 break;
             }
         }
+        gpc_event_list_free(ev, nev);
         /* the summary reads every row: a head that is gone (terminated)
          * still decides the cluster's phase */
         gpc_node_rec *all = NULL;
