@@ -73,10 +73,11 @@ typedef struct slurm_result {
 /*
  * Run the shell command line `cmd` on site `s`'s login node, with `input`
  * (len bytes, NULL = nothing) on its standard input, and wait at most
- * timeout_s seconds.  login = local: /bin/sh -c cmd, in an environment of
- * PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and the SLURM_* and MUNGE_*
- * variables only (so that no secret of gpuctl's environment, such as
- * AWS_SECRET_ACCESS_KEY, reaches a job that sbatch --export=ALL starts);
+ * timeout_s seconds.  login = local: /bin/sh -c cmd, in gpuctl's
+ * environment less everything but what the Slurm commands and the user's
+ * software environment need (exec.c keep_var; docs/providers/slurm.md), so
+ * that no secret of gpuctl's environment, such as AWS_SECRET_ACCESS_KEY,
+ * reaches a job that sbatch --export=ALL starts;
  * otherwise `ssh -o BatchMode=yes -o ConnectTimeout=15 -- LOGIN cmd`
  * (the user's ssh config and agent apply; the login node's shell runs
  * cmd).  *r is filled (free with slurm_result_free, also after an error)
@@ -191,6 +192,46 @@ int slurm_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *
                       gpc_error *err);
 
 /* ---- job.c ---- */
+
+/* The most nodes of one job whose status is read (ranks beyond are
+ * reported from the job's state alone). */
+#define SLURM_JOB_NODES_MAX 64
+
+/* What one poll learnt of a job. */
+typedef struct slurm_job_view {
+    int known;              /* Slurm (or accounting) knows the job */
+    char state[32];         /* JobState: PENDING, RUNNING, COMPLETED, ... */
+    char reason[128];       /* Reason: why it is pending ("Resources") */
+    int exit_code, exit_signal; /* ExitCode=CODE:SIGNAL */
+    char nodelist[256];     /* NodeList as Slurm prints it ("node[1-2]") */
+    size_t n_nodes;         /* the allocation's hosts, in rank order: */
+    struct {
+        char name[64], addr[64], state[64]; /* NodeName, NodeAddr, State */
+    } nodes[SLURM_JOB_NODES_MAX];
+    struct {                /* what each rank's bootstrap recorded */
+        int seen;           /* its directory exists */
+        char phase[16];     /* its phase file, "" when none */
+        int exit_status;    /* its exit_status file; -1 = none recorded */
+    } files[SLURM_JOB_NODES_MAX];
+} slurm_job_view;
+
+/*
+ * Read what job.c's status command printed (sections "@job": the line of
+ * `scontrol show job -o` or nothing; "@acct": `sacct -n -P -X -o
+ * State,ExitCode` lines when Slurm has forgotten the job; "@nodes": a
+ * `scontrol show node -o` line per host of the allocation, in rank order;
+ * "@files": "RANK|PHASE|EXIT_STATUS" per node directory) into *v.
+ */
+void slurm_job_view_parse(const char *text, slurm_job_view *v);
+
+/*
+ * The status of node `rank` of job `job` on site `site` from *v
+ * (docs/providers/slurm.md, "Status, logs, destroy"): phase, exit code,
+ * whether it stopped, its NodeAddr, and the detail the engine says (the
+ * pending reason, the lost node).
+ */
+void slurm_job_node_status(const char *site, long job, unsigned rank, const slurm_job_view *v,
+                           gpc_node_status *o);
 
 int slurm_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n,
                        gpc_node_status *out, gpc_error *err);

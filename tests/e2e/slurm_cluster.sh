@@ -16,7 +16,7 @@
 # The Slurm cluster (docs/testing.md, "The real Slurm"): controller on
 # 127.0.0.1, node1 at NodeAddr 127.0.0.2 and node2 at 127.0.0.3 (both
 # NodeHostname=localhost, so a node's address is only known from Slurm),
-# each with 2 CPUs, 1000 MB and Gres=gpu:a100:2 on fake devices (char
+# each with 2 CPUs, 4000 MB and Gres=gpu:a100:2 on fake devices (char
 # devices 1,3: /dev/null's numbers) in DIR/dev.  Partitions: gpu (node1
 # and node2, the default, MaxTime 2:00:00) and one (node1 only).  The three
 # TCP ports are free ports picked at start, and munged is our own (key,
@@ -122,8 +122,8 @@ MinJobAge=300
 KillWait=5
 MailProg=/bin/true
 GresTypes=gpu
-NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.2 Port=$3 CPUs=2 RealMemory=1000 Gres=gpu:a100:2 State=UNKNOWN
-NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.3 Port=$4 CPUs=2 RealMemory=1000 Gres=gpu:a100:2 State=UNKNOWN
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.2 Port=$3 CPUs=2 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
+NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.3 Port=$4 CPUs=2 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
 PartitionName=gpu Nodes=node[1-2] Default=YES MaxTime=2:00:00 State=UP OverSubscribe=NO
 PartitionName=one Nodes=node1 MaxTime=2:00:00 State=UP OverSubscribe=NO
 EOF

@@ -10,7 +10,7 @@ mkdir -p "$T/work" && cd "$T/work"
 
 run_rc rc g version > "$T/v.txt"
 expect_eq "version exits 0" 0 "$rc"
-expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local, aws;" "$(cat "$T/v.txt")"
+expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local, aws, slurm;" "$(cat "$T/v.txt")"
 g -o json version > "$T/v.json"
 check_schema "$T/v.json" version
 
@@ -205,7 +205,7 @@ expect_match "plan says azure is planned from the catalog only" "note: provider 
 printf 'name: cand\nprovider: [azure, aliyun]\nrun: {command: "true"}\n' > cand2.yaml
 run_rc rc g apply -f cand2.yaml --dry-run 2> "$T/cand2.err"
 expect_eq "chosen provider not built in: exit 6" 6 "$rc"
-expect_match "and says so" "provider '(azure|aliyun)' is not built into this gpuctl \(available: local, aws\)" "$(cat "$T/cand2.err")"
+expect_match "and says so" "provider '(azure|aliyun)' is not built into this gpuctl \(available: local, aws, slurm\)" "$(cat "$T/cand2.err")"
 
 # The local provider refuses what it cannot be (exit 22), it does not ignore it.
 for y in 'resources: {instance_types: p4d.24xlarge}' 'region: us-east-1' \

@@ -416,7 +416,7 @@ expect_eq "plan --out for bert-t4: exit 0" 0 "$rc"
 before=$(n_clusters)
 run_rc rc g apply bert.json > /dev/null 2> "$T/e.txt"
 expect_eq "apply of a cloud plan: exit 6" 6 "$rc"
-expect_eq "names the provider" "gpuctl: error: provider 'azure' is not built into this gpuctl (available: local, aws)" "$(cat "$T/e.txt")"
+expect_eq "names the provider" "gpuctl: error: provider 'azure' is not built into this gpuctl (available: local, aws, slurm)" "$(cat "$T/e.txt")"
 run_rc rc g -o json apply bert.json > "$T/cloud.json" 2> /dev/null
 check_schema "$T/cloud.json" apply
 expect_eq "json: provider 6, no cluster" "provider 6 None" \

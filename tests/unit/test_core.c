@@ -478,12 +478,12 @@ static void test_settings_file_errors(void **state)
     (void)state;
     char msg[512];
     expect_error("[aws]\nendpoint = http://x\n", GPC_ERR_USAGE,
-                 ":1: unknown section [aws] (sections are [provider \"NAME\"])");
+                 ":1: unknown section [aws] (sections are [provider \"NAME\"], [slurm \"NAME\"])");
     expect_error("\n[provider aws]\n", GPC_ERR_USAGE,
-                 ":2: unknown section [provider aws] (sections are [provider \"NAME\"])");
+                 ":2: unknown section [provider aws] (sections are [provider \"NAME\"], [slurm \"NAME\"])");
     /* every provider of the registry, plan-only ones too, can have settings */
     expect_error("[provider \"aws\"]\nregion = a\n[provider \"nosuch\"]\nendpoint = x\n",
-                 GPC_ERR_USAGE, ":3: unknown provider 'nosuch' (known: local, aliyun, aws, azure)");
+                 GPC_ERR_USAGE, ":3: unknown provider 'nosuch' (known: local, aliyun, aws, azure, slurm)");
     expect_error("[provider \"aws\"]\nzone = us-east-1a\n", GPC_ERR_USAGE,
                  ":2: unknown key 'zone' in [provider \"aws\"] (keys: endpoint, profile, "
                  "region)");

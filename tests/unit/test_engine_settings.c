@@ -185,7 +185,7 @@ static void test_site_errors(void **state)
 {
     (void)state;
     /* sections of a provider without site_keys, or of none */
-    const char *sections = " (sections are [provider \"NAME\"], [scripted_group \"NAME\"])";
+    const char *sections = " (sections are [provider \"NAME\"], [slurm \"NAME\"], [scripted_group \"NAME\"])";
     char msg[512];
     snprintf(msg, sizeof(msg), ":1: unknown section [aws \"x\"]%s", sections);
     expect_error("[aws \"x\"]\nlogin = a\n", msg);

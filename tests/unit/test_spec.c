@@ -823,10 +823,10 @@ static void test_provider(void **state)
 
     static const err_case cases[] = {
         {MIN "provider: gcp\n",
-         "job.yaml:3:11: provider: unknown provider 'gcp' (known: local, aliyun, aws, azure)"},
+         "job.yaml:3:11: provider: unknown provider 'gcp' (known: local, aliyun, aws, azure, slurm)"},
         {MIN "provider: [aws, awz]\n",
          "job.yaml:3:17: provider[1]: unknown provider 'awz' (did you mean 'aws'? known: local, "
-         "aliyun, aws, azure)"},
+         "aliyun, aws, azure, slurm)"},
         {MIN "provider: [aws, aws]\n", "job.yaml:3:17: provider[1]: 'aws' is listed twice"},
         {MIN "provider: []\n", "job.yaml:3:11: provider: empty list; name at least one provider"},
         {MIN "provider: {aws: 1}\n",
