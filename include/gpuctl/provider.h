@@ -404,6 +404,14 @@ typedef struct gpc_provider {
      * rows: why its prices cannot be refreshed, said after "NAME: ". */
     const char *no_refresh_prices;
 
+    /* Optional, for a provider that lists its own offers from what it
+     * recorded earlier (GPC_CAP_OWN_OFFERS; a Slurm cluster's partitions,
+     * nodes and limits): ask again and record it, for `gpuctl catalog
+     * update`.  `detail` (size bytes) says what it found, for a person.
+     * GPC_ERR_AUTH when the provider has nothing to ask (no Slurm cluster
+     * configured); the provider's errors otherwise. */
+    int (*refresh_offers)(void *ctx, char *detail, size_t size, gpc_error *err);
+
     /* Optional: is `zone` a zone name of this provider that exists in
      * every region (Azure numbers its availability zones 1, 2, 3 in each
      * region)?  A spec's zone that some provider says so of keeps every

@@ -146,6 +146,9 @@ typedef struct gpc_userdata_rules {
     int base64;             /* the API wants base64 (exactly once) */
     const char *node_script;/* the node script (NUL-terminated, static
                                storage); NULL only where nothing is rendered */
+    int bare;               /* 1: the node gets the bootstrap itself, not
+                               cloud-init user-data (a Slurm batch script
+                               carries it): `gpuctl render` shows it so */
 } gpc_userdata_rules;
 
 /*

@@ -269,6 +269,7 @@ static const gpc_userdata_rules slurm_userdata = {
     .max_raw = 0, /* the bootstrap is written into the batch script: no limit
                      of a metadata service */
     .node_script = (const char *)gpc_node_script_slurm,
+    .bare = 1,
 };
 
 const gpc_provider gpc_provider_slurm = {
@@ -288,6 +289,7 @@ const gpc_provider gpc_provider_slurm = {
     .describe_nodes = slurm_describe_nodes,
     .delete_node = slurm_delete_node,
     .check = slurm_check,
+    .refresh_offers = slurm_check,
     .read_log = slurm_read_log,
     .site_keys = site_keys,
 };

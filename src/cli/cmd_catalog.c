@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/catalog.h"
+#include "gpuctl/cluster.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/util.h"
 
@@ -142,6 +143,43 @@ static int catalog_show(const gpc_out *o, const gpc_catalog *cat, const char *us
     return 0;
 }
 
+/* `catalog update` of a provider whose offers come from what it recorded
+ * (refresh_offers: a Slurm cluster's partitions and nodes): ask it again.
+ * Not named, one with nothing to ask (GPC_ERR_AUTH: no Slurm cluster
+ * configured) is skipped with a note. */
+static int refresh_own(const gpc_out *o, const gpc_provider *p, int named, cJSON *provs,
+                       gpc_error *err)
+{
+    cJSON *pj = cJSON_CreateObject();
+    cJSON_AddStringToObject(pj, "provider", p->name);
+    cJSON_AddItemToArray(provs, pj);
+    gpc_session s;
+    gpc_error e;
+    gpc_error_clear(&e);
+    char detail[1024] = "";
+    int rc = gpc_session_open(&s, &o->cfg, &e);
+    if (!rc) {
+        gpc_open_provider op;
+        rc = gpc_session_provider(&s, p->name, &op, &e);
+        if (!rc)
+            rc = op.prov->refresh_offers(op.ctx, detail, sizeof(detail), &e);
+        gpc_session_close(&s);
+    }
+    if (rc && !named && e.code == GPC_ERR_AUTH) {
+        cJSON_AddStringToObject(pj, "status", "skipped");
+        cJSON_AddStringToObject(pj, "reason", e.msg);
+        gpc_info(&o->log, "%s (skipped)", e.msg);
+        return 0;
+    }
+    cJSON_AddStringToObject(pj, "status", rc ? "failed" : "updated");
+    if (rc)
+        return gpc_error_wrap(err, &e, NULL);
+    cJSON_AddStringToObject(pj, "detail", detail);
+    if (o->format != GPC_OUT_JSON)
+        printf("%s: %s\n", p->name, detail);
+    return 0;
+}
+
 static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_args *a,
                           const char *user_path)
 {
@@ -175,9 +213,10 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
             size_t k = 0;
             while (k < n_known && strcmp(known[k]->name, a->providers[i]) != 0)
                 k++;
-            if (k < n_known)
+            const gpc_provider *p = gpc_provider_find(a->providers[i]);
+            if (k < n_known || (p && p->refresh_offers))
                 continue;
-            if (gpc_provider_find(a->providers[i]))
+            if (p)
                 rc = gpc_fail(&err, GPC_ERR_USAGE, "provider '%s' lists its offers itself and "
                               "has no catalog prices to update (those with catalog rows: %s)",
                               a->providers[i], names);
@@ -231,6 +270,41 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
             }
             cJSON_AddItemToArray(provs, pj);
         }
+        /* then the providers whose offers come from what they recorded */
+        for (size_t i = 0; !rc && gpc_providers[i]; i++) {
+            const gpc_provider *p = gpc_providers[i];
+            if (!p->refresh_offers || (a->n_providers && !has(a->providers, a->n_providers,
+                                                              p->name)))
+                continue;
+            if (a->dry_run) {
+                /* what it records is its own: a dry run asks nothing */
+                cJSON *pj = cJSON_CreateObject();
+                cJSON_AddStringToObject(pj, "provider", p->name);
+                cJSON_AddStringToObject(pj, "status", "skipped");
+                cJSON_AddStringToObject(pj, "reason", "--dry-run");
+                cJSON_AddItemToArray(provs, pj);
+                continue;
+            }
+            rc = refresh_own(o, p, a->n_providers > 0, provs, &err);
+        }
+    }
+    /* Only providers that record their own offers asked: no catalog to write. */
+    int own_only = a->n_providers > 0 && !a->from;
+    for (size_t i = 0; own_only && i < a->n_providers; i++) {
+        const gpc_provider *p = gpc_provider_find(a->providers[i]);
+        own_only = p && p->refresh_offers;
+    }
+    if (own_only) {
+        if (!rc && o->format == GPC_OUT_JSON) {
+            cJSON_AddStringToObject(doc, "written", "");
+            cJSON_AddBoolToObject(doc, "dry_run", a->dry_run);
+            cJSON_AddNumberToObject(doc, "rows", (double)cat->n_rows);
+            cJSON_AddStringToObject(doc, "sha256", cat->sha256);
+            gpc_print_json(doc);
+            doc = NULL;
+        }
+        cJSON_Delete(doc);
+        return rc ? gpc_report_error(o, &err) : 0;
     }
     gpc_buf csv;
     gpc_buf_init(&csv, GPC_CATALOG_MAX_BYTES);

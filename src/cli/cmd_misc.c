@@ -217,7 +217,18 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
     char *ud = NULL, *enc = NULL;
     size_t enc_len = 0;
     int gz = 0;
-    rc = gpc_render_userdata(spec, &ctx, rules, &ud, &err);
+    if (rules->bare) {
+        /* the provider hands the node the bootstrap as it is */
+        gpc_payload pl;
+        rc = gpc_render_payload(spec, &ctx, rules, &pl, &err);
+        if (!rc) {
+            ud = pl.script;
+            pl.script = NULL;
+            gpc_payload_free(&pl);
+        }
+    } else {
+        rc = gpc_render_userdata(spec, &ctx, rules, &ud, &err);
+    }
     if (!rc)
         rc = gpc_userdata_encode(ud, strlen(ud), rules, &enc, &enc_len, &gz, &err);
     if (!rc && o->format == GPC_OUT_JSON) {
@@ -236,8 +247,13 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
             printf("%s\n", enc);
         else
             fputs(ud, stdout);
-        gpc_info(&o->log, "gpuctl: %s user-data for node %ld: %zu bytes%s, %zu bytes as sent",
-                 prov, a.node, strlen(ud), gz ? " (gzipped)" : "", enc_len);
+        if (rules->bare)
+            gpc_info(&o->log, "gpuctl: %s bootstrap for node %ld: %zu bytes (no cloud-init: "
+                     "the provider runs it as it is; docs/providers/%s.md)", prov, a.node,
+                     strlen(ud), prov);
+        else
+            gpc_info(&o->log, "gpuctl: %s user-data for node %ld: %zu bytes%s, %zu bytes as "
+                     "sent", prov, a.node, strlen(ud), gz ? " (gzipped)" : "", enc_len);
     }
     free(ud);
     free(enc);

@@ -111,9 +111,12 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
         if (strcmp(gpc_json_str(chosen, "purchase"), gpc_json_str(chosen, "head_purchase")) != 0)
             printf(" (head %s)", gpc_json_str(chosen, "head_purchase"));
         printf("\n  per node: ");
-        if (gpc_json_num(gpu, "count", 0) > 0)
+        if (gpc_json_num(gpu, "count", 0) > 0 && gpc_json_num(gpu, "memory_gib", 0) > 0)
             printf("%g x %s (%.4g GiB", gpc_json_num(gpu, "count", 0), gpc_json_str(gpu, "model"),
                    gpc_json_num(gpu, "memory_gib", 0));
+        else if (gpc_json_num(gpu, "count", 0) > 0) /* a Slurm GRES says no size */
+            printf("%g x %s (memory not known", gpc_json_num(gpu, "count", 0),
+                   gpc_json_str(gpu, "model"));
         const cJSON *tf = cJSON_GetObjectItemCaseSensitive(gpu, "tflops_dense");
         if (gpc_json_num(gpu, "count", 0) > 0 && cJSON_IsNumber(tf))
             printf(", %g dense TFLOPS each), ", tf->valuedouble);

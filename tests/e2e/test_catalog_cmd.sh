@@ -250,7 +250,7 @@ run_rc rc g -o json catalog update --endpoint "$ENDPOINT" --dry-run > "$T/all.js
 stop_server
 expect_eq "update (all providers) --dry-run: exit 0" 0 "$rc"
 check_schema "$T/all.json" catalog
-expect_eq "aws skipped, azure updated, aliyun skipped" "aws:skipped azure:updated aliyun:skipped" \
+expect_eq "aws skipped, azure updated, aliyun skipped, slurm not asked on a dry run" "aws:skipped azure:updated aliyun:skipped slurm:skipped" \
     "$(json_get "$T/all.json" '" ".join(p["provider"] + ":" + p["status"] for p in d["providers"])')"
 expect_match "the skip is said on stderr" "aliyun: refreshing prices needs DescribePrice and DescribeSpotPriceHistory with Alibaba Cloud credentials.*\(skipped\)" "$(cat "$T/all.err")"
 

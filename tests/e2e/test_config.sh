@@ -55,7 +55,7 @@ run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" --endpoint gcp=http://127.0.0.1:9 c
     > "$T/check-gcp.txt" 2>&1
 expect_eq "--endpoint gcp=URL: exit 3" 3 "$rc"
 expect_match "--endpoint gcp=URL: the message" \
-    "gpuctl: error: --endpoint gcp=http://127.0.0.1:9: unknown provider 'gcp' \(known: local, aliyun, aws, azure\)" \
+    "gpuctl: error: --endpoint gcp=http://127.0.0.1:9: unknown provider 'gcp' \(known: local, aliyun, aws, azure, slurm\)" \
     "$(cat "$T/check-gcp.txt")"
 run_rc rc "$GPUCTL_BIN" --state-dir "$STATE" --profile aws= check aws > "$T/check-empty.txt" 2>&1
 expect_eq "--profile aws=: exit 3" 3 "$rc"

@@ -28,10 +28,16 @@ login = local
 job_dir = $T/jobs
 gpu_hour_price = 0.5
 EOF
-export GPUCTL_CONFIG="$T/config"
+export GPUCTL_CONFIG="$T/config" GPUCTL_CONFIG_DIR="$T/cfgdir"
 # the quickstart and its code, outside the source tree (checkpoints go there)
 cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" "$T/ex/"
 cp "$GPUCTL_SOURCE_DIR/examples/slurm/quickstart.yaml" "$T/ex/slurm/"
+# The two nodes share this machine's network: each job's rendezvous gets a
+# port of its own, free now (another test may run a job on 29400).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+}
+printf '  rdzv_port: %s\n' "$(free_port)" >> "$T/ex/slurm/quickstart.yaml"
 # jobs_in_slurm: how many jobs Slurm knows of (any state)
 jobs_in_slurm() { squeue -h -t all -o %i | wc -l; }
 # small JOB NODES COMMAND [EXTRA YAML]: a spec that trains nothing
@@ -45,6 +51,7 @@ lifecycle:
 run:
   command: $3
   nproc_per_node: 1
+  rdzv_port: $(free_port)
 ${4:-}
 EOF
 }
@@ -60,6 +67,13 @@ expect_eq "check slurm exits 0" 0 "$rc"
 expect_match "check names partitions, nodes and GPUs" "lab \(login here, slurm-wlm 22\.05\.[0-9]+\): controller up, 2 partition\(s\): gpu \(2 node\(s\), 4 GPU\(s\)\), one \(1 node\(s\), 2 GPU\(s\)\)" "$(cat "$T/check.out")"
 expect_eq "the record is kept in the state directory" "1 2" \
     "$(json_get "$STATE/slurm/lab.json" 'd["schema_version"], len(d["partitions"])' | tr -d '(),')"
+
+run_rc rc g -o json catalog update --provider slurm > "$T/cu.json" 2> "$T/cu.err"
+expect_eq "catalog update --provider slurm asks again: exit 0" 0 "$rc"
+check_schema "$T/cu.json" catalog
+expect_eq "slurm updated, no catalog written" "slurm:updated written=" \
+    "$(json_get "$T/cu.json" '" ".join(p["provider"] + ":" + p["status"] for p in d["providers"]) + " written=" + d["written"]')"
+expect_eq "no catalog override made" "absent" "$(test -e "$GPUCTL_CONFIG_DIR/catalog.csv" && echo present || echo absent)"
 
 # 3. plan is offline: with the controller's address unreachable it still plans.
 run_rc rc env SLURM_CONF=/nonexistent "$GPUCTL_BIN" --state-dir "$STATE" -o json \
@@ -85,7 +99,7 @@ expect_match "names partition one" "partition 'one' of Slurm cluster 'lab' has 1
 run_rc rc g apply -y -f "$T/ex/slurm/quickstart.yaml" --wait > "$T/qs.out" 2> "$T/qs.err"
 expect_eq "quickstart on Slurm exits 0" 0 "$rc"
 expect_match "rank 0 reached the target accuracy" "^\[node 0\] .*target accuracy reached" "$(cat "$T/qs.out")"
-expect_match "node 1 joined the head at node1's NodeAddr" "^\[node 1\] .*node 1 of 2, head 127\.0\.0\.2:29400" "$(cat "$T/qs.out")"
+expect_match "node 1 joined the head at node1's NodeAddr" "^\[node 1\] .*node 1 of 2, head 127\.0\.0\.2:[0-9]+," "$(cat "$T/qs.out")"
 g -o json status slurm-quickstart > "$T/qs.json"
 expect_eq "both nodes succeeded, at their NodeAddr, ids SITE/JOB/RANK" \
     "succeeded 127.0.0.2 lab/J/0 succeeded 127.0.0.3 lab/J/1" \
@@ -115,6 +129,7 @@ run:
     python3 -c 'import sys, torch.distributed as d; d.init_process_group("gloo"); sys.exit(7) if d.get_rank() == 1 else d.barrier()'
   nproc_per_node: 1
 EOF
+printf '  rdzv_port: %s\n' "$(free_port)" >> "$T/failing.yaml"
 run_rc rc g apply -y -f "$T/failing.yaml" --wait > "$T/f.out" 2> "$T/f.err"
 expect_eq "apply --wait exits as a failed job" 10 "$rc"
 g -o json status failing > "$T/f.json"

@@ -213,7 +213,7 @@ static const char mode_script[] =
     "  printf '%s\\n' \"${STUB_HEAD_ADDR:-}\"\n"
     "}\n"
     "##endif\n";
-static const gpc_userdata_rules mode_rules = {"modes", 0, 0, 0, mode_script};
+static const gpc_userdata_rules mode_rules = {"modes", 0, 0, 0, mode_script, 0};
 
 /* The modes a node can be rendered in: rank source, rendezvous source,
  * rank, head address. */
@@ -2505,7 +2505,7 @@ static void test_encode_too_big(void **state)
     assert_string_equal(enc, "untouched");
 
     /* where gzip is not allowed, the plain size is named */
-    gpc_userdata_rules strict = {"test", 1000, 0, 1, NULL};
+    gpc_userdata_rules strict = {"test", 1000, 0, 1, NULL, 0};
     fmt(want, sizeof(want), "user-data is %zu bytes; test allows 1000", len);
     gpc_error_clear(&e);
     assert_int_equal(gpc_userdata_encode(ud, len, &strict, &enc, &enc_len, &gz, &e),
