@@ -467,7 +467,9 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
     } else if (starts(st, "PREEMPTED")) {
         o->phase = GPC_PHASE_PREEMPTED;
         snprintf(o->detail, sizeof(o->detail), "Slurm preempted job %ld", job);
-    } else if (file_exit >= 0 && !starts(st, "CANCELLED")) {
+    } else if (file_exit >= 0 && !starts(st, "CANCELLED") && !starts(st, "TIMEOUT")) {
+        /* (what a bootstrap recorded of Slurm's SIGTERM, 143, is neither
+         * a cancel's nor a time limit's exit status) */
         o->phase = file_exit == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
         o->exit_code = file_exit;
         snprintf(o->detail, sizeof(o->detail), "Slurm job %ld %s", job, st);
