@@ -389,10 +389,12 @@ static int starts(const char *s, const char *prefix)
 }
 
 /* A Slurm node state that means the node is lost: DOWN, FAIL, or not
- * responding (a '*' after the state). */
+ * responding (scontrol's "+NOT_RESPONDING", sinfo's '*' after the
+ * state). */
 static int node_lost(const char *state)
 {
-    return strstr(state, "DOWN") || strstr(state, "FAIL") || strchr(state, '*');
+    return strstr(state, "DOWN") || strstr(state, "FAIL") || strstr(state, "NOT_RESPONDING") ||
+           strchr(state, '*');
 }
 
 void slurm_job_node_status(const char *site, long job, unsigned rank, const slurm_job_view *v,
