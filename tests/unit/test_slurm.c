@@ -983,6 +983,36 @@ static const char node1_completing[] =
     "CfgTRES=cpu=2,mem=4000M,billing=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 "
     "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s\n";
 
+/* A third: job 1 of two nodes whose tasks ignore SIGTERM, run past
+ * --time=1 with KillWait=20: COMPLETING for TimeLimit, then TIMEOUT. */
+static const char job_completing_timelimit[] =
+    "JobId=1 JobName=wrap UserId=root(0) GroupId=root(0) MCS_label=N/A "
+    "Priority=4294901759 Nice=0 Account=(null) QOS=(null) JobState=COMPLETING "
+    "Reason=TimeLimit Dependency=(null) Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 "
+    "ExitCode=0:15 RunTime=00:01:27 TimeLimit=00:01:00 TimeMin=N/A "
+    "SubmitTime=2026-12-01T22:44:54 EligibleTime=2026-12-01T22:44:54 "
+    "AccrueTime=2026-12-01T22:44:54 StartTime=2026-12-01T22:44:56 "
+    "EndTime=2026-12-01T22:46:23 Deadline=N/A SuspendTime=None SecsPreSuspend=0 "
+    "LastSchedEval=2026-12-01T22:44:56 Scheduler=Main Partition=gpu "
+    "AllocNode:Sid=localhost:20742 ReqNodeList=(null) ExcNodeList=(null) "
+    "NodeList=node[1-2] BatchHost=node1 NumNodes=2 NumCPUs=4 NumTasks=2 CPUs/Task=1 "
+    "ReqB:S:C:T=0:0:*:* TRES=cpu=4,node=2,billing=4 Socks/Node=* "
+    "NtasksPerN:B:S:C=0:0:*:* CoreSpec=* MinCPUsNode=1 MinMemoryNode=0 MinTmpDiskNode=0 "
+    "Features=(null) DelayBoot=00:00:00 OverSubscribe=NO Contiguous=0 Licenses=(null) "
+    "Network=(null) Command=(null) WorkDir=/tmp/slcap StdErr=/tmp/slcap/slurm-1.out "
+    "StdIn=/dev/null StdOut=/tmp/slcap/slurm-1.out Power= \n";
+
+static const char node2_completing[] =
+    "NodeName=node2 Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=2 CPUTot=2 "
+    "CPULoad=4.09 AvailableFeatures=(null) ActiveFeatures=(null) Gres=gpu:a100:2 "
+    "NodeAddr=127.0.0.3 NodeHostName=localhost Port=21740 Version=22.05.8 OS=Linux "
+    "6.18.44-fc-v1045 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=4000 AllocMem=0 "
+    "FreeMem=22156 Sockets=2 Boards=1 State=IDLE+COMPLETING ThreadsPerCore=1 TmpDisk=0 "
+    "Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu  BootTime=2026-12-01T14:06:44 "
+    "SlurmdStartTime=2026-12-01T22:44:53 LastBusyTime=2026-12-01T22:46:23 "
+    "CfgTRES=cpu=2,mem=4000M,billing=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 "
+    "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s\n";
+
 /* The node lines while job 5 ran (node1_alloc, node2_alloc) and after
  * node2 was lost (node1_idle, node2_down); what the status command prints
  * for a host scontrol does not know. */
@@ -1176,6 +1206,15 @@ static void test_status_timeout_cancelled(void **state)
     expect_node(v, 4, 0, GPC_PHASE_FAILED, 124, 1, "127.0.0.2", "Slurm job 4 TIMEOUT");
     v = view(status_text(job_timeout, "", node1_idle, "0|running|\n"));
     expect_node(v, 4, 0, GPC_PHASE_FAILED, 124, 1, "127.0.0.2", "Slurm job 4 TIMEOUT");
+    /* while Slurm stops the nodes (COMPLETING, Reason=TimeLimit): the
+     * same, not the 143 the bootstraps recorded (said as failed 143 before) */
+    char nodes2[4096];
+    snprintf(nodes2, sizeof(nodes2), "%s%s", node1_completing, node2_completing);
+    v = view(status_text(job_completing_timelimit, "", nodes2, "0|failed|143\n1|running|\n"));
+    assert_string_equal(v->state, "COMPLETING");
+    assert_string_equal(v->reason, "TimeLimit");
+    expect_node(v, 1, 0, GPC_PHASE_FAILED, 124, 1, "127.0.0.2", "Slurm job 1 TIMEOUT");
+    expect_node(v, 1, 1, GPC_PHASE_FAILED, 124, 1, "127.0.0.3", "Slurm job 1 TIMEOUT");
 
     /* CANCELLED: terminated, what the bootstraps recorded of the SIGTERM
      * is no exit status */
