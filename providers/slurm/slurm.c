@@ -241,9 +241,6 @@ static int slurm_check(void *ctx, char *detail, size_t size, gpc_error *err)
             rc = slurm_record_save(c, &rec, err);
         if (rc)
             break;
-        uint32_t gpus = 0;
-        for (size_t k = 0; k < rec.n_nodes; k++)
-            gpus += rec.nodes[k].gpus;
         gpc_buf_addf(&d, NULL, "%s%s (%s, %s): %s, %zu partition(s):", d.len ? "; " : "",
                      c->sites[i].name, c->sites[i].local ? "login here" : c->sites[i].login,
                      rec.version[0] ? rec.version : "slurm", "controller up", rec.n_parts);
