@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -75,6 +76,32 @@ static void first_line(const gpc_buf *b, char *out, size_t size)
     while (*s == '\n' || *s == ' ')
         s++;
     snprintf(out, size, "%.*s", (int)strcspn(s, "\n"), s);
+}
+
+/* write() to the command's stdin without SIGPIPE: a command that exits
+ * without reading its input (ssh that cannot connect, sbatch refusing an
+ * option) must be an EPIPE here, not the end of gpuctl.  SIGPIPE is
+ * blocked in this thread for the write, and the one the write raised, if
+ * any, taken before it is unblocked (a SIGPIPE already pending stays). */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigemptyset(&pending);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t w = write(fd, buf, n);
+    int e = errno;
+    if (w < 0 && e == EPIPE && !was_pending) {
+        const struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
 }
 
 static int spawn(const slurm_site *s, const char *cmd, int fds[3][2], pid_t *pid,
@@ -193,7 +220,7 @@ int slurm_exec(const slurm_site *s, const char *cmd, const char *input, size_t l
             if (!pf[k].revents)
                 continue;
             if (idx[k] == 2) {
-                ssize_t w = write(in, input + sent, len - sent);
+                ssize_t w = write_nosigpipe(in, input + sent, len - sent);
                 if (w > 0)
                     sent += (size_t)w;
                 if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == len) {
@@ -225,8 +252,21 @@ int slurm_exec(const slurm_site *s, const char *cmd, const char *input, size_t l
     if (timed_out || too_big || rc)
         kill(-pid, SIGKILL);
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, timed_out || too_big || rc ? 0 : WNOHANG);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w != 0)
+            break;
+        /* it closed its output and runs on: the time limit still holds */
+        if (mono_now() >= deadline) {
+            timed_out = 1;
+            kill(-pid, SIGKILL);
+            continue;
+        }
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
     if (rc)
         return rc;

@@ -389,10 +389,12 @@ static int starts(const char *s, const char *prefix)
 }
 
 /* A Slurm node state that means the node is lost: DOWN, FAIL, or not
- * responding (a '*' after the state). */
+ * responding (scontrol's "+NOT_RESPONDING", sinfo's '*' after the
+ * state). */
 static int node_lost(const char *state)
 {
-    return strstr(state, "DOWN") || strstr(state, "FAIL") || strchr(state, '*');
+    return strstr(state, "DOWN") || strstr(state, "FAIL") || strstr(state, "NOT_RESPONDING") ||
+           strchr(state, '*');
 }
 
 void slurm_job_node_status(const char *site, long job, unsigned rank, const slurm_job_view *v,
@@ -409,6 +411,10 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
      * while Slurm stops the other nodes, then NODE_FAIL */
     int node_fail = starts(st, "NODE_FAIL") ||
                     (starts(st, "COMPLETING") && strcmp(v->reason, "NodeDown") == 0);
+    /* Slurm's time limit: COMPLETING (TimeLimit) while it stops the nodes
+     * (KillWait), then TIMEOUT */
+    int time_limit = starts(st, "TIMEOUT") ||
+                     (starts(st, "COMPLETING") && strcmp(v->reason, "TimeLimit") == 0);
     int terminal = v->known && !starts(st, "PENDING") && !starts(st, "RUNNING") &&
                    !starts(st, "CONFIGURING") && !starts(st, "COMPLETING") &&
                    !starts(st, "SUSPENDED") && !starts(st, "REQUEUE") && !starts(st, "RESIZING") &&
@@ -426,7 +432,7 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
         }
         return;
     }
-    if (!terminal && !node_fail) {
+    if (!terminal && !node_fail && !time_limit) {
         if (file_exit >= 0) {
             o->phase = file_exit == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
             o->exit_code = file_exit;
@@ -467,7 +473,9 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
     } else if (starts(st, "PREEMPTED")) {
         o->phase = GPC_PHASE_PREEMPTED;
         snprintf(o->detail, sizeof(o->detail), "Slurm preempted job %ld", job);
-    } else if (file_exit >= 0 && !starts(st, "CANCELLED")) {
+    } else if (file_exit >= 0 && !starts(st, "CANCELLED") && !time_limit) {
+        /* (what a bootstrap recorded of Slurm's SIGTERM, 143, is neither
+         * a cancel's nor a time limit's exit status) */
         o->phase = file_exit == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
         o->exit_code = file_exit;
         snprintf(o->detail, sizeof(o->detail), "Slurm job %ld %s", job, st);
@@ -484,9 +492,9 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
         /* FAILED, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE: the job's
          * own exit code, 124 for Slurm's time limit as for max_duration */
         o->phase = GPC_PHASE_FAILED;
-        o->exit_code = starts(st, "TIMEOUT") ? 124 : v->exit_signal ? 128 + v->exit_signal
-                                                                     : v->exit_code;
-        snprintf(o->detail, sizeof(o->detail), "Slurm job %ld %s", job, st);
+        o->exit_code = time_limit ? 124 : v->exit_signal ? 128 + v->exit_signal : v->exit_code;
+        snprintf(o->detail, sizeof(o->detail), "Slurm job %ld %s", job,
+                 time_limit ? "TIMEOUT" : st);
     }
 }
 

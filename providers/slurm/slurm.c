@@ -59,6 +59,8 @@ static int bad_value(const gpc_provider_config *cfg, const gpc_site *st, const g
                     v->line, v->key, st->name, why);
 }
 
+/* The names of `list` added to s->partitions: 0, -1 when one is longer
+ * than a partition name may be here (63), or an error. */
 static int add_partitions(slurm_site *s, const char *list, gpc_error *err)
 {
     const char *p = list;
@@ -67,11 +69,13 @@ static int add_partitions(slurm_site *s, const char *list, gpc_error *err)
         size_t n = strcspn(p, ", \t");
         if (!n)
             break;
+        if (n >= sizeof(*s->partitions))
+            return -1;
         char (*np)[64] = realloc(s->partitions, (s->n_partitions + 1) * sizeof(*np));
         if (!np)
             return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
         s->partitions = np;
-        snprintf(np[s->n_partitions++], 64, "%.*s", (int)(n < 63 ? n : 63), p);
+        snprintf(np[s->n_partitions++], sizeof(*np), "%.*s", (int)n, p);
         p += n;
     }
     return 0;
@@ -101,12 +105,18 @@ static int site_from(const gpc_provider_config *cfg, const gpc_site *st, slurm_s
                 snprintf(s->login, sizeof(s->login), "%s", val);
         } else if (strcmp(k, "partitions") == 0) {
             int rc = add_partitions(s, val, err);
+            if (rc < 0)
+                return bad_value(cfg, st, v, "a partition name has at most 63 characters", err);
             if (rc)
                 return rc;
+            /* a list that names none is no "every partition" */
+            int bad = s->n_partitions == 0;
             for (size_t j = 0; j < s->n_partitions; j++)
                 if (!plain_word(s->partitions[j], NULL))
-                    return bad_value(cfg, st, v, "partition names are letters, digits, '.', "
-                                     "'_' and '-', separated by commas", err);
+                    bad = 1;
+            if (bad)
+                return bad_value(cfg, st, v, "partition names are letters, digits, '.', "
+                                 "'_' and '-', separated by commas", err);
         } else if (strcmp(k, "account") == 0 || strcmp(k, "qos") == 0) {
             char *dst = k[0] == 'a' ? s->account : s->qos;
             if (strlen(val) >= 64 || !plain_word(val, NULL))
@@ -231,9 +241,6 @@ static int slurm_check(void *ctx, char *detail, size_t size, gpc_error *err)
             rc = slurm_record_save(c, &rec, err);
         if (rc)
             break;
-        uint32_t gpus = 0;
-        for (size_t k = 0; k < rec.n_nodes; k++)
-            gpus += rec.nodes[k].gpus;
         gpc_buf_addf(&d, NULL, "%s%s (%s, %s): %s, %zu partition(s):", d.len ? "; " : "",
                      c->sites[i].name, c->sites[i].local ? "login here" : c->sites[i].login,
                      rec.version[0] ? rec.version : "slurm", "controller up", rec.n_parts);
