@@ -390,6 +390,29 @@ static void test_checkpoint_dir(void **state)
     assert_int_equal(stat(far, &sb), -1);
 }
 
+/* Regression: an applied cluster whose provider now offers nothing (its
+ * list_offers says capacity: the plan has no offer to ask shares_files
+ * of) applied again with the same spec is unchanged; the relative
+ * checkpoint_dir its first apply resolved here is not judged again as a
+ * node path (it was, by GPC_CAP_SHARED_FILES, which scripted_group has
+ * not, as Slurm has not: "must be an absolute path", exit 4). */
+static void test_checkpoint_dir_unchanged(void **state)
+{
+    eng *e = *state;
+    eng_spec(e, SPEC("scripted_group", 1, "checkpoint_dir: ckpt\nworkdir: .\n"));
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(apply_rc(e, &res, &err), 0);
+    eng_calls(e);
+    scripted_fail("list_offers", NULL, 0, GPC_ERR_CAPACITY);
+    assert_int_equal(apply_rc(e, &res, &err), 0);
+    assert_int_equal(res.unchanged, 1);
+    assert_int_equal(res.phase, GPC_PHASE_BOOTING);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> ERR capacity\n"
+        "describe_nodes cluster=job ids=s-1 -> booting\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +424,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_workdir_refused, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_workdir_per_region, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dir, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_dir_unchanged, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
