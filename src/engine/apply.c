@@ -239,7 +239,10 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                       tp && tp->shares_files ? " there" : " (only the ",
                       tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
                       tp && tp->shares_files ? "" : " provider shares them)");
-    if (!rc && spec->checkpoint_dir && !shares_files) {
+    /* Judged, as workdir, only where something is to be made: a cluster
+     * already applied whose provider now offers nothing (no offer to ask
+     * shares_files of) keeps the path its apply resolved. */
+    if (!rc && spec->checkpoint_dir && !shares_files && plan->action != GPC_PLAN_NONE) {
         if (spec->checkpoint_dir[0] != '/')
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
                           "on the %s nodes", spec->source, spec->checkpoint_dir, target);

@@ -137,9 +137,12 @@ static void test_named_head_only(void **state)
 /* One group: every rank in one create_nodes call (token "-w0-", the
  * first rank's), one bootstrap whose rank the scheduler gives and whose
  * head the node finds; the group's id is the cluster's provider data and
- * each node's names its group.  Destroy deletes the first live member,
- * which takes the group (the provider needs the node's data to know
- * which), and the others find themselves gone. */
+ * each node's names its group.  apply asks shares_files first, and, the
+ * table being a queue (GPC_CAP_QUEUE), ends once the group is accepted:
+ * no wait for the nodes to run, only apply's closing refresh.  Destroy
+ * deletes the first live member, which takes the group (the provider
+ * needs the node's data to know which), and the others find themselves
+ * gone. */
 static void test_group(void **state)
 {
     eng *e = *state;
@@ -148,15 +151,14 @@ static void test_group(void **state)
     assert_int_equal(apply_rc(e, &err), 0);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=r1 zone=- -> 1\n"
         "create_nodes n=3 first=job-0 rank=sched region=r1 zone=- type=t1 token=job-w0-U1-a1 "
         "attempt=1 head=node -> s-1,s-2,s-3 group=g-1\n"
-        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> booting,booting,booting\n"
-        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
-        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n");
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> booting,booting,booting\n");
     assert_string_equal(eng_nodes(e, 1),
-        "0 s-1 job-w0-U1-a1/0 r1/- t1 10.0.0.1 running(-1) started=+0 ended=-\n"
-        "1 s-2 job-w0-U1-a1/1 r1/- t1 10.0.0.2 running(-1) started=+0 ended=-\n"
-        "2 s-3 job-w0-U1-a1/2 r1/- t1 10.0.0.3 running(-1) started=+0 ended=-\n");
+        "0 s-1 job-w0-U1-a1/0 r1/- t1 10.0.0.1 booting(-1) started=+0 ended=-\n"
+        "1 s-2 job-w0-U1-a1/1 r1/- t1 10.0.0.2 booting(-1) started=+0 ended=-\n"
+        "2 s-3 job-w0-U1-a1/2 r1/- t1 10.0.0.3 booting(-1) started=+0 ended=-\n");
     gpc_cluster_rec c;
     eng_cluster(e, "job", &c);
     assert_string_equal(c.provider_data, "{\"group\":\"g-1\"}");
@@ -192,6 +194,7 @@ static void test_group_replaced(void **state)
     assert_int_equal(apply_rc(e, &err), GPC_ERR_PROVIDER);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=r1 zone=- -> 1\n"
         "create_nodes n=3 first=job-0 rank=sched region=r1 zone=- type=t1 token=job-w0-U1-a1 "
         "attempt=1 head=node -> s-1,s-2,s-3 group=g-1, ERR provider (answer lost)\n");
     assert_string_equal(eng_nodes(e, 1),
@@ -209,6 +212,7 @@ static void test_group_replaced(void **state)
     assert_int_equal(apply_rc(e, &err), 0);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=r1 zone=- -> 1\n"
         "find_node region=r1 token=job-w0-U1-a1/0 -> s-1 booting\n"
         "find_node region=r1 token=job-w0-U1-a1/1 -> ERR not_found\n"
         "find_node region=r1 token=job-w0-U1-a1/2 -> s-3 booting\n"
@@ -216,13 +220,11 @@ static void test_group_replaced(void **state)
         "delete_node region=r1 id=s-3 -> ok\n"
         "create_nodes n=3 first=job-0 rank=sched region=r1 zone=- type=t1 token=job-w0-U1-a2 "
         "attempt=2 head=node -> s-4,s-5,s-6 group=g-2\n"
-        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> booting,booting,booting\n"
-        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
-        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n");
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> booting,booting,booting\n");
     assert_string_equal(eng_nodes(e, 1),
-        "0 s-4 job-w0-U1-a2/0 r1/- t1 10.0.0.4 running(-1) started=+0 ended=-\n"
-        "1 s-5 job-w0-U1-a2/1 r1/- t1 10.0.0.5 running(-1) started=+0 ended=-\n"
-        "2 s-6 job-w0-U1-a2/2 r1/- t1 10.0.0.6 running(-1) started=+0 ended=-\n");
+        "0 s-4 job-w0-U1-a2/0 r1/- t1 10.0.0.4 booting(-1) started=+0 ended=-\n"
+        "1 s-5 job-w0-U1-a2/1 r1/- t1 10.0.0.5 booting(-1) started=+0 ended=-\n"
+        "2 s-6 job-w0-U1-a2/2 r1/- t1 10.0.0.6 booting(-1) started=+0 ended=-\n");
     assert_string_equal(eng_said(e),
         "info: found node job-0 (s-1) made by an interrupted apply\n"
         "info: found node job-2 (s-3) made by an interrupted apply\n"
@@ -230,9 +232,7 @@ static void test_group_replaced(void **state)
         "group: replacing the 2 left\n"
         "info: created node job-0 (s-4)\n"
         "info: created node job-1 (s-5)\n"
-        "info: created node job-2 (s-6)\n"
-        "info: [   0s] job: 0 of 3 node(s) running\n"
-        "info: [   5s] job: 3 of 3 node(s) running\n");
+        "info: created node job-2 (s-6)\n");
     eng_cluster(e, "job", &c);
     assert_string_equal(c.provider_data, "{\"group\":\"g-2\"}");
     gpc_cluster_rec_free(&c);

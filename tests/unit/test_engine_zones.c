@@ -7,12 +7,14 @@
  *
  * The provider is scripted_group (one create_nodes call for the whole
  * cluster, no list_zones: the node's zone is the offer's); its create
- * logs "zone=" (tests/providers/scripted/scripted.c).  Expected lines are
+ * logs "zone=" (tests/providers/scripted/scripted.c), and so does the
+ * shares_files apply asks of the chosen offer first.  Expected lines are
  * worked out from src/engine/plan.c (collect_own, fill_offer),
- * src/engine/offers.c (row_verdict, explain, sb_detail) and
- * src/engine/launch.c (launch_attempt: the offer's zone without
- * list_zones, and not skipped after a miss); the clock is fixed, a
- * scripted node boots for 5 s.
+ * src/engine/offers.c (row_verdict, explain, sb_detail),
+ * src/engine/apply.c (shares_files) and src/engine/launch.c
+ * (launch_attempt: the offer's zone without list_zones, and not skipped
+ * after a miss; wait_booted: none for a queue, so one describe, apply's
+ * closing refresh); the clock is fixed, a scripted node boots for 5 s.
  */
 #include "engine_harness.h"
 
@@ -91,14 +93,13 @@ static void test_zone_plan_apply(void **state)
     assert_int_equal(apply_plan_rc(e, NULL, &err), 0);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=lab zone=gpu -> 1\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U1-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n");
     assert_string_equal(eng_nodes(e, 1),
-        "0 s-1 job-w0-U1-a1/0 lab/gpu n1 10.0.0.1 running(-1) started=+0 ended=-\n"
-        "1 s-2 job-w0-U1-a1/1 lab/gpu n1 10.0.0.2 running(-1) started=+0 ended=-\n");
+        "0 s-1 job-w0-U1-a1/0 lab/gpu n1 10.0.0.1 booting(-1) started=+0 ended=-\n"
+        "1 s-2 job-w0-U1-a1/1 lab/gpu n1 10.0.0.2 booting(-1) started=+0 ended=-\n");
     assert_string_equal(eng_attempts(e, 1),
         "0 a1 lab/gpu n1 created\n"
         "1 a1 lab/gpu n1 created\n");
@@ -168,11 +169,10 @@ static void test_zone_filter(void **state)
     assert_int_equal(apply_plan_rc(e, NULL, &err), 0);
     assert_string_equal(eng_calls(e),
         "list_offers -> 2\n"
+        "shares_files region=lab zone=gpu -> 1\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U1-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n");
 }
 
 /* No capacity in an offer's own zone: the next apply asks again at once.
@@ -189,17 +189,17 @@ static void test_zone_not_skipped(void **state)
     assert_int_equal(apply_plan_rc(e, NULL, &err), GPC_ERR_CAPACITY);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=lab zone=gpu -> 1\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U1-a1 attempt=1 head=node -> ERR capacity\n");
     e->now += 60;
     assert_int_equal(apply_plan_rc(e, NULL, &err), 0);
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
+        "shares_files region=lab zone=gpu -> 1\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U2-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n");
 }
 
 /* A saved plan keeps the zone: written, read back (the checker takes the
@@ -233,11 +233,10 @@ static void test_zone_saved_plan(void **state)
     /* a saved plan is carried out without planning again: no list_offers */
     assert_int_equal(apply_plan_rc(e, &r, &err), 0);
     assert_string_equal(eng_calls(e),
+        "shares_files region=lab zone=gpu -> 1\n"
         "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
         "token=job-w0-U1-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
-        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n");
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n");
     gpc_plan_free(&r);
     gpc_spec_free(spec);
     free(spec_path);
@@ -352,8 +351,8 @@ static void test_zone_saved_plan_checked(void **state)
     assert_string_equal(p.offers[0].worker.zone, "");
     assert_int_equal(apply_plan_rc(e, &p, &err), 0);
     assert_string_equal(eng_nodes(e, 1),
-        "0 s-1 job-w0-U1-a1/0 lab/- n1 10.0.0.1 running(-1) started=+0 ended=-\n"
-        "1 s-2 job-w0-U1-a1/1 lab/- n1 10.0.0.2 running(-1) started=+0 ended=-\n");
+        "0 s-1 job-w0-U1-a1/0 lab/- n1 10.0.0.1 booting(-1) started=+0 ended=-\n"
+        "1 s-2 job-w0-U1-a1/1 lab/- n1 10.0.0.2 booting(-1) started=+0 ended=-\n");
     gpc_plan_free(&p);
     gpc_spec_free(spec);
     free(spec_path);

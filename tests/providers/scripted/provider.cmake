@@ -12,7 +12,8 @@
 #                   and the orphan listing
 #   scripted_group  one group per cluster (create_nodes of every rank, a
 #                   delete removes the group), the head found on the node,
-#                   ranks from the scheduler, shared files; notices; named
+#                   ranks from the scheduler, a queue (GPC_CAP_QUEUE),
+#                   shares_files per region; notices; named
 #                   sections of the config file (site_keys login, partitions,
 #                   account: test_engine_settings.c)
 #   scripted_rdzv  the head's IP, workers numbered by the rendezvous

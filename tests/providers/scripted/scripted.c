@@ -32,6 +32,7 @@ typedef struct sc_node {
     char group[16];  /* "g-N" for a node of a group (scripted_group), else "" */
     char notice[32]; /* an interruption notice's action (scripted_notice) */
     int64_t notice_at; /* and its deadline */
+    char detail[128]; /* what describe says of it (scripted_detail), or "" */
 } sc_node;
 
 typedef struct sc_rule {
@@ -62,8 +63,14 @@ static struct {
         long run_s;
     } exits[SC_MAX_EXITS];
     size_t n_exits;
+    struct {
+        char region[48];
+        int shares;
+    } shares[SC_MAX_REGIONS];
+    size_t n_shares;
     long boot_s, run_s;
     size_t n_groups;
+    char dirs[1024];     /* the last create's workdir and checkpoint_dir */
     gpc_buf log;
     int ready;
 } W;
@@ -89,6 +96,7 @@ void scripted_reset(void)
     W.ready = 1;
     W.boot_s = 5;
     W.run_s = 60;
+    snprintf(W.dirs, sizeof(W.dirs), "none");
 }
 
 static void sc_init(void)
@@ -197,6 +205,35 @@ void scripted_notice(const char *id, const char *action, int64_t deadline)
         sc_full("notices for nodes that do not exist");
     sc_copy(nd->notice, sizeof(nd->notice), action);
     nd->notice_at = deadline;
+}
+
+void scripted_detail(const char *id, const char *detail)
+{
+    sc_init();
+    sc_node *nd = sc_by_id(id);
+    if (!nd)
+        sc_full("details for nodes that do not exist");
+    sc_copy(nd->detail, sizeof(nd->detail), detail);
+}
+
+void scripted_shares_files(const char *region, int shares)
+{
+    sc_init();
+    size_t i = 0;
+    while (i < W.n_shares && strcmp(W.shares[i].region, region) != 0)
+        i++;
+    if (i == SC_MAX_REGIONS)
+        sc_full("regions");
+    if (i == W.n_shares)
+        W.n_shares++;
+    sc_copy(W.shares[i].region, sizeof(W.shares[i].region), region);
+    W.shares[i].shares = shares;
+}
+
+const char *scripted_dirs(void)
+{
+    sc_init();
+    return W.dirs;
 }
 
 static void add_rule(const char *op, const char *where, int nth, gpc_code code, int lost)
@@ -338,7 +375,10 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
         out->phase = GPC_PHASE_TERMINATED;
         out->stopped = 1;
         sc_copy(out->detail, sizeof(out->detail), nd->deleted ? "deleted" : "gone");
-    } else if (age < W.boot_s) {
+        return;
+    }
+    sc_copy(out->detail, sizeof(out->detail), nd->detail);
+    if (age < W.boot_s) {
         out->phase = GPC_PHASE_BOOTING;
     } else if (age < W.boot_s + nd->run_s) {
         out->phase = GPC_PHASE_RUNNING;
@@ -432,6 +472,38 @@ static void sc_payload(const gpc_node_request *req, char *rank, size_t rl, char 
         else
             snprintf(head, hl, "-");
     }
+}
+
+/* The value of the payload's line "NAME=VALUE" unquoted, "-" when empty
+ * or absent, into buf. */
+static void sc_payload_var(const char *ud, const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "-");
+    size_t nl = strlen(name);
+    for (const char *p = ud; (p = strstr(p, name)) != NULL; p += nl) {
+        if ((p != ud && p[-1] != '\n') || p[nl] != '=')
+            continue;
+        const char *v = p + nl + 1;
+        size_t len = strcspn(v, "\n");
+        if (len >= 2 && v[0] == '\'' && v[len - 1] == '\'') {
+            v++;
+            len -= 2;
+        }
+        if (len)
+            snprintf(buf, size, "%.*s", (int)len, v);
+        return;
+    }
+}
+
+/* Keep the directories the payload of `req` hands the node
+ * (scripted_dirs). */
+static void sc_keep_dirs(const gpc_node_request *req)
+{
+    const char *ud = req->payload && req->payload->script ? req->payload->script : "";
+    char wd[480], ck[480];
+    sc_payload_var(ud, "GPUCTL_WORKDIR", wd, sizeof(wd));
+    sc_payload_var(ud, "GPUCTL_CHECKPOINT_DIR", ck, sizeof(ck));
+    snprintf(W.dirs, sizeof(W.dirs), "workdir=%s checkpoint_dir=%s", wd, ck);
 }
 
 /* ---- the operations --------------------------------------------------- */
@@ -534,12 +606,30 @@ static int sc_list_zones(void *ctx, const gpc_offer *offer, char (**zones)[48], 
     return sc_end(&c, 0, err, "%s", k ? list : "(none)");
 }
 
+/* Do the nodes of `offer` see this machine's files?  As scripted for its
+ * region (scripted_shares_files), else yes. */
+static int sc_shares_files(void *ctx, const gpc_offer *offer)
+{
+    sc_call c;
+    sc_begin(&c, "shares_files", " region=%s zone=%s", offer->region,
+             offer->zone[0] ? offer->zone : "-");
+    int shares = 1;
+    for (size_t i = 0; i < W.n_shares; i++)
+        if (strcmp(W.shares[i].region, offer->region) == 0)
+            shares = W.shares[i].shares;
+    gpc_error err;
+    gpc_error_clear(&err);
+    sc_end(&c, 0, &err, "%d", shares);
+    return shares;
+}
+
 /* Create one node (or give the one of this token again). */
 static int sc_create(void *ctx, const gpc_node_request *req, gpc_node_status *out,
                      gpc_error *err, int with_ip)
 {
     char rank[32], head[64];
     sc_payload(req, rank, sizeof(rank), head, sizeof(head));
+    sc_keep_dirs(req);
     sc_call c;
     sc_begin(&c, "create_node", " name=%s rank=%s region=%s zone=%s type=%s token=%s "
              "attempt=%u head=%s", req->name, rank, req->offer->region,
@@ -574,6 +664,7 @@ static int sc_create_many(const gpc_node_request *reqs, size_t n, gpc_node_statu
 {
     char rank[32], head[64];
     sc_payload(&reqs[0], rank, sizeof(rank), head, sizeof(head));
+    sc_keep_dirs(&reqs[0]);
     sc_call c;
     sc_begin(&c, "create_nodes", " n=%zu first=%s rank=%s region=%s zone=%s type=%s token=%s "
              "attempt=%u head=%s", n, reqs[0].name, rank, reqs[0].offer->region,
@@ -922,15 +1013,16 @@ static const char *const sc_site_keys_group[] = {"login", "partitions", "account
 
 const gpc_provider gpc_provider_scripted_group = {
     .name = "scripted_group",
-    .summary = "test provider: one group per cluster, the head found on the node, ranks from "
-               "the scheduler (tests only)",
-    .caps = GPC_CAP_OWN_OFFERS | GPC_CAP_GROUP | GPC_CAP_SHARED_FILES,
+    .summary = "test provider: one group per cluster, queued as a scheduler's job, the head "
+               "found on the node, ranks from the scheduler (tests only)",
+    .caps = GPC_CAP_OWN_OFFERS | GPC_CAP_GROUP | GPC_CAP_QUEUE,
     .rdzv = GPC_RDZV_ON_NODE,
     .rank = GPC_RANK_SCHEDULER,
     .userdata = &sc_userdata_group,
     .open = sc_open,
     .close = sc_close,
     .list_offers = sc_offers_group,
+    .shares_files = sc_shares_files,
     .create_nodes = sc_create_group,
     .find_node = sc_find_node,
     .describe_node = sc_describe_node,

@@ -3,12 +3,16 @@
  * call and answers from a script (tests/unit/test_engine*.c;
  * docs/testing.md, "The scripted providers").
  *
- * Three provider tables share one world: `scripted` (nodes one by one,
- * with list_zones, find_node, describe_nodes, nodes_running and
- * cleanup_cluster), `scripted_batch` (the same and create_nodes, whose
- * nodes take their rank from the launch index) and `scripted_basic` (only
- * list_offers, create_node, find_node, describe_node and delete_node; a
- * node's IP is known once it is described, not from its create).
+ * Six provider tables share one world (tests/providers/scripted/
+ * provider.cmake): `scripted` (nodes one by one, with list_zones,
+ * find_node, describe_nodes, nodes_running and cleanup_cluster),
+ * `scripted_batch` (the same and create_nodes, whose nodes take their rank
+ * from the launch index), `scripted_basic` (only list_offers, create_node,
+ * find_node, describe_node and delete_node; a node's IP is known once it is
+ * described, not from its create), `scripted_named` (a rendezvous name
+ * before launch), `scripted_group` (one group per cluster, as a Slurm job:
+ * GPC_CAP_GROUP and GPC_CAP_QUEUE, whose shares_files answers per region)
+ * and `scripted_rdzv` (workers numbered by the rendezvous).
  *
  * The world is the cloud, not a session's: it outlives gpc_session_close,
  * as a cloud outlives a gpuctl that was killed, so that a test can "crash"
@@ -19,7 +23,8 @@
  * (instance type t1 in region r1, on-demand at 1.00 USD/h, 8 vCPUs,
  * 32 GiB, no GPU); list_zones gives one zone, the region's name and "a";
  * create makes node "s-N" with private IP "10.0.0.N" (N = 1, 2, ... in
- * the order of creation, over the whole world); a node is booting for
+ * the order of creation, over the whole world); shares_files says yes
+ * (1) for every region; a node is booting for
  * boot_s seconds of the engine's clock (gpc_now) after its create,
  * running for run_s more, then its job ends with exit status 0
  * (succeeded; failed for another exit status) and the machine powers off
@@ -40,6 +45,7 @@
  *   find_node region token         -> the node's id and phase ("s-1 booting")
  *   describe_node region id        -> the phase
  *   describe_nodes cluster ids     -> the phases, comma-separated
+ *   shares_files region zone       -> 1 or 0
  *   nodes_running cluster ids      -> ok
  *   delete_node region id          -> ok
  *   cleanup_cluster cluster regions-> ok, and the nodes it deleted
@@ -99,6 +105,23 @@ void scripted_gone(const char *id);
 /* Node `id` gets an interruption notice: poll_interruptions says
  * `action` ("terminate") with `deadline` (Unix seconds) from now on. */
 void scripted_notice(const char *id, const char *action, int64_t deadline);
+
+/* From now on describe says `detail` of node `id` ("s-2") in
+ * gpc_node_status.detail, whatever its phase ("" = nothing), as a
+ * scheduler says why a job waits ("pending (Resources)"); a node deleted
+ * or gone says "deleted" or "gone" instead. */
+void scripted_detail(const char *id, const char *detail);
+
+/* shares_files (scripted_group's) answers `shares` (1: the nodes see this
+ * machine's files; 0: they do not) for the offers of `region`. */
+void scripted_shares_files(const char *region, int shares);
+
+/* The directories the payload of the last create (create_node or
+ * create_nodes) hands its node(s), as the bootstrap sets them:
+ * "workdir=/abs/path checkpoint_dir=/ckpt", "-" for one it leaves empty;
+ * "none" before any create.  Valid until the next call of any scripted
+ * function or provider. */
+const char *scripted_dirs(void);
 
 /*
  * Script a failure.  Calls of operation `op` whose line holds every
