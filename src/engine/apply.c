@@ -148,6 +148,22 @@ static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *er
     gpc_cluster_rec_free(&c);
 }
 
+/* Do the nodes of `offer` see this machine's files (provider.h,
+ * shares_files, else GPC_CAP_SHARED_FILES)?  *out = 1 or 0. */
+static int offer_shares(gpc_session *s, const gpc_offer *offer, int *out, gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find(offer->provider);
+    *out = p && (p->caps & GPC_CAP_SHARED_FILES);
+    if (!p || !p->shares_files || (p->caps & GPC_CAP_PLAN_ONLY))
+        return 0;
+    /* the provider says per place (its answer needs a session) */
+    gpc_open_provider sp;
+    int rc = gpc_session_provider(s, p->name, &sp, err);
+    if (!rc)
+        *out = sp.prov->shares_files(sp.ctx, offer) != 0;
+    return rc;
+}
+
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
 {
@@ -223,13 +239,13 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     const gpc_provider *tp = gpc_provider_find(target);
     int shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
     if (tp && tp->shares_files && plan->n_offers && !(tp->caps & GPC_CAP_PLAN_ONLY)) {
-        /* the provider says per place (its answer needs a session) */
-        gpc_open_provider sp;
-        rc = gpc_session_provider(s, tp->name, &sp, err);
+        rc = offer_shares(s, &plan->offers[0].worker, &shares_files, err);
         if (rc)
             goto out_c;
-        shares_files = sp.prov->shares_files(sp.ctx, &plan->offers[0].worker);
     }
+    /* the job's directories as resolved here hold only on offers whose
+     * nodes see this machine's files as the first one's do */
+    int dirs_depend = spec->workdir || (spec->checkpoint_dir && spec->checkpoint_dir[0] != '/');
     if (spec->workdir && shares_files)
         rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
     else if (spec->workdir && plan->action != GPC_PLAN_NONE)
@@ -362,6 +378,19 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                    strcmp(plan->offers[next].worker.provider, chosen->worker.provider) == 0 &&
                    strcmp(plan->offers[next].worker.region, chosen->worker.region) == 0)
                 next++;
+        while (next_ok && closed && dirs_depend && next < plan->n_offers) {
+            int sh = 0;
+            gpc_error se;
+            gpc_error_clear(&se);
+            if (offer_shares(s, &plan->offers[next].worker, &sh, &se) == 0 && sh == shares_files)
+                break;
+            gpc_info(s->log, "gpuctl: skipping offer %zu of %zu (%s %s %s): its nodes %s this "
+                     "machine's files, unlike the first offer's, which workdir and "
+                     "checkpoint_dir were resolved for", next + 1, plan->n_offers,
+                     plan->offers[next].worker.provider, plan->offers[next].worker.instance_type,
+                     plan->offers[next].worker.region, sh ? "see" : "cannot see");
+            next++;
+        }
         if (next_ok && closed && next < plan->n_offers && !gpc_interrupted) {
             const gpc_offer *nx = &plan->offers[next].worker;
             gpc_info(s->log, "gpuctl: %s; trying offer %zu of %zu: %s %s %s %s", e.msg,

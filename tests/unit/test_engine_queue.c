@@ -413,6 +413,38 @@ static void test_checkpoint_dir_unchanged(void **state)
         "describe_nodes cluster=job ids=s-1 -> booting\n");
 }
 
+/* Failover keeps to offers whose nodes see this machine's files as the
+ * first one's do: workdir was resolved for r1 (shares), so when r1 has no
+ * capacity, r2 (does not share) is skipped, said, and r3 (shares) is
+ * tried.  Regression: r2's nodes were made with this machine's path. */
+static void test_failover_keeps_sharing(void **state)
+{
+    eng *e = *state;
+    scripted_offer("t1", "r1", 1.0);
+    scripted_offer("t1", "r2", 2.0);
+    scripted_offer("t1", "r3", 3.0);
+    scripted_shares_files("r1", 1);
+    scripted_shares_files("r2", 0);
+    scripted_shares_files("r3", 1);
+    scripted_fail("create_nodes", "region=r1", 1, GPC_ERR_CAPACITY);
+    eng_spec(e, SPEC("scripted_group", 1, "workdir: .\n"));
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(apply_rc(e, &res, &err), 0);
+    const char *calls = eng_calls(e);
+    assert_non_null(strstr(calls, "shares_files region=r2 zone=- -> 0\n"));
+    assert_null(strstr(calls, "create_nodes n=1 first=job-0 rank=sched region=r2"));
+    assert_non_null(strstr(calls, "create_nodes n=1 first=job-0 rank=sched region=r3"));
+    assert_non_null(strstr(eng_said(e), "gpuctl: skipping offer 2 of 3 (scripted_group t1 r2): "
+                                       "its nodes cannot see this machine's files, unlike the "
+                                       "first offer's, which workdir and checkpoint_dir were "
+                                       "resolved for"));
+    char want[600], wd[512];
+    dir_path(e, "", wd, sizeof(wd));
+    snprintf(want, sizeof(want), "workdir=%s checkpoint_dir=-", wd);
+    assert_string_equal(scripted_dirs(), want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +457,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_workdir_per_region, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dir, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dir_unchanged, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_failover_keeps_sharing, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
