@@ -133,6 +133,9 @@ gpuctl_on_exit() {
   local rc=$? when=now
   set +e
   trap - EXIT
+  ## The outcome is decided: a signal now (a scheduler stopping the other
+  ## tasks of a job as this one ends) must not replace it half-recorded.
+  trap '' TERM INT HUP
   if [ "$gpuctl_done" = 0 ]; then
     gpuctl_done=1
     gpuctl_sweep

@@ -1504,6 +1504,21 @@ static void test_run_job_fails(void **state)
     assert_non_null(r.console);
     assert_string_equal(r.console, "gpuctl-node-exit: cluster=demo-0123abcd rank=1 status=3\n");
     node_run_free(&r);
+
+    /* a SIGTERM while it records the outcome (a scheduler stopping the
+     * job's other tasks as this one ends: here from `shutdown`) does not
+     * replace the outcome.  Regression: the bootstrap then exited 143. */
+    node_prepare(&r, "runfailterm", "2.4.0", 0);
+    char stubp[320];
+    fmt(stubp, sizeof(stubp), "%s/stub/shutdown", r.dir);
+    static const char term[] = "#!/bin/bash\nkill -TERM \"$PPID\"\nsleep 1\n";
+    write_file(stubp, term, sizeof(term) - 1, 0755);
+    b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, "GPUCTL_HEAD_WAIT_S=0");
+    free(b);
+    assert_outcome(&r, 3, "failed\n");
+    assert_null(strstr(r.log, "received SIGTERM"));
+    node_run_free(&r);
     n.rank = 0;
     n.head_addr = NULL;
 
