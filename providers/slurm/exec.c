@@ -72,10 +72,9 @@ static void last_line(const gpc_buf *b, char *out, size_t size)
 
 static void first_line(const gpc_buf *b, char *out, size_t size)
 {
-    const char *s = b->data ? b->data : "";
-    while (*s == '\n' || *s == ' ')
-        s++;
-    snprintf(out, size, "%.*s", (int)strcspn(s, "\n"), s);
+    size_t n;
+    const char *l = slurm_first_line(b->data ? b->data : "", &n);
+    snprintf(out, size, "%.*s", (int)n, l);
 }
 
 /* write() to the command's stdin without SIGPIPE: a command that exits

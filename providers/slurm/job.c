@@ -49,19 +49,13 @@ static int dir_word(gpc_buf *b, const slurm_site *s, gpc_error *err)
 }
 
 /* The value of `key` in a line of Key=Value words (scontrol -o), into out;
- * 1 when found.  A value ends at the next space. */
+ * 1 when found. */
 static int kv_get(const char *line, const char *key, char *out, size_t size)
 {
-    size_t kl = strlen(key);
-    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl) {
-        if ((p == line || p[-1] == ' ' || p[-1] == '\n') && p[kl] == '=') {
-            const char *v = p + kl + 1;
-            snprintf(out, size, "%.*s", (int)strcspn(v, " \n"), v);
-            return 1;
-        }
-    }
-    out[0] = '\0';
-    return 0;
+    size_t vl = 0;
+    const char *v = slurm_kv_find(line, strlen(line), key, &vl);
+    snprintf(out, size, "%.*s", v ? (int)vl : 0, v ? v : "");
+    return v != NULL;
 }
 
 /* "SITE/JOB/RANK" into its parts; 0 when it is of that form. */

@@ -225,8 +225,7 @@ static long parse_max_time(const char *s, size_t n)
     return (long)min;
 }
 
-/* The first line of `s`, trimmed, and its length. */
-static const char *first_line(const char *s, size_t *len)
+const char *slurm_first_line(const char *s, size_t *len)
 {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
         s++;
@@ -273,8 +272,7 @@ static int parse_sinfo_line(const char *l, size_t len, slurm_node_rec *nd)
     return 0;
 }
 
-/* The value of KEY=VALUE word `key` in line [l, l+len), or NULL. */
-static const char *kv_find(const char *l, size_t len, const char *key, size_t *vlen)
+const char *slurm_kv_find(const char *l, size_t len, const char *key, size_t *vlen)
 {
     size_t kl = strlen(key), i = 0;
     while (i < len) {
@@ -299,18 +297,18 @@ static int parse_part_line(const char *l, size_t len, slurm_part_rec *p)
     const char *v;
     size_t vl;
     unsigned long long u;
-    if (!(v = kv_find(l, len, "PartitionName", &vl)) || vl == 0 ||
+    if (!(v = slurm_kv_find(l, len, "PartitionName", &vl)) || vl == 0 ||
         copy_n(p->name, sizeof(p->name), v, vl) != 0)
         return -1;
-    if (!(v = kv_find(l, len, "Default", &vl)))
+    if (!(v = slurm_kv_find(l, len, "Default", &vl)))
         return -1;
     if (vl == 3 && memcmp(v, "YES", 3) == 0)
         p->is_default = 1;
     else if (!(vl == 2 && memcmp(v, "NO", 2) == 0))
         return -1;
-    if (!(v = kv_find(l, len, "MaxTime", &vl)) || (p->max_time_min = parse_max_time(v, vl)) < -1)
+    if (!(v = slurm_kv_find(l, len, "MaxTime", &vl)) || (p->max_time_min = parse_max_time(v, vl)) < -1)
         return -1;
-    if (!(v = kv_find(l, len, "MaxNodes", &vl)))
+    if (!(v = slurm_kv_find(l, len, "MaxNodes", &vl)))
         return -1;
     if (vl == 9 && memcmp(v, "UNLIMITED", 9) == 0)
         p->max_nodes = 0;
@@ -318,10 +316,10 @@ static int parse_part_line(const char *l, size_t len, slurm_part_rec *p)
         p->max_nodes = (uint32_t)u;
     else
         return -1;
-    if (!(v = kv_find(l, len, "TotalNodes", &vl)) || parse_uint(v, vl, UINT32_MAX, &u) != 0)
+    if (!(v = slurm_kv_find(l, len, "TotalNodes", &vl)) || parse_uint(v, vl, UINT32_MAX, &u) != 0)
         return -1;
     p->total_nodes = (uint32_t)u;
-    if (!(v = kv_find(l, len, "State", &vl)) || vl == 0 ||
+    if (!(v = slurm_kv_find(l, len, "State", &vl)) || vl == 0 ||
         copy_n(p->state, sizeof(p->state), v, vl) != 0)
         return -1;
     return 0;
@@ -342,64 +340,64 @@ static void *grow(void **arr, size_t *n, size_t *cap, size_t size)
     return (char *)*arr + (*n)++ * size;
 }
 
+/* Each non-empty line of `text` (trailing blanks dropped) into a new
+ * element of *arr (n, cap; `size` bytes each) by `parse`; GPC_ERR_PROVIDER
+ * naming the first line that is not of its form (`what`, `form`). */
+static int parse_lines(const char *text, int (*parse)(const char *, size_t, void *),
+                       void **arr, size_t *n, size_t *cap, size_t size, const char *what,
+                       const char *form, gpc_error *err)
+{
+    unsigned lineno = 0;
+    for (const char *l = text ? text : ""; *l;) {
+        size_t len = strcspn(l, "\n");
+        const char *next = l[len] ? l + len + 1 : l + len;
+        lineno++;
+        size_t tl = len;
+        while (tl > 0 && (l[tl - 1] == '\r' || l[tl - 1] == ' '))
+            tl--;
+        if (tl > 0) {
+            void *el = grow(arr, n, cap, size);
+            if (!el)
+                return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+            if (parse(l, tl, el) != 0)
+                return gpc_fail(err, GPC_ERR_PROVIDER, "slurm: line %u of %s %s: '%.*s'",
+                                lineno, what, form, (int)(tl > 200 ? 200 : tl), l);
+        }
+        l = next;
+    }
+    return 0;
+}
+
+static int sinfo_line(const char *l, size_t len, void *el)
+{
+    return parse_sinfo_line(l, len, el);
+}
+
+static int part_line(const char *l, size_t len, void *el)
+{
+    return parse_part_line(l, len, el);
+}
+
 int slurm_record_parse(const char *sinfo_out, const char *parts_out, const char *version_out,
                        slurm_record *out, gpc_error *err)
 {
     memset(out, 0, sizeof(*out));
     size_t cap_nodes = 0, cap_parts = 0;
-    unsigned lineno = 0;
-    for (const char *l = sinfo_out ? sinfo_out : ""; *l;) {
-        size_t len = strcspn(l, "\n");
-        const char *next = l[len] ? l + len + 1 : l + len;
-        lineno++;
-        size_t tl = len;
-        while (tl > 0 && (l[tl - 1] == '\r' || l[tl - 1] == ' '))
-            tl--;
-        if (tl > 0) {
-            slurm_node_rec *nd = grow((void **)&out->nodes, &out->n_nodes, &cap_nodes,
-                                      sizeof(*nd));
-            if (!nd) {
-                slurm_record_free(out);
-                return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-            }
-            if (parse_sinfo_line(l, tl, nd) != 0) {
-                slurm_record_free(out);
-                return gpc_fail(err, GPC_ERR_PROVIDER,
-                                "slurm: sinfo line %u is not PARTITION|NODE|CPUS|MEMORY|GRES|STATE "
-                                "as %s prints it: '%.*s'", lineno, SLURM_SINFO_FORMAT,
-                                (int)(tl > 200 ? 200 : tl), l);
-            }
-        }
-        l = next;
-    }
-    lineno = 0;
-    for (const char *l = parts_out ? parts_out : ""; *l;) {
-        size_t len = strcspn(l, "\n");
-        const char *next = l[len] ? l + len + 1 : l + len;
-        lineno++;
-        size_t tl = len;
-        while (tl > 0 && (l[tl - 1] == '\r' || l[tl - 1] == ' '))
-            tl--;
-        if (tl > 0) {
-            slurm_part_rec *p = grow((void **)&out->parts, &out->n_parts, &cap_parts,
-                                     sizeof(*p));
-            if (!p) {
-                slurm_record_free(out);
-                return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-            }
-            if (parse_part_line(l, tl, p) != 0) {
-                slurm_record_free(out);
-                return gpc_fail(err, GPC_ERR_PROVIDER,
-                                "slurm: line %u of scontrol show partition -o lacks one of "
-                                "PartitionName, Default=YES|NO, MaxTime, MaxNodes, TotalNodes, "
-                                "State, or has one of another form: '%.*s'", lineno,
-                                (int)(tl > 200 ? 200 : tl), l);
-            }
-        }
-        l = next;
+    int rc = parse_lines(sinfo_out, sinfo_line, (void **)&out->nodes, &out->n_nodes, &cap_nodes,
+                         sizeof(*out->nodes), "sinfo",
+                         "is not PARTITION|NODE|CPUS|MEMORY|GRES|STATE as " SLURM_SINFO_FORMAT
+                         " prints it", err);
+    if (!rc)
+        rc = parse_lines(parts_out, part_line, (void **)&out->parts, &out->n_parts, &cap_parts,
+                         sizeof(*out->parts), "scontrol show partition -o",
+                         "lacks one of PartitionName, Default=YES|NO, MaxTime, MaxNodes, "
+                         "TotalNodes, State, or has one of another form", err);
+    if (rc) {
+        slurm_record_free(out);
+        return rc;
     }
     size_t vl;
-    const char *v = first_line(version_out ? version_out : "", &vl);
+    const char *v = slurm_first_line(version_out ? version_out : "", &vl);
     if (copy_n(out->version, sizeof(out->version), v, vl) != 0) {
         slurm_record_free(out);
         return gpc_fail(err, GPC_ERR_PROVIDER, "slurm: sinfo -V printed '%.*s', not a version",

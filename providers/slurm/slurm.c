@@ -177,14 +177,6 @@ static int slurm_open(const gpc_provider_config *cfg, void **ctx, gpc_error *err
     return 0;
 }
 
-/* The first line of s into out. */
-static void line1(const char *s, char *out, size_t size)
-{
-    while (*s == '\n' || *s == ' ')
-        s++;
-    snprintf(out, size, "%.*s", (int)strcspn(s, "\n"), s);
-}
-
 int slurm_record_fetch(const slurm_site *s, slurm_record *out, gpc_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -196,8 +188,10 @@ int slurm_record_fetch(const slurm_site *s, slurm_record *out, gpc_error *err)
                            err);
     /* "Slurmctld(primary) at localhost is UP" */
     if (!rc && !strstr(gpc_buf_str(&ping.out), "is UP")) {
+        size_t ll;
+        const char *l0 = slurm_first_line(gpc_buf_str(&ping.out), &ll);
         char l[256];
-        line1(gpc_buf_str(&ping.out), l, sizeof(l));
+        snprintf(l, sizeof(l), "%.*s", (int)ll, l0);
         rc = gpc_fail(err, GPC_ERR_PROVIDER, "slurm: the controller of Slurm cluster '%s' does "
                       "not answer: %s", s->name, l[0] ? l : "scontrol ping printed nothing");
     }

@@ -103,6 +103,14 @@ int slurm_exec_ok(const slurm_site *s, const char *label, const char *cmd, const
 
 /* ---- record.c ---- */
 
+/* The value of the Key=Value word `key` in the line [l, l+len) (scontrol's
+ * -o output), or NULL; *vlen gets its length. */
+const char *slurm_kv_find(const char *l, size_t len, const char *key, size_t *vlen);
+
+/* The first non-blank line of `s`, without its end's blanks; *len gets
+ * its length. */
+const char *slurm_first_line(const char *s, size_t *len);
+
 /* One node of a partition, as sinfo lists it. */
 typedef struct slurm_node_rec {
     char name[64];

@@ -185,7 +185,7 @@ static void gres_bad(const char *gres)
     assert_int_equal(slurm_record_parse(line, "", "", &r, &err), GPC_ERR_PROVIDER);
     char want[512];
     snprintf(want, sizeof(want),
-             "slurm: sinfo line 1 is not PARTITION|NODE|CPUS|MEMORY|GRES|STATE as "
+             "slurm: line 1 of sinfo is not PARTITION|NODE|CPUS|MEMORY|GRES|STATE as "
              "sinfo -h -a -N -o '%%R|%%N|%%c|%%m|%%G|%%T' prints it: '%s'", line);
     assert_string_equal(err.msg, want);
     assert_null(r.nodes);
@@ -286,7 +286,7 @@ static void test_parse_errors(void **state)
     gpc_error_clear(&err);
     assert_int_equal(slurm_record_parse("gpu|n1|2|4000|(null)|idle\ngpu|n2|2|4000|idle\n", "",
                                         "", &r, &err), GPC_ERR_PROVIDER);
-    assert_string_equal(err.msg, "slurm: sinfo line 2 is not PARTITION|NODE|CPUS|MEMORY|GRES|"
+    assert_string_equal(err.msg, "slurm: line 2 of sinfo is not PARTITION|NODE|CPUS|MEMORY|GRES|"
                         "STATE as sinfo -h -a -N -o '%R|%N|%c|%m|%G|%T' prints it: "
                         "'gpu|n2|2|4000|idle'");
     assert_null(r.nodes);
