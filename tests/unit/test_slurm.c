@@ -542,7 +542,7 @@ static int one_value(const char *key, const char *value, slurm_ctx **c, char *ms
 static void refused(const char *key, const char *value, const char *why)
 {
     slurm_ctx *c = NULL;
-    char msg[512], want[512];
+    char msg[GPC_ERROR_MSG_MAX], want[512];
     assert_int_equal(one_value(key, value, &c, msg, sizeof(msg)), GPC_ERR_USAGE);
     snprintf(want, sizeof(want), CONFIG ":6: %s of [slurm \"lab\"]: %s", key, why);
     assert_string_equal(msg, want);
@@ -626,7 +626,7 @@ static void test_site_every_key(void **state)
     close_sites(c);
 
     /* an ssh destination with an IPv6 address */
-    char msg[512];
+    char msg[GPC_ERROR_MSG_MAX];
     gpc_site_value l[] = {{"login", "bob@[fe80::1]", 2}};
     gpc_site st = {"lab", 1, l, 1};
     assert_int_equal(open_sites(&st, 1, &c, &err), 0);
@@ -683,7 +683,7 @@ static void test_site_refused(void **state)
     refused("qos", w64, why_word);
     refused("qos", "hi$", why_word);
     w64[63] = '\0';
-    char msg[512];
+    char msg[GPC_ERROR_MSG_MAX];
     assert_int_equal(one_value("qos", w64, &c, msg, sizeof(msg)), 0);
     assert_string_equal(c->sites[0].qos, w64);
     close_sites(c);
@@ -748,7 +748,7 @@ static void test_site_partitions_edge(void **state)
     name[63] = '\0';
     snprintf(list, sizeof(list), "gpu,%s", name);
     slurm_ctx *c = NULL;
-    char msg[512];
+    char msg[GPC_ERROR_MSG_MAX];
     assert_int_equal(one_value("partitions", list, &c, msg, sizeof(msg)), 0);
     assert_int_equal(c->sites[0].n_partitions, 2);
     assert_string_equal(c->sites[0].partitions[1], name);
