@@ -137,6 +137,7 @@ static int batch_script(const slurm_site *s, const gpc_node_request *req, gpc_bu
                           "# gpuctl: cluster %s (%s), %u node(s); the bootstrap of every node,\n"
                           "# run once per node by srun.  Written by gpuctl apply.\n"
                           "set -eu\n"
+                          "umask 077\n"
                           "gpuctl_dir=", req->cluster, req->cluster_uid, req->nnodes);
     if (!rc)
         rc = dir_word(b, s, err);
@@ -171,7 +172,8 @@ static int sbatch_command(const slurm_site *s, const gpc_node_request *req, cons
 {
     const gpc_offer *of = req->offer;
     char v[128];
-    int rc = gpc_buf_adds(cmd, "mkdir -p ", err);
+    /* the job's files (its env among them) are the user's alone */
+    int rc = gpc_buf_adds(cmd, "umask 077 && mkdir -p ", err);
     if (!rc)
         rc = dir_word(cmd, s, err);
     if (!rc)
@@ -198,9 +200,11 @@ static int sbatch_command(const slurm_site *s, const gpc_node_request *req, cons
     }
     uint64_t max_s = req->spec ? req->spec->lifecycle.max_duration_s : 0;
     if (!rc && max_s) {
-        /* the bootstrap stops the job at max_duration; Slurm's limit a
-         * little later, so that it is the bootstrap that says why */
-        snprintf(v, sizeof(v), "%" PRIu64, (max_s + 59) / 60 + 2);
+        /* Slurm's limit is max_duration itself (whole minutes), which the
+         * offers held against the partition's MaxTime: a longer one would
+         * pend forever (PartitionTimeLimit).  Whichever of the bootstrap
+         * and Slurm stops the job first, it ends as 124. */
+        snprintf(v, sizeof(v), "%" PRIu64, (max_s + 59) / 60);
         rc = opt(cmd, "time", v, err);
     }
     if (!rc) {
@@ -293,7 +297,13 @@ static int job_view_get(const slurm_site *s, long job, const char *hosts, slurm_
         rc = dir_word(&cmd, s, err);
     if (!rc)
         rc = gpc_buf_adds(&cmd, "/job-$j\n"
-                          "echo @job; l=$(scontrol show job -o \"$j\" 2>/dev/null) || l=''\n"
+                          "echo @job\n"
+                          "if ! l=$(scontrol show job -o \"$j\" 2>&1); then\n"
+                          "  case $l in\n"
+                          "  *'Invalid job id'*) l='' ;;\n"
+                          "  *) printf '@error %s\\n' \"$(printf '%s\\n' \"$l\" | head -n 1)\"; exit 0 ;;\n"
+                          "  esac\n"
+                          "fi\n"
                           "printf '%s\\n' \"$l\"\n"
                           "if [ -z \"$l\" ]; then echo @acct; "
                           "sacct -n -P -X -j \"$j\" -o State,ExitCode 2>/dev/null || true; fi\n"
@@ -309,15 +319,22 @@ static int job_view_get(const slurm_site *s, long job, const char *hosts, slurm_
                           "printf '%s|%s|%s\\n' \"${f##*/node-}\" \"$(cat \"$f/phase\" 2>/dev/null)\" "
                           "\"$(cat \"$f/exit_status\" 2>/dev/null)\"; done\n", err);
     slurm_result r;
+    memset(&r, 0, sizeof(r));
     if (!rc)
         rc = slurm_exec_ok(s, "scontrol show job", gpc_buf_str(&cmd), NULL, 0, CMD_TIMEOUT_S, &r,
                            err);
     gpc_buf_free(&cmd);
-    if (rc)
-        return rc;
-    slurm_job_view_parse(gpc_buf_str(&r.out), v);
+    if (!rc)
+        slurm_job_view_parse(gpc_buf_str(&r.out), v);
     slurm_result_free(&r);
-    return 0;
+    /* Slurm did not answer (a controller that is down or slow, munge): no
+     * word on the job, which is not "forgotten" */
+    if (!rc && v->error[0]) {
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "slurm: cannot read Slurm job %ld on Slurm cluster "
+                      "'%s': %s", job, s->name, v->error);
+        err->remote.retryable = 1;
+    }
+    return rc;
 }
 
 void slurm_job_view_parse(const char *text, slurm_job_view *v)
@@ -332,7 +349,10 @@ void slurm_job_view_parse(const char *text, slurm_job_view *v)
         char line[4096];
         snprintf(line, sizeof(line), "%.*s", (int)len, p);
         p += len + (p[len] == '\n');
-        if (strcmp(line, "@job") == 0) {
+        if (strncmp(line, "@error ", 7) == 0) {
+            snprintf(v->error, sizeof(v->error), "%.255s", line + 7);
+            break;
+        } else if (strcmp(line, "@job") == 0) {
             sect = JOB;
         } else if (strcmp(line, "@acct") == 0) {
             sect = ACCT;
@@ -435,9 +455,13 @@ void slurm_job_node_status(const char *site, long job, unsigned rank, const slur
         } else {
             o->phase = GPC_PHASE_BOOTING;
         }
-        if (starts(st, "PENDING"))
-            snprintf(o->detail, sizeof(o->detail), "Slurm job %ld pending (%s)", job,
-                     v->reason[0] ? v->reason : "no reason given");
+        if (file_exit >= 0)
+            snprintf(o->detail, sizeof(o->detail), "the node's job exited %d (Slurm job %ld "
+                     "still %s)", file_exit, job, st);
+        else if (starts(st, "PENDING") && v->reason[0] && strcmp(v->reason, "None") != 0)
+            snprintf(o->detail, sizeof(o->detail), "Slurm job %ld pending (%s)", job, v->reason);
+        else if (starts(st, "PENDING"))
+            snprintf(o->detail, sizeof(o->detail), "Slurm job %ld pending", job);
         else if (rank < v->n_nodes)
             snprintf(o->detail, sizeof(o->detail), "Slurm job %ld %s on %s (%s)", job, st,
                      v->nodes[rank].name, v->nodes[rank].addr);
@@ -645,11 +669,14 @@ int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out
         rc = gpc_buf_addf(&cmd, err, "; cat %s 2>/dev/null | tail -c +%ld | head -c %d", files,
                           offset + 1, LOG_CHUNK_MAX);
     slurm_result r;
+    memset(&r, 0, sizeof(r));
     if (!rc)
         rc = slurm_exec(s, gpc_buf_str(&cmd), NULL, 0, CMD_TIMEOUT_S, &r, err);
     gpc_buf_free(&cmd);
-    if (rc)
+    if (rc) {
+        slurm_result_free(&r);
         return rc;
+    }
     rc = gpc_buf_add(out, r.out.data ? r.out.data : "", r.out.len, err);
     if (!rc)
         *next = offset + (long)r.out.len;

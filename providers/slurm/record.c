@@ -832,7 +832,6 @@ static int partition_offers(const slurm_site *s, const slurm_record *r, const sl
         else
             rc = why_add(a, "partition '%s' of Slurm cluster '%s' has no node", p->name, s->name);
     }
-    gpc_buf_free(&unusable);
     for (size_t k = 0; !rc && k < n_sh; k++) {
         uint32_t count = 0;
         for (size_t i = 0; i < r->n_nodes; i++) {
@@ -843,9 +842,20 @@ static int partition_offers(const slurm_site *s, const slurm_record *r, const sl
         char type[64];
         shape_name(&sh[k], type, sizeof(type));
         if (count < want) {
-            rc = why_add(a, "partition '%s' of Slurm cluster '%s' has %u usable node%s of shape "
-                         "%s; the spec asks for %u node%s", p->name, s->name, (unsigned)count,
-                         count == 1 ? "" : "s", type, (unsigned)want, want == 1 ? "" : "s");
+            /* a node out of service when check looked may be back: say
+             * which, and how to look again */
+            if (n_unusable)
+                rc = why_add(a, "partition '%s' of Slurm cluster '%s' has %u usable node%s of "
+                             "shape %s; the spec asks for %u node%s (not usable when gpuctl "
+                             "check slurm looked: %s%s; run it again once they are back)",
+                             p->name, s->name, (unsigned)count, count == 1 ? "" : "s", type,
+                             (unsigned)want, want == 1 ? "" : "s", gpc_buf_str(&unusable),
+                             n_unusable > 4 ? ", ..." : "");
+            else
+                rc = why_add(a, "partition '%s' of Slurm cluster '%s' has %u usable node%s of "
+                             "shape %s; the spec asks for %u node%s", p->name, s->name,
+                             (unsigned)count, count == 1 ? "" : "s", type, (unsigned)want,
+                             want == 1 ? "" : "s");
             continue;
         }
         gpc_offer *o = grow((void **)&a->o, &a->n, &a->cap, sizeof(*o));
@@ -868,6 +878,7 @@ static int partition_offers(const slurm_site *s, const slurm_record *r, const sl
         o->fabric[0] = '\0';
     }
     free(sh);
+    gpc_buf_free(&unusable);
     return rc;
 }
 

@@ -235,6 +235,27 @@ static int slurm_check(void *ctx, char *detail, size_t size, gpc_error *err)
             rc = slurm_record_save(c, &rec, err);
         if (rc)
             break;
+        /* the partitions the config names must be there */
+        const slurm_site *st = &c->sites[i];
+        for (size_t k = 0; !rc && k < st->n_partitions; k++) {
+            size_t p = 0;
+            while (p < rec.n_parts && strcmp(rec.parts[p].name, st->partitions[k]) != 0)
+                p++;
+            if (p < rec.n_parts)
+                continue;
+            gpc_buf have;
+            gpc_buf_init(&have, GPC_BUF_LINE_MAX);
+            for (p = 0; p < rec.n_parts; p++)
+                gpc_buf_addf(&have, NULL, "%s%s", p ? ", " : "", rec.parts[p].name);
+            rc = gpc_fail(err, GPC_ERR_USAGE, "%s: partitions of [slurm \"%s\"]: Slurm cluster "
+                          "'%s' has no partition '%s' (it has: %s)", st->from, st->name, st->name,
+                          st->partitions[k], have.len ? gpc_buf_str(&have) : "none");
+            gpc_buf_free(&have);
+        }
+        if (rc) {
+            slurm_record_free(&rec);
+            break;
+        }
         gpc_buf_addf(&d, NULL, "%s%s (%s, %s): %s, %zu partition(s):", d.len ? "; " : "",
                      c->sites[i].name, c->sites[i].local ? "login here" : c->sites[i].login,
                      rec.version[0] ? rec.version : "slurm", "controller up", rec.n_parts);

@@ -207,6 +207,9 @@ int slurm_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out, size_t *
 
 /* What one poll learnt of a job. */
 typedef struct slurm_job_view {
+    char error[256];        /* "" or what scontrol said when it could not
+                               answer (not "Invalid job id": the job is
+                               then forgotten, and known is 0) */
     int known;              /* Slurm (or accounting) knows the job */
     char state[32];         /* JobState: PENDING, RUNNING, COMPLETED, ... */
     char reason[128];       /* Reason: why it is pending ("Resources") */
@@ -225,7 +228,8 @@ typedef struct slurm_job_view {
 
 /*
  * Read what job.c's status command printed (sections "@job": the line of
- * `scontrol show job -o` or nothing; "@acct": `sacct -n -P -X -o
+ * `scontrol show job -o` or nothing; "@error MESSAGE" instead, and
+ * nothing after it, when scontrol could not answer; "@acct": `sacct -n -P -X -o
  * State,ExitCode` lines when Slurm has forgotten the job; "@nodes": a
  * `scontrol show node -o` line per host of the allocation, in rank order;
  * "@files": "RANK|PHASE|EXIT_STATUS" per node directory) into *v.

@@ -184,7 +184,43 @@ expect_match "Slurm ended it for the lost node" "JobState=(NODE_FAIL|COMPLETING 
 g -y destroy lossy > /dev/null
 slurm_node_start "$SD" node2
 
-# 9. A login node over ssh (a stand-in ssh that runs the command here, as
+# 9. A controller that does not answer for a while is no forgotten job:
+# the nodes keep their phase, and destroy then cancels the job.
+# Regression: gpuctl took the job for over and left it running.
+small stall 2 "sleep 300"
+run_rc rc g apply -y -f "$T/stall.yaml" > /dev/null 2>&1
+for _ in $(seq 1 60); do
+    [ "$(g -o json status stall | python3 -c 'import json,sys; print(" ".join(n["phase"] for n in json.load(sys.stdin)["clusters"][0]["nodes"]))')" = "running running" ] && break
+    sleep 1
+done
+ctld=$(cat "$SD/run/slurmctld.pid")
+kill -STOP "$ctld"
+run_rc rc g status stall > "$T/st.out" 2> "$T/st.err"
+kill -CONT "$ctld"
+expect_match "status says it cannot read the job" "slurm: cannot read Slurm job [0-9]+ on Slurm cluster 'lab': " "$(cat "$T/st.err")"
+expect_eq "the nodes keep their phase" "running running" \
+    "$(g -o json status stall | python3 -c 'import json,sys; print(" ".join(n["phase"] for n in json.load(sys.stdin)["clusters"][0]["nodes"]))')"
+job=$(g -o json status stall | python3 -c 'import json,sys; print(json.load(sys.stdin)["clusters"][0]["nodes"][0]["provider_id"].split("/")[1])')
+g -y destroy stall > /dev/null
+for _ in $(seq 1 30); do
+    scontrol show job -o "$job" | grep -q 'JobState=COMPLETING' || break
+    sleep 1
+done
+expect_match "destroy cancelled the job" "JobState=CANCELLED" "$(scontrol show job -o "$job")"
+
+# 10. check holds the config's partitions against the Slurm cluster's.
+sed -i 's/^job_dir = /partitions = gpu, nosuch\njob_dir = /' "$T/config"
+run_rc rc g check slurm > "$T/c3.out" 2>&1
+expect_eq "a partition the Slurm cluster lacks: check exits 3" 3 "$rc"
+expect_match "naming it and those there are" "partitions of \[slurm \"lab\"\]: Slurm cluster 'lab' has no partition 'nosuch' \(it has: gpu, one\)" "$(cat "$T/c3.out")"
+sed -i '/^partitions = gpu, nosuch$/d' "$T/config"
+
+# render shows the bootstrap itself, as the batch script carries it
+g -o json render -f "$T/ex/slurm/quickstart.yaml" > "$T/render.json" 2>/dev/null
+check_schema "$T/render.json" render
+expect_eq "render: the bare bootstrap" "#!/bin/bash" "$(json_get "$T/render.json" 'd["userdata"].splitlines()[0]')"
+
+# 11. A login node over ssh (a stand-in ssh that runs the command here, as
 # the login node's shell would, and records how it was called).
 mkdir -p "$T/bin"
 cat > "$T/bin/ssh" <<'EOF'

@@ -1162,12 +1162,12 @@ static void test_status_running(void **state)
     expect_node(v, 5, 0, GPC_PHASE_RUNNING, -1, 0, "127.0.0.2",
                 "Slurm job 5 RUNNING on node1 (127.0.0.2)");
     expect_node(v, 5, 1, GPC_PHASE_FAILED, 7, 0, "127.0.0.3",
-                "Slurm job 5 RUNNING on node2 (127.0.0.3)");
+                "the node's job exited 7 (Slurm job 5 still RUNNING)");
     v = view(status_text(job_running, "", nodes, "0|succeeded|0\n1||7\n"));
     expect_node(v, 5, 0, GPC_PHASE_SUCCEEDED, 0, 0, "127.0.0.2",
-                "Slurm job 5 RUNNING on node1 (127.0.0.2)");
+                "the node's job exited 0 (Slurm job 5 still RUNNING)");
     expect_node(v, 5, 1, GPC_PHASE_FAILED, 7, 0, "127.0.0.3",
-                "Slurm job 5 RUNNING on node2 (127.0.0.3)");
+                "the node's job exited 7 (Slurm job 5 still RUNNING)");
     /* a rank beyond the hosts listed */
     expect_node(v, 5, 2, GPC_PHASE_BOOTING, -1, 0, "", "Slurm job 5 RUNNING");
 }
@@ -1427,6 +1427,23 @@ static void test_table(void **state)
     close_sites(c);
 }
 
+/* scontrol that cannot answer (a controller stopped or slow) is no
+ * forgotten job: the view says so, knows nothing, and reads no further.
+ * Regression: the job was taken for over, and destroy left it running. */
+static void test_view_scontrol_error(void **state)
+{
+    (void)state;
+    slurm_job_view v;
+    slurm_job_view_parse("@job\n"
+                         "@error slurm_load_jobs error: Socket timed out on send/recv operation\n"
+                         "@files\n0|running|\n", &v);
+    assert_string_equal(v.error, "slurm_load_jobs error: Socket timed out on send/recv operation");
+    assert_int_equal(v.known, 0);
+    assert_int_equal(v.files[0].seen, 0);
+    slurm_job_view_parse("@job\n@acct\n@nodes\n@files\n", &v);
+    assert_string_equal(v.error, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1443,6 +1460,7 @@ int main(void)
         cmocka_unit_test(test_site_partitions_edge),
         cmocka_unit_test(test_exec_stdin),
         cmocka_unit_test(test_view_parse),
+        cmocka_unit_test(test_view_scontrol_error),
         cmocka_unit_test(test_status_pending),
         cmocka_unit_test(test_status_running),
         cmocka_unit_test(test_status_completed_failed),

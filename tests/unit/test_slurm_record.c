@@ -615,8 +615,11 @@ static void test_offers(void **state)
     assert_int_equal(n, 0);
     assert_string_equal(err.msg,
         "slurm: partition 'gpu' of Slurm cluster 'lab' has 3 usable nodes of shape "
-        "2xa100-2cpu-3gib; the spec asks for 4 nodes; partition 'gpu' of Slurm cluster 'lab' "
-        "has 1 usable node of shape 2xa100-4cpu-15gib; the spec asks for 4 nodes; partition "
+        "2xa100-2cpu-3gib; the spec asks for 4 nodes (not usable when gpuctl check slurm "
+        "looked: n3 drained, n6 unknown*; run it again once they are back); partition 'gpu' of "
+        "Slurm cluster 'lab' has 1 usable node of shape 2xa100-4cpu-15gib; the spec asks for 4 "
+        "nodes (not usable when gpuctl check slurm looked: n3 drained, n6 unknown*; run it "
+        "again once they are back); partition "
         "'one' of Slurm cluster 'lab' has 1 usable node of shape 2xa100-2cpu-3gib; the spec "
         "asks for 4 nodes; partition 'cpu' of Slurm cluster 'lab' has 1 usable node of shape "
         "4cpu-15gib; the spec asks for 4 nodes; partition 'off' of Slurm cluster 'lab' is "
@@ -773,7 +776,9 @@ static void test_offers_states_shapes(void **state)
     assert_int_equal(offers_for(f, SPEC("nodes: 99\nzone: p\n"), &o, &n, &err),
                      GPC_ERR_CAPACITY);
     assert_string_equal(err.msg, "slurm: partition 'p' of Slurm cluster 'lab' has 9 usable "
-                        "nodes of shape 8xh100-8cpu-62gib; the spec asks for 99 nodes");
+                        "nodes of shape 8xh100-8cpu-62gib; the spec asks for 99 nodes (not "
+                        "usable when gpuctl check slurm looked: b1 idle*, b2 down*, b3 drained, "
+                        "b4 draining, ...; run it again once they are back)");
 
     assert_int_equal(offers_for(f, SPEC("nodes: 2\nzone: q\n"), &o, &n, &err), 0);
     assert_int_equal(n, 1);
