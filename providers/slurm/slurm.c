@@ -155,8 +155,27 @@ static void slurm_close(void *ctx)
     free(c);
 }
 
+/* A setting made for this provider (not the one every provider gets from
+ * --endpoint or --profile): it has no use for it, and says so. */
+static int no_setting(const char *value, const char *from, const char *what, const char *all,
+                      gpc_error *err)
+{
+    if (!value || !from || strcmp(from, all) == 0)
+        return 0;
+    return gpc_fail(err, GPC_ERR_USAGE, "%s: slurm takes no %s: a Slurm cluster is a "
+                    "[slurm \"NAME\"] section of the config file (docs/providers/slurm.md)",
+                    from, what);
+}
+
 static int slurm_open(const gpc_provider_config *cfg, void **ctx, gpc_error *err)
 {
+    int bad = no_setting(cfg->endpoint, cfg->endpoint_from, "endpoint", "--endpoint", err);
+    if (!bad)
+        bad = no_setting(cfg->profile, cfg->profile_from, "profile", "--profile", err);
+    if (!bad)
+        bad = no_setting(cfg->region, cfg->region_from, "region", "", err);
+    if (bad)
+        return bad;
     slurm_ctx *c = calloc(1, sizeof(*c));
     if (!c || (cfg->n_sites && !(c->sites = calloc(cfg->n_sites, sizeof(*c->sites))))) {
         free(c);

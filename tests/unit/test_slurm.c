@@ -1444,6 +1444,41 @@ static void test_view_scontrol_error(void **state)
     assert_string_equal(v.error, "");
 }
 
+/* endpoint, profile and region made for slurm are refused, naming where
+ * they come from; the ones every provider gets from --endpoint and
+ * --profile are not slurm's to refuse. */
+static void test_no_settings(void **state)
+{
+    (void)state;
+    const gpc_provider *p = gpc_provider_find("slurm");
+    gpc_provider_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.config_path = CONFIG;
+    void *ctx = NULL;
+    gpc_error err = {0};
+    cfg.region = "lab";
+    cfg.region_from = "/home/u/.config/gpuctl/config:2";
+    assert_int_equal(p->open(&cfg, &ctx, &err), GPC_ERR_USAGE);
+    assert_null(ctx);
+    assert_string_equal(err.msg, "/home/u/.config/gpuctl/config:2: slurm takes no region: a "
+                                 "Slurm cluster is a [slurm \"NAME\"] section of the config "
+                                 "file (docs/providers/slurm.md)");
+    cfg.region = NULL;
+    cfg.endpoint = "http://127.0.0.1:9";
+    cfg.endpoint_from = "GPUCTL_SLURM_ENDPOINT";
+    gpc_error_clear(&err);
+    assert_int_equal(p->open(&cfg, &ctx, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "GPUCTL_SLURM_ENDPOINT: slurm takes no endpoint: a Slurm "
+                                 "cluster is a [slurm \"NAME\"] section of the config file "
+                                 "(docs/providers/slurm.md)");
+    cfg.endpoint_from = "--endpoint";
+    cfg.profile = "x";
+    cfg.profile_from = "--profile";
+    gpc_error_clear(&err);
+    assert_int_equal(p->open(&cfg, &ctx, &err), 0);
+    p->close(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1461,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_exec_stdin),
         cmocka_unit_test(test_view_parse),
         cmocka_unit_test(test_view_scontrol_error),
+        cmocka_unit_test(test_no_settings),
         cmocka_unit_test(test_status_pending),
         cmocka_unit_test(test_status_running),
         cmocka_unit_test(test_status_completed_failed),
