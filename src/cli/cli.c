@@ -179,6 +179,16 @@ static void help_providers(FILE *f)
     fprintf(f, "\nSettings per provider (endpoint, profile, region): --endpoint NAME=URL,\n"
                "--profile NAME=PROFILE, GPUCTL_<NAME>_ENDPOINT and the config file "
                "(docs/config.md).\n");
+    /* the places a provider takes from named sections of the config file */
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        const gpc_provider *p = gpc_providers[i];
+        if (!p->site_keys)
+            continue;
+        fprintf(f, "%s: [%s \"NAME\"] sections of the config file, keys", p->name, p->name);
+        for (size_t k = 0; p->site_keys[k]; k++)
+            fprintf(f, "%s %s", k ? "," : "", p->site_keys[k]);
+        fprintf(f, " (docs/providers/%s.md).\n", p->name);
+    }
 }
 
 static int unknown_command(const gpc_out *o, const char *name)

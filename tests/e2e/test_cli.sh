@@ -13,6 +13,9 @@ expect_eq "version exits 0" 0 "$rc"
 expect_match "version names the providers" "^gpuctl [0-9.]+ \(spec v1; providers: local, aws, slurm;" "$(cat "$T/v.txt")"
 g -o json version > "$T/v.json"
 check_schema "$T/v.json" version
+expect_eq "help providers names the config sections a provider takes" \
+    'slurm: [slurm "NAME"] sections of the config file, keys login, partitions, account, qos, gpu_hour_price, job_dir (docs/providers/slurm.md).' \
+    "$(g help providers | tail -1)"
 
 run_rc rc g help > "$T/help.txt"
 expect_eq "help exits 0" 0 "$rc"
