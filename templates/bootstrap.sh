@@ -166,6 +166,22 @@ gpuctl_on_exit() {
   exit "$rc"
 }
 
+## The first worker's own exit status (by local rank) that is neither 0
+## nor a signal's, as "LOCAL_RANK STATUS"; fails when there is none.
+# shellcheck disable=SC2317
+gpuctl_worker_failed() {
+  local i=0 st
+  while [ "$i" -lt "${GPUCTL_NPROC_PER_NODE:-0}" ]; do
+    st=$(cat "$GPUCTL_HOME/workers/$i.status" 2>/dev/null)
+    case $st in
+      '' | *[!0-9]* | 0) ;;
+      *) [ "$st" -lt 128 ] && echo "$i $st" && return 0 ;;
+    esac
+    i=$((i + 1))
+  done
+  return 1
+}
+
 ## A signal to this script goes on to the `timeout` running setup or
 ## torchrun: `timeout` puts its command in a process group of its own (so
 ## that max_duration stops the whole tree), which a signal sent to this
@@ -188,6 +204,13 @@ gpuctl_on_signal() {
     done
     kill -KILL -- "-$gpuctl_child" 2>/dev/null || true
     wait "$gpuctl_child" 2>/dev/null || true
+  fi
+  ## A worker that had failed by itself is why the node ends (torchrun
+  ## waits for the other nodes after a failure; a scheduler then stops the
+  ## job's other tasks): its status is the node's, as below.
+  if gpuctl_w=$(gpuctl_worker_failed); then
+    gpuctl_say "local rank ${gpuctl_w% *} had exited ${gpuctl_w#* }"
+    exit "${gpuctl_w#* }"
   fi
   exit "$2"
 }
@@ -221,7 +244,8 @@ gpuctl_run_limited() {
   fi
 }
 
-rm -f "$GPUCTL_HOME/exit_status"
+## workers/ holds this run's statuses only (gpuctl_worker_failed)
+rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status
 gpuctl_write phase booting
 trap gpuctl_on_exit EXIT
 trap 'gpuctl_on_signal TERM 143' TERM
@@ -616,7 +640,6 @@ fi
 # shellcheck disable=SC2090
 export GPUCTL_RUN_COMMAND
 mkdir -p "$GPUCTL_HOME/workers"
-rm -f "$GPUCTL_HOME/workers/"*.status
 cat >"$GPUCTL_HOME/worker.sh" <<'EOF'
 #!/bin/bash
 # gpuctl worker: run GPUCTL_RUN_COMMAND, record its exit status.
@@ -645,24 +668,8 @@ gpuctl_run_limited torchrun "${gpuctl_launcher[@]}" "${gpuctl_args[@]}"
 
 ## When torchrun failed because a worker did, the node's status is the first
 ## worker's own exit status (by local rank) that is not a signal's.
-if [ "$gpuctl_rc" -ne 0 ] && [ "$gpuctl_rc" -ne 124 ]; then
-  gpuctl_i=0
-  while [ "$gpuctl_i" -lt "$GPUCTL_NPROC_PER_NODE" ]; do
-    gpuctl_st=''
-    if [ -f "$GPUCTL_HOME/workers/$gpuctl_i.status" ]; then
-      read -r gpuctl_st <"$GPUCTL_HOME/workers/$gpuctl_i.status" || true
-    fi
-    case $gpuctl_st in
-      '' | *[!0-9]* | 0) ;;
-      *)
-        if [ "$gpuctl_st" -lt 128 ]; then
-          gpuctl_say "torchrun exited $gpuctl_rc; local rank $gpuctl_i exited $gpuctl_st"
-          gpuctl_rc=$gpuctl_st
-          break
-        fi
-        ;;
-    esac
-    gpuctl_i=$((gpuctl_i + 1))
-  done
+if [ "$gpuctl_rc" -ne 0 ] && [ "$gpuctl_rc" -ne 124 ] && gpuctl_w=$(gpuctl_worker_failed); then
+  gpuctl_say "torchrun exited $gpuctl_rc; local rank ${gpuctl_w% *} exited ${gpuctl_w#* }"
+  gpuctl_rc=${gpuctl_w#* }
 fi
 exit "$gpuctl_rc"

@@ -1597,6 +1597,64 @@ static void test_run_max_duration(void **state)
 /* SIGTERM to the node's process group (what the local provider's delete
  * sends) stops the job quickly, records 143, and leaves nothing behind,
  * with torch 1.x's and 2.x's ways of signalling workers. */
+/* A worker that failed by itself (exit 7) while torchrun still waits (for
+ * the other nodes, as after a failure), then SIGTERM (a scheduler ending
+ * the job's other tasks): the node's status is the worker's 7, not 143.
+ * Regression: a Slurm job's failing rank was reported 143. */
+static void test_run_sigterm_after_failure(void **state)
+{
+    (void)state;
+    node_run r;
+    node_prepare(&r, "runtermfail", "2.4.0", 0);
+    /* torchrun that waits on after its worker failed */
+    char p[320];
+    fmt(p, sizeof(p), "%s/stub/torchrun", r.dir);
+    static const char stub[] =
+        "#!/bin/bash\n"
+        "while [ $# -gt 0 ] && [ \"$1\" != --no_python ]; do shift; done\n"
+        "shift\n"
+        "export LOCAL_RANK=0\n"
+        "\"$@\"\n"
+        "exec sleep 60\n";
+    write_file(p, stub, sizeof(stub) - 1, 0755);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.command = "exit 7";
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "local");
+    char path[256], drv[256], text[2048];
+    fmt(path, sizeof(path), "%s/bootstrap.sh", r.dir);
+    write_file(path, b, strlen(b), 0700);
+    free(b);
+    fmt(drv, sizeof(drv), "%s/driver.sh", r.dir);
+    fmt(text, sizeof(text),
+        "cd '%s' || exit 90\n"
+        "env -i PATH='%s/stub:/usr/bin:/bin' GPUCTL_HOME='%s' STUB_OUT='%s' "
+        "setsid /bin/bash '%s' </dev/null &\n"
+        "pid=$!\n"
+        "for i in $(seq 100); do [ -s '%s/workers/0.status' ] && break; sleep 0.1; done\n"
+        "[ -s '%s/workers/0.status' ] || exit 91\n"
+        "kill -TERM \"$pid\"\n"
+        "wait $pid\n",
+        r.dir, r.dir, r.home, r.out, path, r.home, r.home);
+    write_file(drv, text, strlen(text), 0700);
+    time_t t0 = time(NULL);
+    int rc = sh("/bin/bash '%s'", drv);
+    assert_true(time(NULL) - t0 < 20);
+    char f[256];
+    fmt(f, sizeof(f), "%s/exit_status", r.home);
+    r.exit_status = slurp(f, NULL);
+    fmt(f, sizeof(f), "%s/node.log", r.home);
+    r.log = slurp(f, NULL);
+    if (rc != 7)
+        fail_msg("driver exit %d; log:\n%s", rc, r.log ? r.log : "(none)");
+    assert_non_null(r.exit_status);
+    assert_string_equal(r.exit_status, "7\n");
+    assert_non_null(strstr(r.log, "received SIGTERM"));
+    assert_non_null(strstr(r.log, "local rank 0 had exited 7\n"));
+    node_run_free(&r);
+}
+
 static void test_run_sigterm(void **state)
 {
     (void)state;
@@ -2556,6 +2614,7 @@ int main(void)
         cmocka_unit_test(test_run_setup_fails),
         cmocka_unit_test(test_run_max_duration),
         cmocka_unit_test(test_run_sigterm),
+        cmocka_unit_test(test_run_sigterm_after_failure),
         cmocka_unit_test(test_run_bad_local_ip),
         cmocka_unit_test(test_run_cloud_metadata),
         cmocka_unit_test(test_run_rank_from_launch_index),
