@@ -24,10 +24,13 @@
  *   exit_status    the node's exit status, written once at the end (also
  *                  when setup or the bootstrap itself fails): setup's status
  *                  when setup failed; 124 when lifecycle.max_duration was
- *                  hit; 128+N when the bootstrap got signal N; when torchrun
- *                  failed because a worker did, that worker's own exit status
- *                  (the lowest local rank's that is not a signal's); else
- *                  torchrun's
+ *                  hit; 128+N when the bootstrap got signal N, unless a
+ *                  worker had already failed by itself; when torchrun
+ *                  failed because a worker did (or a signal came after a
+ *                  worker failed), that worker's own exit status (the
+ *                  lowest local rank's that is not a signal's); else
+ *                  torchrun's.  A signal while the status is being
+ *                  recorded changes nothing
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
