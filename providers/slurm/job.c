@@ -383,15 +383,16 @@ void slurm_job_view_parse(const char *text, slurm_job_view *v)
             kv_get(line, "State", v->nodes[v->n_nodes].state, sizeof(v->nodes[0].state));
             v->n_nodes++;
         } else if (sect == FILES && line[0]) {
-            unsigned rank = 0;
-            char ph[16] = "", ex[16] = "";
-            if (sscanf(line, "%u|%15[^|]|%15s", &rank, ph, ex) >= 1 && rank < SLURM_JOB_NODES_MAX) {
-                if (line[strcspn(line, "|") + 1] == '|')
-                    sscanf(line, "%u||%15s", &rank, ex); /* no phase, an exit */
+            /* RANK|PHASE|EXIT_STATUS, either of the last two may be empty */
+            char *end;
+            unsigned long rank = strtoul(line, &end, 10);
+            char *ex = *end == '|' ? strchr(end + 1, '|') : NULL;
+            if (end != line && ex && rank < SLURM_JOB_NODES_MAX) {
                 v->files[rank].seen = 1;
-                snprintf(v->files[rank].phase, sizeof(v->files[rank].phase), "%s", ph);
-                if (ex[0])
-                    v->files[rank].exit_status = atoi(ex);
+                snprintf(v->files[rank].phase, sizeof(v->files[rank].phase), "%.*s",
+                         (int)(ex - end - 1), end + 1);
+                if (ex[1])
+                    v->files[rank].exit_status = atoi(ex + 1);
             }
         }
     }
