@@ -28,9 +28,13 @@ expect_eq "installed gpuctl plans the quickstart" \
 # The man page is docs/gpuctl.1 and renders.
 expect_eq "man page installed as docs/gpuctl.1" "" "$(cmp "$P/share/man/man1/gpuctl.1" "$GPUCTL_SOURCE_DIR/docs/gpuctl.1" 2>&1)"
 if command -v man > /dev/null; then  # man-db is not a build dependency
-    run_rc rc sh -c "MANWIDTH=80 man -l '$P/share/man/man1/gpuctl.1' > '$T/man.txt' 2> '$T/man.err'"
+    # In the C locale groff writes ASCII; in a UTF-8 one, where groff's site
+    # macros differ between machines, a '-' may come out as U+2010 or U+2212
+    # (CI's fresh Debian 12 did): both are folded to '-' before matching.
+    run_rc rc sh -c "LC_ALL=C MANWIDTH=80 man -l '$P/share/man/man1/gpuctl.1' > '$T/man.txt' 2> '$T/man.err'"
     expect_eq "man -l renders it" 0 "$rc"
-    expect_match "with its name" "gpuctl - run multi-node GPU training jobs from a YAML job spec" "$(cat "$T/man.txt")"
+    expect_match "with its name" "gpuctl - run multi-node GPU training jobs from a YAML job spec" \
+        "$(LC_ALL=C sed 's/\xe2\x80\x90/-/g; s/\xe2\x88\x92/-/g' "$T/man.txt")"
 fi
 
 # The completions are what `gpuctl completion bash|zsh` prints.
