@@ -614,8 +614,8 @@ static int ignore_configured_endpoints(const gpc_aws_config *cfg, const aws_file
         aws_setting_value(aws_profile_get(f, cfg->profile, "ignore_configured_endpoint_urls")));
 }
 
-/* The profile's `services = NAME` -> [services NAME] -> ec2 = endpoint_url. */
-static int services_endpoint(const gpc_aws_config *cfg, const aws_files *f,
+/* The profile's `services = NAME` -> [services NAME] -> KEY = endpoint_url. */
+static int services_endpoint(const gpc_aws_config *cfg, const aws_files *f, const char *key,
                              const ini_entry **at, char *from, size_t from_size, gpc_error *err)
 {
     setting s = aws_profile_get(f, cfg->profile, "services");
@@ -626,7 +626,7 @@ static int services_endpoint(const gpc_aws_config *cfg, const aws_files *f,
         return gpc_fail(err, GPC_ERR_SPEC, "%s:%d: profile '%s' uses services '%s', but %s has "
                         "no [services %s] section", s.doc->shown, s.e->line, cfg->profile, name,
                         f->config.shown, name);
-    const ini_entry *e = aws_ini_get(&f->config, SECT_SERVICES, name, "ec2", "endpoint_url");
+    const ini_entry *e = aws_ini_get(&f->config, SECT_SERVICES, name, key, "endpoint_url");
     if (e && *e->value) {
         *at = e;
         aws_set_label(from, from_size, "config file [services %s]", name);
@@ -654,7 +654,7 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
     } else if ((url = aws_env("AWS_ENDPOINT_URL"))) {
         aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
     } else {
-        if ((rc = services_endpoint(cfg, f, &at, from, sizeof(from), err)))
+        if ((rc = services_endpoint(cfg, f, "ec2", &at, from, sizeof(from), err)))
             return rc;
         if (!at) {
             setting s = aws_profile_get(f, cfg->profile, "endpoint_url");
@@ -684,6 +684,69 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
     return 0;
 }
 
+/* Each service's names: the environment variable's suffix, the
+ * [services] sub-key, the default host's first label and whether the
+ * service is global or has one home region (NULL = the caller's region). */
+static const struct {
+    const char *env, *key, *host, *home;
+} services[] = {
+    [GPC_AWS_EC2] = {"EC2", "ec2", "ec2", NULL},
+    [GPC_AWS_S3] = {"S3", "s3", "s3", NULL},
+    [GPC_AWS_PRICING] = {"PRICING", "pricing", "api.pricing", "us-east-1"},
+    [GPC_AWS_SERVICE_QUOTAS] = {"SERVICE_QUOTAS", "service_quotas", "servicequotas", NULL},
+    [GPC_AWS_IAM] = {"IAM", "iam", "iam", "us-east-1"},
+    [GPC_AWS_STS] = {"STS", "sts", "sts", NULL},
+};
+
+/* Every service but EC2 (resolve_endpoint): the SDKs' order, without
+ * gpuctl's own --endpoint. */
+static int resolve_service_endpoints(gpc_aws_config *cfg, const aws_files *f, gpc_error *err)
+{
+    if (ignore_configured_endpoints(cfg, f))
+        return 0;
+    for (size_t i = GPC_AWS_S3; i < sizeof(services) / sizeof(services[0]); i++) {
+        char var[64], from[64] = "";
+        const char *url;
+        const ini_entry *at = NULL;
+        const ini_doc *doc = &f->config;
+        int rc;
+        snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", services[i].env);
+        if ((url = aws_env(var))) {
+            aws_set_label(from, sizeof(from), "%s", var);
+        } else if ((url = aws_env("AWS_ENDPOINT_URL"))) {
+            aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
+        } else {
+            if ((rc = services_endpoint(cfg, f, services[i].key, &at, from, sizeof(from), err)))
+                return rc;
+            if (!at) {
+                setting s = aws_profile_get(f, cfg->profile, "endpoint_url");
+                if (aws_setting_value(s)) {
+                    at = s.e;
+                    doc = s.doc;
+                    aws_set_label(from, sizeof(from), "%s [profile %s]",
+                                  s.in_creds ? "credentials file" : "config file", cfg->profile);
+                }
+            }
+            if (!at)
+                continue;
+            url = at->value;
+        }
+        if (!aws_is_http_url(url)) {
+            char shown[256];
+            gpc_http_redact_url(url, shown, sizeof(shown));
+            if (at)
+                return gpc_fail(err, GPC_ERR_SPEC, "%s:%d: endpoint_url '%s' is not an http:// "
+                                "or https:// URL", doc->shown, at->line, shown);
+            return gpc_fail(err, GPC_ERR_USAGE, "%s '%s' is not an http:// or https:// URL",
+                            from, shown);
+        }
+        if (!(cfg->svc_endpoint[i] = gpc_strdup(url, err)))
+            return GPC_ERR_NOMEM;
+        aws_set_label(cfg->svc_endpoint_from[i], sizeof(cfg->svc_endpoint_from[i]), "%s", from);
+    }
+    return 0;
+}
+
 int gpc_aws_config_load(const gpc_aws_options *opts, gpc_aws_config *cfg, gpc_error *err)
 {
     aws_files f;
@@ -701,6 +764,8 @@ int gpc_aws_config_load(const gpc_aws_options *opts, gpc_aws_config *cfg, gpc_er
         rc = resolve_region(opts, cfg, &f, err);
     if (!rc)
         rc = resolve_endpoint(opts, cfg, &f, err);
+    if (!rc)
+        rc = resolve_service_endpoints(cfg, &f, err);
     aws_files_free(&f);
     if (rc)
         gpc_aws_config_free(cfg);
@@ -712,6 +777,8 @@ void gpc_aws_config_free(gpc_aws_config *cfg)
     if (!cfg)
         return;
     free(cfg->ec2_endpoint);
+    for (size_t i = 0; i < sizeof(cfg->svc_endpoint) / sizeof(cfg->svc_endpoint[0]); i++)
+        free(cfg->svc_endpoint[i]);
     free(cfg->credentials_file);
     free(cfg->config_file);
     memset(cfg, 0, sizeof(*cfg));
@@ -742,3 +809,43 @@ int gpc_aws_ec2_endpoint(const gpc_aws_config *cfg, const char *region, char **u
     return *url ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
 }
 
+
+int gpc_aws_service_endpoint(const gpc_aws_config *cfg, gpc_aws_service svc,
+                             const char *region, char **url, char *sign_region,
+                             size_t size, gpc_error *err)
+{
+    *url = NULL;
+    if ((size_t)svc >= sizeof(services) / sizeof(services[0]))
+        return gpc_fail(err, GPC_ERR_INTERNAL, "unknown AWS service %d", (int)svc);
+    if (svc == GPC_AWS_EC2) {
+        int rc = gpc_aws_ec2_endpoint(cfg, region, url, err);
+        if (!rc && sign_region)
+            snprintf(sign_region, size, "%s", region);
+        return rc;
+    }
+    if (!aws_valid_region(region))
+        return gpc_fail(err, GPC_ERR_USAGE, "invalid AWS region '%.64s' (expected lower-case "
+                        "letters, digits and '-', e.g. us-east-1)", region ? region : "");
+    const char *home = services[svc].home;
+    int china = strncmp(region, "cn-", 3) == 0;
+    if (home && china)   /* the partition's own home region */
+        home = svc == GPC_AWS_IAM ? "cn-north-1" : "cn-northwest-1";
+    if (sign_region && !aws_fits(sign_region, size, home ? home : region))
+        return gpc_fail(err, GPC_ERR_INTERNAL, "signing region buffer too small");
+    gpc_buf b;
+    gpc_buf_init(&b, GPC_BUF_LINE_MAX);
+    int rc;
+    if (cfg && cfg->svc_endpoint[svc])
+        rc = gpc_buf_adds(&b, cfg->svc_endpoint[svc], err);
+    else if (svc == GPC_AWS_IAM)
+        rc = gpc_buf_addf(&b, err, "https://iam.amazonaws.com%s", china ? ".cn" : "");
+    else
+        rc = gpc_buf_addf(&b, err, "https://%s.%s.amazonaws.com%s", services[svc].host,
+                          home ? home : region, china ? ".cn" : "");
+    if (rc) {
+        gpc_buf_free(&b);
+        return rc;
+    }
+    *url = gpc_buf_take(&b);
+    return *url ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+}

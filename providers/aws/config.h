@@ -117,6 +117,15 @@ typedef struct gpc_aws_config {
     char endpoint_from[320];  /* "--endpoint" (or opts->endpoint_from), "AWS_ENDPOINT_URL_EC2",
                                  "AWS_ENDPOINT_URL", "config file [services NAME]",
                                  "config file [profile X]", "" when none */
+    /* heap: the override URL of each other service (gpc_aws_service), NULL
+     * = its default; [GPC_AWS_EC2] is unused (ec2_endpoint above).  Order,
+     * as the SDKs' service-specific endpoints (aws.md 4.5): AWS_ENDPOINT_URL_<ID>
+     * (S3, PRICING, SERVICE_QUOTAS, IAM, STS) > AWS_ENDPOINT_URL > the
+     * [services NAME] section's `<key> =` endpoint_url (s3, pricing,
+     * service_quotas, iam, sts) > the profile's endpoint_url; the same
+     * ignore switch.  gpuctl's own --endpoint is EC2's only. */
+    char *svc_endpoint[6];
+    char svc_endpoint_from[6][64]; /* where each came from, as endpoint_from */
     char *credentials_file;   /* heap: resolved path (AWS_SHARED_CREDENTIALS_FILE
                                  or ~/.aws/credentials) */
     char *config_file;        /* heap: resolved path (AWS_CONFIG_FILE or
@@ -218,6 +227,37 @@ int gpc_aws_credentials(const gpc_aws_config *cfg, const gpc_aws_options *opts,
  * GPC_AWS_REFRESH_MARGIN_S), 0 when it does not expire or expires later.
  * c == NULL counts as expiring.  Times in UTC unix seconds. */
 int gpc_aws_creds_expiring(const gpc_aws_creds *c, int64_t now, int64_t margin_s);
+
+/* The AWS services gpuctl calls, for gpc_aws_service_endpoint(). */
+typedef enum gpc_aws_service {
+    GPC_AWS_EC2,            /* EC2 Query API */
+    GPC_AWS_S3,             /* S3 REST API */
+    GPC_AWS_PRICING,        /* Price List Query API (JSON 1.1) */
+    GPC_AWS_SERVICE_QUOTAS, /* Service Quotas (JSON 1.1) */
+    GPC_AWS_IAM,            /* IAM Query API (global) */
+    GPC_AWS_STS             /* STS Query API */
+} gpc_aws_service;
+
+/*
+ * The endpoint URL of service `svc` for `region`, in *url (heap, caller
+ * frees), and the region to sign its requests for in sign_region (size
+ * bytes; NULL when not wanted): the override when one is set (cfg; EC2's
+ * as gpc_aws_ec2_endpoint), else the service's public endpoint
+ * (AWS General Reference, "Service endpoints and quotas"):
+ *   S3               https://s3.REGION.amazonaws.com
+ *   Price List       https://api.pricing.us-east-1.amazonaws.com (signed
+ *                    for us-east-1; also served from eu-central-1 and
+ *                    ap-south-1, which gpuctl does not use)
+ *   Service Quotas   https://servicequotas.REGION.amazonaws.com
+ *   IAM              https://iam.amazonaws.com (global, signed for us-east-1)
+ *   STS              https://sts.REGION.amazonaws.com
+ * (".amazonaws.com.cn" for cn-* regions, where IAM's home is cn-north-1
+ * and the Price List's cn-northwest-1).  An override keeps the signing
+ * region of the service's default.  Errors as gpc_aws_ec2_endpoint.
+ */
+int gpc_aws_service_endpoint(const gpc_aws_config *cfg, gpc_aws_service svc,
+                             const char *region, char **url, char *sign_region,
+                             size_t size, gpc_error *err);
 
 /*
  * The EC2 endpoint URL for `region`, in *url (heap, caller frees):

@@ -603,6 +603,12 @@ static void test_services_syntax(void **state)
     assert_string_equal(cfg.region, "us-east-1 ; not a comment for botocore");
     assert_string_equal(cfg.ec2_endpoint, "http://localhost:4566/ec2");
     assert_string_equal(cfg.endpoint_from, "config file [services dev-endpoints]");
+    /* The other services' sub-sections are theirs. */
+    assert_string_equal(cfg.svc_endpoint[GPC_AWS_S3], "http://s3.local:9000");
+    assert_string_equal(cfg.svc_endpoint_from[GPC_AWS_S3], "config file [services dev-endpoints]");
+    assert_string_equal(cfg.svc_endpoint[GPC_AWS_STS], "http://sts.local");
+    assert_null(cfg.svc_endpoint[GPC_AWS_PRICING]);
+    assert_null(cfg.svc_endpoint[GPC_AWS_IAM]);
     gpc_aws_config_free(&cfg);
 
     /* CRLF line ends; an `ec2 =` without endpoint_url falls back to the
@@ -653,6 +659,79 @@ static void test_ec2_endpoint(void **state)
     }
     gpc_error_clear(&err);
     assert_int_equal(gpc_aws_ec2_endpoint(NULL, NULL, &url, &err), GPC_ERR_USAGE);
+}
+
+/* Every other service: its public endpoint and signing region (AWS
+ * General Reference, "Service endpoints and quotas"), and the overrides in
+ * the SDKs' order, gpuctl's --endpoint (EC2's) not among them. */
+static void test_service_endpoint(void **state)
+{
+    (void)state;
+    static const struct {
+        gpc_aws_service svc;
+        const char *region, *url, *sign;
+    } want[] = {
+        {GPC_AWS_EC2, "eu-west-1", "https://ec2.eu-west-1.amazonaws.com", "eu-west-1"},
+        {GPC_AWS_S3, "eu-west-1", "https://s3.eu-west-1.amazonaws.com", "eu-west-1"},
+        {GPC_AWS_PRICING, "eu-west-1", "https://api.pricing.us-east-1.amazonaws.com", "us-east-1"},
+        {GPC_AWS_SERVICE_QUOTAS, "ap-south-1", "https://servicequotas.ap-south-1.amazonaws.com",
+         "ap-south-1"},
+        {GPC_AWS_IAM, "eu-west-1", "https://iam.amazonaws.com", "us-east-1"},
+        {GPC_AWS_STS, "us-west-2", "https://sts.us-west-2.amazonaws.com", "us-west-2"},
+        {GPC_AWS_S3, "cn-north-1", "https://s3.cn-north-1.amazonaws.com.cn", "cn-north-1"},
+        {GPC_AWS_IAM, "cn-northwest-1", "https://iam.amazonaws.com.cn", "cn-north-1"},
+        {GPC_AWS_PRICING, "cn-north-1", "https://api.pricing.cn-northwest-1.amazonaws.com.cn",
+         "cn-northwest-1"},
+    };
+    gpc_error err;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char *url = NULL, sign[64] = "";
+        gpc_error_clear(&err);
+        assert_int_equal(gpc_aws_service_endpoint(NULL, want[i].svc, want[i].region, &url, sign,
+                                                  sizeof(sign), &err), 0);
+        assert_string_equal(url, want[i].url);
+        assert_string_equal(sign, want[i].sign);
+        free(url);
+    }
+    char *url = (char *)1;
+    assert_int_equal(gpc_aws_service_endpoint(NULL, GPC_AWS_S3, "bad region", &url, NULL, 0,
+                                              &err), GPC_ERR_USAGE);
+    assert_null(url);
+
+    /* AWS_ENDPOINT_URL_<ID> beats AWS_ENDPOINT_URL; --endpoint is EC2's only. */
+    setenv("AWS_ENDPOINT_URL", "http://all.example:1", 1);
+    setenv("AWS_ENDPOINT_URL_S3", "http://s3.example:2/p", 1);
+    setenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS", "http://sq.example:3", 1);
+    gpc_aws_options o = {.endpoint = "http://flag.example:4"};
+    gpc_aws_config cfg;
+    load(&o, &cfg);
+    assert_string_equal(cfg.ec2_endpoint, "http://flag.example:4");
+    assert_string_equal(cfg.svc_endpoint[GPC_AWS_S3], "http://s3.example:2/p");
+    assert_string_equal(cfg.svc_endpoint_from[GPC_AWS_S3], "AWS_ENDPOINT_URL_S3");
+    assert_string_equal(cfg.svc_endpoint[GPC_AWS_SERVICE_QUOTAS], "http://sq.example:3");
+    assert_string_equal(cfg.svc_endpoint[GPC_AWS_PRICING], "http://all.example:1");
+    assert_string_equal(cfg.svc_endpoint_from[GPC_AWS_PRICING], "AWS_ENDPOINT_URL");
+    char sign[64];
+    assert_int_equal(gpc_aws_service_endpoint(&cfg, GPC_AWS_PRICING, "eu-west-1", &url, sign,
+                                              sizeof(sign), &err), 0);
+    assert_string_equal(url, "http://all.example:1");
+    assert_string_equal(sign, "us-east-1");  /* an override keeps the signing region */
+    free(url);
+    gpc_aws_config_free(&cfg);
+
+    /* The ignore switch drops them; a bad one is named. */
+    setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+    load(NULL, &cfg);
+    assert_null(cfg.svc_endpoint[GPC_AWS_S3]);
+    gpc_aws_config_free(&cfg);
+    unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    setenv("AWS_ENDPOINT_URL_S3", "s3.example", 1);
+    assert_int_equal(load_err(NULL, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "AWS_ENDPOINT_URL_S3 's3.example' is not an http:// or "
+                                 "https:// URL");
+    unsetenv("AWS_ENDPOINT_URL_S3");
+    unsetenv("AWS_ENDPOINT_URL_SERVICE_QUOTAS");
+    unsetenv("AWS_ENDPOINT_URL");
 }
 
 /* ---- IMDSv2 ------------------------------------------------------------- */
@@ -933,6 +1012,7 @@ int main(void)
         T(test_endpoint_precedence),
         T(test_services_syntax),
         T(test_ec2_endpoint),
+        T(test_service_endpoint),
         T(test_imds_credentials),
         T(test_imds_disabled),
         T(test_imds_no_role),
