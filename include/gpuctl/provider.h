@@ -64,6 +64,12 @@ struct gpc_catalog;
  * gpc_node_status.detail (the scheduler's reason), which the engine says
  * and records ("note" events) each time it changes. */
 #define GPC_CAP_QUEUE       (1u << 11)
+/* The provider puts gpc_node_request.secrets into the job's environment
+ * without writing them anywhere gpuctl or others keep them: not in
+ * user-data, tags, provider data, node files nor logs (the local provider:
+ * the node process's own environment).  A spec with `secrets` is refused
+ * (plan, apply) on a provider without it. */
+#define GPC_CAP_SECRETS     (1u << 12)
 
 /* Most bytes of provider data (with its NUL): gpc_node_status.data,
  * gpc_cluster_ref.data. */
@@ -109,6 +115,11 @@ typedef struct gpc_node_request {
                                   belongs to (the core's failover walk) */
     struct gpc_cluster_ref *ref; /* the cluster: its regions and provider data,
                                   which the create may set (a group's job id) */
+    /* The spec's secrets, name and value (spec.h): for the job's
+     * environment only (GPC_CAP_SECRETS); never logged, recorded or put in
+     * user-data.  NULL/0 for a provider without GPC_CAP_SECRETS. */
+    const gpc_env_var *secrets;
+    size_t n_secrets;
 } gpc_node_request;
 
 /* What identifies a cluster to a provider's cluster-wide operations. */
