@@ -69,9 +69,10 @@ parts' MD5s, "-N"), AbortMultipartUpload; NoSuchBucket, NoSuchKey,
 NoSuchUpload.  STS GetCallerIdentity answers account 123456789012.
 
 Fault rules ({"op": "UploadPart", "part": 2, "status": 503, "code":
-"SlowDown", "times": 1, "complete_200": false}): a request of that op (and
-part number, when given) answers the error instead, `times` times (absent or
--1: always).  "complete_200": true makes a CompleteMultipartUpload answer 200
+"SlowDown", "times": 1, "complete_200": false, "hang": 0}): a request of
+that op (and part number, when given) answers the error instead, `times`
+times (absent or -1: always).  "hang": S waits S seconds, then closes the
+connection without doing anything (for a client killed mid-request).  "complete_200": true makes a CompleteMultipartUpload answer 200
 with the <Error> body.  POST /_fake/faults replaces the rules (JSON body);
 GET /_fake/state answers {"buckets": {NAME: {"region", "settings",
 "objects": {KEY: {"size", "etag", "meta"}}}}, "uploads": {ID: {"bucket",
@@ -377,6 +378,10 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 allowed(akid, op, bucket, key, q)
                 f = fault_for(op, q.get("partNumber"))
+                if f and f.get("hang"):
+                    time.sleep(f["hang"])   # a client killed meanwhile never sees an answer
+                    self.close_connection = True
+                    return
                 if f and not f.get("complete_200"):
                     raise S3Error(f.get("status", 500), f.get("code", "InternalError"), "injected fault")
                 status = self.api(op, bucket, key, q, body, region, akid, f)

@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -581,6 +583,105 @@ static void test_multipart_resume(void **state)
     assert_int_equal(left, 0);
 }
 
+/* The upload's parts the fake holds, as JSON ("[1,3]"; "" without an
+ * upload). */
+static void upload_parts(fixture *f, char *out, size_t size)
+{
+    cJSON *st = control(f, "GET", "state", NULL);
+    cJSON *up = cJSON_GetObjectItem(st, "uploads")->child;
+    out[0] = '\0';
+    if (up) {
+        char *p = cJSON_PrintUnformatted(cJSON_GetObjectItem(up, "parts"));
+        snprintf(out, size, "%s", p);
+        free(p);
+    }
+    cJSON_Delete(st);
+}
+
+static void test_multipart_resume_after_kill(void **state)
+{
+    fixture *f = *state;
+    start(f, NULL);
+    make_bucket(f);
+    char path[256], mdir[256];
+    snprintf(path, sizeof(path), "%s/big.bin", f->tmp);
+    snprintf(mdir, sizeof(mdir), "%s/state", f->tmp);
+    write_pattern(path, BIG_SIZE, 17);
+    /* part 2 never answers: the uploader is killed while it waits */
+    cJSON_Delete(control(f, "POST", "faults",
+                         "[{\"op\": \"UploadPart\", \"part\": 2, \"hang\": 60}]"));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* the child: its own sessions, one part at a time */
+        gpc_ec2 e;
+        gpc_s3 s;
+        gpc_log quiet;
+        gpc_error err;
+        memset(&quiet, 0, sizeof(quiet));
+        gpc_error_clear(&err);
+        if (gpc_ec2_open(&e, &(gpc_aws_options){.region = "us-west-2"}, &quiet, &err) ||
+            gpc_s3_open(&s, &e, "us-west-2", &err))
+            _exit(3);
+        s.part_size = 5 * MIB;
+        s.parallel = 1;
+        gpc_s3_upload_file(&s, BUCKET, "ckpt/big.bin", path, mdir, NULL, &err);
+        _exit(4); /* not reached while part 2 hangs */
+    }
+    char parts[64] = "";
+    for (int i = 0; i < 200 && op_count(f, "UploadPart") < 2; i++)
+        usleep(50 * 1000);
+    upload_parts(f, parts, sizeof(parts));
+    assert_int_equal(op_count(f, "UploadPart"), 2);
+    assert_string_equal(parts, "[1]");
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    /* resumed by another process (this one): parts 2 and 3 only */
+    cJSON_Delete(control(f, "POST", "faults", "[]"));
+    cJSON_Delete(control(f, "POST", "reset", NULL));
+    f->s3.part_size = 5 * MIB;
+    gpc_error err;
+    gpc_error_clear(&err);
+    uint64_t sent = 0;
+    assert_int_equal(gpc_s3_upload_file(&f->s3, BUCKET, "ckpt/big.bin", path, mdir, &sent, &err),
+                     0);
+    assert_int_equal(sent, 5 * MIB + 2 * MIB + 123);
+    assert_int_equal(op_count(f, "CreateMultipartUpload"), 0);
+    assert_int_equal(op_count(f, "ListParts"), 1);
+    assert_int_equal(op_count(f, "UploadPart"), 2);
+    assert_int_equal(op_count(f, "CompleteMultipartUpload"), 1);
+    upload_parts(f, parts, sizeof(parts));
+    assert_string_equal(parts, "");
+    gpc_s3_object o;
+    char sha[65];
+    assert_int_equal(gpc_s3_head(&f->s3, BUCKET, "ckpt/big.bin", &o, &err), 0);
+    assert_int_equal(gpc_s3_file_sha256(path, sha, NULL, &err), 0);
+    assert_int_equal(o.size, BIG_SIZE);
+    assert_string_equal(o.sha256, sha);
+
+    /* the file changes: the old manifest's upload is aborted, a new one sent */
+    cJSON_Delete(control(f, "POST", "faults",
+                         "[{\"op\": \"UploadPart\", \"part\": 3, \"status\": 400, "
+                         "\"code\": \"InvalidArgument\"}]"));
+    write_pattern(path, BIG_SIZE, 19);
+    assert_int_equal(gpc_s3_upload_file(&f->s3, BUCKET, "ckpt/big.bin", path, mdir, &sent, &err),
+                     GPC_ERR_PROVIDER);
+    write_pattern(path, BIG_SIZE, 23);
+    cJSON_Delete(control(f, "POST", "faults", "[]"));
+    cJSON_Delete(control(f, "POST", "reset", NULL));
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_s3_upload_file(&f->s3, BUCKET, "ckpt/big.bin", path, mdir, &sent, &err),
+                     0);
+    assert_int_equal(sent, BIG_SIZE);
+    assert_int_equal(op_count(f, "AbortMultipartUpload"), 1);
+    assert_int_equal(op_count(f, "ListParts"), 0);
+    assert_int_equal(op_count(f, "UploadPart"), 3);
+    upload_parts(f, parts, sizeof(parts));
+    assert_string_equal(parts, "");
+}
+
 static void test_multipart_upload_gone(void **state)
 {
     fixture *f = *state;
@@ -673,6 +774,110 @@ static void test_prefix_policy(void **state)
                      GPC_ERR_AUTH);
 }
 
+/* ---- the IAM policy ---------------------------------------------------------------- */
+
+/* The IAM action each S3 operation needs (Amazon S3 User Guide, "Policy
+ * actions for Amazon S3"; the multipart calls are s3:PutObject, HeadBucket
+ * is s3:ListBucket). */
+static const char *const op_actions[][2] = {
+    {"AbortMultipartUpload", "s3:AbortMultipartUpload"},
+    {"CompleteMultipartUpload", "s3:PutObject"},
+    {"CreateBucket", "s3:CreateBucket"},
+    {"CreateMultipartUpload", "s3:PutObject"},
+    {"DeleteObjects", "s3:DeleteObject"},
+    {"GetObject", "s3:GetObject"},
+    {"HeadBucket", "s3:ListBucket"},
+    {"HeadObject", "s3:GetObject"},
+    {"ListObjectsV2", "s3:ListBucket"},
+    {"ListParts", "s3:ListMultipartUploadParts"},
+    {"PutBucketEncryption", "s3:PutEncryptionConfiguration"},
+    {"PutBucketLifecycleConfiguration", "s3:PutLifecycleConfiguration"},
+    {"PutBucketTagging", "s3:PutBucketTagging"},
+    {"PutObject", "s3:PutObject"},
+    {"PutPublicAccessBlock", "s3:PutBucketPublicAccessBlock"},
+    {"UploadPart", "s3:PutObject"},
+};
+#define N_OPS (sizeof(op_actions) / sizeof(*op_actions))
+
+/* Mark in used[] the operations named after `marker` in text. */
+static void scan_ops(const char *text, const char *marker, int *used)
+{
+    for (const char *p = strstr(text, marker); p; p = strstr(p + 1, marker)) {
+        const char *name = p + strlen(marker);
+        size_t len = strcspn(name, "\"");
+        size_t i = 0;
+        while (i < N_OPS && (strlen(op_actions[i][0]) != len ||
+                             strncmp(op_actions[i][0], name, len) != 0))
+            i++;
+        if (i == N_OPS)
+            fail_msg("operation %.*s has no IAM action in the table", (int)len, name);
+        used[i] = 1;
+    }
+}
+
+/* docs/providers/aws-iam-policy.json allows exactly the s3: actions of the
+ * operations in providers/aws/s3*.c. */
+static void test_iam_policy(void **state)
+{
+    (void)state;
+    const char *src = getenv("GPUCTL_SOURCE_DIR");
+    assert_non_null(src);
+    int used[N_OPS] = {0};
+    const char *files[] = {"s3.c", "s3_object.c", "s3_multipart.c"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/providers/aws/%s", src, files[i]);
+        size_t len;
+        char *text = read_all(path, &len);
+        scan_ops(text, ".op = \"", used);
+        scan_ops(text, "put_config(s, \"", used);
+        free(text);
+    }
+    char want[1024] = "", got[1024] = "";
+    for (size_t i = 0; i < N_OPS; i++)
+        assert_int_equal(used[i], 1); /* every operation of the table is called */
+    const char *acts[N_OPS];
+    size_t na = 0;
+    for (size_t i = 0; i < N_OPS; i++) {
+        size_t k = 0;
+        while (k < na && strcmp(acts[k], op_actions[i][1]) != 0)
+            k++;
+        if (k == na)
+            acts[na++] = op_actions[i][1];
+    }
+    for (size_t i = 0; i < na; i++) /* sort (few items) */
+        for (size_t j = i + 1; j < na; j++)
+            if (strcmp(acts[j], acts[i]) < 0) {
+                const char *t = acts[i];
+                acts[i] = acts[j];
+                acts[j] = t;
+            }
+    for (size_t i = 0; i < na; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s ", acts[i]);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/docs/providers/aws-iam-policy.json", src);
+    size_t len;
+    char *text = read_all(path, &len);
+    cJSON *pol = cJSON_Parse(text);
+    free(text);
+    assert_non_null(pol);
+    cJSON *st;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItem(pol, "Statement")) {
+        cJSON *a, *list = cJSON_GetObjectItem(st, "Action");
+        cJSON_ArrayForEach(a, list) {
+            if (strncmp(a->valuestring, "s3:", 3) == 0)
+                snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s ", a->valuestring);
+        }
+    }
+    cJSON_Delete(pol);
+    assert_string_equal(got, want);
+    assert_string_equal(got, "s3:AbortMultipartUpload s3:CreateBucket s3:DeleteObject "
+                        "s3:GetObject s3:ListBucket s3:ListMultipartUploadParts "
+                        "s3:PutBucketPublicAccessBlock s3:PutBucketTagging "
+                        "s3:PutEncryptionConfiguration s3:PutLifecycleConfiguration "
+                        "s3:PutObject ");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,8 +887,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_incremental, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_resume_after_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_upload_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_iam_policy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
