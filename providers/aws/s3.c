@@ -586,7 +586,6 @@ int gpc_s3_account_id(gpc_s3 *s, char out[13], gpc_error *err)
     memset(&p, 0, sizeof(p));
     gpc_sigv4_header sig[3];
     char host[256], hash[65];
-    const char *hdrs[] = {ctype};
     rc = url_host(url, host, sizeof(host), err);
     if (!rc)
         rc = gpc_sigv4_sha256_hex(body, sizeof(body) - 1, hash, err);
@@ -602,7 +601,9 @@ int gpc_s3_account_id(gpc_s3 *s, char out[13], gpc_error *err)
         path = path ? path + 3 + strcspn(path + 3, "/?#") : "/";
         char pathbuf[512];
         snprintf(pathbuf, sizeof(pathbuf), "%.*s", (int)strcspn(path, "?#"), path);
-        p.path = pathbuf[0] ? pathbuf : (char *)"/";
+        if (!pathbuf[0])
+            snprintf(pathbuf, sizeof(pathbuf), "/");
+        p.path = pathbuf;
         char shdr[100];
         snprintf(shdr, sizeof(shdr), "x-amz-content-sha256: %s", hash);
         const char *all[] = {ctype, shdr};
@@ -647,7 +648,6 @@ int gpc_s3_account_id(gpc_s3 *s, char out[13], gpc_error *err)
                 memcpy(out, acct, 13);
         }
         gpc_http_response_free(&resp);
-        (void)hdrs;
     }
     free(url);
     return rc;

@@ -338,6 +338,21 @@ static void test_ensure_bucket(void **state)
     free(settings);
     cJSON_Delete(st);
 
+    /* HeadBucket and CreateBucket race with another caller: the bucket is
+     * there by the time CreateBucket runs (BucketAlreadyOwnedByYou) */
+    cJSON_Delete(control(f, "POST", "faults",
+                         "[{\"op\": \"HeadBucket\", \"status\": 404, "
+                         "\"code\": \"NoSuchBucket\", \"times\": 2}]"));
+    created = -1;
+    assert_int_equal(gpc_s3_ensure_bucket(&f->s3, name, tags, 2, 7, &created, &err), 0);
+    assert_int_equal(created, 0);
+    assert_int_equal(op_count(f, "CreateBucket"), 2);
+    /* ... or another account took the name meanwhile */
+    assert_int_equal(gpc_s3_ensure_bucket(&f->s3, "someone-elses", NULL, 0, 7, NULL, &err),
+                     GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "aws: s3: bucket name someone-elses is taken by another AWS "
+                        "account; name another bucket");
+
     /* another account's name */
     gpc_error_clear(&err);
     assert_int_equal(gpc_s3_ensure_bucket(&f->s3, "someone-elses", NULL, 0, 7, NULL, &err),
