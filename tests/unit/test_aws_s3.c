@@ -458,6 +458,45 @@ static void test_objects(void **state)
     free(list);
 }
 
+/* Virtual-hosted requests, as on AWS's own endpoint: libcurl resolves
+ * every name under .localhost to the loopback address, so the fake sees
+ * Host: BUCKET.s3.localhost:PORT and finds the bucket there. */
+static void test_virtual_hosted(void **state)
+{
+    fixture *f = *state;
+    start(f, "--page-size", "1", NULL);
+    make_bucket(f);
+    f->s3.override = 0;
+    free(f->s3.endpoint);
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://s3.localhost:%d", f->srv.port);
+    f->s3.endpoint = strdup(ep);
+    gpc_error err;
+    gpc_error_clear(&err);
+    char *url = NULL, want[128];
+    assert_int_equal(gpc_s3_url(&f->s3, BUCKET, "v/a b", NULL, &url, &err), 0);
+    snprintf(want, sizeof(want), "http://" BUCKET ".s3.localhost:%d/v/a%%20b", f->srv.port);
+    assert_string_equal(url, want);
+    free(url);
+    assert_int_equal(gpc_s3_put(&f->s3, BUCKET, "v/a b", "one", 3, &err), 0);
+    assert_int_equal(gpc_s3_put(&f->s3, BUCKET, "v/c", "two", 3, &err), 0);
+    gpc_s3_object *l = NULL;
+    size_t n = 0;
+    assert_int_equal(gpc_s3_list(&f->s3, BUCKET, "v/", &l, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(l[0].key, "v/a b");
+    assert_string_equal(l[1].key, "v/c");
+    free(l);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/got", f->tmp);
+    assert_int_equal(gpc_s3_get_file(&f->s3, BUCKET, "v/a b", path, NULL, &err), 0);
+    size_t len;
+    char *data = read_all(path, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(data, "one", 3);
+    free(data);
+}
+
 /* ---- incremental sync ------------------------------------------------------------ */
 
 static void test_sync_incremental(void **state)
@@ -900,6 +939,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_addressing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ensure_bucket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_objects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_virtual_hosted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_incremental, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_resume_after_kill, setup, teardown),
