@@ -86,7 +86,9 @@ typedef struct gpc_s3 {
                                    0 = max(8 MiB, ceil(size / 10000)) rounded
                                    up to a MiB (aws.md 6.3) */
     uint64_t multipart_threshold; /* files of at least this many bytes go by
-                                   multipart upload; 0 = the part size */
+                                   multipart upload; 0, or more than the
+                                   part size = the part size (a PutObject
+                                   holds the whole file in memory) */
     int parallel;               /* parts in flight; 0 = GPC_S3_PARALLEL */
     long backoff_base_ms;       /* HTTP retry backoff base; 0 = the layer's */
     int max_attempts;           /* tries per request; 0 = 5 */

@@ -492,7 +492,9 @@ int gpc_s3_upload_file(gpc_s3 *s, const char *bucket, const char *key, const cha
     if (part < GPC_S3_PART_MIN || part > GPC_S3_PART_MAX)
         return gpc_fail(err, GPC_ERR_USAGE, "aws: s3: part size %" PRIu64 " outside 5 MiB..5 GiB",
                         part);
-    uint64_t threshold = s->multipart_threshold ? s->multipart_threshold : part;
+    /* PutObject reads the file whole: never more than one part's worth */
+    uint64_t threshold = s->multipart_threshold && s->multipart_threshold < part
+                             ? s->multipart_threshold : part;
     if (size < threshold)
         return put_small(s, bucket, key, path, size, sent, err);
     manifest m;
