@@ -826,6 +826,16 @@ static void test_prefix_policy(void **state)
     gpc_error_clear(&err);
     assert_int_equal(gpc_s3_ensure_bucket(&f->s3, BUCKET, NULL, 0, 7, NULL, &err),
                      GPC_ERR_AUTH);
+    /* DeleteObjects answers 200 and names each key it refused */
+    gpc_error_clear(&err);
+    const char *del[] = {"cluster-a/ckpt/1", "cluster-b/other"};
+    assert_int_equal(gpc_s3_delete(&f->s3, BUCKET, del, 2, &err), GPC_ERR_AUTH);
+    assert_string_equal(err.msg, "aws: s3 DeleteObjects s3://" BUCKET "/cluster-b/other: "
+                        "AccessDenied: Access Denied");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_s3_list(&f->s3, BUCKET, "cluster-a/", &l, &n, &err), 0);
+    assert_int_equal(n, 0); /* the allowed key went */
+    free(l);
 }
 
 /* ---- the IAM policy ---------------------------------------------------------------- */
