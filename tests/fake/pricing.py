@@ -25,9 +25,10 @@ Options
   --products FILE        JSON list of product documents in the aws_v1 format
                          (default ../fixtures/aws_pricelist_products.json
                          from this script)
-  --page-size N          answers hold at most N items when the request has no
-                         MaxResults (default 2, so clients follow NextToken;
-                         0 = 100, the API's largest page)
+  --page-size N          answers hold at most N items, whatever MaxResults
+                         says (default 2, so clients follow NextToken, as
+                         they must: the API may answer fewer items than
+                         MaxResults); 0 = MaxResults, else 100
   --faults FILE          JSON list of fault rules (below)
   --clock-offset S       the fake's clock runs S seconds ahead of the real one
 
@@ -262,11 +263,11 @@ def get_products(req):
             raise Fail("InvalidParameterException", "Invalid filter type: %s" % f["Type"])
     if req.get("FormatVersion", "aws_v1") != "aws_v1":
         raise Fail("InvalidParameterException", "Invalid FormatVersion: %s" % req.get("FormatVersion"))
-    size = req.get("MaxResults")
-    if size is None:
-        size = ARGS.page_size or 100
-    elif not isinstance(size, int) or not 1 <= size <= 100:
+    size = req.get("MaxResults", 100)
+    if not isinstance(size, int) or not 1 <= size <= 100:
         raise Fail("InvalidParameterException", "MaxResults must be between 1 and 100.")
+    if ARGS.page_size:
+        size = min(size, ARGS.page_size)
     rows = [p for p in PRODUCTS if matches(p, service, filters)]
     start = 0
     token = req.get("NextToken")

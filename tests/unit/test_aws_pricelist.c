@@ -5,7 +5,9 @@
  * "pricing", region us-east-1, X-Amz-Target signed), session tokens,
  * retries (throttling codes and a gateway's 502 retried, other errors
  * not), the clock-skew re-sign, the error mapping, messages and remote
- * details.
+ * details; and the Price List client (providers/aws/pricelist.c): one
+ * PriceList item read (the OnDemand "Hrs" price, not a Reserved one), and
+ * GetProducts with its filters and NextToken paging, exact prices.
  *
  * Keys: the AWS documentation example (AKIDEXAMPLE and
  * wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY), the fake's defaults.  The fake
@@ -31,6 +33,7 @@
 
 #include "aws/ec2.h"
 #include "aws/json_api.h"
+#include "aws/pricelist.h"
 #include "fake/aws_env.h"
 #include "fake/spawn.h"
 #include "gpuctl/log.h"
@@ -471,6 +474,155 @@ static void test_json_error_codes(void **state)
     }
 }
 
+/* ---- the Price List client ------------------------------------------------ */
+
+/* Item `i` of the fixture, as the JSON text the API sends (caller frees). */
+static char *fixture_item(int i)
+{
+    char path[1024];
+    const char *src = getenv("GPUCTL_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s/tests/fixtures/aws_pricelist_products.json",
+             src && *src ? src : ".");
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    static char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[len] = '\0';
+    cJSON *all = cJSON_Parse(buf);
+    assert_non_null(all);
+    char *text = cJSON_PrintUnformatted(cJSON_GetArrayItem(all, i));
+    cJSON_Delete(all);
+    assert_non_null(text);
+    return text;
+}
+
+static void test_item_ondemand_not_reserved(void **state)
+{
+    (void)state;
+    /* item 0: p5.48xlarge, us-east-1, OnDemand 55.04 and a Reserved 36.1812 */
+    char *text = fixture_item(0);
+    gpc_aws_od_price p;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_aws_pricelist_item(text, strlen(text), &p, &err), 0);
+    assert_string_equal(p.instance_type, "p5.48xlarge");
+    assert_string_equal(p.region, "us-east-1");
+    assert_true(p.usd_per_hour == 55.04);
+    assert_string_equal(p.published, "2026-12-01T00:35:12Z");
+    assert_int_equal(strlen(p.sku), 16);
+    free(text);
+}
+
+static void test_item_errors(void **state)
+{
+    (void)state;
+    const struct {
+        const char *text;
+        const char *msg;
+    } t[] = {
+        {"[1]", "aws: a Price List item is not a JSON object"},
+        {"{\"product\":{\"sku\":\"ABC\",\"attributes\":{\"regionCode\":\"us-east-1\"}}}",
+         "aws: a Price List item (sku ABC) has no product.attributes.instanceType"},
+        {"{\"product\":{\"attributes\":{\"instanceType\":\"g5.xlarge\"}}}",
+         "aws: a Price List item (sku none) has no product.attributes.regionCode"},
+        {"{\"product\":{\"attributes\":{\"instanceType\":\"g5.xlarge\",\"regionCode\":"
+         "\"us-east-1\"}},\"terms\":{\"Reserved\":{}}}",
+         "aws: the Price List item of g5.xlarge in us-east-1 has no OnDemand term"},
+        {"{\"product\":{\"attributes\":{\"instanceType\":\"g5.xlarge\",\"regionCode\":"
+         "\"us-east-1\"}},\"terms\":{\"OnDemand\":{\"A.B\":{\"priceDimensions\":{\"A.B.C\":"
+         "{\"unit\":\"GB-Mo\",\"pricePerUnit\":{\"USD\":\"0.1\"}}}}}}}",
+         "aws: the Price List item of g5.xlarge in us-east-1 has no hourly (\"Hrs\") USD price"},
+        {"{\"product\":{\"attributes\":{\"instanceType\":\"g5.xlarge\",\"regionCode\":"
+         "\"us-east-1\"}},\"terms\":{\"OnDemand\":{\"A.B\":{\"priceDimensions\":{\"A.B.C\":"
+         "{\"unit\":\"Hrs\",\"pricePerUnit\":{\"USD\":\"1.0x\"}}}}}}}",
+         "aws: the Price List item of g5.xlarge in us-east-1 has the price '1.0x' USD/hour "
+         "(expected a decimal number from 0 to 1000000)"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        gpc_aws_od_price p;
+        gpc_error err;
+        gpc_error_clear(&err);
+        assert_int_equal(gpc_aws_pricelist_item(t[i].text, strlen(t[i].text), &p, &err),
+                         GPC_ERR_PROVIDER);
+        assert_string_equal(err.msg, t[i].msg);
+    }
+}
+
+static void test_ondemand_every_region(void **state)
+{
+    /* p4d.24xlarge: 3 Linux prices (and a Windows one the filters leave
+     * out), in the fake's pages of 2 items: NextToken followed */
+    fixture *f = *state;
+    start(f, NULL, NULL);
+    gpc_aws_od_price *v = NULL;
+    size_t n = 0;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_aws_pricelist_ondemand(&f->ec2, "p4d.24xlarge", NULL, &v, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(v[0].region, "us-east-1");
+    assert_true(v[0].usd_per_hour == 21.957642);
+    assert_string_equal(v[1].region, "us-west-2");
+    assert_true(v[1].usd_per_hour == 21.95764);
+    assert_string_equal(v[2].region, "ap-northeast-1");
+    assert_true(v[2].usd_per_hour == 30.09784);
+    free(v);
+    assert_int_equal(log_count(f, NULL), 2);
+    assert_int_equal(log_count(f, "\"MaxResults\": 100, \"NextToken\": \"2:"), 1);
+    assert_int_equal(log_count(f, "\"Filters\": [{\"Type\": \"TERM_MATCH\", \"Field\": "
+                                  "\"instanceType\", \"Value\": \"p4d.24xlarge\"}, {\"Type\": "
+                                  "\"TERM_MATCH\", \"Field\": \"operatingSystem\", \"Value\": "
+                                  "\"Linux\"}, {\"Type\": \"TERM_MATCH\", \"Field\": \"tenancy\", "
+                                  "\"Value\": \"Shared\"}, {\"Type\": \"TERM_MATCH\", \"Field\": "
+                                  "\"preInstalledSw\", \"Value\": \"NA\"}, {\"Type\": "
+                                  "\"TERM_MATCH\", \"Field\": \"capacitystatus\", \"Value\": "
+                                  "\"Used\"}, {\"Type\": \"TERM_MATCH\", \"Field\": "
+                                  "\"locationType\", \"Value\": \"AWS Region\"}], \"ServiceCode\": "
+                                  "\"AmazonEC2\", \"FormatVersion\": \"aws_v1\", \"MaxResults\": 100"),
+                     2);
+}
+
+static void test_ondemand_decoys_and_pages(void **state)
+{
+    /* p5.48xlarge: of 7 products only us-east-1 and us-west-2 (Linux,
+     * Shared, NA, Used, AWS Region) pass the filters; pages of 1 item;
+     * a throttled request retried; one region asked */
+    fixture *f = *state;
+    start(f, "[{\"target\": \"GetProducts\", \"type\": \"ThrottlingException\", "
+             "\"times\": 1}]", "--page-size", "1", NULL);
+    gpc_aws_od_price *v = NULL;
+    size_t n = 0;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_aws_pricelist_ondemand(&f->ec2, "p5.48xlarge", NULL, &v, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].region, "us-east-1");
+    assert_true(v[0].usd_per_hour == 55.04);
+    assert_string_equal(v[1].region, "us-west-2");
+    assert_true(v[1].usd_per_hour == 55.04);
+    free(v);
+    v = NULL;
+    n = 0;
+    assert_int_equal(gpc_aws_pricelist_ondemand(&f->ec2, "g5.xlarge", "ap-northeast-1", &v, &n,
+                                                &err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].instance_type, "g5.xlarge");
+    assert_string_equal(v[0].region, "ap-northeast-1");
+    assert_true(v[0].usd_per_hour == 1.459);
+    free(v);
+    v = NULL;
+    n = 0;
+    /* a type the Price List does not list: no prices, no error */
+    assert_int_equal(gpc_aws_pricelist_ondemand(&f->ec2, "p6-b200.48xlarge", NULL, &v, &n,
+                                                &err), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    /* the throttled first request was retried */
+    assert_int_equal(log_count(f, "\"error\": \"ThrottlingException\""), 1);
+    assert_int_equal(log_count(f, "\"regionCode\""), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +641,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_service_quotas_signing_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_not_a_json_service, setup, teardown),
         cmocka_unit_test(test_json_error_codes),
+        cmocka_unit_test(test_item_ondemand_not_reserved),
+        cmocka_unit_test(test_item_errors),
+        cmocka_unit_test_setup_teardown(test_ondemand_every_region, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ondemand_decoys_and_pages, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
