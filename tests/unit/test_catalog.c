@@ -171,9 +171,9 @@ static void test_builtin_counts(void **state)
     assert_int_equal(azure, 40);
     assert_int_equal(aliyun, 101);
     assert_int_equal(c->n_gpus, 20);
-    /* 6 sources of the built-in rows, and azure-retail-api for rows that
-     * `catalog update` refreshes */
-    assert_int_equal(c->n_sources, 7);
+    /* 6 sources of the built-in rows, and azure-retail-api and aws-api for
+     * rows that `catalog update` refreshes */
+    assert_int_equal(c->n_sources, 8);
     const gpc_catalog_source *az = gpc_catalog_source_get(c, "azure-retail-api");
     assert_non_null(az);
     assert_string_equal(az->currency, "USD");
@@ -373,6 +373,12 @@ static void test_sources(void **state)
     s = gpc_catalog_source_get(c, "alibaba-docs"); /* specs only: no currency */
     assert_string_equal(s->currency, "");
     assert_true(s->usd_per_unit == 0);
+    assert_string_equal(s->version, "");
+
+    s = gpc_catalog_source_get(c, "aws-api"); /* rows aws's catalog update writes */
+    assert_non_null(s);
+    assert_string_equal(s->currency, "USD");
+    assert_true(s->usd_per_unit == 1);
     assert_string_equal(s->version, "");
 
     assert_null(gpc_catalog_source_get(c, "skypilot"));
@@ -1329,7 +1335,7 @@ static void test_open_precedence(void **state)
     assert_int_equal(c->n_rows, 1);
     assert_string_equal(c->rows[0].instance_type, "user.1");
     assert_int_equal(c->n_gpus, 20); /* GPUs and sources stay built in */
-    assert_int_equal(c->n_sources, 7);
+    assert_int_equal(c->n_sources, 8);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CATALOG", "", 1);        /* empty: as if unset */
