@@ -69,8 +69,11 @@ static void error_fields(const gpc_http_response *r, char *code, size_t cs, char
     cJSON_Delete(d);
     char h[256];
     if (!code[0] && r->status >= 400 && gpc_http_header(r, "x-amzn-ErrorType", h, sizeof(h))) {
-        h[strcspn(h, ":")] = '\0';
-        snprintf(code, cs, "%s", h);
+        size_t n = strcspn(h, ":");
+        if (n >= cs)
+            n = cs - 1;
+        memcpy(code, h, n);
+        code[n] = '\0';
     }
 }
 

@@ -77,7 +77,8 @@ Fault rules (--faults FILE): a JSON list of objects
     one effect: "type": CODE [, "status": S (default 400), "message": M,
                 "lower": true (the key "message", not "Message")]
                 "body": TEXT [, "status": S (default 502),
-                "content_type": T (default text/html)]
+                "content_type": T (default text/html),
+                "error_type": E (an x-amzn-ErrorType: E header)]
                 "drop": true (close the connection without a reply)
     "times": N    the first N matching requests (default every one)
   tried in order after authentication; the first that matches applies.
@@ -314,11 +315,13 @@ class Handler(BaseHTTPRequestHandler):
     def date_time_string(self, timestamp=None):
         return formatdate(now() if timestamp is None else timestamp, usegmt=True)
 
-    def reply(self, status, text, ctype, rid):
+    def reply(self, status, text, ctype, rid, error_type=None):
         data = text.encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("x-amzn-RequestId", rid)
+        if error_type:
+            self.send_header("x-amzn-ErrorType", error_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -338,13 +341,13 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             entry["body"] = {"_raw": body.decode("utf-8", "replace")}
 
-        def done(status, text, ctype="application/x-amz-json-1.1"):
+        def done(status, text, ctype="application/x-amz-json-1.1", error_type=None):
             entry["status"] = status
             if ARGS.log:
                 with LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
                     f.write(json.dumps(entry) + "\n")
             if status:
-                self.reply(status, text, ctype, rid)
+                self.reply(status, text, ctype, rid, error_type)
 
         def fail(e):
             entry["error"] = e.code
@@ -380,7 +383,8 @@ class Handler(BaseHTTPRequestHandler):
                 if "body" in rule:
                     entry["fault"] = "body"
                     entry["error"] = "HTTP %d" % rule.get("status", 502)
-                    return done(rule.get("status", 502), rule["body"], rule.get("content_type", "text/html"))
+                    return done(rule.get("status", 502), rule["body"], rule.get("content_type", "text/html"),
+                                rule.get("error_type"))
                 entry["fault"] = "type"
                 entry["error"] = rule["type"]
                 key = "message" if rule.get("lower") else "Message"

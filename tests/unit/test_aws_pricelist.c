@@ -373,6 +373,26 @@ static void test_json_invalid_parameter(void **state)
     assert_int_equal(log_count(f, NULL), 1);
 }
 
+static void test_json_error_type_header(void **state)
+{
+    /* no __type in the body: the code is the x-amzn-ErrorType header's, up
+     * to its ':' (a regression test: that copy was one a release build
+     * warned could be cut short) */
+    fixture *f = *state;
+    start(f, "[{\"target\": \"*\", \"status\": 403, \"body\": \"{\\\"message\\\": "
+             "\\\"denied\\\"}\", \"content_type\": \"application/x-amz-json-1.1\", "
+             "\"error_type\": \"AccessDeniedException:http://internal.amazon.com/coral/"
+             "com.amazon.coral.service/\"}]", NULL);
+    cJSON *out = NULL;
+    gpc_error err;
+    assert_int_equal(get_products(f, 0, &out, &err), GPC_ERR_AUTH);
+    assert_string_equal(err.msg, "aws: " GET_PRODUCTS " (us-east-1): AccessDeniedException: "
+                        "denied (the credentials lack the IAM permission pricing:GetProducts; "
+                        "docs/providers/aws-iam-policy.json lists every action gpuctl needs) "
+                        "(request id " RID(01) ")");
+    expect_remote(&err, 403, "AccessDeniedException", RID(01), 0);
+}
+
 static void test_json_gateway_retried(void **state)
 {
     /* a proxy's 502 without an AWS error: retried, then given up after 6 */
@@ -636,6 +656,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_access_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_invalid_parameter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_error_type_header, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_gateway_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_clock_skew, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_service_quotas_signing_name, setup, teardown),
