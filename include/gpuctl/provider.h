@@ -208,6 +208,9 @@ typedef struct gpc_price_refresh_result {
     size_t not_listed;          /* rows the API has no price for: kept as they were */
     size_t spot_cleared;        /* spot prices removed: the API has no spot price
                                    for the row any more */
+    size_t added;               /* rows added: a provider that rebuilds its rows
+                                   lists an instance type the catalog lacked */
+    size_t removed;             /* rows removed: its APIs no longer list them */
     char skipped[GPC_ERROR_MSG_MAX]; /* "" or why the provider skipped the refresh
                                    (it then returned 0 and changed nothing) */
 } gpc_price_refresh_result;
@@ -399,7 +402,12 @@ typedef struct gpc_provider {
      * with a region, narrowed by o->regions) by the ones its price API
      * lists now, with gpc_catalog_set_price and a row note saying when and
      * from where (gpc_catalog_set_notes); rows the API does not list are
-     * kept as they are.  Needs no session: a provider whose price API
+     * kept as they are.  A provider whose APIs list its instance types
+     * themselves (aws) may instead rebuild its rows of those regions:
+     * gpc_catalog_remove_rows of its rows, then gpc_catalog_add_row of
+     * each one its APIs list (a row note saying when and from where),
+     * counting res->added and res->removed; it removes nothing before
+     * every answer came, and touches no other provider's rows.  Needs no session: a provider whose price API
      * needs its context opens it with `cfg` (the settings open() takes)
      * once it knows it has rows to refresh, and closes it.  Fills *res
      * (zeroed by the caller) and says what it asks and what it did through

@@ -131,8 +131,10 @@ The default world (deterministic; --print-seed shows all of it)
   count, memory), EFA when the catalog interconnect is efa, with
   maximumNetworkCards = maximumEfaInterfaces = 4 for p4d/p4de, 32 for
   p5.48xlarge and p5e, 16 for p5en, 1 for other EFA types; other types 1 card,
-  efaSupported false.  Offerings: every zone of those regions EXCEPT that
-  us-east-1d offers no p* type (a client must check offerings; RunInstances
+  efaSupported false.  A type of a --seed with gpu_count 0 has no gpuInfo,
+  and its gpu_manufacturer (default NVIDIA) names the GPUs' maker.
+  Offerings: every zone of those regions EXCEPT that us-east-1d offers no
+  p* type (a client must check offerings; RunInstances
   there answers Unsupported).
   Images, per region, n as below (us-east-1 n=2 is ami-01000000000000002),
   in this answer order:
@@ -1575,10 +1577,13 @@ def instance_type_xml(name, t):
         x("ebsInfo", [x("ebsOptimizedSupport", "default"), x("encryptionSupport", "supported"),
                       x("nvmeSupport", "required")]),
         x("networkInfo", net),
-        x("gpuInfo", [item_set("gpus", [[x("name", t["gpu_name"]), x("manufacturer", "NVIDIA"),
+    ] + ([
+        x("gpuInfo", [item_set("gpus", [[x("name", t["gpu_name"]),
+                                         x("manufacturer", t.get("gpu_manufacturer", "NVIDIA")),
                                          x("count", t["gpu_count"]),
                                          x("memoryInfo", [x("sizeInMiB", t["gpu_memory_mib"])])]]),
                       x("totalGpuMemoryInMiB", t["gpu_count"] * t["gpu_memory_mib"])]),
+    ] if t["gpu_count"] else []) + [
         x("placementGroupInfo", [item_set("supportedStrategies", ["cluster", "partition", "spread"])]),
         x("hibernationSupported", False), x("burstablePerformanceSupported", False),
         x("dedicatedHostsSupported", False), x("autoRecoverySupported", True),
