@@ -266,7 +266,8 @@ const aws_vcpu_quota_def *aws_vcpu_quota_of(const char *instance_type, int spot)
  * Not checked (0, said at -v): a type of no known quota, EC2 at an endpoint
  * of the user's with Service Quotas at AWS's, Service Quotas or
  * DescribeInstances unable to answer (RunInstances then decides).
- * Errors: GPC_ERR_QUOTA, GPC_ERR_NOMEM.
+ * Errors: GPC_ERR_QUOTA, GPC_ERR_NOMEM, GPC_ERR_INTERRUPTED (a signal
+ * while a call waited to be retried).
  */
 int aws_vcpu_quota(aws_ctx *c, const gpc_node_request *req, size_t n, int batch,
                    gpc_error *err);

@@ -136,8 +136,8 @@ static aws_sq_entry *quota_slot(aws_ctx *c, const char *region, const char *code
 }
 
 /* GetServiceQuota for q in `region` into e (e->known, e->limit).  Only an
- * allocation failure is an error: a quota Service Quotas cannot give is
- * left unknown, said at -v. */
+ * allocation failure or an interruption is an error: a quota Service
+ * Quotas cannot give is left unknown, said at -v. */
 static int quota_read(aws_ctx *c, const char *region, const aws_vcpu_quota_def *q,
                       aws_sq_entry *e, gpc_error *err)
 {
@@ -153,7 +153,7 @@ static int quota_read(aws_ctx *c, const char *region, const aws_vcpu_quota_def *
     int rc = gpc_aws_json_call(&c->ec2, GPC_AWS_SERVICE_QUOTAS, region,
                                "ServiceQuotasV20190624.GetServiceQuota", body, &out, &qe);
     cJSON_Delete(body);
-    if (rc == GPC_ERR_NOMEM) {
+    if (rc == GPC_ERR_NOMEM || rc == GPC_ERR_INTERRUPTED) {
         cJSON_Delete(out);
         return gpc_error_wrap(err, &qe, NULL);
     }
@@ -321,7 +321,7 @@ int aws_vcpu_quota(aws_ctx *c, const gpc_node_request *req, size_t n, int batch,
             each = a.types[i].vcpus;
     }
     free(a.types);
-    if (rc == GPC_ERR_NOMEM)
+    if (rc == GPC_ERR_NOMEM || rc == GPC_ERR_INTERRUPTED)
         return gpc_error_wrap(err, &ue, NULL);
     if (rc) {
         gpc_debug(c->log, "aws: the vCPU quota '%s' (%s) in %s is not checked: %s; RunInstances "

@@ -8,7 +8,8 @@
 #     is launched; each region's quota is read once;
 #  b. every region too small: exit 21 naming the quota, its code, the
 #     region, the vCPUs needed, the quota and those in use;
-#  c. Service Quotas refusing access: the launch goes on (said at -v);
+#  c. Service Quotas refusing access, or without the quota: the launch goes
+#     on (said at -v);
 #  d. instances already running count as use (DescribeInstances, every
 #     page): 16 of 24 in use leave no room for 16 more; spot instances do
 #     not count against an On-Demand quota;
@@ -80,6 +81,17 @@ expect_eq "c: launched in us-east-1" "us-east-1 us-east-1" "$(runs 0)"
 expect_match "c: -v says the quota is not checked" \
     "aws: the vCPU quota 'Running On-Demand G and VT instances' \\(L-DB2E81BA\\) in us-east-1 is not checked: .*AccessDeniedException.*; RunInstances decides" \
     "$(cat "$T/c.err")"
+g -y destroy qq > /dev/null 2>&1
+# a quota the region does not have (NoSuchResourceException): the same
+quotas '{"deny": false, "regions": {"us-east-1": {"L-DB2E81BA": null}}}'
+n0=$(log_lines)
+run_rc rc g -v -y apply -f c.yaml "${P[@]}" > "$T/c2.out" 2> "$T/c2.err"
+[ "$rc" = 0 ] || cat "$T/c2.err"
+expect_eq "c: no such quota: apply exits 0, launched in us-east-1" \
+    "0 us-east-1:L-DB2E81BA!NoSuchResourceException us-east-1 us-east-1" "$rc $(sq "$n0") $(runs "$n0")"
+expect_match "c: -v says so" \
+    "aws: the vCPU quota 'Running On-Demand G and VT instances' \\(L-DB2E81BA\\) in us-east-1 is not checked: .*NoSuchResourceException.*; RunInstances decides" \
+    "$(cat "$T/c2.err")"
 g -y destroy qq > /dev/null 2>&1
 
 # ---- d. running instances count as use (every page) --------------------------------
