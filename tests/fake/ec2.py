@@ -328,6 +328,7 @@ Control endpoints (no signature; logged as action "_fake/<name>")
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
+  GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears
   Answers are JSON ({"ok": true} unless said), 400 {"error": ..} on bad input.
 
@@ -380,6 +381,7 @@ from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
+import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
 
 API_VERSION = "2016-11-15"
 NS = "http://ec2.amazonaws.com/doc/%s/" % API_VERSION
@@ -2633,6 +2635,9 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             SEQ["n"] += 1
             n = SEQ["n"]
+        if servicequotas.wants(self, parts.path):
+            return servicequotas.handle(self, n, parts, body, {"args": ARGS, "regions": WORLD.regions, "now": now,
+                                                               "log": log, "lock": LOCK, "request_id": request_id})
         if parts.path.startswith("/_fake/"):
             return self.control(n, parts.path[len("/_fake/"):], body)
         return self.api(n, parts, body)
