@@ -233,7 +233,62 @@ g offers --gpu T4:3 > "$T/table3.txt" 2> "$T/table3.err"
 expect_eq "no match: nothing on stdout" "" "$(cat "$T/table3.txt")"
 expect_eq "no match: says so" "no offer matches (catalog built-in, 212 rows)" "$(cat "$T/table3.err")"
 
-# ---- 5. bad values: exit 3 ----------------------------------------------------
+# ---- 5. a tiny spot price: enough digits, a saving under 100 % -------------
+# regression: a live spot price of 0.0031 USD/hour printed as "0.00" in the
+# plan and its saving against 32.77 on-demand as "100%" (1 - 0.0031/32.77 =
+# 99.9905 %). Prices show at least 3 significant digits (up to 6 decimals);
+# a saving between 0 and 100 shows as many decimals as keep it off 0 and
+# 100; one above on-demand keeps its sign.
+cat > "$T/tiny.csv" <<'CSV'
+provider,instance_type,region,gpu_model,gpu_count,gpu_memory_gib,vcpus,memory_gib,interconnect,interconnect_gbps,price_ondemand_usd_hr,price_spot_usd_hr,price_ondemand_cny_hr,price_spot_cny_hr,source,notes
+aws,t.tiny,us-east-1,T4,1,16,4,16,none,,32.77,0.0031,,,x,
+aws,t.tinier,us-east-1,T4,1,16,4,16,none,,0.5,0.000031,,,x,
+aws,t.dearer,us-east-1,T4,1,16,4,16,none,,0.5,0.500001,,,x,
+aws,t.half,us-east-1,T4,1,16,4,16,none,,0.5,0.25,,,x,
+CSV
+g --catalog "$T/tiny.csv" -o json offers --gpu T4 --spot > "$T/tiny.json"
+check_schema "$T/tiny.json" offers
+# 1 - 0.000031/0.5 = 99.9938 % -> 99.99 (1 decimal would be 100.0);
+# 0.500001 is above 0.5: no saving (null), as before.
+expect_eq "tiny spot -o json: prices and savings" \
+"t.tinier 3.1e-05 99.99
+t.tiny 0.0031 99.99
+t.half 0.25 50
+t.dearer 0.500001 None" \
+    "$(json_get "$T/tiny.json" '"\n".join(" ".join(str(x) for x in (o["instance_type"], o["price"]["spot_usd_hr"], o["spot_saving_pct"])) for o in d["offers"])')"
+g --catalog "$T/tiny.csv" offers --gpu T4 --spot > "$T/tiny.txt" 2> /dev/null
+# The table: 0.000031 -> "0.000031" (not "0.0000"), 0.0031 -> "0.0031";
+# savings 99.99 %, 99.99 %, 50 % and 1 - 0.500001/0.5 = -0.0002 %.
+expect_eq "tiny spot table: SPOT and SAVING cells" \
+"t.tinier 0.000031 99.99%
+t.tiny 0.0031 99.99%
+t.half 0.2500 50%
+t.dearer 0.5000 -0.0002%" \
+    "$(tail -n +2 "$T/tiny.txt" | awk '{print $2, $(NF-2), $(NF-1)}')"
+expect_eq "never 100% nor -0%" 0 "$(grep -cE ' (100|-0)% ' "$T/tiny.txt" || true)"
+# The plan: 1 node, spot, on the tiny row alone: node 0.0031, cluster 0.0031
+# (not "0.00"), saving 32.77 - 0.0031 = 32.7669 USD/hour, 99.9905 % -> 99.99.
+head -2 "$T/tiny.csv" > "$T/tiny1.csv"
+cat > "$T/tiny.yaml" <<'YAML'
+name: tiny
+provider: aws
+nodes: 1
+resources:
+  gpu: T4:1
+spot:
+  policy: spot
+run:
+  command: python train.py
+YAML
+g --catalog "$T/tiny1.csv" -o json plan -f "$T/tiny.yaml" > "$T/tiny-plan.json" || true
+check_schema "$T/tiny-plan.json" plan
+expect_eq "tiny plan -o json: chosen, node, cluster, saving, saving %" "t.tiny 0.0031 0.0031 32.7669 99.99" \
+    "$(json_get "$T/tiny-plan.json" '" ".join(str(x) for x in (d["chosen"]["instance_type"], d["cost"]["node_usd_hr"], d["cost"]["cluster_usd_hr"], d["cost"]["spot_saving_usd_hr"], d["cost"]["spot_saving_pct"]))')"
+g --catalog "$T/tiny1.csv" plan -f "$T/tiny.yaml" > "$T/tiny-plan.txt" 2>&1 || true
+expect_match "tiny plan: price with its digits" "price: 0\.0031 USD/hour per node; cluster 0\.0031 USD/hour" "$(cat "$T/tiny-plan.txt")"
+expect_match "tiny plan: saving under 100 %" "spot saving: 32\.77 USD/hour \(99\.99%\) against 32\.77 on-demand" "$(cat "$T/tiny-plan.txt")"
+
+# ---- 6. bad values: exit 3 ----------------------------------------------------
 run_rc rc g offers --gpu H100:0 > /dev/null 2> "$T/e.txt"
 expect_eq "--gpu H100:0: exit 3" 3 "$rc"
 expect_match "--gpu H100:0: says why" "GPU count must be at least 1 in 'H100:0'" "$(cat "$T/e.txt")"
