@@ -88,14 +88,15 @@ n0=$(log_lines)
 run_rc rc g -o json catalog update --provider aws --region us-east-1 --dry-run > "$T/cat.json" 2> "$T/cat.err"
 expect_eq "catalog update --provider aws: exit 0" 0 "$rc"
 check_schema "$T/cat.json" catalog
-# 23 of the 24 aws rows in us-east-1 have a spot price in the catalog; the fake
-# prices them all
-expect_eq "catalog update: rows looked at and updated" "23 23 0" \
+# 42 of the 43 aws rows in us-east-1 have a spot price in the catalog (not
+# p5.4xlarge); the fake prices them all
+expect_eq "catalog update: rows looked at and updated" "42 42 0" \
     "$(json_get "$T/cat.json" '" ".join(str(d["providers"][0][k]) for k in ("rows", "updated", "not_listed"))')"
-# prices per zone where the type is offered: 15 types in 4 zones, the 8 p*
-# types in 3 (us-east-1d has none): 84 prices, 2 a page
-expect_eq "catalog update: one region, 42 pages" \
-    "42 us-east-1" "$(python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1]).readlines()[int(sys.argv[2]):]]; print(len(l), " ".join(sorted(set(x["region"] for x in l))))' "$LOG" "$n0")"
+# prices per zone where the type is offered: 33 types (g4dn 7, g5 8, g6 8,
+# g6e 8, gr6 2) in 4 zones, the 9 p* types in 3 (us-east-1d has none): 159
+# prices, 2 a page: 80 pages
+expect_eq "catalog update: one region, 80 pages" \
+    "80 us-east-1" "$(python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1]).readlines()[int(sys.argv[2]):]]; print(len(l), " ".join(sorted(set(x["region"] for x in l))))' "$LOG" "$n0")"
 
 # ---- check ----------------------------------------------------------------------
 run_rc rc g check aws > "$T/check.txt" 2>&1

@@ -35,11 +35,13 @@ done
 expect_eq "planning created no cluster" 0 "$(n_clusters)"
 
 # ---- 2. detection-3d: 8 x A100-80GB:8 over rdma, spot workers, on-demand head
-# The 9 fitting candidates (9 A100-80GB:8 rows x 2 purchase options = 18;
+# The 13 fitting candidates (11 A100-80GB:8 rows x 2 purchase options = 22;
 # lost: 6 on interconnect (sccgn7ex unknown fabric, ebmgn7e and
 # gn7e-c16g1.32xlarge none, x2 options), 2 on no_price (ebmgn7ex), 1 on
 # budget_hourly (p4de ap-northeast-1 all on-demand: 8 x 37.6223 = 300.9784 >
-# 300)); hardware: (212 - 9) x 2 = 406.
+# 300)); hardware: (316 - 11) x 2 = 610. (p4de eu-central-1 and
+# ap-southeast-1 fit but rank after aws us-east-1: 34.29122 + 7 x 8.0274 =
+# 90.48302 and 32.93646 + 7 x 13.7534 = 129.21026.)
 # Chosen: azure Standard_ND96amsr_A100_v4 eastus, head on-demand 32.77, 7
 # spot workers at 3.6047:
 #   cluster   = 32.77 + 7 x 3.6047 = 32.77 + 25.2329 = 58.0029 USD/hour
@@ -60,9 +62,9 @@ expect_eq "det3d: failover order, first 3" \
 "azure Standard_ND96amsr_A100_v4 eastus spot/on-demand 58.0029
 azure Standard_ND96amsr_A100_v4 eastus2 spot/on-demand 58.048778
 aws p4de.24xlarge us-east-1 spot/on-demand 88.00055" "$(offers3 "$D")"
-expect_eq "det3d: 9 feasible, 8 fallbacks" "9 8" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
+expect_eq "det3d: 13 feasible, 12 fallbacks" "13 12" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
 # ebmgn7ex (2 candidates) has no region in the catalog: nowhere to create a node
-expect_eq "det3d: lost_by" "{'hardware': 406, 'interconnect': 6, 'region': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
+expect_eq "det3d: lost_by" "{'hardware': 610, 'interconnect': 6, 'region': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
 expect_eq "det3d: the budget loser and why" "aws p4de.24xlarge ap-northeast-1 budget_hourly cluster 300.98 USD/hour > budget.max_hourly 300.00" \
     "$(json_get "$D" '" ".join([(o["provider"], o["instance_type"], o["region"], o["verdict"], o["why"]) for o in d["lost"] if o["verdict"] == "budget_hourly"][0])')"
 expect_eq "det3d: budget checks" "spot.max_price None 32.77 True|budget.max_hourly 300 58.0029 True|budget.max_total 15000 2784.1392 True" \
@@ -82,7 +84,7 @@ expect_match "det3d table: plan summary" "Plan: 9 to create \(1 cluster, 8 nodes
 # T4:1 rows with >= 4 vCPU and >= 16 GiB and a spot price <= 0.25, cheapest
 # first: NC4as_T4_v3 westus2 0.061595, eastus 0.062699, NC8as_T4_v3 westus2
 # 0.088059, ... (9 fit; 4 aliyun gn6i-c4g1 rows lose on memory: 15 GiB; 25
-# on max_price; hardware 212 - 38 T4:1 rows = 174).
+# on max_price; hardware 316 - 38 T4:1 rows = 278).
 #   cluster   = 4 x 0.061595 = 0.24638;  on-demand = 4 x 0.526 = 2.104
 #   saving    = 2.104 - 0.24638 = 1.85762; 1.85762 / 2.104 = 88.29 % -> 88.3
 #   projected = 0.24638 x 6 h = 1.47828
@@ -96,7 +98,7 @@ expect_eq "bert: failover order, first 3" \
 "azure Standard_NC4as_T4_v3 westus2 spot/spot 0.24638
 azure Standard_NC4as_T4_v3 eastus spot/spot 0.250796
 azure Standard_NC8as_T4_v3 westus2 spot/spot 0.352236" "$(offers3 "$D")"
-expect_eq "bert: 9 feasible; lost_by" "9 {'hardware': 174, 'memory': 4, 'max_price': 25}" \
+expect_eq "bert: 9 feasible; lost_by" "9 {'hardware': 278, 'memory': 4, 'max_price': 25}" \
     "$(json_get "$D" 'str(d["feasible"]) + " " + str(d["lost_by"])')"
 expect_eq "bert: budget checks" "spot.max_price 0.25 0.061595 True|budget.max_hourly 1.5 0.24638 True|budget.max_total 10 1.47828 True" \
     "$(json_get "$D" '"|".join(" ".join(str(b[k]) for k in ("check", "limit", "value", "ok")) for b in d["budget"])')"
@@ -188,7 +190,7 @@ expect_eq "unknown option: exit 3" 3 "$rc"
 Q="$T/quickstart.json"
 expect_eq "quickstart: the local machine, free, from the provider itself" "local local local on-demand live 0" \
     "$(json_get "$Q" '" ".join(str(x) for x in (d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["purchase"], d["chosen"]["source"], d["cost"]["cluster_usd_hr"]))')"
-expect_eq "quickstart: every catalog row loses on provider; no notes" "{'provider': 212} []" \
+expect_eq "quickstart: every catalog row loses on provider; no notes" "{'provider': 316} []" \
     "$(json_get "$Q" 'str(d["lost_by"]) + " " + str(d["notes"])')"
 expect_eq "quickstart: changes" "cluster:quickstart node:quickstart-0 node:quickstart-1" \
     "$(json_get "$Q" '" ".join(c["resource"] + ":" + c["name"] for c in d["changes"])')"
