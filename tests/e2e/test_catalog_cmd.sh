@@ -63,17 +63,17 @@ sha() { sha256sum < "$1" | cut -d' ' -f1; }
 run_rc rc g -o json catalog show > "$T/show.json"
 expect_eq "catalog show -o json: exit 0" 0 "$rc"
 check_schema "$T/show.json" catalog
-expect_eq "built-in: 316 rows, sha256 of gpu_instances.csv, 22 GPU models" "built-in 316 $BUILTIN_SHA 22" \
+expect_eq "built-in: 368 rows, sha256 of gpu_instances.csv, 22 GPU models" "built-in 368 $BUILTIN_SHA 22" \
     "$(json_get "$T/show.json" '" ".join(str(x) for x in (d["origin"], d["rows"], d["sha256"], d["gpu_models"]))')"
-expect_eq "rows by provider: aws 175, azure 40, aliyun 101" "aliyun=101 aws=175 azure=40" \
+expect_eq "rows by provider: aws 227, azure 40, aliyun 101" "aliyun=101 aws=227 azure=40" \
     "$(json_get "$T/show.json" '" ".join("%s=%d" % kv for kv in sorted(d["rows_by_provider"].items()))')"
 expect_eq "the override's path, absent" "$OVR False" \
     "$(json_get "$T/show.json" 'd["user_override"], d["user_override_exists"]' | tr -d "(),'")"
 expect_eq "the CNY sources convert at 0.138" "arthurchiao-2023-06:CNY:0.138 sugarlxn-v8-alicloud:CNY:0.138" \
     "$(json_get "$T/show.json" '" ".join("%s:%s:%s" % (s["key"], s["currency"], s["usd_per_unit"]) for s in d["sources"] if s["currency"] == "CNY")')"
 g catalog > "$T/show.txt"
-expect_match "table: the catalog line" "^catalog: built-in \(316 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
-expect_match "table: per provider" "aws +175 rows" "$(cat "$T/show.txt")"
+expect_match "table: the catalog line" "^catalog: built-in \(368 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
+expect_match "table: per provider" "aws +227 rows" "$(cat "$T/show.txt")"
 expect_match "table: override absent" "user override: $OVR \(absent\)" "$(cat "$T/show.txt")"
 
 # ---- 2. export round-trips ---------------------------------------------------------
@@ -84,7 +84,7 @@ expect_eq "export -o json is the same CSV" "$BUILTIN_SHA" "$(sha exported2.csv)"
 g -o json offers > "$T/offers-builtin.json"
 g --catalog exported.csv -o json offers > "$T/offers-file.json"
 check_schema "$T/offers-file.json" offers
-expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 313" \
+expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 365" \
     "$(python3 -c 'import json,sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 origin = b["catalog"].pop("origin"); a["catalog"].pop("origin")
@@ -133,7 +133,7 @@ expect_eq "update --provider azure: exit 0" 0 "$rc"
 check_schema "$T/upd.json" catalog
 expect_eq "azure: updated 4 of 40, 36 not listed, 0 spot cleared" "azure updated 40 4 36 0" \
     "$(json_get "$T/upd.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "spot_cleared"))')"
-expect_eq "written to the override, 316 rows" "$OVR False 316" \
+expect_eq "written to the override, 368 rows" "$OVR False 368" \
     "$(json_get "$T/upd.json" '" ".join(str(x) for x in (d["written"], d["dry_run"], d["rows"]))')"
 expect_match "stderr: what was asked and done" "azure: asking the Retail Prices API for 19 size\(s\) in 4 region\(s\)" "$(cat "$T/upd.err")"
 expect_match "stderr: summary" "azure: 4 of 40 row\(s\) updated; 36 not listed by the API \(kept as they were\); 0 spot price\(s\) removed" "$(cat "$T/upd.err")"
@@ -162,11 +162,11 @@ for r in "Standard_NC4as_T4_v3 eastus|0.526 0.0627 azure-retail-api fetched DATE
 done
 expect_eq "a row the API does not list is kept: NC8as_T4_v3 westus2" "0.752 0.088059 skypilot-v6-azure -" \
     "$(row "$OVR" azure Standard_NC8as_T4_v3 westus2)"
-expect_eq "every other row is unchanged (312 of 316)" 312 \
+expect_eq "every other row is unchanged (364 of 368)" 364 \
     "$(python3 -c 'import csv, sys
 a = list(csv.reader(open(sys.argv[1], newline="")))
 b = list(csv.reader(open(sys.argv[2], newline="")))
-assert len(a) == len(b) == 317 and a[0] == b[0]
+assert len(a) == len(b) == 369 and a[0] == b[0]
 print(sum(1 for x, y in zip(a[1:], b[1:]) if x == y))' "$BUILTIN" "$OVR")"
 
 # The override is in effect now: show, offers and plan use it.

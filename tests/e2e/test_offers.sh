@@ -36,7 +36,7 @@ names() { rows "$1" | cut -d' ' -f1-3; }
 run_rc rc g -o json offers --gpu A100-80GB:8 --spot > "$T/spot.json"
 expect_eq "offers --spot -o json exits 0" 0 "$rc"
 check_schema "$T/spot.json" offers
-expect_eq "spot: catalog, purchase, sort, matched" "built-in 316 spot price 8" \
+expect_eq "spot: catalog, purchase, sort, matched" "built-in 368 spot price 8" \
     "$(json_get "$T/spot.json" '" ".join(str(x) for x in (d["catalog"]["origin"], d["catalog"]["rows"], d["purchase"], d["sort"], d["matched"]))')"
 expect_eq "spot: exact order and spot prices" \
 "azure Standard_ND96amsr_A100_v4 eastus 3.6047
@@ -216,22 +216,23 @@ aws p5.48xlarge us-west-2 55.04
 aws p5.48xlarge ap-northeast-1 68.8
 azure Standard_ND96isr_H100_v5 eastus 98.32
 azure Standard_ND96isr_H100_v5 eastus2 98.32" "$(rows "$T/bp.json")"
-# T4:1 or A10G:1: 38 T4:1 rows + 15 g5 A10G:1 rows = 53. T4 is 65 dense
+# T4:1 or A10G:1: 58 T4:1 rows + 30 g5 A10G:1 rows = 88. T4 is 65 dense
 # FP16 TFLOPS (no BF16); A10G has no figure, so its rows rank last, by price.
-# First: 0.526 / 65 = 0.0080923 for g4dn.xlarge us-east-1/us-west-2 and
-# NC4as_T4_v3 eastus/westus2 (aws before azure, then region); last: the
+# First: 0.526 / 65 = 0.0080923 for g4dn.xlarge us-east-1/us-east-2/us-west-2
+# and NC4as_T4_v3 eastus/westus2 (aws before azure, then region); last: the
 # dearest A10G, g5.16xlarge ap-northeast-1 at 5.94042.
 g -o json offers --gpu T4:1,A10G:1 --sort price-per-tflops > "$T/t4.json"
 check_schema "$T/t4.json" offers
-expect_eq "T4 or A10G: 53 matched" 53 "$(json_get "$T/t4.json" 'd["matched"]')"
-expect_eq "T4 or A10G by price-per-tflops: first four" \
+expect_eq "T4 or A10G: 88 matched" 88 "$(json_get "$T/t4.json" 'd["matched"]')"
+expect_eq "T4 or A10G by price-per-tflops: first five" \
 "aws g4dn.xlarge us-east-1 0.526
+aws g4dn.xlarge us-east-2 0.526
 aws g4dn.xlarge us-west-2 0.526
 azure Standard_NC4as_T4_v3 eastus 0.526
-azure Standard_NC4as_T4_v3 westus2 0.526" "$(rows "$T/t4.json" | head -4)"
+azure Standard_NC4as_T4_v3 westus2 0.526" "$(rows "$T/t4.json" | head -5)"
 expect_eq "0.526 / 65 = 0.008092 USD per TFLOPS-hour" 0.008092 "$(json_get "$T/t4.json" 'd["offers"][0]["on_demand_usd_per_tflops_hr"]')"
-expect_eq "unknown TFLOPS last: the 15 A10G rows close the list" "15 aws g5.16xlarge ap-northeast-1 5.94042" \
-    "$(json_get "$T/t4.json" 'str(sum(1 for o in d["offers"][-15:] if o["gpu"]["model"] == "A10G" and o["on_demand_usd_per_tflops_hr"] is None and o["gpu"]["tflops_dense"] is None)) + " " + " ".join(str(x) for x in (d["offers"][-1]["provider"], d["offers"][-1]["instance_type"], d["offers"][-1]["region"], d["offers"][-1]["price_usd_hr"]))')"
+expect_eq "unknown TFLOPS last: the 30 A10G rows close the list" "30 aws g5.16xlarge ap-northeast-1 5.94042" \
+    "$(json_get "$T/t4.json" 'str(sum(1 for o in d["offers"][-30:] if o["gpu"]["model"] == "A10G" and o["on_demand_usd_per_tflops_hr"] is None and o["gpu"]["tflops_dense"] is None)) + " " + " ".join(str(x) for x in (d["offers"][-1]["provider"], d["offers"][-1]["instance_type"], d["offers"][-1]["region"], d["offers"][-1]["price_usd_hr"]))')"
 
 # ---- 4. --limit, and the piped table ---------------------------------------
 g -o json offers --gpu A100-80GB:8 --spot --limit 2 > "$T/lim.json"
@@ -247,17 +248,17 @@ expect_match "header names the columns" "^PROVIDER +INSTANCE TYPE +REGION +GPU +
 expect_match "first line: azure eastus, 3.6047 spot, 89 %" "^azure +Standard_ND96amsr_A100_v4 +eastus +A100-80GB +8 +96 +1800 +infiniband 1600 +32\.7700 +3\.6047 +89% " \
     "$(sed -n 2p "$T/table.txt")"
 expect_eq "table rows in the JSON order" "$(names "$T/spot.json")" "$(tail -n +2 "$T/table.txt" | awk '{print $1, $2, $3}')"
-expect_match "summary on stderr" "^8 of 8 offer\(s\) shown, by spot price; catalog built-in \(316 rows\)" "$(cat "$T/table.err")"
-expect_eq "the summary names the currency converted, from the rows' sources" "8 of 8 offer(s) shown, by spot price; catalog built-in (316 rows); prices USD/hour; CNY rows converted at the catalog's rate (see gpuctl catalog)" "$(cat "$T/table.err")"
+expect_match "summary on stderr" "^8 of 8 offer\(s\) shown, by spot price; catalog built-in \(368 rows\)" "$(cat "$T/table.err")"
+expect_eq "the summary names the currency converted, from the rows' sources" "8 of 8 offer(s) shown, by spot price; catalog built-in (368 rows); prices USD/hour; CNY rows converted at the catalog's rate (see gpuctl catalog)" "$(cat "$T/table.err")"
 g --catalog "$GPUCTL_SOURCE_DIR/providers/aws/catalog.csv" offers --gpu A100-80GB:8 --spot > /dev/null 2> "$T/table-aws.err"
-expect_eq "no CNY rows: no conversion said" "5 of 5 offer(s) shown, by spot price; catalog $GPUCTL_SOURCE_DIR/providers/aws/catalog.csv (175 rows); prices USD/hour" "$(cat "$T/table-aws.err")"
+expect_eq "no CNY rows: no conversion said" "5 of 5 offer(s) shown, by spot price; catalog $GPUCTL_SOURCE_DIR/providers/aws/catalog.csv (227 rows); prices USD/hour" "$(cat "$T/table-aws.err")"
 expect_eq "no ANSI escapes when piped" 0 "$(cat "$T/table.txt" "$T/table.err" | tr -cd '\033' | wc -c)"
 g offers --gpu A100-80GB:8 --spot --limit 2 > "$T/table2.txt" 2> "$T/table2.err"
 expect_eq "--limit 2 table: header + 2" 3 "$(wc -l < "$T/table2.txt")"
 expect_match "--limit summary" "^2 of 8 offer\(s\) shown" "$(cat "$T/table2.err")"
 g offers --gpu T4:3 > "$T/table3.txt" 2> "$T/table3.err"
 expect_eq "no match: nothing on stdout" "" "$(cat "$T/table3.txt")"
-expect_eq "no match: says so" "no offer matches (catalog built-in, 316 rows)" "$(cat "$T/table3.err")"
+expect_eq "no match: says so" "no offer matches (catalog built-in, 368 rows)" "$(cat "$T/table3.err")"
 
 # ---- 5. the AWS families added in issue 13 ---------------------------------
 # Values checked by hand against skypilot-org/skypilot-catalog
@@ -406,7 +407,7 @@ for bad in "--max-price -1" "--max-price abc" "--sort cheapest" "--limit 0" "--l
     expect_eq "offers $bad: exit 3" 3 "$rc"
 done
 # An empty --gpu is refused like an empty --provider item, not read as "no
-# GPU filter" (which would list all 313 priced rows).
+# GPU filter" (which would list all 365 priced rows).
 for bad in "" ","; do
     run_rc rc g offers --gpu "$bad" > /dev/null 2>&1
     expect_eq "offers --gpu '$bad': exit 3" 3 "$rc"

@@ -146,7 +146,7 @@ static void test_builtin_counts(void **state)
     (void)state;
     gpc_catalog *c = builtin();
     assert_string_equal(c->origin, "built-in");
-    assert_int_equal(c->n_rows, 316);
+    assert_int_equal(c->n_rows, 368);
     size_t aws = 0, azure = 0, aliyun = 0;
     for (size_t i = 0; i < c->n_rows; i++) {
         const char *p = c->rows[i].provider;
@@ -167,12 +167,12 @@ static void test_builtin_counts(void **state)
             assert_true(d < 0);
         }
     }
-    assert_int_equal(aws, 175);
+    assert_int_equal(aws, 227);
     /* AWS rows per instance family (the type up to its '.'). */
     static const struct {
         const char *family;
         size_t rows;
-    } fam[] = {{"g4dn", 21}, {"g5", 24},   {"g6", 40},   {"g6e", 40},     {"gr6", 10},
+    } fam[] = {{"g4dn", 49}, {"g5", 48},   {"g6", 40},   {"g6e", 40},     {"gr6", 10},
                {"p3", 9},    {"p3dn", 3},  {"p4d", 6},   {"p4de", 5},     {"p5", 7},
                {"p5e", 2},   {"p5en", 4},  {"p6-b200", 3}, {"p6-b300", 1}};
     size_t in_families = 0;
@@ -228,7 +228,7 @@ static void test_builtin_rows(void **state)
     assert_true(r->price_spot_cny == -1);
     assert_string_equal(r->source, "skypilot-v8-aws");
     assert_string_equal(r->notes, "");
-    assert_int_equal(r->line, 259);
+    assert_int_equal(r->line, 311);
 
     r = find(c, "aws", "g5.xlarge", "us-east-1");
     assert_string_equal(r->gpu_model, "A10G");
@@ -1270,7 +1270,7 @@ static void test_open_precedence(void **state)
     setenv("GPUCTL_CONFIG_DIR", tmp_root, 1); /* no catalog.csv in it */
     gpc_catalog *c = open_catalog(NULL);
     assert_string_equal(c->origin, "built-in");
-    assert_int_equal(c->n_rows, 316);
+    assert_int_equal(c->n_rows, 368);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CONFIG_DIR", cfg, 1);   /* the user-level override */
