@@ -64,17 +64,17 @@ sha() { sha256sum < "$1" | cut -d' ' -f1; }
 run_rc rc g -o json catalog show > "$T/show.json"
 expect_eq "catalog show -o json: exit 0" 0 "$rc"
 check_schema "$T/show.json" catalog
-expect_eq "built-in: 212 rows, sha256 of gpu_instances.csv, 20 GPU models" "built-in 212 $BUILTIN_SHA 20" \
+expect_eq "built-in: 368 rows, sha256 of gpu_instances.csv, 22 GPU models" "built-in 368 $BUILTIN_SHA 22" \
     "$(json_get "$T/show.json" '" ".join(str(x) for x in (d["origin"], d["rows"], d["sha256"], d["gpu_models"]))')"
-expect_eq "rows by provider: aws 71, azure 40, aliyun 101" "aliyun=101 aws=71 azure=40" \
+expect_eq "rows by provider: aws 227, azure 40, aliyun 101" "aliyun=101 aws=227 azure=40" \
     "$(json_get "$T/show.json" '" ".join("%s=%d" % kv for kv in sorted(d["rows_by_provider"].items()))')"
 expect_eq "the override's path, absent" "$OVR False" \
     "$(json_get "$T/show.json" 'd["user_override"], d["user_override_exists"]' | tr -d "(),'")"
 expect_eq "the CNY sources convert at 0.138" "arthurchiao-2023-06:CNY:0.138 sugarlxn-v8-alicloud:CNY:0.138" \
     "$(json_get "$T/show.json" '" ".join("%s:%s:%s" % (s["key"], s["currency"], s["usd_per_unit"]) for s in d["sources"] if s["currency"] == "CNY")')"
 g catalog > "$T/show.txt"
-expect_match "table: the catalog line" "^catalog: built-in \(212 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
-expect_match "table: per provider" "aws +71 rows" "$(cat "$T/show.txt")"
+expect_match "table: the catalog line" "^catalog: built-in \(368 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
+expect_match "table: per provider" "aws +227 rows" "$(cat "$T/show.txt")"
 expect_match "table: override absent" "user override: $OVR \(absent\)" "$(cat "$T/show.txt")"
 
 # ---- 2. export round-trips ---------------------------------------------------------
@@ -85,7 +85,7 @@ expect_eq "export -o json is the same CSV" "$BUILTIN_SHA" "$(sha exported2.csv)"
 g -o json offers > "$T/offers-builtin.json"
 g --catalog exported.csv -o json offers > "$T/offers-file.json"
 check_schema "$T/offers-file.json" offers
-expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 211" \
+expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 365" \
     "$(python3 -c 'import json,sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 origin = b["catalog"].pop("origin"); a["catalog"].pop("origin")
@@ -134,7 +134,7 @@ expect_eq "update --provider azure: exit 0" 0 "$rc"
 check_schema "$T/upd.json" catalog
 expect_eq "azure: updated 4 of 40, 36 not listed, 0 spot cleared" "azure updated 40 4 36 0" \
     "$(json_get "$T/upd.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "spot_cleared"))')"
-expect_eq "written to the override, 212 rows" "$OVR False 212" \
+expect_eq "written to the override, 368 rows" "$OVR False 368" \
     "$(json_get "$T/upd.json" '" ".join(str(x) for x in (d["written"], d["dry_run"], d["rows"]))')"
 expect_match "stderr: what was asked and done" "azure: asking the Retail Prices API for 19 size\(s\) in 4 region\(s\)" "$(cat "$T/upd.err")"
 expect_match "stderr: summary" "azure: 4 of 40 row\(s\) updated; 36 not listed by the API \(kept as they were\); 0 spot price\(s\) removed" "$(cat "$T/upd.err")"
@@ -163,11 +163,11 @@ for r in "Standard_NC4as_T4_v3 eastus|0.526 0.0627 azure-retail-api fetched DATE
 done
 expect_eq "a row the API does not list is kept: NC8as_T4_v3 westus2" "0.752 0.088059 skypilot-v6-azure -" \
     "$(row "$OVR" azure Standard_NC8as_T4_v3 westus2)"
-expect_eq "every other row is unchanged (208 of 212)" 208 \
+expect_eq "every other row is unchanged (364 of 368)" 364 \
     "$(python3 -c 'import csv, sys
 a = list(csv.reader(open(sys.argv[1], newline="")))
 b = list(csv.reader(open(sys.argv[2], newline="")))
-assert len(a) == len(b) == 213 and a[0] == b[0]
+assert len(a) == len(b) == 369 and a[0] == b[0]
 print(sum(1 for x, y in zip(a[1:], b[1:]) if x == y))' "$BUILTIN" "$OVR")"
 
 # The override is in effect now: show, offers and plan use it.
@@ -391,7 +391,9 @@ expect_match "names the permission" "AccessDeniedException: .*\(the credentials 
 expect_eq "override untouched" "$OVR_SHA" "$(sha "$OVR")"
 
 # ---- 6. update --from installs a file as it is ---------------------------------------------
-sed "${line}s/,27.44705,8.6505,/,27.44705,8.1234,/" exported.csv > mine.csv
+# 7.1234: below every A100-80GB:8 EFA spot price of the built-in rows (the
+# lowest is p4de eu-central-1's 8.0274), so the hand-made row comes first.
+sed "${line}s/,27.44705,8.6505,/,27.44705,7.1234,/" exported.csv > mine.csv
 run_rc rc g -o json catalog update --from mine.csv > "$T/from.json" 2> /dev/null
 expect_eq "update --from mine.csv: exit 0" 0 "$rc"
 check_schema "$T/from.json" catalog
@@ -399,7 +401,7 @@ expect_eq "installed byte for byte" "$(sha mine.csv) $(sha mine.csv) mine.csv" \
     "$(sha "$OVR") $(json_get "$T/from.json" 'd["sha256"] + " " + d["from"]')"
 expect_eq "still mode 0644" 644 "$(stat -c %a "$OVR")"
 g -o json offers --gpu A100-80GB:8 --spot --interconnect efa --limit 1 > "$T/o3.json"
-expect_eq "offers see the hand-made price" "p4de.24xlarge us-east-1 8.1234" \
+expect_eq "offers see the hand-made price" "p4de.24xlarge us-east-1 7.1234" \
     "$(json_get "$T/o3.json" '" ".join(str(x) for x in (d["offers"][0]["instance_type"], d["offers"][0]["region"], d["offers"][0]["price_usd_hr"]))')"
 
 # ---- 7. reset ----------------------------------------------------------------------------------
