@@ -770,7 +770,11 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
     if (status[0]) {
         out->exit_code = atoi(status);
         out->phase = out->exit_code == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
-        snprintf(out->detail, sizeof(out->detail), "exit status %d", out->exit_code);
+        /* a node that stopped itself says why (lifecycle.idle_timeout) */
+        char why[64];
+        read_small(dir, "stopped", why, sizeof(why));
+        snprintf(out->detail, sizeof(out->detail), "exit status %d%s%s", out->exit_code,
+                 !alive && why[0] ? "; stopped itself: " : "", !alive ? why : "");
     } else if (!alive) {
         out->phase = GPC_PHASE_FAILED;
         snprintf(out->detail, sizeof(out->detail),
