@@ -156,6 +156,8 @@ expect_eq "a node the cluster does not have: exit 7" \
     "7 gpuctl: error: cluster sa has no node 2 (it has 2 nodes)" "$rc $(cat "$T/n2.err")"
 run_rc rc g -y destroy sa > /dev/null 2>&1
 expect_eq "destroy" 0 "$rc"
+expect_eq "destroy removes the cluster's known_hosts with its key" "absent absent" \
+    "$([ -e "$STATE/ssh/$UID_FULL" ] && echo present || echo absent) $([ -e "$STATE/keys/gpuctl-sa-$UID8" ] && echo present || echo absent)"
 run_rc rc g ssh sa -- true 2> "$T/gone.err"
 expect_eq "a destroyed cluster: exit 7" "7 gpuctl: error: no cluster named 'sa'" \
     "$rc $(cat "$T/gone.err")"
