@@ -107,8 +107,8 @@ int gpc_cluster_shell(gpc_session *s, const char *name, uint32_t rank,
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "cluster %s has no node %u (it has %u node%s)",
                       name, rank, c.nodes, c.nodes == 1 ? "" : "s");
     if (!rc && (nd->phase != GPC_PHASE_RUNNING || !nd->provider_id[0]))
-        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "node %u of cluster %s is %s, not running: no "
-                      "shell to open there", rank, name, gpc_phase_name(nd->phase));
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "node %u of cluster %s is in phase %s, not "
+                      "running: no shell to open there", rank, name, gpc_phase_name(nd->phase));
     gpc_lc_ref r;
     memset(&r, 0, sizeof(r));
     int have_ref = 0;

@@ -11,7 +11,8 @@
 #     first contact (exit 255, ssh names the changed key), and the command
 #     never ran (no marker file); never StrictHostKeyChecking=no;
 #  3. local: --node 1 runs in the node's job environment (RANK=1) and
-#     working directory; a node that is not there, an unknown cluster.
+#     working directory; a node that is not there or not running, an
+#     unknown cluster.
 # Needs root and /usr/sbin/sshd (else skipped, exit 77).
 source "$(dirname "$0")/lib.sh"
 if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
@@ -194,5 +195,14 @@ expect_eq "an unknown cluster: exit 7" "7 gpuctl: error: no cluster named 'nosuc
 run_rc rc g -o json ssh sl 2> /dev/null
 expect_eq "-o json: a usage error" 3 "$rc"
 g -y destroy sl > /dev/null 2>&1
+# a node whose job is over has no shell
+printf 'name: done\nrun: {command: "true", nproc_per_node: 1}\n' > done.yaml
+run_rc rc g -y apply -f done.yaml --wait > /dev/null 2> "$T/done.err"
+expect_eq "apply --wait of a job that ends at once" 0 "$rc"
+run_rc rc g ssh done -- true 2> "$T/done-ssh.err"
+expect_eq "a node that is not running: exit 7, naming its phase" \
+    "7 gpuctl: error: node 0 of cluster done is in phase succeeded, not running: no shell to open there" \
+    "$rc $(cat "$T/done-ssh.err")"
+g -y destroy done > /dev/null 2>&1
 
 finish
