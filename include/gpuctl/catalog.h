@@ -189,6 +189,31 @@ int gpc_catalog_set_price(gpc_catalog *c, gpc_catalog_row *row, double ondemand,
 int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *notes,
                           gpc_error *err);
 
+/*
+ * Add a row at the end (used by `catalog update` when a provider rebuilds
+ * its rows from its own APIs): a copy of *row, its strings copied into the
+ * catalog's storage (region NULL = ""; source and notes NULL = ""), its
+ * GPU resolved from row->gpu_model ("" = CPU-only; row->gpu is not read),
+ * zone "" and line 0.  Pointers to rows (&c->rows[i]) are invalid after
+ * the call.  Errors, the catalog unchanged: GPC_ERR_SPEC "PROVIDER TYPE
+ * REGION: ..." for a (provider, instance_type, region) the catalog has
+ * already, a gpu_model not in the GPU table, a gpu_count of 0 with a model
+ * or above 0 without one (or above GPC_CATALOG_GPU_COUNT_MAX);
+ * GPC_ERR_PROVIDER for a hardware figure outside the ranges above or below
+ * 0, or a price (< 0 = none) above GPC_CATALOG_PRICE_MAX or NaN;
+ * GPC_ERR_INTERNAL for no provider or instance type; GPC_ERR_NOMEM.
+ */
+int gpc_catalog_add_row(gpc_catalog *c, const gpc_catalog_row *row, gpc_error *err);
+
+/*
+ * Remove every row for which drop(row, arg) returns non-zero, keeping the
+ * others in their order (used by `catalog update` before a provider adds
+ * its rows anew).  Returns how many rows went.  Pointers to rows are
+ * invalid after the call.
+ */
+size_t gpc_catalog_remove_rows(gpc_catalog *c,
+                               int (*drop)(const gpc_catalog_row *row, void *arg), void *arg);
+
 /* Release a catalog (NULL is fine). */
 void gpc_catalog_free(gpc_catalog *c);
 

@@ -143,6 +143,11 @@ typedef struct gpc_session {
     gpc_open_provider *open;    /* owned; open[i] is gpc_providers[i], prov NULL
                                    until opened (n_open entries) */
     size_t n_open;
+    /* The spec's secrets (spec.h, gpc_secrets_read) while gpc_apply runs:
+     * borrowed, handed to create_node(s) in gpc_node_request, never
+     * recorded; NULL otherwise. */
+    const gpc_env_var *secrets;
+    size_t n_secrets;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened
@@ -195,6 +200,22 @@ typedef struct gpc_apply_result {
 /* Apply a parsed spec (see docs/cli.md for the contract). */
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);
+
+/*
+ * What `apply` of `plan` would refuse before making anything, known
+ * without calling a provider's API (the checks apply makes first): a
+ * workdir the chosen offer's nodes cannot see or that does not exist, a
+ * relative checkpoint_dir on nodes that do not share this machine's files,
+ * what the provider's check_spec refuses, a payload over the provider's
+ * user-data limit.  Nothing is created (not even checkpoint_dir).  An
+ * offer on a provider that cannot create nodes here (plan-only) is the
+ * caller's to judge (a plan of it is still shown).  `plan` calls it so
+ * that a plan CI approves is one apply can carry out.  Returns 0, or the
+ * error apply would give (GPC_ERR_SPEC naming the file and field, or the
+ * provider's own).
+ */
+int gpc_plan_check(gpc_session *s, const gpc_spec *spec, const struct gpc_plan *plan,
+                   gpc_error *err);
 
 /* Ask the provider about every live node of a cluster and record what
  * changed (phases, exit codes, IPs, ledger).  Reloads *c. */

@@ -64,6 +64,12 @@ struct gpc_catalog;
  * gpc_node_status.detail (the scheduler's reason), which the engine says
  * and records ("note" events) each time it changes. */
 #define GPC_CAP_QUEUE       (1u << 11)
+/* The provider puts gpc_node_request.secrets into the job's environment
+ * without writing them anywhere gpuctl or others keep them: not in
+ * user-data, tags, provider data, node files nor logs (the local provider:
+ * the node process's own environment).  A spec with `secrets` is refused
+ * (plan, apply) on a provider without it. */
+#define GPC_CAP_SECRETS     (1u << 12)
 
 /* Most bytes of provider data (with its NUL): gpc_node_status.data,
  * gpc_cluster_ref.data. */
@@ -109,6 +115,11 @@ typedef struct gpc_node_request {
                                   belongs to (the core's failover walk) */
     struct gpc_cluster_ref *ref; /* the cluster: its regions and provider data,
                                   which the create may set (a group's job id) */
+    /* The spec's secrets, name and value (spec.h): for the job's
+     * environment only (GPC_CAP_SECRETS); never logged, recorded or put in
+     * user-data.  NULL/0 for a provider without GPC_CAP_SECRETS. */
+    const gpc_env_var *secrets;
+    size_t n_secrets;
 } gpc_node_request;
 
 /* What identifies a cluster to a provider's cluster-wide operations. */
@@ -197,6 +208,9 @@ typedef struct gpc_price_refresh_result {
     size_t not_listed;          /* rows the API has no price for: kept as they were */
     size_t spot_cleared;        /* spot prices removed: the API has no spot price
                                    for the row any more */
+    size_t added;               /* rows added: a provider that rebuilds its rows
+                                   lists an instance type the catalog lacked */
+    size_t removed;             /* rows removed: its APIs no longer list them */
     char skipped[GPC_ERROR_MSG_MAX]; /* "" or why the provider skipped the refresh
                                    (it then returned 0 and changed nothing) */
 } gpc_price_refresh_result;
@@ -388,7 +402,12 @@ typedef struct gpc_provider {
      * with a region, narrowed by o->regions) by the ones its price API
      * lists now, with gpc_catalog_set_price and a row note saying when and
      * from where (gpc_catalog_set_notes); rows the API does not list are
-     * kept as they are.  Needs no session: a provider whose price API
+     * kept as they are.  A provider whose APIs list its instance types
+     * themselves (aws) may instead rebuild its rows of those regions:
+     * gpc_catalog_remove_rows of its rows, then gpc_catalog_add_row of
+     * each one its APIs list (a row note saying when and from where),
+     * counting res->added and res->removed; it removes nothing before
+     * every answer came, and touches no other provider's rows.  Needs no session: a provider whose price API
      * needs its context opens it with `cfg` (the settings open() takes)
      * once it knows it has rows to refresh, and closes it.  Fills *res
      * (zeroed by the caller) and says what it asks and what it did through

@@ -92,6 +92,17 @@ typedef struct gpc_env_var {
     char *value;  /* byte-exact as written in the YAML; may be "" */
 } gpc_env_var;
 
+/* A secret (spec field `secrets`): a variable of the job's environment
+ * whose value is read on this machine at apply time and never recorded:
+ * not in the state, plan files, tags nor user-data (gpc_secrets_read). */
+typedef struct gpc_secret_ref {
+    char *name;    /* the job's variable, as an env name */
+    char *source;  /* where its value comes from: "env:VAR" or "file:PATH"
+                      (PATH as written: "~/" is the home directory, a
+                      relative path is relative to the spec's directory);
+                      a null value in the YAML is "env:NAME" */
+} gpc_secret_ref;
+
 typedef struct gpc_label {
     char *key;
     char *value;
@@ -142,6 +153,8 @@ typedef struct gpc_spec {
     char *image;           /* logical image ("pytorch") or explicit id; default "pytorch" */
     gpc_env_var *env;      /* in document order */
     size_t n_env;
+    gpc_secret_ref *secrets; /* in document order; names not in env */
+    size_t n_secrets;
     gpc_label *labels;     /* tags put on every cloud resource */
     size_t n_labels;
 
@@ -205,6 +218,36 @@ int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err);
  * err may be NULL.
  */
 int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
+
+/*
+ * What validate, plan and apply refuse in a spec that the schema allows,
+ * known on this machine without a plan:
+ * gpc_spec_check_paths: workdir must be an existing directory (relative
+ *   to the spec file's directory): GPC_ERR_SPEC "FILE: workdir: directory
+ *   'X' does not exist (resolved: /abs/X)".
+ * gpc_spec_check_providers: a spec that names only providers this gpuctl
+ *   cannot create nodes with (plan-only: Azure, Alibaba Cloud) is
+ *   GPC_ERR_PROVIDER naming them and those available; `plan` still shows
+ *   their offers, so it does not call this one.
+ */
+int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err);
+int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err);
+
+/*
+ * The values of the spec's secrets, read now: out[i] (name and value, both
+ * heap; free with gpc_secrets_free, which wipes the values) for
+ * spec->secrets[i].  An environment variable must be set (it may be
+ * empty); a file must be a readable regular file of at most 64 KiB, and one
+ * trailing newline ("\n" or "\r\n") is dropped.  A value holding a NUL
+ * byte is refused.  Errors (GPC_ERR_SPEC, naming the spec file, the field
+ * `secrets.NAME` and the source, never a value): "environment variable X
+ * is not set", "file P: No such file or directory", ...; GPC_ERR_NOMEM.
+ * *out is NULL and *n 0 on error and for a spec without secrets.
+ */
+int gpc_secrets_read(const gpc_spec *spec, gpc_env_var **out, size_t *n, gpc_error *err);
+
+/* Wipe and free what gpc_secrets_read gave.  vals may be NULL. */
+void gpc_secrets_free(gpc_env_var *vals, size_t n);
 
 /* Parsers for the numeric forms, exposed for tests and other modules.
  * Each returns 0 or GPC_ERR_SPEC with a message naming `what`. */

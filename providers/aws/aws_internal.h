@@ -12,6 +12,7 @@
  *   eip.c          Elastic IPs of multi-card nodes (nodes_running)
  *   cleanup.c      destroy: everything tagged with the cluster
  *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
+ *   quota.c        the account's EC2 vCPU quota, checked before a launch
  */
 #ifndef GPUCTL_AWS_INTERNAL_H
 #define GPUCTL_AWS_INTERNAL_H
@@ -57,6 +58,15 @@ typedef struct region_info {
     char subnet[32];
 } region_info;
 
+/* What this session learnt of one EC2 vCPU quota in one region (quota.c). */
+typedef struct aws_sq_entry {
+    char region[48];
+    char code[16];      /* the quota code, "L-417A185B" */
+    int known;          /* 1: Service Quotas gave its value; 0: it could not */
+    double limit;       /* the value, vCPUs */
+    char uid[64];       /* the cluster last found to fit ("" none) */
+} aws_sq_entry;
+
 typedef struct aws_ctx {
     gpc_ec2 ec2;
     char *state_dir;
@@ -78,6 +88,9 @@ typedef struct aws_ctx {
     char quota_key[160];      /* "<region> <uid>" whose Elastic IP quota was checked */
     char nic_uid[64];         /* the cluster whose instances this process has listed */
     int multi_nic;            /* a node with several network interfaces was seen */
+    aws_sq_entry sq[32];      /* vCPU quotas read in this session (quota.c) */
+    size_t n_sq;
+    size_t sq_next;           /* the entry reused next once all are taken */
 } aws_ctx;
 
 /* One <item> of a Describe* answer (aws_describe_all). */
@@ -238,6 +251,49 @@ int aws_eip_quota(aws_ctx *c, const gpc_node_request *req, const char *region,
  */
 int aws_release_tagged_addresses(aws_ctx *c, const char *region, const char *uid,
                                  gpc_buf *left);
+
+/* ---- quota.c ------------------------------------------------------------ */
+
+/* An EC2 vCPU quota (Service Quotas, service code "ec2"). */
+typedef struct aws_vcpu_quota_def {
+    const char *code;   /* "L-417A185B" */
+    const char *name;   /* "Running On-Demand P instances" */
+    int spot;           /* 1: a Spot Instance Requests quota */
+} aws_vcpu_quota_def;
+
+/*
+ * The vCPU quota an instance type counts against, On-Demand (spot 0) or
+ * Spot (spot 1), by its family letters (quota.c says the sources):
+ * Standard (a c d h i m r t z), F, G and VT (g, gr, vt), P, X, Inf, Trn,
+ * DL, High Memory (u-, On-Demand only), HPC (On-Demand only).  A static
+ * definition; NULL for a type of no known quota (mac, a name that is not
+ * an instance type's).
+ */
+const aws_vcpu_quota_def *aws_vcpu_quota_of(const char *instance_type, int spot);
+
+/*
+ * Before RunInstances of n nodes like req (batch 1: workers by launch
+ * index; 0: one node): refuse with GPC_ERR_QUOTA, naming the quota (name
+ * and code), the region, the vCPUs needed, the quota and the vCPUs in use,
+ * and how to raise it, when the nodes do not fit under the account's vCPU
+ * quota for the type's family in the offer's region (GetServiceQuota, read
+ * once a session per region and quota) less the vCPUs of the account's
+ * pending and running instances under that quota (DescribeInstances, every
+ * page; On-Demand or Spot by instanceLifecycle; vCPUs per type from
+ * DescribeInstanceTypes, the offer's own from req->offer->vcpus when set).
+ * The head launched alone (rank 0, not a batch) stands for all
+ * req->nnodes nodes when the spec buys head and workers the same way
+ * (spot.head == spot.policy), the cluster's own instances then not counted
+ * as use; otherwise the n nodes of this launch count.  Once a cluster fits
+ * under a quota in a region it is not checked there again this session.
+ * Not checked (0, said at -v): a type of no known quota, EC2 at an endpoint
+ * of the user's with Service Quotas at AWS's, Service Quotas or
+ * DescribeInstances unable to answer (RunInstances then decides).
+ * Errors: GPC_ERR_QUOTA, GPC_ERR_NOMEM, GPC_ERR_INTERRUPTED (a signal
+ * while a call waited to be retried).
+ */
+int aws_vcpu_quota(aws_ctx *c, const gpc_node_request *req, size_t n, int batch,
+                   gpc_error *err);
 
 /* ---- the provider table's operations (provider.h says what each does) --- */
 

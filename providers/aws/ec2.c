@@ -233,12 +233,10 @@ static int split_url(const char *url, char *host, size_t hs, char *path, size_t 
     return 0;
 }
 
-static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
-                        gpc_http_headers *extra, gpc_error *err)
+int gpc_ec2_sign(gpc_ec2 *e, const gpc_http_request *req, const char *sign_region,
+                 const char *service, const char *content_type, const char *target,
+                 gpc_http_headers *extra, gpc_error *err)
 {
-    call_ctx *cc = arg;
-    gpc_ec2 *e = cc->e;
-    (void)attempt;
     int rc = gpc_ec2_credentials(e, err);
     if (rc)
         return rc;
@@ -247,12 +245,14 @@ static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
     if (rc)
         return rc;
     gpc_sigv4_header hdrs[] = {
-        {"Content-Type", EC2_CONTENT_TYPE},
+        {"Content-Type", content_type},
         {"Host", host},
+        {"X-Amz-Target", target},
     };
     gpc_sigv4_input in = {
         .method = req->method ? req->method : "POST", .path = path, .query = NULL,
-        .headers = hdrs, .n_headers = 2, .body = req->body, .body_len = req->body_len,
+        .headers = hdrs, .n_headers = target ? 3 : 2, .body = req->body,
+        .body_len = req->body_len,
     };
     gpc_sigv4_creds cr = {
         .access_key_id = e->creds.access_key_id,
@@ -260,7 +260,8 @@ static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
         .session_token = e->creds.session_token,
     };
     gpc_sigv4_result sig;
-    rc = gpc_sigv4_sign(&in, &cr, cc->region, "ec2", gpc_now() + e->clock_offset_s, &sig, err);
+    rc = gpc_sigv4_sign(&in, &cr, sign_region, service, gpc_now() + e->clock_offset_s, &sig,
+                        err);
     if (!rc)
         rc = gpc_http_headers_add(extra, "X-Amz-Date", sig.amz_date, err);
     if (!rc && e->creds.session_token && *e->creds.session_token)
@@ -269,6 +270,14 @@ static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
         rc = gpc_http_headers_add(extra, "Authorization", sig.authorization, err);
     OPENSSL_cleanse(&sig, sizeof(sig));
     return rc;
+}
+
+static int sign_attempt(void *arg, const gpc_http_request *req, int attempt,
+                        gpc_http_headers *extra, gpc_error *err)
+{
+    call_ctx *cc = arg;
+    (void)attempt;
+    return gpc_ec2_sign(cc->e, req, cc->region, "ec2", EC2_CONTENT_TYPE, NULL, extra, err);
 }
 
 /* The <Code> of an EC2 error document, "" when the body is not one. */
@@ -374,8 +383,7 @@ static void note_retry(void *arg, const gpc_http_request *req, const gpc_http_re
     say_retry(cc->e, cc->action, cc->region, resp, attempt, delay_ms);
 }
 
-/* Seconds AWS's clock is ahead of ours, from a reply's Date header. */
-static long skew_from(const gpc_http_response *r)
+long gpc_ec2_clock_skew(const gpc_http_response *r)
 {
     char date[64];
     if (!gpc_http_header(r, "Date", date, sizeof(date)))
@@ -457,7 +465,7 @@ static int finish(const char *action, const char *what, int hrc, const gpc_error
     if (!code[0])
         return gpc_error_wrap(err, he, NULL);
     if (strcmp(code, "RequestExpired") == 0)
-        *skew = skew_from(resp);
+        *skew = gpc_ec2_clock_skew(resp);
     gpc_code gc = gpc_ec2_error_code(code);
     const char *hint = "";
     char perm[192];
@@ -512,7 +520,7 @@ int gpc_ec2_call(gpc_ec2 *e, const char *region, const char *action,
         rc = finish(action, what, hrc, &he, &resp, doc, &skew, &fe);
         gpc_http_response_free(&resp);
         if (rc && skew && round == 0) {
-            e->clock_offset_s = skew; /* skew_from: AWS - ours, without the offset */
+            e->clock_offset_s = skew; /* gpc_ec2_clock_skew: AWS - ours, without the offset */
             gpc_debug(e->log, "aws: clock off by %ld s; signing with the server's time", skew);
             rc = 0;
             continue;

@@ -116,6 +116,29 @@ typedef struct gpc_ec2_batch_item {
 } gpc_ec2_batch_item;
 int gpc_ec2_call_many(gpc_ec2 *e, gpc_ec2_batch_item *items, size_t n, gpc_error *err);
 
+/*
+ * Sign one attempt of `req` (its method, URL and body) with SigV4 for
+ * `service` ("ec2", "pricing", "servicequotas") in `sign_region`, with the
+ * session's credentials (resolved or refreshed first, as gpc_ec2_credentials)
+ * and clock (gpc_now() plus e->clock_offset_s): the signed headers are
+ * Content-Type (`content_type`, which the request must send as it is),
+ * Host (from req->url, default port left out) and, when `target` is not
+ * NULL, X-Amz-Target: `target` (which the request must send too).  Adds
+ * X-Amz-Date, X-Amz-Security-Token (temporary credentials) and
+ * Authorization to `extra`.  The before_attempt hook of every AWS call
+ * (ec2.c, json_api.c).  Errors: those of gpc_ec2_credentials,
+ * GPC_ERR_USAGE an endpoint that is not an http(s) URL, GPC_ERR_NOMEM.
+ */
+int gpc_ec2_sign(gpc_ec2 *e, const gpc_http_request *req, const char *sign_region,
+                 const char *service, const char *content_type, const char *target,
+                 gpc_http_headers *extra, gpc_error *err);
+
+/* Seconds AWS's clock is ahead of ours (negative: behind), from a reply's
+ * Date header ("Sun, 06 Nov 1994 08:49:37 GMT") against gpc_now(); 0 when
+ * the reply has no such header.  Used after a RequestExpired /
+ * InvalidSignatureException "Signature expired" answer to re-sign. */
+long gpc_ec2_clock_skew(const gpc_http_response *r);
+
 /* Classify an EC2 error code (exposed for tests). */
 gpc_code gpc_ec2_error_code(const char *ec2_code);
 /* 1 when a reply with this code should be retried (throttling). */

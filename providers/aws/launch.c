@@ -1,8 +1,8 @@
 /*
  * launch.c - RunInstances for the aws provider: one node (the head), or a
  * batch whose nodes learn their rank from the launch index; the cluster's
- * resources ensured first, the Elastic IP quota checked before the first
- * launch in a region.
+ * resources ensured first, the vCPU quota (quota.c) and the Elastic IP
+ * quota checked before the first launch in a region.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -237,6 +237,10 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
     if (!rc && !offered)
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "aws: %s is not offered in zone '%s' of %s",
                       of->instance_type, of->zone, of->region);
+    /* the account's vCPU quota for the family: a region without room is
+     * left at once, before anything is made there */
+    if (!rc)
+        rc = aws_vcpu_quota(c, req, n, batch, err);
     if (!rc)
         rc = aws_type_facts(c, of->region, of->instance_type, &ti, err);
     /* nodes that will need Elastic IPs: room for them, before anything is made */

@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 
 #include "gpuctl/buf.h"
 #include "gpuctl/provider.h"
@@ -483,16 +484,76 @@ static int place_payload(const char *dir, const gpc_payload *pl, gpc_error *err)
  * Start /bin/sh runcmd.sh as a detached session (double fork), with the
  * environment a freshly booted machine has.  Returns the new pgid.
  */
-static int spawn_node(const char *dir, const char *cuda_visible, long *pgid_out,
-                      gpc_error *err)
+/* The environment of a node: the fixed entries, CUDA_VISIBLE_DEVICES when
+ * set, and the job's secrets (GPC_CAP_SECRETS: in the process's
+ * environment only, never in the node's files).  NULL-terminated; free
+ * with free_envp, which wipes the secrets. */
+#define ENV_FIXED 6
+
+static void free_envp(char **envp, size_t n)
 {
+    for (size_t i = ENV_FIXED; envp && i < n; i++)
+        if (envp[i]) {
+            OPENSSL_cleanse(envp[i], strlen(envp[i]));
+            free(envp[i]);
+        }
+    free(envp);
+}
+
+static char **make_envp(const char *dir, const char *cuda_visible, const gpc_env_var *secrets,
+                        size_t n_secrets, size_t *n_out)
+{
+    size_t n = ENV_FIXED + 1 + n_secrets;
+    char **envp = calloc(n + 1, sizeof(*envp));
+    if (!envp)
+        return NULL;
+    static char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    static char lang[] = "LANG=C.UTF-8", user[] = "USER=gpuctl";
+    static char ip[] = "GPUCTL_LOCAL_IP=127.0.0.1";
+    static char home[PATH_MAX + 16], gh[PATH_MAX + 16];
+    snprintf(home, sizeof(home), "HOME=%s/home", dir);
+    snprintf(gh, sizeof(gh), "GPUCTL_HOME=%s", dir);
+    char *fixed[ENV_FIXED] = {path, lang, user, home, gh, ip};
+    memcpy(envp, fixed, sizeof(fixed));
+    size_t k = ENV_FIXED;
+    int ok = 1;
+    if (cuda_visible && cuda_visible[0]) {
+        size_t len = strlen(cuda_visible) + 22;
+        if ((envp[k] = malloc(len)))
+            snprintf(envp[k], len, "CUDA_VISIBLE_DEVICES=%s", cuda_visible);
+        ok = envp[k++] != NULL;
+    }
+    for (size_t i = 0; ok && i < n_secrets; i++) {
+        size_t len = strlen(secrets[i].name) + strlen(secrets[i].value) + 2;
+        if ((envp[k] = malloc(len)))
+            snprintf(envp[k], len, "%s=%s", secrets[i].name, secrets[i].value);
+        ok = envp[k++] != NULL;
+    }
+    *n_out = n;
+    if (!ok) {
+        free_envp(envp, n);
+        return NULL;
+    }
+    return envp;
+}
+
+static int spawn_node(const char *dir, const char *cuda_visible, const gpc_env_var *secrets,
+                      size_t n_secrets, long *pgid_out, gpc_error *err)
+{
+    size_t n_env = 0;
+    char **envp = make_envp(dir, cuda_visible, secrets, n_secrets, &n_env);
+    if (!envp)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) != 0)
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        free_envp(envp, n_env);
         return gpc_fail(err, GPC_ERR_IO, "local: pipe: %s", strerror(errno));
+    }
     pid_t child = fork();
     if (child < 0) {
         close(pfd[0]);
         close(pfd[1]);
+        free_envp(envp, n_env);
         return gpc_fail(err, GPC_ERR_IO, "local: fork: %s", strerror(errno));
     }
     if (child == 0) {
@@ -531,24 +592,6 @@ static int spawn_node(const char *dir, const char *cuda_visible, long *pgid_out,
             close(in);
         if (out > 2)
             close(out);
-        char env_home[PATH_MAX + 8], env_gh[PATH_MAX + 16];
-        snprintf(env_home, sizeof(env_home), "HOME=%s", home);
-        snprintf(env_gh, sizeof(env_gh), "GPUCTL_HOME=%s", dir);
-        char *envp[] = {
-            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "LANG=C.UTF-8",
-            "USER=gpuctl",
-            env_home,
-            env_gh,
-            "GPUCTL_LOCAL_IP=127.0.0.1",
-            NULL,
-            NULL
-        };
-        char env_cuda[300];
-        if (cuda_visible && cuda_visible[0]) {
-            snprintf(env_cuda, sizeof(env_cuda), "CUDA_VISIBLE_DEVICES=%s", cuda_visible);
-            envp[6] = env_cuda;
-        }
         char *argv[] = {"/bin/sh", script, NULL};
         execve("/bin/sh", argv, envp);
         long fail = -(long)errno;
@@ -557,6 +600,7 @@ static int spawn_node(const char *dir, const char *cuda_visible, long *pgid_out,
         _exit(127);
     }
     close(pfd[1]);
+    free_envp(envp, n_env);
     int status;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
         ;
@@ -813,7 +857,7 @@ static int local_create(void *ctx, const gpc_node_request *req, gpc_node_status 
     if (!rc)
         fault_kill_after_node_dir(req->rank);
     if (!rc)
-        rc = spawn_node(dir, cuda, &pgid, err);
+        rc = spawn_node(dir, cuda, req->secrets, req->n_secrets, &pgid, err);
     if (rc && leftover(dir))
         gpc_rm_rf(dir, NULL); /* a failed create leaves nothing behind */
     root_unlock(lk);
@@ -1108,7 +1152,7 @@ static const gpc_userdata_rules local_userdata = {
 const gpc_provider gpc_provider_local = {
     .name = "local",
     .summary = "nodes are process groups on this machine (the default; also your own GPU server)",
-    .caps = GPC_CAP_FREE | GPC_CAP_OWN_OFFERS | GPC_CAP_SHARED_FILES,
+    .caps = GPC_CAP_FREE | GPC_CAP_OWN_OFFERS | GPC_CAP_SHARED_FILES | GPC_CAP_SECRETS,
     .userdata = &local_userdata,
     .open = local_open,
     .close = local_close,

@@ -256,6 +256,8 @@ static int catalog_update(const gpc_out *o, gpc_catalog **catp, const catalog_ar
                     cJSON_AddNumberToObject(pj, "updated", (double)res.updated);
                     cJSON_AddNumberToObject(pj, "not_listed", (double)res.not_listed);
                     cJSON_AddNumberToObject(pj, "spot_cleared", (double)res.spot_cleared);
+                    cJSON_AddNumberToObject(pj, "added", (double)res.added);
+                    cJSON_AddNumberToObject(pj, "removed", (double)res.removed);
                 }
             } else {
                 char why[512];

@@ -79,6 +79,11 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rc = gpc_spec_hash(spec, hash, &err);
     if (!rc)
         rc = check_gpu_models(o, spec, &err);
+    /* what apply would refuse that is known here (spec.h) */
+    if (!rc)
+        rc = gpc_spec_check_paths(spec, &err);
+    if (!rc)
+        rc = gpc_spec_check_providers(spec, &err);
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "validate");

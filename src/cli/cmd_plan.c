@@ -83,6 +83,19 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
                             .live = a.live};
         rc = gpc_plan_make(&s, spec, &po, &p, &err);
     }
+    /* what apply would refuse before making anything, refused here too:
+     * a plan CI approves is one apply can carry out */
+    if (!rc)
+        rc = gpc_plan_check(&s, spec, &p, &err);
+    /* an offer no provider here can create: shown (Azure and Alibaba Cloud
+     * are planned from the catalog), but never approved */
+    const gpc_provider *chosen = !rc && p.n_offers ? gpc_provider_find(p.offers[0].worker.provider)
+                                                   : NULL;
+    int appliable = !p.n_offers || (chosen && !(chosen->caps & GPC_CAP_PLAN_ONLY));
+    if (!rc && a.detailed && !appliable && p.action != GPC_PLAN_NONE)
+        rc = gpc_fail(&err, GPC_ERR_PROVIDER, "apply cannot carry this plan out: the chosen "
+                      "offer is on %s, which is not built into this gpuctl (available: %s)",
+                      p.offers[0].worker.provider, gpc_provider_names());
     if (!rc && a.out)
         rc = gpc_plan_write(&p, a.out, &err);
     if (rc) {
@@ -96,9 +109,6 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv)
         gpc_plan_print(o, &p);
     /* a plan whose chosen offer no provider here can create: apply would
      * refuse it (exit 6), so do not suggest it */
-    const gpc_provider *chosen = p.n_offers ? gpc_provider_find(p.offers[0].worker.provider)
-                                            : NULL;
-    int appliable = !p.n_offers || (chosen && !(chosen->caps & GPC_CAP_PLAN_ONLY));
     if (a.out && appliable)
         gpc_info(&o->log, "plan saved to %s; carry it out with: gpuctl%s%s apply %s", a.out,
                  o->cfg.state_dir ? " --state-dir " : "", o->cfg.state_dir ? o->cfg.state_dir : "", a.out);

@@ -14,23 +14,6 @@
 
 /* ---- apply ------------------------------------------------------------ */
 
-/* The absolute path of directory `field` (created when `create`); it must
- * exist. */
-static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
-                        char **out, gpc_error *err)
-{
-    char *path = NULL;
-    int rc = gpc_spec_path(spec, p, &path, err);
-    if (!rc && create)
-        rc = gpc_mkdir_p(path, 0755, err);
-    struct stat sb;
-    if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
-                      spec->source, field, p, path);
-    free(path);
-    return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
-}
-
 static int new_cluster(gpc_session *s, const gpc_open_provider *pv,
                        const gpc_spec *spec, const char *spec_path,
                        const char *hash, gpc_cluster_rec *c, gpc_error *err)
@@ -148,22 +131,6 @@ static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *er
     gpc_cluster_rec_free(&c);
 }
 
-/* Do the nodes of `offer` see this machine's files (provider.h,
- * shares_files, else GPC_CAP_SHARED_FILES)?  *out = 1 or 0. */
-static int offer_shares(gpc_session *s, const gpc_offer *offer, int *out, gpc_error *err)
-{
-    const gpc_provider *p = gpc_provider_find(offer->provider);
-    *out = p && (p->caps & GPC_CAP_SHARED_FILES);
-    if (!p || !p->shares_files || (p->caps & GPC_CAP_PLAN_ONLY))
-        return 0;
-    /* the provider says per place (its answer needs a session) */
-    gpc_open_provider sp;
-    int rc = gpc_session_provider(s, p->name, &sp, err);
-    if (!rc)
-        *out = sp.prov->shares_files(sp.ctx, offer) != 0;
-    return rc;
-}
-
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
 {
@@ -178,7 +145,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
 
     /* Where the job's directories are, as the node sees them (the
      * checkpoint directory is made further down, once the plan holds). */
-    char *workdir = NULL, *ckpt = NULL;
+    gpc_lc_dirs dirs;
+    memset(&dirs, 0, sizeof(dirs));
     int lockfd = -1;
     if (!rc && !opts->dry_run)
         rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
@@ -228,112 +196,24 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
         goto out_c;
     }
-    /* Where the job's directories are, as the node sees them.  The local
-     * provider's nodes share this machine's files, and so do those of a
-     * place its provider says so of (shares_files: a Slurm cluster whose
-     * login node this is); a cloud node has its own disk, where
-     * checkpoint_dir is a path of the node's and nothing of this machine
-     * is copied (yet). */
-    const char *target = plan->n_offers ? plan->offers[0].worker.provider
-                       : have ? c.provider : gpc_provider_default()->name;
-    const gpc_provider *tp = gpc_provider_find(target);
-    int shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
-    if (tp && tp->shares_files && plan->n_offers && !(tp->caps & GPC_CAP_PLAN_ONLY)) {
-        rc = offer_shares(s, &plan->offers[0].worker, &shares_files, err);
-        if (rc)
-            goto out_c;
-    }
-    /* the job's directories as resolved here hold only on offers whose
-     * nodes see this machine's files as the first one's do */
-    int dirs_depend = spec->workdir || (spec->checkpoint_dir && spec->checkpoint_dir[0] != '/');
-    if (spec->workdir && shares_files)
-        rc = resolve_path(spec, "workdir", spec->workdir, 0, &workdir, err);
-    else if (spec->workdir && plan->action != GPC_PLAN_NONE)
-        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
-                      "cannot see this machine's files%s%s%s; put the code in the image or "
-                      "fetch it in setup", spec->source, target,
-                      tp && tp->shares_files ? " there" : " (only the ",
-                      tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
-                      tp && tp->shares_files ? "" : " provider shares them)");
-    /* Judged, as workdir, only where something is to be made: a cluster
-     * already applied whose provider now offers nothing (no offer to ask
-     * shares_files of) keeps the path its apply resolved. */
-    if (!rc && spec->checkpoint_dir && !shares_files && plan->action != GPC_PLAN_NONE) {
-        if (spec->checkpoint_dir[0] != '/')
-            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
-                          "on the %s nodes", spec->source, spec->checkpoint_dir, target);
-        else if (!(ckpt = strdup(spec->checkpoint_dir)))
-            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-    } else if (!rc && spec->checkpoint_dir && !opts->dry_run &&
-               plan->action != GPC_PLAN_NONE) {
-        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &ckpt, err);
-    }
+    /* What apply refuses before making anything (precheck.c), and the
+     * job's directories as the node sees them. */
+    rc = gpc_lc_precheck(s, spec, plan, have ? c.provider : NULL, !opts->dry_run, &dirs, err);
+    const char *workdir = dirs.workdir, *ckpt = dirs.ckpt;
+    int shares_files = dirs.shares_files, dirs_depend = dirs.dirs_depend;
     if (rc)
         goto out_c;
-    /* What can be known before any call: the provider takes the spec
-     * (aws: the image), and the payload of the head and of a worker fits
-     * the provider's transport, rendered as create would for the
-     * provider's rank and rendezvous sources (a placeholder head address,
-     * a full one: the longest IPv4 literal, or a host name of 253 bytes);
-     * a group's nodes share one payload (rank 0, the provider's rank
-     * source). */
-    if (plan->action != GPC_PLAN_NONE && plan->n_offers) {
-        const gpc_offer *of = &plan->offers[0].worker;
-        const gpc_provider *cp = gpc_provider_find(of->provider);
-        if (cp && (cp->caps & GPC_CAP_PLAN_ONLY))
-            cp = NULL; /* refused below, as not built in */
-        if (cp && cp->check_spec)
-            rc = cp->check_spec(spec, err);
-        const gpc_userdata_rules *rules = cp ? cp->userdata : NULL;
-        int group = cp && (cp->caps & GPC_CAP_GROUP);
-        char long_name[254];
-        for (size_t i = 0; i < sizeof(long_name) - 1; i++)
-            long_name[i] = i % 64 == 63 ? '.' : 'h';
-        long_name[sizeof(long_name) - 1] = '\0';
-        for (uint32_t r = 0; !rc && cp && rules && r < (spec->nodes > 1 && !group ? 2u : 1u);
-             r++) {
-            /* as launch.c makes the node: in a batch or by itself */
-            gpc_rank_from rf =
-                gpc_provider_rank_source(cp, r, gpc_provider_batches(cp, r, spec->nodes));
-            const char *head = NULL;
-            if (cp->rdzv == GPC_RDZV_NAME)
-                head = long_name;
-            else if (cp->rdzv == GPC_RDZV_HEAD_IP && (rf != GPC_RANK_ENGINE || r > 0))
-                head = "255.255.255.255";
-            gpc_node_ctx ctx = {
-                .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
-                .rank = r, .nnodes = spec->nodes,
-                .head_addr = head, .rdzv_port = 65535,
-                .workdir = workdir, .checkpoint_dir = ckpt,
-                .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
-                              ? of->fabric : NULL,
-                .instance_type = of->instance_type,
-                .rank_from = rf, .rdzv_from = cp->rdzv,
-            };
-            gpc_payload pl;
-            char *enc = NULL;
-            size_t enc_len;
-            rc = gpc_render_payload(spec, &ctx, rules, &pl, err);
-            if (!rc)
-                rc = gpc_payload_cloud_init(&pl, rules, &enc, &enc_len, NULL, err);
-            gpc_payload_free(&pl);
-            free(enc);
-        }
-        if (rc)
-            goto out_c;
-    }
+    /* for the creates of this apply only */
+    s->secrets = dirs.secrets;
+    s->n_secrets = dirs.n_secrets;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
         res->phase = have ? c.phase : GPC_PHASE_PENDING;
         res->exit_code = have ? c.exit_code : -1;
         res->cluster_id = have ? c.id : 0;
-        const gpc_provider *wp = plan->n_offers ? gpc_provider_find(plan->offers[0].worker.provider)
-                                                : NULL;
-        if (opts->dry_run && plan->n_offers && (!wp || (wp->caps & GPC_CAP_PLAN_ONLY)))
-            rc = gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
-                          "(available: %s)", plan->offers[0].worker.provider,
-                          gpc_provider_names());
+        if (opts->dry_run && plan->action != GPC_PLAN_NONE)
+            rc = gpc_lc_precheck_provider(plan, err);
         if (opts->dry_run)
             goto out_c;
     }
@@ -382,7 +262,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             int sh = 0;
             gpc_error se;
             gpc_error_clear(&se);
-            if (offer_shares(s, &plan->offers[next].worker, &sh, &se) == 0 && sh == shares_files)
+            if (gpc_lc_offer_shares(s, &plan->offers[next].worker, &sh, &se) == 0 &&
+                sh == shares_files)
                 break;
             gpc_info(s->log, "gpuctl: skipping offer %zu of %zu (%s %s %s): its nodes %s this "
                      "machine's files, unlike the first offer's, which workdir and "
@@ -430,7 +311,8 @@ out_c:
     gpc_cluster_rec_free(&c);
 out:
     gpc_cluster_unlock(lockfd);
-    free(workdir);
-    free(ckpt);
+    s->secrets = NULL;
+    s->n_secrets = 0;
+    gpc_lc_dirs_free(&dirs);
     return rc;
 }

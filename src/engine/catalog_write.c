@@ -1,7 +1,8 @@
 /*
  * catalog_write.c - the instance table written back as CSV (libcsv quotes
  * what must be quoted), and the edits of catalog update: prices and notes
- * (catalog_int.h).
+ * (catalog_int.h), and rows added and removed when a provider rebuilds
+ * its rows.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -149,4 +150,88 @@ int gpc_catalog_set_notes(gpc_catalog *c, gpc_catalog_row *row, const char *note
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     row->notes = s;
     return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Adding and removing rows (a provider's refresh_prices rebuilding    */
+/* its rows).                                                          */
+
+/* A copy of s (NULL = "") in the catalog's storage, or NULL. */
+static const char *keep_str(gpc_catalog *c, const char *s)
+{
+    return gpc_cat_arena_strndup(gpc_cat_arena(c), s ? s : "", s ? strlen(s) : 0);
+}
+
+/* 1 when v is a figure a CSV cell holds: finite, from 0 to max. */
+static bool figure_ok(double v, double max)
+{
+    return v >= 0 && v <= max;
+}
+
+int gpc_catalog_add_row(gpc_catalog *c, const gpc_catalog_row *row, gpc_error *err)
+{
+    if (!c || !row || !row->provider || !*row->provider || !row->instance_type ||
+        !*row->instance_type)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "gpc_catalog_add_row: no provider or instance "
+                        "type");
+    const char *region = row->region ? row->region : "";
+    const char *what_model = row->gpu_model ? row->gpu_model : "";
+    const char *name = row->instance_type;
+    for (size_t i = 0; i < c->n_rows; i++)
+        if (strcmp(c->rows[i].provider, row->provider) == 0 &&
+            strcmp(c->rows[i].instance_type, name) == 0 && strcmp(c->rows[i].region, region) == 0)
+            return gpc_fail(err, GPC_ERR_SPEC, "%s %s %s: the catalog has this row already",
+                            row->provider, name, region);
+    const gpc_gpu_info *gpu = NULL;
+    if (*what_model && !(gpu = gpc_catalog_gpu(c, what_model)))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s %s %s: GPU model '%s' is not in the catalog's "
+                        "GPU table", row->provider, name, region, what_model);
+    if ((gpu != NULL) != (row->gpu_count > 0) || row->gpu_count > GPC_CATALOG_GPU_COUNT_MAX)
+        return gpc_fail(err, GPC_ERR_SPEC, "%s %s %s: gpu_count %u with gpu_model '%s'",
+                        row->provider, name, region, (unsigned)row->gpu_count, what_model);
+    if (!figure_ok(row->gpu_mem_gib, GPC_CATALOG_GIB_MAX) ||
+        !figure_ok(row->mem_gib, GPC_CATALOG_GIB_MAX) ||
+        !figure_ok(row->vcpus, GPC_CATALOG_VCPUS_MAX) ||
+        !figure_ok(row->fabric_gbps, GPC_CATALOG_GBPS_MAX))
+        return gpc_fail(err, GPC_ERR_PROVIDER, "%s %s %s: a hardware figure is out of range "
+                        "(GPU memory %.15g GiB, memory %.15g GiB, %.15g vCPUs, %.15g Gbit/s)",
+                        row->provider, name, region, row->gpu_mem_gib, row->mem_gib, row->vcpus,
+                        row->fabric_gbps);
+    const double p[4] = {row->price_ondemand, row->price_spot, row->price_ondemand_cny,
+                         row->price_spot_cny};
+    for (int i = 0; i < 4; i++)
+        if (!(p[i] < 0) && !(p[i] <= GPC_CATALOG_PRICE_MAX))
+            return gpc_fail(err, GPC_ERR_PROVIDER, "%s %s %s: price %.15g per hour is out of "
+                            "range (at most %.0f)", row->provider, name, region, p[i],
+                            GPC_CATALOG_PRICE_MAX);
+    gpc_catalog_row r = *row;
+    r.provider = keep_str(c, row->provider);
+    r.instance_type = keep_str(c, name);
+    r.region = keep_str(c, region);
+    r.zone = "";
+    r.gpu = gpu;
+    r.gpu_model = gpu ? gpu->model : keep_str(c, "");
+    r.source = keep_str(c, row->source);
+    r.notes = keep_str(c, row->notes);
+    r.line = 0;
+    if (!r.provider || !r.instance_type || !r.region || !r.gpu_model || !r.source || !r.notes)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    gpc_catalog_row *v = realloc(c->rows, (c->n_rows + 1) * sizeof(*v));
+    if (!v)
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    c->rows = v;
+    c->rows[c->n_rows++] = r;
+    return 0;
+}
+
+size_t gpc_catalog_remove_rows(gpc_catalog *c,
+                               int (*drop)(const gpc_catalog_row *row, void *arg), void *arg)
+{
+    size_t kept = 0, n = c ? c->n_rows : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!drop(&c->rows[i], arg))
+            c->rows[kept++] = c->rows[i];
+    if (c)
+        c->n_rows = kept;
+    return n - kept;
 }

@@ -173,7 +173,8 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
     return rc;
 }
 
-static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec *c,
+static gpc_node_request node_request(const gpc_session *s, const gpc_spec *spec,
+                                     const gpc_cluster_rec *c,
                                      const gpc_node_rec *nd, const gpc_offer *of,
                                      const gpc_payload *pl, uint32_t attempt)
 {
@@ -183,6 +184,7 @@ static gpc_node_request node_request(const gpc_spec *spec, const gpc_cluster_rec
         .image = spec->image, .payload = pl,
         .labels = spec->labels, .n_labels = spec->n_labels, .spec = spec,
         .attempt = attempt,
+        .secrets = s->secrets, .n_secrets = s->n_secrets,
     };
     return req;
 }
@@ -214,7 +216,7 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
         rc = gpc_lc_ref_open(s, c, &r, err);
     }
     if (!rc) {
-        gpc_node_request req = node_request(spec, c, nd, offer, &pl, l->attempt);
+        gpc_node_request req = node_request(s, spec, c, nd, offer, &pl, l->attempt);
         req.ref = &r.ref;
         gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (gpc_lc_fault("fail-create", nd->rank)) {
@@ -291,7 +293,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     if (!rc && (!reqs || !ns))
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        reqs[i] = node_request(spec, c, nds[i], of, &pl, l->attempt);
+        reqs[i] = node_request(s, spec, c, nds[i], of, &pl, l->attempt);
         reqs[i].client_token = token;
         reqs[i].ref = &r.ref;
     }

@@ -4,7 +4,8 @@
  *
  *   session.c  sessions, signals, cluster locks, events, the shared helpers
  *   refresh.c  gpc_cluster_refresh: ask the provider, record what changed
- *   apply.c    gpc_apply: the plan check, paths, per-spec checks, failover
+ *   apply.c    gpc_apply: the plan check, the failover walk
+ *   precheck.c what apply refuses before anything is made (also for plan)
  *   create.c   one create (or one batch create) of nodes, record before
  *              create, adoption of nodes an interrupted apply made
  *   launch.c   launch attempts over zones, rollback, waiting for boot
@@ -24,6 +25,42 @@
 
 #include "gpuctl/cluster.h"
 #include "gpuctl/plan.h"
+
+/* ---- precheck.c -------------------------------------------------------- */
+
+/* The job's directories as a node sees them (heap paths, NULL = not set
+ * or not resolved here), and how they were judged. */
+typedef struct gpc_lc_dirs {
+    char *workdir, *ckpt;
+    int shares_files;   /* the chosen offer's nodes see this machine's files */
+    int dirs_depend;    /* the paths depend on that: workdir, or a relative
+                           checkpoint_dir */
+    gpc_env_var *secrets; /* the spec's secrets, read (gpc_secrets_read) */
+    size_t n_secrets;
+} gpc_lc_dirs;
+
+/* Free (and wipe) what *d holds; zero it. */
+void gpc_lc_dirs_free(gpc_lc_dirs *d);
+
+/* What apply refuses before anything is made, for the plan's first offer
+ * (or, with no offer, the cluster's provider `have_provider`, NULL = none
+ * recorded): workdir and checkpoint_dir against whether the nodes see this
+ * machine's files (a relative checkpoint_dir created when make_dirs), the
+ * provider's check_spec, whether the payload fits the provider's
+ * user-data transport, and the secrets (a provider with GPC_CAP_SECRETS,
+ * values that can be read: read into *d).  Fills *d (caller frees it with
+ * gpc_lc_dirs_free; zeroed and nothing to free on error).  GPC_ERR_SPEC
+ * naming the file and field. */
+int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
+                    const char *have_provider, int make_dirs, gpc_lc_dirs *d, gpc_error *err);
+
+/* GPC_ERR_PROVIDER when the plan's first offer is on a provider this
+ * gpuctl cannot create nodes with (plan-only or not compiled in). */
+int gpc_lc_precheck_provider(const gpc_plan *plan, gpc_error *err);
+
+/* Do the nodes of `offer` see this machine's files (provider.h,
+ * shares_files, else GPC_CAP_SHARED_FILES)?  *out = 1 or 0. */
+int gpc_lc_offer_shares(gpc_session *s, const gpc_offer *offer, int *out, gpc_error *err);
 
 /* ---- session.c --------------------------------------------------------- */
 

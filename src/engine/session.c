@@ -55,6 +55,14 @@ int gpc_session_open(gpc_session *s, const gpc_settings *o, gpc_error *err)
     if (!rc)
         rc = gpc_state_open_ex(s->state_dir, o->state_reads_only ? GPC_STATE_READ_ONLY_OK : 0,
                                &s->st, err);
+    /* Absolute from here on: providers keep paths under it that outlive
+     * this working directory (a local node chdirs into its own; a relative
+     * --state-dir made it lose its script) */
+    char *abs = NULL;
+    if (!rc && s->state_dir[0] != '/' && gpc_realpath(s->state_dir, &abs, NULL) == 0) {
+        free(s->state_dir);
+        s->state_dir = abs;
+    }
     if (!rc && gpc_state_read_only(s->st))
         gpc_warn(s->log, "the disk holding %s is full: the state is open read-only, as last "
                  "recorded; nothing is refreshed or recorded", s->state_dir);

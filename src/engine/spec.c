@@ -782,6 +782,57 @@ static int f_env(walk *w, const ynode *k, const ynode *v, const char *path)
     return get_str_map(w, v, path, true);
 }
 
+/* secrets: NAME: null | "env:VAR" | "file:PATH" (gpc_secret_ref) */
+static int f_secrets(walk *w, const ynode *k, const ynode *v, const char *path)
+{
+    (void)k;
+    char q[SHOW_MAX], kpath[PATH_MAX_LEN];
+    gpc_spec *s = w->s;
+    if (v->kind != Y_MAP)
+        return failn(w, v, path, "expected a mapping of NAME: source (null for the "
+                     "environment variable NAME, env:VAR or file:PATH), got %s", show(v, q));
+    size_t count = v->n / 2;
+    if (!(s->secrets = calloc(count ? count : 1, sizeof(*s->secrets))))
+        return spec_nomem(w->err);
+    for (size_t i = 0; i < count; i++) {
+        const ynode *key = v->kids[2 * i], *val = v->kids[2 * i + 1];
+        if (key->kind != Y_SCALAR)
+            return failn(w, key, path, "expected a string key, got %s", show(key, q));
+        if (!valid_env_name(key->text, key->len))
+            return failn(w, key, path,
+                         "invalid variable name %s (letters, digits and '_', "
+                         "not starting with a digit)", spec_quote(key->text, key->len, q));
+        snprintf(kpath, sizeof(kpath), "%s.%s", path, key->text);
+        if (strncmp(key->text, "GPUCTL_", 7) == 0)
+            return failn(w, key, kpath, "names starting with GPUCTL_ are reserved");
+        gpc_secret_ref *r = &s->secrets[s->n_secrets];
+        if (!(r->name = strdup(key->text)))
+            return spec_nomem(w->err);
+        s->n_secrets++;
+        if (is_null(val)) {
+            size_t n = strlen(key->text) + 5;
+            if (!(r->source = malloc(n)))
+                return spec_nomem(w->err);
+            snprintf(r->source, n, "env:%s", key->text);
+            continue;
+        }
+        if (val->kind != Y_SCALAR)
+            return failn(w, val, kpath, "expected null, env:VAR or file:PATH, got %s",
+                         show(val, q));
+        int rc = get_str(w, val, kpath, true, &r->source);
+        if (rc)
+            return rc;
+        const char *src = r->source;
+        if (strncmp(src, "env:", 4) == 0 && valid_env_name(src + 4, strlen(src + 4)))
+            continue;
+        if (strncmp(src, "file:", 5) == 0 && src[5])
+            continue;
+        return failn(w, val, kpath, "expected null (the environment variable %s), env:VAR "
+                     "or file:PATH, got %s", key->text, spec_quote(val->text, val->len, q));
+    }
+    return 0;
+}
+
 static int f_labels(walk *w, const ynode *k, const ynode *v, const char *path)
 {
     return get_str_map(w, v, path, false);
@@ -866,6 +917,7 @@ static const field top_fields[] = {
     {"lifecycle", "lifecycle", f_lifecycle, false},
     {"image", "image", f_image, false},
     {"env", "env", f_env, false},
+    {"secrets", "secrets", f_secrets, false},
     {"labels", "labels", f_labels, false},
     {"workdir", "workdir", f_workdir, false},
     {"checkpoint_dir", "checkpoint_dir", f_checkpoint_dir, false},
@@ -887,6 +939,21 @@ static int walk_spec(walk *w, const ynode *root)
     int rc = walk_map(w, root, "", top_fields);
     if (rc)
         return rc;
+    /* a variable is configuration (env) or a secret, not both: said at
+     * the secret's name, wherever the two fields are */
+    for (size_t i = 0; i + 1 < root->n; i += 2) {
+        const ynode *key = root->kids[i], *val = root->kids[i + 1];
+        if (key->kind != Y_SCALAR || strcmp(key->text, "secrets") != 0 || val->kind != Y_MAP)
+            continue;
+        for (size_t j = 0; j + 1 < val->n; j += 2)
+            for (size_t e = 0; e < s->n_env; e++)
+                if (strcmp(s->env[e].name, val->kids[j]->text) == 0) {
+                    char kpath[PATH_MAX_LEN];
+                    snprintf(kpath, sizeof(kpath), "secrets.%s", s->env[e].name);
+                    return failn(w, val->kids[j], kpath, "%s is in env too; a variable is "
+                                 "either configuration (env) or a secret", s->env[e].name);
+                }
+    }
     if (s->n_providers == 0) {
         s->providers = calloc(1, sizeof(*s->providers));
         if (!s->providers || !(s->providers[0] = strdup(gpc_provider_default()->name)))
@@ -1018,6 +1085,11 @@ void gpc_spec_free(gpc_spec *s)
         free(s->env[i].value);
     }
     free(s->env);
+    for (size_t i = 0; s->secrets && i < s->n_secrets; i++) {
+        free(s->secrets[i].name);
+        free(s->secrets[i].source);
+    }
+    free(s->secrets);
     for (size_t i = 0; s->labels && i < s->n_labels; i++) {
         free(s->labels[i].key);
         free(s->labels[i].value);

@@ -66,6 +66,11 @@ static int label_cmp(const void *a, const void *b)
 }
 
 /* env and labels sorted by name: their order carries no meaning. */
+static int secret_cmp(const void *a, const void *b)
+{
+    return strcmp(((const gpc_secret_ref *)a)->name, ((const gpc_secret_ref *)b)->name);
+}
+
 static cJSON *jpairs(bool *ok, const void *items, size_t n, bool is_env)
 {
     cJSON *o = cJSON_CreateObject();
@@ -141,6 +146,22 @@ cJSON *gpc_spec_to_json(const gpc_spec *s)
 
     jput(&ok, j, "image", jstr(s->image ? s->image : "pytorch"));
     jput(&ok, j, "env", jpairs(&ok, s->env, s->n_env, true));
+    /* names and where their values come from, by name; never a value.
+     * Only when there are some: the hash of a spec without secrets stays
+     * what earlier releases recorded. */
+    if (s->n_secrets) {
+        cJSON *sec = jput(&ok, j, "secrets", cJSON_CreateObject());
+        gpc_secret_ref *copy = malloc(s->n_secrets * sizeof(*copy));
+        if (!copy) {
+            ok = false;
+        } else {
+            memcpy(copy, s->secrets, s->n_secrets * sizeof(*copy));
+            qsort(copy, s->n_secrets, sizeof(*copy), secret_cmp);
+            for (size_t i = 0; i < s->n_secrets; i++)
+                jput(&ok, sec, copy[i].name, jstr(copy[i].source));
+            free(copy);
+        }
+    }
     jput(&ok, j, "labels", jpairs(&ok, s->labels, s->n_labels, false));
     jput(&ok, j, "workdir", jstr(s->workdir));
     jput(&ok, j, "checkpoint_dir", jstr(s->checkpoint_dir));

@@ -14,14 +14,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 if [ -x /usr/bin/python3 ]; then python3() { /usr/bin/python3 "$@"; }; fi
 
 # Never beyond loopback: no AWS credentials, files or instance metadata from
-# this machine, and an EC2 endpoint that refuses at once; tests that talk
-# to the fake EC2 (test_aws.sh) set their own.
+# this machine, and EC2 and Price List endpoints that refuse at once; tests
+# that talk to the fakes (test_aws.sh, test_catalog_cmd.sh) set their own.
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_SECURITY_TOKEN \
       AWS_PROFILE AWS_DEFAULT_PROFILE AWS_ENDPOINT_URL AWS_WEB_IDENTITY_TOKEN_FILE \
       AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI
 export AWS_EC2_METADATA_DISABLED=true
 export AWS_CONFIG_FILE=/nonexistent/aws-config AWS_SHARED_CREDENTIALS_FILE=/nonexistent/aws-credentials
 export AWS_ENDPOINT_URL_EC2=http://127.0.0.1:9
+export AWS_ENDPOINT_URL_PRICING=http://127.0.0.1:9
 export GPUCTL_CHECKIP_URL=http://127.0.0.1:9/
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpuctl-e2e.XXXXXX")
@@ -56,9 +57,12 @@ expect_eq() {
     if [ "$2" == "$3" ]; then ok "$1"; else fail "$1: expected [$2], got [$3]"; fi
 }
 
-# expect_match WHAT REGEX TEXT
+# expect_match WHAT REGEX TEXT.  TEXT goes to grep as a here-string, not
+# through a pipe: under pipefail, grep -q leaving at its first match made a
+# long TEXT's printf die of SIGPIPE and the pipeline fail, a match reported
+# as missing (test_quickstart's "target reached", once the log was long).
 expect_match() {
-    if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else fail "$1: [$2] not found in: $3"; fi
+    if grep -Eq -- "$2" <<< "$3"; then ok "$1"; else fail "$1: [$2] not found in: $3"; fi
 }
 
 # run_rc VAR CMD...: run CMD, store its exit status in VAR, never abort.

@@ -1,7 +1,8 @@
 #!/bin/bash
 # gpuctl catalog show | export | update | reset (docs/offers.md, "Refreshing,
 # exporting, resetting"), against the fake Azure Retail Prices API in
-# tests/fake/azure_prices.py and its fixture azure_prices.items.json. The
+# tests/fake/azure_prices.py and its fixture azure_prices.items.json, and
+# (update --provider aws) the fake EC2 and Price List endpoints. The
 # user override lives in $GPUCTL_CONFIG_DIR, a directory of this test's own.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work" && cd "$T/work"
@@ -265,6 +266,129 @@ expect_eq "21 rows looked at, 3 updated, 18 not listed" "21 3 18" \
     "$(json_get "$T/reg.json" '" ".join(str(d["providers"][0][k]) for k in ("rows", "updated", "not_listed"))')"
 expect_eq "8 requests, for those two regions only" "8 eastus,westus3" \
     "$(wc -l < "$SRV_LOG") $(grep -o "armRegionName eq '[a-z0-9]*'" "$SRV_LOG" | cut -d"'" -f2 | uniq | paste -sd,)"
+
+# ---- 5b. update --provider aws: the aws rows rebuilt from the APIs -------------------------
+# Against the fake EC2 (tests/fake/ec2.py) with a world of its own and the
+# fake Price List (tests/fake/pricing.py, its products in
+# tests/fixtures/aws_pricelist_products.json), both checking every
+# signature.  In the world: p4d.24xlarge in the 3 regions, p5.48xlarge in
+# us-east-1 and us-west-2, g5.xlarge in us-east-1 and ap-northeast-1,
+# g6.xlarge (L4, 22888 MiB) in us-east-1 and us-west-2 (the Price List
+# prices it in us-east-1 only), and three types that make no row: a B200
+# type (not in the GPU table), an AMD one and an m5 (no GPU, not asked
+# for: only p* and g* are).
+cat > "$T/aws-seed.json" <<'EOF'
+{"instance_types": {
+ "p5.48xlarge": {"vcpus": 192, "memory_mib": 2097152, "gpu_name": "H100", "gpu_count": 8, "gpu_memory_mib": 81920,
+   "efa": true, "max_network_cards": 32, "max_efa_interfaces": 32, "network_performance": "3200 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1", "us-west-2"], "spot": {"us-east-1": 17.6289, "us-west-2": 12.6935}},
+ "p4d.24xlarge": {"vcpus": 96, "memory_mib": 1179648, "gpu_name": "A100", "gpu_count": 8, "gpu_memory_mib": 40960,
+   "efa": true, "max_network_cards": 4, "max_efa_interfaces": 4, "network_performance": "4x 100 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1", "us-west-2", "ap-northeast-1"], "spot": {"us-east-1": 2.4655}},
+ "g5.xlarge": {"vcpus": 4, "memory_mib": 16384, "gpu_name": "A10G", "gpu_count": 1, "gpu_memory_mib": 24576,
+   "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0, "network_performance": "Up to 10 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1", "ap-northeast-1"], "spot": {"us-east-1": 0.397, "ap-northeast-1": 0.6913}},
+ "g6.xlarge": {"vcpus": 4, "memory_mib": 16384, "gpu_name": "L4", "gpu_count": 1, "gpu_memory_mib": 22888,
+   "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0, "network_performance": "Up to 10 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1", "us-west-2"], "spot": {}},
+ "p6-b200.48xlarge": {"vcpus": 192, "memory_mib": 2097152, "gpu_name": "B200", "gpu_count": 8, "gpu_memory_mib": 183359,
+   "efa": true, "max_network_cards": 8, "max_efa_interfaces": 8, "network_performance": "3200 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1"], "spot": {}},
+ "g4ad.xlarge": {"vcpus": 4, "memory_mib": 16384, "gpu_name": "Radeon Pro V520", "gpu_manufacturer": "AMD", "gpu_count": 1,
+   "gpu_memory_mib": 8192, "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0,
+   "network_performance": "Up to 10 Gigabit", "architecture": "x86_64", "regions": ["us-east-1"], "spot": {}},
+ "m5.large": {"vcpus": 2, "memory_mib": 8192, "gpu_name": "", "gpu_count": 0, "gpu_memory_mib": 0,
+   "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0, "network_performance": "Up to 10 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1"], "spot": {}}}}
+EOF
+start_fake ec2 ec2.py --seed "$T/aws-seed.json" --page-size 0
+EC2_PORT=$FAKE_PORT
+start_fake pricing pricing.py
+PRICING_PORT=$FAKE_PORT
+touch "$T/ec2.log" "$T/pricing.log"   # the fakes log from their first request on
+aws_g() {
+    AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY \
+    AWS_ENDPOINT_URL_EC2="http://127.0.0.1:$EC2_PORT" AWS_ENDPOINT_URL_PRICING="http://127.0.0.1:$PRICING_PORT" \
+        AWS_REGION=us-east-1 g "$@"
+}
+# the requests logged since line $2 of log $1, as "ACTION:REGION" / "TARGET:PAGE"
+ec2_calls() { python3 -c 'import json,sys; print(" ".join("%s:%s" % (x["action"], x["region"]) for x in map(json.loads, open(sys.argv[1]).readlines()[int(sys.argv[2]):])))' "$T/ec2.log" "$1"; }
+pricing_calls() { python3 -c 'import json,sys
+out = []
+for x in map(json.loads, open(sys.argv[1]).readlines()[int(sys.argv[2]):]):
+    f = {a["Field"]: a["Value"] for a in x["body"]["Filters"]}
+    out.append("%s%s:%s" % (f["instanceType"], "@" + f["regionCode"] if "regionCode" in f else "", x["body"].get("NextToken", "-").split(":")[0]))
+print(" ".join(out))' "$T/pricing.log" "$1"; }
+
+# --region narrows: us-west-2 only (23 aws rows in the override, as built in)
+e0=$(wc -l < "$T/ec2.log"); p0=$(wc -l < "$T/pricing.log")
+run_rc rc aws_g -o json catalog update --provider aws --region us-west-2 --dry-run > "$T/aws-w2.json" 2> "$T/aws-w2.err"
+expect_eq "update --provider aws --region us-west-2 --dry-run: exit 0" 0 "$rc"
+check_schema "$T/aws-w2.json" catalog
+expect_eq "us-west-2: 3 rows, 2 priced, 1 not, 1 new, 21 removed" "aws updated 3 2 1 1 21" \
+    "$(json_get "$T/aws-w2.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "added", "removed"))')"
+expect_eq "212 - 21 + 1 = 192 rows, nothing written" "192 " \
+    "$(json_get "$T/aws-w2.json" '"%d %s" % (d["rows"], d["written"])')"
+expect_eq "EC2 calls: DescribeRegions, then us-west-2 only" \
+    "DescribeRegions:us-east-1 DescribeInstanceTypes:us-west-2 DescribeInstanceTypeOfferings:us-west-2 DescribeSpotPriceHistory:us-west-2" \
+    "$(ec2_calls "$e0")"
+expect_eq "Price List: one query per type, for us-west-2" \
+    "g6.xlarge@us-west-2:- p4d.24xlarge@us-west-2:- p5.48xlarge@us-west-2:-" "$(pricing_calls "$p0")"
+
+run_rc rc aws_g catalog update --provider aws --region eu-west-9 > /dev/null 2> "$T/aws-bad.err"
+expect_eq "a region DescribeRegions does not list: exit 3" 3 "$rc"
+expect_eq "says which it lists" "gpuctl: error: aws: region 'eu-west-9' is not one that DescribeRegions lists for these credentials (us-east-1, us-west-2, ap-northeast-1)" \
+    "$(cat "$T/aws-bad.err")"
+
+# every region, written
+e0=$(wc -l < "$T/ec2.log"); p0=$(wc -l < "$T/pricing.log")
+run_rc rc aws_g -o json catalog update --provider aws > "$T/aws.json" 2> "$T/aws.err"
+expect_eq "update --provider aws: exit 0" 0 "$rc"
+check_schema "$T/aws.json" catalog
+expect_eq "9 rows, 8 priced, 1 not, 2 new, 64 removed" "aws updated 9 8 1 2 64" \
+    "$(json_get "$T/aws.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "added", "removed"))')"
+expect_eq "written: 212 - 71 + 9 = 150 rows" "150 $OVR" "$(json_get "$T/aws.json" '"%d %s" % (d["rows"], d["written"])')"
+# (the calls of one batch may reach the fake in any order: sorted)
+expect_eq "EC2 calls: DescribeRegions, then every region at once, one page each" \
+    "DescribeRegions:us-east-1 | DescribeInstanceTypeOfferings:ap-northeast-1 DescribeInstanceTypeOfferings:us-east-1 DescribeInstanceTypeOfferings:us-west-2 DescribeInstanceTypes:ap-northeast-1 DescribeInstanceTypes:us-east-1 DescribeInstanceTypes:us-west-2 DescribeSpotPriceHistory:ap-northeast-1 DescribeSpotPriceHistory:us-east-1 DescribeSpotPriceHistory:us-west-2" \
+    "$(ec2_calls "$e0" | cut -d' ' -f1) | $(ec2_calls "$e0" | cut -d' ' -f2- | tr ' ' '\n' | sort | paste -sd' ')"
+expect_eq "Price List: one query per type, p4d in two pages of 2" \
+    "g5.xlarge:- g6.xlarge:- p4d.24xlarge:- p4d.24xlarge:2 p5.48xlarge:-" "$(pricing_calls "$p0")"
+expect_match "stderr: the types left out, and why" \
+    "aws: p6-b200.48xlarge: GPU B200 with 183359 MiB is not in the catalog's GPU table; left out" "$(cat "$T/aws.err")"
+expect_match "stderr: not NVIDIA" "aws: g4ad.xlarge: its GPU is AMD Radeon Pro V520, not NVIDIA; left out" "$(cat "$T/aws.err")"
+expect_match "stderr: summary" "aws: 9 row\(s\) from the APIs in 3 region\(s\): 8 with an on-demand price, 1 without, 5 with a spot price; 2 new, 64 no longer listed \(removed\)" \
+    "$(cat "$T/aws.err")"
+expect_eq "the aws rows of the override, exactly" \
+"aws,g5.xlarge,ap-northeast-1,A10G,1,24,4,16,none,,1.459,0.6913,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: ap-northeast-1a)
+aws,g5.xlarge,us-east-1,A10G,1,24,4,16,none,,1.006,0.397,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-east-1a)
+aws,g6.xlarge,us-east-1,L4,1,22.3515625,4,16,none,,0.8048,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); no spot price
+aws,g6.xlarge,us-west-2,L4,1,22.3515625,4,16,none,,,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; no on-demand price in the Price List; no spot price
+aws,p4d.24xlarge,ap-northeast-1,A100-40GB,8,40,96,1152,efa,400,30.09784,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); no spot price
+aws,p4d.24xlarge,us-east-1,A100-40GB,8,40,96,1152,efa,400,21.957642,2.4655,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-east-1a)
+aws,p4d.24xlarge,us-west-2,A100-40GB,8,40,96,1152,efa,400,21.95764,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); no spot price
+aws,p5.48xlarge,us-east-1,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,17.6289,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-east-1a)
+aws,p5.48xlarge,us-west-2,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,12.6935,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-west-2a)" \
+    "$(grep '^aws,' "$OVR" | sed -E 's/fetched [0-9]{4}-[0-9]{2}-[0-9]{2}:/fetched DATE:/')"
+expect_eq "the other providers' rows are as they were (azure 40, aliyun 101)" "aliyun=101 azure=40" \
+    "$(cut -d, -f1 "$OVR" | sed 1d | grep -v '^aws$' | sort | uniq -c | awk '{print $2 "=" $1}' | paste -sd' ')"
+g -o json offers --gpu L4:1 --provider aws --limit 1 > "$T/o-l4.json"
+check_schema "$T/o-l4.json" offers
+expect_eq "offers show a new row: g6.xlarge us-east-1 at 0.8048 (aws-api)" "g6.xlarge us-east-1 0.8048 aws-api" \
+    "$(json_get "$T/o-l4.json" '" ".join(str(x) for x in (d["offers"][0]["instance_type"], d["offers"][0]["region"], d["offers"][0]["price_usd_hr"], d["offers"][0]["source"]))')"
+g -o json offers --gpu H100:8 --provider aws --spot --limit 1 > "$T/o-h100.json"
+expect_eq "and the spot price: p5.48xlarge us-west-2 at 12.6935" "p5.48xlarge us-west-2 12.6935" \
+    "$(json_get "$T/o-h100.json" '" ".join(str(x) for x in (d["offers"][0]["instance_type"], d["offers"][0]["region"], d["offers"][0]["price_usd_hr"]))')"
+
+# The Price List refusing: exit 20 (auth), the IAM action named, nothing written
+OVR_SHA=$(sha "$OVR")
+echo '[{"target": "GetProducts", "type": "AccessDeniedException", "message": "User: arn:aws:iam::123456789012:user/ci is not authorized to perform: pricing:GetProducts"}]' > "$T/pricing-faults.json"
+start_fake pricing2 pricing.py --faults "$T/pricing-faults.json"
+PRICING_PORT=$FAKE_PORT
+run_rc rc aws_g catalog update --provider aws > /dev/null 2> "$T/aws-denied.err"
+expect_eq "Price List AccessDenied: exit 20" 20 "$rc"
+expect_match "names the permission" "AccessDeniedException: .*\(the credentials lack the IAM permission pricing:GetProducts;" "$(cat "$T/aws-denied.err")"
+expect_eq "override untouched" "$OVR_SHA" "$(sha "$OVR")"
 
 # ---- 6. update --from installs a file as it is ---------------------------------------------
 sed "${line}s/,27.44705,8.6505,/,27.44705,8.1234,/" exported.csv > mine.csv

@@ -18,18 +18,30 @@ offers3() {
 }
 
 # ---- 1. every example plans (exit 2: changes pending) and matches the schema
+# Three examples' cheapest offer is on Azure, which is plan-only: the plan
+# is shown (exit 0), but --detailed-exitcode never approves it (exit 1),
+# since apply would refuse it (exit 6).
 for spec in "$EX/detection-3d-8x8-a100.yaml" "$EX/bert-base-4xt4-spot.yaml" \
             "$EX/multimodal-h100-ib.yaml" "$EX/train-and-serve/train-a100.yaml" \
             "$EX/train-and-serve/serve-t4.yaml" quickstart.yaml; do
     b=$(basename "$spec" .yaml)
-    run_rc rc g plan -f "$spec" --detailed-exitcode > "$T/$b.txt" 2>&1
-    expect_eq "$b: plan --detailed-exitcode on an empty state exits 2" 2 "$rc"
-    run_rc rc g -o json plan -f "$spec" --detailed-exitcode > "$T/$b.json"
-    expect_eq "$b: -o json exits 2 too" 2 "$rc"
+    case $b in
+    detection-3d-8x8-a100|bert-base-4xt4-spot|multimodal-h100-ib) want=1 ;;
+    *) want=2 ;;
+    esac
+    run_rc rc g plan -f "$spec" --detailed-exitcode > /dev/null 2> "$T/$b.err"
+    expect_eq "$b: plan --detailed-exitcode on an empty state exits $want" $want "$rc"
+    if [ $want = 1 ]; then
+        expect_eq "$b: why it is not approved" "gpuctl: error: apply cannot carry this plan out: the chosen offer is on azure, which is not built into this gpuctl (available: local, aws, slurm)" "$(cat "$T/$b.err")"
+    fi
+    run_rc rc g -o json plan -f "$spec" --detailed-exitcode > "$T/$b-d.json" 2> /dev/null
+    expect_eq "$b: -o json exits $want too" $want "$rc"
+    run_rc rc g -o json plan -f "$spec" > "$T/$b.json"
+    expect_eq "$b: -o json without --detailed-exitcode exits 0" 0 "$rc"
     check_schema "$T/$b.json" plan
     expect_eq "$b: create, changes pending, nothing in the state" "plan create True False" \
         "$(json_get "$T/$b.json" '" ".join(str(x) for x in (d["kind"], d["action"], d["changes_pending"], d["state"]["cluster_exists"]))')"
-    run_rc rc g plan -f "$spec" > /dev/null 2>&1
+    run_rc rc g plan -f "$spec" > "$T/$b.txt" 2>&1
     expect_eq "$b: without --detailed-exitcode exits 0" 0 "$rc"
 done
 expect_eq "planning created no cluster" 0 "$(n_clusters)"
@@ -424,6 +436,42 @@ expect_eq "json: provider 6, no cluster" "provider 6 None" \
 expect_eq "nothing recorded in status, not even history" "$before" "$(n_clusters)"
 g -o json status bert-t4 > /dev/null 2>&1 && rc=0 || rc=$?
 expect_eq "status bert-t4: not found (7)" 7 "$rc"
+
+# ---- 7b. what apply refuses offline, plan and validate refuse too ---------------
+# A missing workdir: validate, plan (with or without --detailed-exitcode)
+# and apply --dry-run give the same error, exit 4 (1 for the CI contract).
+before=$(n_clusters)
+printf 'name: nowd\nworkdir: ./missing-dir\nrun: echo hi\n' > nowd.yaml
+for c in validate plan "apply --dry-run"; do
+    run_rc rc g $c -f nowd.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "$c of a missing workdir: exit 4" 4 "$rc"
+    expect_eq "$c names file, field and path" "gpuctl: error: nowd.yaml: workdir: directory './missing-dir' does not exist (resolved: $PWD/missing-dir)" "$(cat "$T/e.txt")"
+done
+run_rc rc g plan -f nowd.yaml --detailed-exitcode > /dev/null 2>&1
+expect_eq "plan --detailed-exitcode of a missing workdir: exit 1" 1 "$rc"
+# A workdir on nodes that cannot see this machine's files (aws): plan
+# refuses it as apply does.
+mkdir -p code
+printf 'name: awswd\nprovider: aws\nresources: {gpu: T4:1}\nworkdir: ./code\nrun: echo hi\n' > awswd.yaml
+run_rc rc g plan -f awswd.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of a workdir on aws: exit 4" 4 "$rc"
+expect_match "says why" "awswd.yaml: workdir: the chosen offer is on aws, whose nodes cannot see this machine's files" "$(cat "$T/e.txt")"
+run_rc rc g plan -f awswd.yaml --detailed-exitcode > /dev/null 2>&1
+expect_eq "never approved by --detailed-exitcode: exit 1" 1 "$rc"
+# A spec naming only plan-only providers: validate refuses it (exit 6),
+# plan still shows the offers (exit 0) but does not approve them.
+printf 'name: az\nprovider: [azure, aliyun]\nresources: {gpu: T4:1}\nrun: echo hi\n' > az.yaml
+run_rc rc g validate -f az.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "validate of plan-only providers: exit 6" 6 "$rc"
+expect_eq "names them" "gpuctl: error: az.yaml: provider: azure, aliyun are not built into this gpuctl yet (available: local, aws, slurm); gpuctl plan shows their offers, but apply cannot create their nodes" "$(cat "$T/e.txt")"
+run_rc rc g plan -f az.yaml > /dev/null 2>&1
+expect_eq "plan shows them: exit 0" 0 "$rc"
+run_rc rc g plan -f az.yaml --detailed-exitcode > /dev/null 2>&1
+expect_eq "plan --detailed-exitcode does not approve them: exit 1" 1 "$rc"
+printf 'name: az2\nprovider: [azure, aws]\nresources: {gpu: T4:1}\nrun: echo hi\n' > az2.yaml
+run_rc rc g validate -f az2.yaml > /dev/null 2>&1
+expect_eq "validate with one provider that can create nodes: exit 0" 0 "$rc"
+expect_eq "none of that created anything" "$before" "$(n_clusters)"
 
 # ---- 8. resume: a cluster with a node still to create ------------------------------
 printf 'name: resumer\nnodes: 2\nrun: {command: "sleep 30", nproc_per_node: 1}\n' > resumer.yaml

@@ -131,8 +131,10 @@ The default world (deterministic; --print-seed shows all of it)
   count, memory), EFA when the catalog interconnect is efa, with
   maximumNetworkCards = maximumEfaInterfaces = 4 for p4d/p4de, 32 for
   p5.48xlarge and p5e, 16 for p5en, 1 for other EFA types; other types 1 card,
-  efaSupported false.  Offerings: every zone of those regions EXCEPT that
-  us-east-1d offers no p* type (a client must check offerings; RunInstances
+  efaSupported false.  A type of a --seed with gpu_count 0 has no gpuInfo,
+  and its gpu_manufacturer (default NVIDIA) names the GPUs' maker.
+  Offerings: every zone of those regions EXCEPT that us-east-1d offers no
+  p* type (a client must check offerings; RunInstances
   there answers Unsupported).
   Images, per region, n as below (us-east-1 n=2 is ami-01000000000000002),
   in this answer order:
@@ -333,6 +335,7 @@ Control endpoints (no signature; logged as action "_fake/<name>")
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
+  GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears
   Answers are JSON ({"ok": true} unless said), 400 {"error": ..} on bad input.
 
@@ -385,6 +388,7 @@ from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
+import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
 
 API_VERSION = "2016-11-15"
 NS = "http://ec2.amazonaws.com/doc/%s/" % API_VERSION
@@ -1582,10 +1586,13 @@ def instance_type_xml(name, t):
         x("ebsInfo", [x("ebsOptimizedSupport", "default"), x("encryptionSupport", "supported"),
                       x("nvmeSupport", "required")]),
         x("networkInfo", net),
-        x("gpuInfo", [item_set("gpus", [[x("name", t["gpu_name"]), x("manufacturer", "NVIDIA"),
+    ] + ([
+        x("gpuInfo", [item_set("gpus", [[x("name", t["gpu_name"]),
+                                         x("manufacturer", t.get("gpu_manufacturer", "NVIDIA")),
                                          x("count", t["gpu_count"]),
                                          x("memoryInfo", [x("sizeInMiB", t["gpu_memory_mib"])])]]),
                       x("totalGpuMemoryInMiB", t["gpu_count"] * t["gpu_memory_mib"])]),
+    ] if t["gpu_count"] else []) + [
         x("placementGroupInfo", [item_set("supportedStrategies", ["cluster", "partition", "spread"])]),
         x("hibernationSupported", False), x("burstablePerformanceSupported", False),
         x("dedicatedHostsSupported", False), x("autoRecoverySupported", True),
@@ -2635,6 +2642,9 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             SEQ["n"] += 1
             n = SEQ["n"]
+        if servicequotas.wants(self, parts.path):
+            return servicequotas.handle(self, n, parts, body, {"args": ARGS, "regions": WORLD.regions, "now": now,
+                                                               "log": log, "lock": LOCK, "request_id": request_id})
         if parts.path.startswith("/_fake/"):
             return self.control(n, parts.path[len("/_fake/"):], body)
         return self.api(n, parts, body)

@@ -171,9 +171,9 @@ static void test_builtin_counts(void **state)
     assert_int_equal(azure, 40);
     assert_int_equal(aliyun, 101);
     assert_int_equal(c->n_gpus, 20);
-    /* 6 sources of the built-in rows, and azure-retail-api for rows that
-     * `catalog update` refreshes */
-    assert_int_equal(c->n_sources, 7);
+    /* 6 sources of the built-in rows, and azure-retail-api and aws-api for
+     * rows that `catalog update` refreshes */
+    assert_int_equal(c->n_sources, 8);
     const gpc_catalog_source *az = gpc_catalog_source_get(c, "azure-retail-api");
     assert_non_null(az);
     assert_string_equal(az->currency, "USD");
@@ -373,6 +373,12 @@ static void test_sources(void **state)
     s = gpc_catalog_source_get(c, "alibaba-docs"); /* specs only: no currency */
     assert_string_equal(s->currency, "");
     assert_true(s->usd_per_unit == 0);
+    assert_string_equal(s->version, "");
+
+    s = gpc_catalog_source_get(c, "aws-api"); /* rows aws's catalog update writes */
+    assert_non_null(s);
+    assert_string_equal(s->currency, "USD");
+    assert_true(s->usd_per_unit == 1);
     assert_string_equal(s->version, "");
 
     assert_null(gpc_catalog_source_get(c, "skypilot"));
@@ -794,6 +800,111 @@ static void test_set_price(void **state)
     assert_string_equal(e.msg, "gpc_catalog_set_price: row not in catalog");
     gpc_catalog_free(c);
     gpc_catalog_free(NULL);
+}
+
+static bool rows_same(const gpc_catalog *ca, const gpc_catalog_row *a, const gpc_catalog *cb,
+                      const gpc_catalog_row *b);
+
+/* The rows a provider rebuilding its catalog rows removes and adds. */
+static int drop_aws_east(const gpc_catalog_row *r, void *arg)
+{
+    (*(int *)arg)++;
+    return strcmp(r->provider, "aws") == 0 && strcmp(r->region, "us-east-1") == 0;
+}
+
+static void test_add_remove_rows(void **state)
+{
+    (void)state;
+    gpc_catalog *c = load("provider,instance_type,region,gpu_model,gpu_count,gpu_memory_gib,"
+                          "vcpus,memory_gib,interconnect,interconnect_gbps,"
+                          "price_ondemand_usd_hr,price_spot_usd_hr\n"
+                          "aws,g5.xlarge,us-east-1,A10G,1,24,4,16,none,,1.006,\n"
+                          "azure,nc,eastus,T4,1,16,4,28,none,,0.526,\n"
+                          "aws,p5.48xlarge,us-east-1,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,\n"
+                          "aws,g5.xlarge,us-west-2,A10G,1,24,4,16,none,,1.006,\n");
+    int seen = 0;
+    assert_int_equal(gpc_catalog_remove_rows(c, drop_aws_east, &seen), 2);
+    assert_int_equal(seen, 4);
+    assert_int_equal(c->n_rows, 2);
+    assert_string_equal(c->rows[0].instance_type, "nc");     /* order kept */
+    assert_string_equal(c->rows[1].region, "us-west-2");
+
+    char type[16], notes[64];
+    strcpy(type, "g6.xlarge");
+    strcpy(notes, "fetched 2026-12-02");
+    gpc_catalog_row r = {
+        .provider = "aws", .instance_type = type, .region = "us-east-1", .gpu_model = "l4",
+        .gpu_count = 1, .gpu_mem_gib = 22.3515625, .vcpus = 4, .mem_gib = 16,
+        .fabric = GPC_FABRIC_NONE, .price_ondemand = 0.8048, .price_spot = -1,
+        .price_ondemand_cny = -1, .price_spot_cny = -1, .source = "aws-api", .notes = notes,
+        .line = 99,
+    };
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), 0);
+    strcpy(type, "changed");
+    strcpy(notes, "changed");
+    assert_int_equal(c->n_rows, 3);
+    const gpc_catalog_row *a = &c->rows[2];
+    assert_string_equal(a->instance_type, "g6.xlarge");  /* copies */
+    assert_string_equal(a->notes, "fetched 2026-12-02");
+    assert_string_equal(a->gpu_model, "L4");              /* the table's spelling */
+    assert_ptr_equal(a->gpu, gpc_catalog_gpu(c, "L4"));
+    assert_string_equal(a->zone, "");
+    assert_int_equal(a->line, 0);
+    /* written and read back: the same row */
+    char *csv = write_csv(c);
+    assert_non_null(strstr(csv, "\naws,g6.xlarge,us-east-1,L4,1,22.3515625,4,16,none,,0.8048,,,,"
+                                "aws-api,fetched 2026-12-02\n"));
+    gpc_catalog *back = load(csv);
+    assert_int_equal(back->n_rows, 3);
+    gpc_catalog_row same = c->rows[2];
+    same.line = 4; /* its line in the file written */
+    assert_int_equal(back->rows[2].line, 4);
+    assert_true(rows_same(c, &same, back, &back->rows[2]));
+    gpc_catalog_free(back);
+    free(csv);
+
+    /* refused, the catalog unchanged */
+    strcpy(type, "g6.xlarge");
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "aws g6.xlarge us-east-1: the catalog has this row already");
+    r.region = "us-west-2";
+    r.gpu_model = "B200";
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "aws g6.xlarge us-west-2: GPU model 'B200' is not in the "
+                               "catalog's GPU table");
+    r.gpu_model = "L4";
+    r.gpu_count = 0;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "aws g6.xlarge us-west-2: gpu_count 0 with gpu_model 'L4'");
+    r.gpu_count = 1;
+    r.vcpus = NAN;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), GPC_ERR_PROVIDER);
+    assert_string_equal(e.msg, "aws g6.xlarge us-west-2: a hardware figure is out of range "
+                               "(GPU memory 22.3515625 GiB, memory 16 GiB, nan vCPUs, 0 Gbit/s)");
+    r.vcpus = 4;
+    r.price_spot = 1000000.5;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), GPC_ERR_PROVIDER);
+    assert_string_equal(e.msg, "aws g6.xlarge us-west-2: price 1000000.5 per hour is out of "
+                               "range (at most 1000000)");
+    assert_int_equal(c->n_rows, 3);
+    /* a CPU-only row: no model, no GPUs */
+    r.price_spot = -1;
+    r.gpu_model = NULL;
+    r.gpu_count = 0;
+    r.gpu_mem_gib = 0;
+    r.notes = NULL;
+    assert_int_equal(gpc_catalog_add_row(c, &r, &e), 0);
+    assert_null(c->rows[3].gpu);
+    assert_string_equal(c->rows[3].gpu_model, "");
+    assert_string_equal(c->rows[3].notes, "");
+    gpc_catalog_free(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1224,7 +1335,7 @@ static void test_open_precedence(void **state)
     assert_int_equal(c->n_rows, 1);
     assert_string_equal(c->rows[0].instance_type, "user.1");
     assert_int_equal(c->n_gpus, 20); /* GPUs and sources stay built in */
-    assert_int_equal(c->n_sources, 7);
+    assert_int_equal(c->n_sources, 8);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CATALOG", "", 1);        /* empty: as if unset */
@@ -1286,6 +1397,7 @@ int main(void)
         cmocka_unit_test(test_write_builtin_exact),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_set_price),
+        cmocka_unit_test(test_add_remove_rows),
         cmocka_unit_test(test_large_rows),
         cmocka_unit_test(test_large_errors),
         cmocka_unit_test(test_file_rich),

@@ -1,0 +1,183 @@
+/* precheck.c - what apply refuses before anything is made, known without
+ * calling a provider's API: the same checks for `apply` (before it
+ * creates), `apply --dry-run` and `plan` (docs/cli.md), so that a plan
+ * that CI approves is one apply can carry out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lifecycle.h"
+#include "gpuctl/render.h"
+#include "gpuctl/util.h"
+
+/* The absolute path of directory `field` (created when `create`); it must
+ * exist. */
+static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
+                        char **out, gpc_error *err)
+{
+    char *path = NULL;
+    int rc = gpc_spec_path(spec, p, &path, err);
+    if (!rc && create)
+        rc = gpc_mkdir_p(path, 0755, err);
+    struct stat sb;
+    if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
+                      spec->source, field, p, path);
+    free(path);
+    return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
+}
+
+int gpc_lc_offer_shares(gpc_session *s, const gpc_offer *offer, int *out, gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find(offer->provider);
+    *out = p && (p->caps & GPC_CAP_SHARED_FILES);
+    if (!p || !p->shares_files || (p->caps & GPC_CAP_PLAN_ONLY))
+        return 0;
+    /* the provider says per place (its answer needs a session) */
+    gpc_open_provider sp;
+    int rc = gpc_session_provider(s, p->name, &sp, err);
+    if (!rc)
+        *out = sp.prov->shares_files(sp.ctx, offer) != 0;
+    return rc;
+}
+
+int gpc_lc_precheck_provider(const gpc_plan *plan, gpc_error *err)
+{
+    if (!plan->n_offers)
+        return 0;
+    const char *name = plan->offers[0].worker.provider;
+    const gpc_provider *p = gpc_provider_find(name);
+    if (p && !(p->caps & GPC_CAP_PLAN_ONLY))
+        return 0;
+    return gpc_fail(err, GPC_ERR_PROVIDER, "provider '%s' is not built into this gpuctl "
+                    "(available: %s)", name, gpc_provider_names());
+}
+
+/* The payload of the head and of a worker fits the provider's transport,
+ * rendered as create would for the provider's rank and rendezvous sources
+ * (a placeholder head address, a full one: the longest IPv4 literal, or a
+ * host name of 253 bytes); a group's nodes share one payload (rank 0, the
+ * provider's rank source).  And the provider takes the spec (aws: the
+ * image). */
+static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *workdir,
+                        const char *ckpt, gpc_error *err)
+{
+    const gpc_offer *of = &plan->offers[0].worker;
+    const gpc_provider *cp = gpc_provider_find(of->provider);
+    if (!cp || (cp->caps & GPC_CAP_PLAN_ONLY))
+        return 0; /* refused as not built in (gpc_lc_precheck_provider) */
+    int rc = cp->check_spec ? cp->check_spec(spec, err) : 0;
+    const gpc_userdata_rules *rules = cp->userdata;
+    int group = (cp->caps & GPC_CAP_GROUP) != 0;
+    char long_name[254];
+    for (size_t i = 0; i < sizeof(long_name) - 1; i++)
+        long_name[i] = i % 64 == 63 ? '.' : 'h';
+    long_name[sizeof(long_name) - 1] = '\0';
+    for (uint32_t r = 0; !rc && rules && r < (spec->nodes > 1 && !group ? 2u : 1u); r++) {
+        /* as launch.c makes the node: in a batch or by itself */
+        gpc_rank_from rf = gpc_provider_rank_source(cp, r, gpc_provider_batches(cp, r, spec->nodes));
+        const char *head = NULL;
+        if (cp->rdzv == GPC_RDZV_NAME)
+            head = long_name;
+        else if (cp->rdzv == GPC_RDZV_HEAD_IP && (rf != GPC_RANK_ENGINE || r > 0))
+            head = "255.255.255.255";
+        gpc_node_ctx ctx = {
+            .cluster = spec->name, .cluster_id = "00000000000000000000000000000000",
+            .rank = r, .nnodes = spec->nodes,
+            .head_addr = head, .rdzv_port = 65535,
+            .workdir = workdir, .checkpoint_dir = ckpt,
+            .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
+                          ? of->fabric : NULL,
+            .instance_type = of->instance_type,
+            .rank_from = rf, .rdzv_from = cp->rdzv,
+        };
+        gpc_payload pl;
+        char *enc = NULL;
+        size_t enc_len;
+        rc = gpc_render_payload(spec, &ctx, rules, &pl, err);
+        if (!rc)
+            rc = gpc_payload_cloud_init(&pl, rules, &enc, &enc_len, NULL, err);
+        gpc_payload_free(&pl);
+        free(enc);
+    }
+    return rc;
+}
+
+int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
+                    const char *have_provider, int make_dirs, gpc_lc_dirs *d, gpc_error *err)
+{
+    memset(d, 0, sizeof(*d));
+    /* Where the job's directories are, as the node sees them.  The local
+     * provider's nodes share this machine's files, and so do those of a
+     * place its provider says so of (shares_files: a Slurm cluster whose
+     * login node this is); a cloud node has its own disk, where
+     * checkpoint_dir is a path of the node's and nothing of this machine
+     * is copied (yet). */
+    const char *target = plan->n_offers ? plan->offers[0].worker.provider
+                       : have_provider ? have_provider : gpc_provider_default()->name;
+    const gpc_provider *tp = gpc_provider_find(target);
+    int rc = plan->action != GPC_PLAN_NONE ? gpc_spec_check_paths(spec, err) : 0;
+    d->shares_files = tp && (tp->caps & GPC_CAP_SHARED_FILES);
+    if (!rc && tp && tp->shares_files && plan->n_offers && !(tp->caps & GPC_CAP_PLAN_ONLY))
+        rc = gpc_lc_offer_shares(s, &plan->offers[0].worker, &d->shares_files, err);
+    /* the job's directories as resolved here hold only on offers whose
+     * nodes see this machine's files as the first one's do */
+    d->dirs_depend = spec->workdir || (spec->checkpoint_dir && spec->checkpoint_dir[0] != '/');
+    if (rc)
+        ;
+    else if (spec->workdir && d->shares_files)
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &d->workdir, err);
+    else if (spec->workdir && plan->action != GPC_PLAN_NONE)
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
+                      "cannot see this machine's files%s%s%s; put the code in the image or "
+                      "fetch it in setup", spec->source, target,
+                      tp && tp->shares_files ? " there" : " (only the ",
+                      tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
+                      tp && tp->shares_files ? "" : " provider shares them)");
+    /* Judged, as workdir, only where something is to be made: a cluster
+     * already applied whose provider now offers nothing (no offer to ask
+     * shares_files of) keeps the path its apply resolved. */
+    if (!rc && spec->checkpoint_dir && !d->shares_files && plan->action != GPC_PLAN_NONE) {
+        if (spec->checkpoint_dir[0] != '/')
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
+                          "on the %s nodes", spec->source, spec->checkpoint_dir, target);
+        else if (!(d->ckpt = strdup(spec->checkpoint_dir)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    } else if (!rc && spec->checkpoint_dir && make_dirs && plan->action != GPC_PLAN_NONE) {
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &d->ckpt, err);
+    }
+    if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
+        rc = payload_fits(spec, plan, d->workdir, d->ckpt, err);
+    /* secrets: a provider that can keep them out of what it records, and
+     * values that can be read now */
+    if (!rc && spec->n_secrets && plan->action != GPC_PLAN_NONE) {
+        if (tp && !(tp->caps & GPC_CAP_SECRETS) && !(tp->caps & GPC_CAP_PLAN_ONLY))
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets: the chosen offer is on %s, which "
+                          "cannot deliver secrets to its nodes yet without writing them where "
+                          "they are kept (providers that can: %s); pass them another way, or "
+                          "choose such a provider", spec->source, target,
+                          gpc_provider_names_with(GPC_CAP_SECRETS));
+        if (!rc)
+            rc = gpc_secrets_read(spec, &d->secrets, &d->n_secrets, err);
+    }
+    if (rc)
+        gpc_lc_dirs_free(d);
+    return rc;
+}
+
+void gpc_lc_dirs_free(gpc_lc_dirs *d)
+{
+    free(d->workdir);
+    free(d->ckpt);
+    gpc_secrets_free(d->secrets, d->n_secrets);
+    memset(d, 0, sizeof(*d));
+}
+
+int gpc_plan_check(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan, gpc_error *err)
+{
+    gpc_lc_dirs d;
+    int rc = gpc_lc_precheck(s, spec, plan, NULL, 0, &d, err);
+    gpc_lc_dirs_free(&d);
+    return rc;
+}
