@@ -316,4 +316,5 @@ const gpc_provider gpc_provider_aws = {
     .check = aws_check,
     .read_log = NULL,
     .secret_words = aws_secret_words,
+    .shell_argv = aws_shell_argv,
 };
