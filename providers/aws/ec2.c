@@ -200,10 +200,8 @@ typedef struct call_ctx {
     const char *action;
 } call_ctx;
 
-/* host[:port] as libcurl sends it in Host: (default ports left out), and
- * the path, from an http(s) URL. */
-static int split_url(const char *url, char *host, size_t hs, char *path, size_t ps,
-                     gpc_error *err)
+int gpc_aws_split_url(const char *url, char *host, size_t hs, char *path, size_t ps,
+                      gpc_error *err)
 {
     const char *p = strstr(url, "://");
     if (!p)
@@ -241,7 +239,7 @@ int gpc_ec2_sign(gpc_ec2 *e, const gpc_http_request *req, const char *sign_regio
     if (rc)
         return rc;
     char host[256], path[512];
-    rc = split_url(req->url, host, sizeof(host), path, sizeof(path), err);
+    rc = gpc_aws_split_url(req->url, host, sizeof(host), path, sizeof(path), err);
     if (rc)
         return rc;
     gpc_sigv4_header hdrs[] = {

@@ -139,6 +139,14 @@ int gpc_ec2_sign(gpc_ec2 *e, const gpc_http_request *req, const char *sign_regio
  * InvalidSignatureException "Signature expired" answer to re-sign. */
 long gpc_ec2_clock_skew(const gpc_http_response *r);
 
+/* host[:port] as libcurl sends it in Host: (lower case, the scheme's
+ * default port left out, user info dropped) and the path ("/" when none)
+ * of an http(s) URL, into host (hs bytes) and path (ps bytes): what SigV4
+ * signs for any AWS service.  GPC_ERR_USAGE for a URL that is not http(s)
+ * or has no host that fits. */
+int gpc_aws_split_url(const char *url, char *host, size_t hs, char *path, size_t ps,
+                      gpc_error *err);
+
 /* Classify an EC2 error code (exposed for tests). */
 gpc_code gpc_ec2_error_code(const char *ec2_code);
 /* 1 when a reply with this code should be retried (throttling). */

@@ -153,28 +153,8 @@ static char *raw_path(const gpc_s3 *s, const char *bucket, const char *key)
 /* host[:port] of a URL as libcurl sends it in Host: (default port left out). */
 static int url_host(const char *url, char *host, size_t hs, gpc_error *err)
 {
-    const char *p = strstr(url, "://");
-    if (!p)
-        return gpc_fail(err, GPC_ERR_USAGE, "aws: s3: '%s' is not an http(s) URL", url);
-    int https = strncasecmp(url, "https", 5) == 0;
-    p += 3;
-    size_t len = strcspn(p, "/?#");
-    const char *at = memchr(p, '@', len);
-    if (at) {
-        len -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    if (len == 0 || len >= hs)
-        return gpc_fail(err, GPC_ERR_USAGE, "aws: s3: URL has no usable host");
-    memcpy(host, p, len);
-    host[len] = '\0';
-    const char *defport = https ? ":443" : ":80";
-    size_t dl = strlen(defport);
-    if (len > dl && strcmp(host + len - dl, defport) == 0)
-        host[len - dl] = '\0';
-    for (char *c = host; *c && *c != ':'; c++)
-        *c = (char)tolower((unsigned char)*c);
-    return 0;
+    char path[2]; /* not wanted here: gpc_aws_split_url cuts it short */
+    return gpc_aws_split_url(url, host, hs, path, sizeof(path), err);
 }
 
 /* ---- payload headers ------------------------------------------------------ */

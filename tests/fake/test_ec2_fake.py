@@ -241,8 +241,8 @@ class TestWorld(FakeTest):
         self.assertEqual(2, pages)
         self.assertError("InvalidInstanceType", 400, self.ec2.describe_instance_types, InstanceTypes=["p9.huge"])
         self.assertError("InvalidParameterValue", 400, self.ec2.describe_instance_types, MaxResults=101)
-        west = self.fake.client("us-west-2")
-        self.assertError("InvalidInstanceType", 400, west.describe_instance_types, InstanceTypes=["p5en.48xlarge"])
+        tokyo = self.fake.client("ap-northeast-1")   # the catalog has no p5e row there
+        self.assertError("InvalidInstanceType", 400, tokyo.describe_instance_types, InstanceTypes=["p5e.48xlarge"])
 
     def offered_zones(self, itype, client=None):
         out = []
@@ -593,8 +593,8 @@ class TestRunInstances(FakeTest):
         E("InvalidParameterValue", 400, L, InstanceType="p9.huge")
         E("Unsupported", 400, L, InstanceType="p5.48xlarge", Placement={"AvailabilityZone": "us-east-1d"})
         E("Unsupported", 400, L, InstanceType="p5.48xlarge", SubnetId="subnet-01000000000000004")
-        E("Unsupported", 400, self.fake.client("us-west-2").run_instances, ImageId=AMI["us-west-2"],
-          InstanceType="p5en.48xlarge", MinCount=1, MaxCount=1)
+        E("Unsupported", 400, self.fake.client("ap-northeast-1").run_instances, ImageId=AMI["ap-northeast-1"],
+          InstanceType="p5e.48xlarge", MinCount=1, MaxCount=1)
         E("InvalidParameterValue", 400, L, MinCount=3, MaxCount=2)
         E("InvalidKeyPair.NotFound", 400, L, KeyName="nope")
         E("InvalidGroup.NotFound", 400, L, SecurityGroupIds=["sg-0123456789abcdef0"])
@@ -1133,7 +1133,7 @@ class TestSeed(unittest.TestCase):
                 LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["g5.xlarge"]}])
             self.assertEqual(["us-west-2a", "us-west-2c"], [o["Location"] for o in offers["InstanceTypeOfferings"]])
             self.assertEqual(("AuthFailure", 401), error_of(fake.client("us-east-1").describe_regions))
-            self.assertEqual(24, len(json.loads(out)["instance_types"]), "every aws type of the catalog")
+            self.assertEqual(45, len(json.loads(out)["instance_types"]), "every aws type of the catalog")
         finally:
             fake.stop()
             os.unlink(path)
