@@ -3,9 +3,11 @@
  * provider, check the data set's name, open the provider in the session
  * and call its store_* operation.  Prints nothing.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gpuctl/store.h"
 
@@ -72,6 +74,11 @@ int gpc_data_push(gpc_session *s, const gpc_data_where *w, const char *dir, cons
                   gpc_store_stats *st, char *url, size_t size, gpc_error *err)
 {
     memset(st, 0, sizeof(*st));
+    struct stat sb;
+    errno = 0;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: %s", dir,
+                        errno == ENOENT ? "no such directory" : "not a directory");
     gpc_open_provider op;
     char path[GPC_STORE_PATH_MAX + 1];
     int rc = open_store(s, w, name, &op, path, err);
