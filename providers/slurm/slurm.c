@@ -333,4 +333,9 @@ const gpc_provider gpc_provider_slurm = {
     .refresh_offers = slurm_check,
     .read_log = slurm_read_log,
     .site_keys = site_keys,
+    .store_url = slurm_store_url,
+    .store_push = slurm_store_push,
+    .store_pull = slurm_store_pull,
+    .store_list = slurm_store_list,
+    .store_remove = slurm_store_remove,
 };

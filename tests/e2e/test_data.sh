@@ -6,7 +6,8 @@
 #     the same size) exactly one; ls lists the data sets and a set's files
 #     with their sizes; rm removes them; unknown names exit 7, bad ones 3;
 #     -o json matches docs/schema/data.schema.json;
-#  2. aws against the fake S3 (tests/fake/s3.py, signatures checked with
+#  2. slurm (login = local): JOB_DIR/store; over ssh refused, naming why;
+#  3. aws against the fake S3 (tests/fake/s3.py, signatures checked with
 #     botocore): the bucket gpuctl-<account>-<region> is made private,
 #     encrypted, tagged, with the abort-incomplete-multipart rule; a 9 MiB
 #     file goes by multipart upload; a second push sends nothing; rm deletes
@@ -91,7 +92,42 @@ expect_eq "ls: empty" "no data sets in the store of local" "$(g data ls)"
 run_rc rc g -y data rm ds1 2> "$T/e.txt"
 expect_eq "rm of a removed data set: exit 7" "7 gpuctl: error: no data set 'ds1' in the store of local" "$rc $(cat "$T/e.txt")"
 
-# ---- 2. aws against the fake S3 ---------------------------------------------
+# ---- 2. slurm: JOB_DIR/store on the shared filesystem ------------------------
+mkdir -p "$T/jobs"
+cat > "$T/slurm.conf" <<CONF
+[slurm "lab"]
+login = local
+job_dir = $T/jobs
+CONF
+export GPUCTL_CONFIG="$T/slurm.conf"
+run_rc rc g data push d --name ds1 --provider slurm > "$T/s1.txt"
+expect_eq "slurm push: into JOB_DIR/store" "0|data ds1: 3 file(s) sent (2.9 KiB), 0 unchanged|  $T/jobs/store/data/ds1" \
+    "$rc|$(sed -n 1p "$T/s1.txt")|$(sed -n 2p "$T/s1.txt")"
+expect_eq "  private" "700" "$(stat -c %a "$T/jobs/store")"
+run_rc rc g data push d --name ds1 --provider slurm --region lab > "$T/s2.txt"
+expect_eq "slurm push again (--region lab): nothing sent" "0 data ds1: 0 file(s) sent (0 B), 3 unchanged" "$rc $(head -1 "$T/s2.txt")"
+expect_eq "slurm ls NAME" "a.txt:6 c:3 sub/b.bin:3000" \
+    "$(g -o json data ls ds1 --provider slurm | python3 -c 'import json,sys; print(" ".join("%s:%d" % (o["key"], o["size"]) for o in json.load(sys.stdin)["objects"]))')"
+run_rc rc g data ls --provider slurm --region nosuch 2> "$T/e.txt"
+expect_eq "slurm: an unknown Slurm cluster, exit 3" \
+    "3 gpuctl: error: slurm: no Slurm cluster 'nosuch' in gpuctl's config file (a [slurm \"nosuch\"] section; docs/providers/slurm.md)" \
+    "$rc $(cat "$T/e.txt")"
+cat >> "$T/slurm.conf" <<CONF
+[slurm "far"]
+login = alice@login.example
+job_dir = $T/jobs
+CONF
+run_rc rc g data ls --provider slurm 2> "$T/e.txt"
+expect_eq "slurm: two clusters, none named: exit 3" "3 gpuctl: error: slurm: 2 Slurm clusters are configured; name one with --region" "$rc $(cat "$T/e.txt")"
+run_rc rc g data push d --name ds2 --provider slurm --region far 2> "$T/e.txt"
+expect_eq "slurm over ssh: not supported yet, said so (exit 3), nothing made" \
+    "3 gpuctl: error: slurm: the store of Slurm cluster 'far' is on its shared filesystem, which gpuctl reaches only when it runs on a login node (login = local); over ssh (login = alice@login.example) it is not supported yet|no" \
+    "$rc $(cat "$T/e.txt")|$([ -e "$T/jobs/store/data/ds2" ] && echo yes || echo no)"
+run_rc rc g -y data rm ds1 --provider slurm --region lab > "$T/srm.txt"
+expect_eq "slurm rm" "0 data ds1: 3 file(s) removed" "$rc $(cat "$T/srm.txt")"
+unset GPUCTL_CONFIG
+
+# ---- 3. aws against the fake S3 ---------------------------------------------
 export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
 export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
 export GPUCTL_AWS_REGION=eu-west-1
