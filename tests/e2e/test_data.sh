@@ -188,6 +188,25 @@ expect_eq "  the bucket holds nothing" "{} 1" \
     "$(json_get "$T/state.json" "'%s %d' % (d['buckets']['$BUCKET']['objects'], d['counts']['DeleteObjects'])")"
 expect_eq "aws ls: empty" "no data sets in the store of aws" "$(g data ls --provider aws)"
 
+# An interrupted push resumes: part 2 of a new 9 MiB file is refused once
+# (AccessDenied is not retried), then the same push sends only that part.
+mkdir -p d2
+head -c $((9 << 20)) /dev/urandom > d2/big
+counts() { fake_state; json_get "$T/state.json" "' '.join(str(d['counts'].get(k, 0)) for k in ('CreateMultipartUpload', 'UploadPart', 'CompleteMultipartUpload'))"; }
+before=$(counts)
+curl -sS --noproxy '*' -X POST --data '[{"op": "UploadPart", "part": 2, "status": 403, "code": "AccessDenied", "times": 1}]' \
+    "http://127.0.0.1:$FAKE_PORT/_fake/faults" > /dev/null
+run_rc rc g data push d2 --name ds2 --provider aws 2> "$T/e.txt"
+expect_eq "aws push: a refused part fails the push (exit 20)" 20 "$rc"
+expect_eq "  the upload's manifest is kept" 1 "$(find "$STATE/aws/s3-uploads" -name 's3-upload-*.json' | wc -l)"
+run_rc rc g data push d2 --name ds2 --provider aws > "$T/r.txt"
+expect_eq "aws push again: resumed, the file sent" "0 data ds2: 1 file(s) sent (1.0 MiB), 0 unchanged" "$rc $(head -1 "$T/r.txt")"
+expect_eq "  one upload made, parts 1 and 2 sent once each and 2 again, completed once" \
+    "$(echo "$before" | awk '{print $1 + 1, $2 + 3, $3 + 1}')" "$(counts)"
+expect_eq "  the manifest is gone" 0 "$(find "$STATE/aws/s3-uploads" -name 's3-upload-*.json' | wc -l)"
+expect_eq "  the object is the file" "$(sha256sum < d2/big | cut -d' ' -f1)" \
+    "$(json_get "$T/state.json" "d['buckets']['$BUCKET']['objects']['data/ds2/big']['meta'].get('sha256', '')")"
+
 # A bucket the user names (GPUCTL_AWS_BUCKET); a name S3 refuses is refused first.
 GPUCTL_AWS_BUCKET=team-data g data push d/sub --name s --provider aws > "$T/n.txt"
 expect_eq "GPUCTL_AWS_BUCKET: that bucket" "  s3://team-data/data/s" "$(sed -n 2p "$T/n.txt")"
