@@ -224,12 +224,87 @@ static void test_seam_all_or_none(void **unused)
     assert_ptr_equal(gpc_data_provider(&w, &err), gpc_provider_find("local"));
 }
 
+
+/* ---- the local provider's store through its table ---------------------- */
+
+static void test_local_store(void **unused)
+{
+    (void)unused;
+    char tmpl[] = "/tmp/gpuctl-lstore-XXXXXX";
+    char *t = mkdtemp(tmpl);
+    assert_non_null(t);
+    char state[512], src[512], back[512];
+    snprintf(state, sizeof(state), "%s/state", t);
+    snprintf(src, sizeof(src), "%s/src", t);
+    snprintf(back, sizeof(back), "%s/back", t);
+    put(src, "x/y.txt", "why\n");
+    put(src, "z", "zed");
+    const gpc_provider *p = gpc_provider_find("local");
+    gpc_provider_config cfg = {.state_dir = state};
+    void *ctx = NULL;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(p->open(&cfg, &ctx, &err), 0);
+
+    char url[1024], want[1024];
+    assert_int_equal(p->store_url(ctx, NULL, "clusters/u1/checkpoints", url, sizeof(url), &err), 0);
+    snprintf(want, sizeof(want), "%s/store/clusters/u1/checkpoints", state);
+    assert_string_equal(url, want);
+    assert_int_equal(p->store_url(ctx, "local", "a", url, 8, &err), GPC_ERR_USAGE);
+    gpc_error_clear(&err);
+    struct stat sb;
+    snprintf(want, sizeof(want), "%s/store", state);
+    assert_int_equal(stat(want, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
+
+    gpc_store_stats st;
+    assert_int_equal(p->store_push(ctx, "", src, "clusters/u1/checkpoints", &st, &err), 0);
+    assert_int_equal(st.files_sent, 2);
+    assert_int_equal(st.bytes_sent, 4 + 3);
+    /* pull into a new directory, then again: nothing */
+    assert_int_equal(p->store_pull(ctx, NULL, "clusters/u1/checkpoints", back, &st, &err), 0);
+    assert_int_equal(st.files_sent, 2);
+    assert_int_equal(st.files_skipped, 0);
+    char *s = slurp(back, "x/y.txt");
+    assert_string_equal(s, "why\n");
+    free(s);
+    assert_int_equal(p->store_pull(ctx, NULL, "clusters/u1/checkpoints", back, &st, &err), 0);
+    assert_int_equal(st.files_sent, 0);
+    assert_int_equal(st.files_skipped, 2);
+    /* a path with nothing: 0 files, the directory made */
+    snprintf(want, sizeof(want), "%s/empty", t);
+    assert_int_equal(p->store_pull(ctx, NULL, "clusters/u2", want, &st, &err), 0);
+    assert_int_equal(st.files_sent, 0);
+    assert_int_equal(stat(want, &sb), 0);
+
+    gpc_store_entry *v = NULL;
+    size_t n = 0;
+    assert_int_equal(p->store_list(ctx, NULL, "clusters/u1", &v, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].key, "checkpoints/x/y.txt");
+    assert_string_equal(v[1].key, "checkpoints/z");
+    assert_int_equal(v[1].size, 3);
+    free(v);
+    size_t removed = 0;
+    assert_int_equal(p->store_remove(ctx, NULL, "clusters/u1", &removed, &err), 0);
+    assert_int_equal(removed, 2);
+    assert_int_equal(p->store_list(ctx, NULL, "clusters/u1", &v, &n, &err), 0);
+    assert_int_equal(n, 0);
+
+    assert_int_equal(p->store_list(ctx, "us-east-1", "data", &v, &n, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "local: this machine's region is 'local', not 'us-east-1'");
+    p->close(ctx);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_rm_rf(t, &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_paths),
         cmocka_unit_test(test_copy_incremental),
         cmocka_unit_test(test_seam_all_or_none),
+        cmocka_unit_test(test_local_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
