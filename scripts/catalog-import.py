@@ -80,6 +80,12 @@ GPU_NOTES = {"A10G usable memory reported by AWS API = 22888 MiB"}
 H_E_SHARED = "H-e(141GB; Aliyun GPUSpec, model unverified)"
 H_E = "H-e"
 H_E_NOTE = "GPUSpec 'H-e' 141GB; model unverified"
+# Providers whose catalog.csv is kept by hand (it holds rows the shared
+# table lacks); the script checks their shared rows but does not write them.
+HAND_KEPT = {"aws"}
+# GPU rows kept by hand after the shared ones and H-e (catalog/README.md).
+HAND_GPU_ROWS = ("B200-SXM,", "B300,")
+
 H_E_GPU_ROW = [
     H_E, "141", "", "", "", "", "", "", "", "", "", "",
     "Aliyun GPUSpec in sugarlxn/skypilot-catalog catalogs/v8/alicloud/vms.csv (gn8e; gn8ep)",
@@ -168,6 +174,8 @@ def main():
     for provider in sorted({r["provider"] for r in rows}):
         if not re.fullmatch(r"[a-z][a-z0-9-]{0,14}", provider) or provider == "local":
             die("provider %r cannot name a folder providers/%s/ with catalog rows" % (provider, provider))
+        if provider in HAND_KEPT:
+            continue
         folder = os.path.join(root, "providers", provider)
         os.makedirs(folder, exist_ok=True)
         write(os.path.join(folder, "catalog.csv"),
@@ -180,7 +188,9 @@ def main():
         die("shared gpus.csv does not end with a newline")
     if any(r[0] == H_E for r in csv.reader(io.StringIO(gpus))):
         die("shared gpus.csv already has an H-e row: drop H_E_GPU_ROW")
-    write(os.path.join(out_dir, "gpus.csv"), gpus + csv_text([H_E_GPU_ROW]))
+    with open(os.path.join(out_dir, "gpus.csv"), encoding="utf-8", newline="") as f:
+        kept = "".join(l for l in f if l.startswith(HAND_GPU_ROWS))
+    write(os.path.join(out_dir, "gpus.csv"), gpus + csv_text([H_E_GPU_ROW]) + kept)
 
     print("catalog-import: %d instance rows, %d sources" % (len(rows), len(known)))
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpuctl node bootstrap: job env, interconnect env, setup, then torchrun.
-# Files in GPUCTL_HOME: node.log, phase, exit_status.
+## Files in GPUCTL_HOME: node.log, phase, exit_status.
 ## Rendered by src/engine/render.c; lines starting with `##` are template comments
 ## and do not reach the node.
 ##
@@ -25,6 +25,9 @@
 ##   node.log     everything this script and the job print (appended)
 ##   phase        booting | setup | running | succeeded | failed
 ##   exit_status  the exit status of setup or torchrun, written once at the end
+##   job          "running EPOCH" while a job (this one, or one a later
+##                `gpuctl exec` starts) runs, "ended EPOCH" after it
+##   stopped      "idle N s" once the node stopped itself (lifecycle.idle_timeout)
 ##
 ## Template rules: placeholders are upper-case names in double braces.  Every
 ## value is an integer, a fixed word, or a string already quoted for the
@@ -39,6 +42,12 @@
 ##   GPUCTL_POWEROFF=0         keep a machine of its own up after the job ends
 ##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
+##
+## IDLE=1: lifecycle.idle_timeout is set (IDLE_TIMEOUT_S seconds): after its
+## job the node stays up until no job has run for that long (the `job`
+## record, which a later job rewrites), then stops itself through the node
+## script's gpuctl_md_stop.  IDLE=0: it ends (and a machine of its own
+## powers off) when its job ends.
 set -euo pipefail
 umask 022
 
@@ -48,13 +57,13 @@ export GPUCTL_HOME
 export HOME="${HOME:-/root}"
 mkdir -p "$GPUCTL_HOME"
 ## The provider's name: says whose metadata service the node asked.
-##if HEAD_FROM=name|node
-# shellcheck disable=SC2034 # read where the node finds its own IP (HEAD_FROM=ip)
-##endif
 GPUCTL_METADATA={{METADATA}}
-gpuctl_done=0  # exit_status written
-gpuctl_child=0 # pid of the `timeout` running setup / torchrun, 0 = none
-gpuctl_rc=0    # exit status of the last gpuctl_run_limited
+## gpuctl_done: 1 once exit_status is written; gpuctl_child: the pid of the
+## `timeout` running setup / torchrun, 0 = none; gpuctl_rc: the exit status
+## of the last gpuctl_run_limited.
+gpuctl_done=0
+gpuctl_child=0
+gpuctl_rc=0
 
 gpuctl_say() {
   printf '%s gpuctl: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"
@@ -73,7 +82,8 @@ gpuctl_phase() {
 
 ## curl for a link-local metadata service, for the node script below: never
 ## through a proxy, short timeouts, a few retries.
-# shellcheck disable=SC2317 # unused where the node script asks no service
+## shellcheck: unused where the node script asks no service
+# shellcheck disable=SC2317
 gpuctl_md_curl() {
   curl -fsS --noproxy '*' --connect-timeout 2 --max-time 5 --retry 3 --retry-delay 1 "$@"
 }
@@ -90,24 +100,15 @@ gpuctl_md_curl() {
 ##                           nodes take their rank from it)
 ##   gpuctl_md_node_rank     prints the node's rank (RANK_FROM=scheduler)
 ##   gpuctl_md_head_addr     prints the head's address (HEAD_FROM=node)
-##if HEAD_FROM=ip
 {{NODE_SCRIPT}}
-##endif
-##if HEAD_FROM=name|node
-## gpuctl_md_private_ip, which every node script defines, goes uncalled
-## where the head's address comes from elsewhere.
-# shellcheck disable=SC2317
-{
-{{NODE_SCRIPT}}
-}
-##endif
 
 ## Whatever the job left behind (processes that moved to sessions of their
 ## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this
 ## node's GPUCTL_HOME in its environment: kill it, so that a finished node
 ## holds no GPU (local nodes and clouds with GPUCTL_POWEROFF=0 stay up).
 ## Builtins only, so that the sweep never meets a child of its own.
-# shellcheck disable=SC2317 # called from gpuctl_on_exit, run by `trap ... EXIT`
+## shellcheck: called from gpuctl_on_exit, run by `trap ... EXIT`
+# shellcheck disable=SC2317
 gpuctl_sweep() {
   local p pid e
   for p in /proc/[0-9]*; do
@@ -125,10 +126,37 @@ gpuctl_sweep() {
   done
 }
 
+##if IDLE=1
+## Wait until no job has run for GPUCTL_IDLE_TIMEOUT_S seconds (the `job`
+## record says "ended EPOCH" that long ago; a job that starts meanwhile
+## rewrites it), then record why and stop the node (gpuctl_md_stop).  A
+## signal ends the wait, and the node, at once.
+# shellcheck disable=SC2317
+gpuctl_idle() {
+  local st t now
+  trap 'exit "$rc"' TERM INT HUP
+  gpuctl_say "idle: stopping the node after ${GPUCTL_IDLE_TIMEOUT_S}s with no job"
+  while :; do
+    st='' t=0
+    read -r st t <"$GPUCTL_HOME/job" 2>/dev/null || true
+    printf -v now '%(%s)T' -1
+    if [ "$st" = ended ] && [[ $t =~ ^[0-9]+$ ]] && [ $((now - t)) -ge "$GPUCTL_IDLE_TIMEOUT_S" ]; then
+      break
+    fi
+    sleep 1
+  done
+  trap '' TERM INT HUP
+  gpuctl_write stopped "idle ${GPUCTL_IDLE_TIMEOUT_S}s"
+  gpuctl_say "no job for ${GPUCTL_IDLE_TIMEOUT_S}s: stopping the node"
+  gpuctl_md_stop
+}
+##endif
+
 ## On any exit (normal end, `set -e` failure, signal): record the outcome
 ## once, then power a cloud node off so that it stops billing (the instances
 ## are launched with instance-initiated shutdown = terminate).
-# shellcheck disable=SC2317 # run by `trap ... EXIT`, which shellcheck 0.9 does not follow
+## shellcheck: run by `trap ... EXIT`, which shellcheck 0.9 does not follow
+# shellcheck disable=SC2317
 gpuctl_on_exit() {
   local rc=$? when=now
   set +e
@@ -145,6 +173,7 @@ gpuctl_on_exit() {
       gpuctl_phase failed
     fi
     gpuctl_write exit_status "$rc"
+    gpuctl_write job "ended $(printf '%(%s)T' -1)"
     gpuctl_say "exit status $rc"
     if [ "$gpuctl_md_machine" = 1 ]; then
       ## The control plane reads this line back from the serial console
@@ -154,6 +183,13 @@ gpuctl_on_exit() {
         "${GPUCTL_NODE_RANK:--}" "$rc" >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
     fi
   fi
+##if IDLE=1
+  ## Not after a signal (the node is being stopped), nor on a machine kept up.
+  if [ "$rc" -lt 128 ] && { [ "$gpuctl_md_machine" = 0 ] || [ "${GPUCTL_POWEROFF:-1}" != 0 ]; }; then
+    gpuctl_idle
+    exit "$rc"
+  fi
+##endif
   if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
     case ${GPUCTL_POWEROFF_DELAY:-0} in
       '' | *[!0-9]* | 0) ;;
@@ -188,7 +224,8 @@ gpuctl_worker_failed() {
 ## script's group does not reach.  What still runs after a grace period (8 s
 ## on processes of this machine, whose provider's delete sends SIGKILL after
 ## 10 s; 25 s on a machine of its own) is killed.
-# shellcheck disable=SC2317 # run by `trap ... TERM`, which shellcheck 0.9 does not follow
+## shellcheck: run by `trap ... TERM`, which shellcheck 0.9 does not follow
+# shellcheck disable=SC2317
 gpuctl_on_signal() {
   local i=0 grace=50
   trap '' TERM INT HUP
@@ -247,6 +284,7 @@ gpuctl_run_limited() {
 ## workers/ holds this run's statuses only (gpuctl_worker_failed)
 rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status
 gpuctl_write phase booting
+gpuctl_write job "running $(printf '%(%s)T' -1)"
 trap gpuctl_on_exit EXIT
 trap 'gpuctl_on_signal TERM 143' TERM
 trap 'gpuctl_on_signal INT 130' INT
@@ -255,8 +293,8 @@ exec >>"$GPUCTL_HOME/node.log" 2>&1
 gpuctl_say "bootstrap start (pid $$)"
 
 # --- job env (begin) ---
-# Values are single-quoted on purpose: $, backquotes and backslashes in them
-# are text, never expanded.
+## Values are single-quoted on purpose: $, backquotes and backslashes in them
+## are text, never expanded.
 # shellcheck disable=SC2016,SC1003
 {
   :
@@ -277,6 +315,9 @@ export GPUCTL_INSTANCE_TYPE={{INSTANCE_TYPE}}
 export GPUCTL_RDZV_PORT={{RDZV_PORT}}
 GPUCTL_HEAD_IP={{HEAD_IP}}
 GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
+##if IDLE=1
+GPUCTL_IDLE_TIMEOUT_S={{IDLE_TIMEOUT_S}}
+##endif
 GPUCTL_NPROC_PER_NODE={{NPROC_PER_NODE}}
 GPUCTL_INTERCONNECT={{INTERCONNECT}}
 GPUCTL_WORKDIR={{WORKDIR}}
@@ -297,7 +338,7 @@ if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ] &&
   shutdown -h "+$(((GPUCTL_MAX_DURATION_S + 59) / 60 + 2))" >/dev/null 2>&1 || true
 fi
 
-# --- interconnect ---
+## --- interconnect ---
 
 ## Sections between `##if VAR=word|word` and `##endif` reach the node only
 ## for those values, so each node gets the functions it runs and no more.
@@ -314,7 +355,8 @@ gpuctl_default() {
 ## contract in include/gpuctl/render.h).
 
 ## Put an existing library directory in front of LD_LIBRARY_PATH.
-# shellcheck disable=SC2317 # unused where the node's fabric needs no library
+## shellcheck: unused where the node's fabric needs no library
+# shellcheck disable=SC2317
 gpuctl_ldpath() {
   case " $gpuctl_user_env " in
     *" LD_LIBRARY_PATH "*) return 0 ;;
@@ -326,7 +368,8 @@ gpuctl_ldpath() {
 
 ## NCCL's TCP bootstrap interface: eth0 where the image has one (Azure and
 ## Aliyun primary NIC), else anything but loopback and docker bridges.
-# shellcheck disable=SC2317 # unused where the node's fabric sets its own
+## shellcheck: unused where the node's fabric sets its own
+# shellcheck disable=SC2317
 gpuctl_socket_ifname() {
   if [ -e /sys/class/net/eth0 ]; then
     gpuctl_default NCCL_SOCKET_IFNAME eth0
@@ -375,7 +418,7 @@ case $GPUCTL_INTERCONNECT in
   *) ;;                                      # any: as NCCL finds it
 esac
 
-# --- node rank and head address ---
+## --- node rank and head address ---
 
 ##if RANK_FROM=launch
 ## The nodes of one batch start from one launch call with one user-data, so
@@ -431,7 +474,6 @@ gpuctl_is_ipv6() {
   [[ $1 =~ ^[0-9A-Fa-f:.]+$ && $1 == *:*:* ]]
 }
 
-##if HEAD_FROM=ip
 ## This node's private IP from the node script (the provider's metadata
 ## service), else, on a machine of its own, the first address `hostname -I`
 ## prints.
@@ -445,8 +487,20 @@ gpuctl_own_ip() {
   printf '%s\n' "$ip"
 }
 
+## Every node advertises its own IP literal to the rendezvous (torchrun
+## --local_addr, below): left to itself torchrun publishes the host name,
+## which peers on a cloud without shared DNS cannot resolve.  The job sees
+## it as GPUCTL_NODE_IP.
+gpuctl_node_ip=$(gpuctl_own_ip)
+if gpuctl_is_ipv4 "$gpuctl_node_ip" || gpuctl_is_ipv6 "$gpuctl_node_ip"; then
+  export GPUCTL_NODE_IP=$gpuctl_node_ip
+else
+  gpuctl_say "no IP literal for this node ('$gpuctl_node_ip')"
+  unset GPUCTL_NODE_IP
+fi
+##if HEAD_FROM=ip
 if [ -z "$GPUCTL_HEAD_IP" ]; then
-  GPUCTL_HEAD_IP=$(gpuctl_own_ip)
+  GPUCTL_HEAD_IP=$gpuctl_node_ip
 fi
 ##endif
 ##if HEAD_FROM=name|node
@@ -491,7 +545,7 @@ else
 fi
 export GPUCTL_HEAD_IP
 
-# --- GPUs ---
+## --- GPUs ---
 
 GPUCTL_GPUS_PER_NODE=0
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -525,7 +579,7 @@ gpuctl_say "node ${GPUCTL_NODE_RANK:-(rank from the rendezvous)} of $GPUCTL_NUM_
   "head $gpuctl_endpoint," \
   "GPUs $GPUCTL_GPUS_PER_NODE, nproc_per_node $GPUCTL_NPROC_PER_NODE, backend $GPUCTL_DIST_BACKEND"
 
-# --- directories ---
+## --- directories ---
 
 if [ -n "$GPUCTL_CHECKPOINT_DIR" ]; then
   export GPUCTL_CHECKPOINT_DIR
@@ -556,7 +610,7 @@ if ! command -v torchrun >/dev/null 2>&1; then
   done
 fi
 
-# --- setup ---
+## --- setup ---
 
 ## `bash -e`: the first failing command fails the setup.  Nobody answers
 ## prompts on a node: apt-get in setup must not ask.
@@ -570,7 +624,7 @@ if [ -n "$GPUCTL_SETUP" ]; then
   fi
 fi
 
-# --- torchrun ---
+## --- torchrun ---
 
 ## Nodes but the head wait until it listens: the c10d store client gives up
 ## after about a minute, and the head may boot or set up more slowly.  The
@@ -578,17 +632,19 @@ fi
 if [ "$gpuctl_is_head" = 0 ]; then
   gpuctl_wait=${GPUCTL_HEAD_WAIT_S:-1800}
   case $gpuctl_wait in '' | *[!0-9]*) gpuctl_wait=1800 ;; esac
-  gpuctl_waited=0
+  ## Tried every 0.25 s (a failed connect costs a few ms), so that the
+  ## node starts within a quarter second of the head; a line every minute.
+  gpuctl_t0=$SECONDS
+  gpuctl_n=0
   until timeout 3 bash -c ": >/dev/tcp/$GPUCTL_HEAD_IP/$GPUCTL_RDZV_PORT" 2>/dev/null; do
-    if [ "$gpuctl_waited" -ge "$gpuctl_wait" ] || gpuctl_over_time; then
-      gpuctl_say "head $gpuctl_endpoint not reachable after ${gpuctl_waited}s; starting anyway"
+    if [ $((SECONDS - gpuctl_t0)) -ge "$gpuctl_wait" ] || gpuctl_over_time; then
+      gpuctl_say "head $gpuctl_endpoint not reachable after $((SECONDS - gpuctl_t0))s; starting anyway"
       break
     fi
-    if [ $((gpuctl_waited % 60)) -eq 0 ]; then
+    if [ $((gpuctl_n++ % 240)) -eq 0 ]; then
       gpuctl_say "waiting for head $gpuctl_endpoint"
     fi
-    sleep 5
-    gpuctl_waited=$((gpuctl_waited + 5))
+    sleep 0.25
   done
 fi
 if gpuctl_over_time; then
@@ -613,7 +669,14 @@ if command -v torchrun >/dev/null 2>&1; then
 else
   gpuctl_launcher=("$gpuctl_py" -m torch.distributed.run)
 fi
-gpuctl_torch=$("$gpuctl_py" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
+## Its version and whether its torchrun has --local_addr (torch 2.0 and
+## later; pytorch/pytorch#88922), from the installed files: importing torch
+## only to ask would cost seconds.  Prints "VERSION 0|1".
+gpuctl_torch_info=$("$gpuctl_py" -c 'import importlib.util as u,importlib.metadata as m,os
+d=os.path.dirname(u.find_spec("torch").origin)
+print(m.version("torch"),int("local_addr" in open(d+"/distributed/run.py").read()))' 2>/dev/null ||
+  true)
+read -r gpuctl_torch gpuctl_local_addr <<<"$gpuctl_torch_info" || true
 gpuctl_say "launcher ${gpuctl_launcher[*]}, torch ${gpuctl_torch:-unknown}"
 
 gpuctl_args=(
@@ -631,6 +694,13 @@ gpuctl_args=(
 if [[ $gpuctl_torch == 1.* ]]; then
   gpuctl_args+=(--redirects 1 --tee 1)
 fi
+if [ -n "${GPUCTL_NODE_IP:-}" ]; then
+  if [ "${gpuctl_local_addr:-0}" = 1 ]; then
+    gpuctl_args+=(--local_addr="$GPUCTL_NODE_IP")
+  else
+    gpuctl_say "no --local_addr in torch < 2.0: peers must resolve host name $(hostname)"
+  fi
+fi
 
 ## Each worker runs the command through this wrapper, which records the
 ## command's exit status (torchrun itself exits 1 whatever status a worker
@@ -642,7 +712,6 @@ export GPUCTL_RUN_COMMAND
 mkdir -p "$GPUCTL_HOME/workers"
 cat >"$GPUCTL_HOME/worker.sh" <<'EOF'
 #!/bin/bash
-# gpuctl worker: run GPUCTL_RUN_COMMAND, record its exit status.
 c=0 fwd=1
 read -r _ _ _ _ pg _ <"/proc/$$/stat" && [ "$pg" = "$$" ] && fwd=0
 trap 'if [ "$fwd" = 1 ] && [ "$c" != 0 ]; then kill -TERM "$c" 2>/dev/null; fi' TERM INT HUP

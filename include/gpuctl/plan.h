@@ -89,4 +89,26 @@ void gpc_plan_free(gpc_plan *p);
 struct cJSON *gpc_row_json(const gpc_catalog *cat, const gpc_catalog_row *r);
 struct cJSON *gpc_candidate_json(const gpc_catalog *cat, const gpc_candidate *c);
 
+/*
+ * Decimals to print an hourly price `v` (USD or CNY) with: `min_decimals`
+ * (0..6), or more, up to 6 (what plan and offers documents keep), while the
+ * text shows fewer than 3 significant digits and more digits would change
+ * it.  So 0.0031 prints "0.0031" with 4 and with 2 (not "0.00"), 0.00314
+ * "0.00314", 8.22609 "8.2261" with 4.  A negative `v` (unknown) gives
+ * `min_decimals`.  Pure function.
+ */
+int gpc_price_decimals(double v, int min_decimals);
+
+/*
+ * A spot saving `pct` (percent, 100 * (1 - spot / on-demand)) rounded for
+ * display: to `min_decimals` (0..6), or to more, up to 6, where that rounding
+ * would show a saving strictly between 0 and 100 as 0 or 100, or a negative
+ * one (spot above on-demand) as 0: a 0.0031 USD/h spot price against 32.77
+ * on-demand (99.9905 %) gives 99.99 with 0 or 1, never 100.  At 6
+ * decimals it rounds into the range instead (99.9999999 gives 99.999999).
+ * A `pct` of exactly 0 or 100 stays so.  `decimals`, when not
+ * NULL, receives the decimals the result needs.  Pure function.
+ */
+double gpc_saving_pct_round(double pct, int min_decimals, int *decimals);
+
 #endif /* GPUCTL_PLAN_H */

@@ -500,6 +500,25 @@ typedef struct gpc_provider {
      * NULL = none.  gpc_providers_register_secrets() adds them. */
     const gpc_http_word *secret_words;
 
+    /* Optional: shell access to a node (`gpuctl ssh`): the argument vector
+     * (*argv, ended by NULL; the caller frees it with gpc_argv_free,
+     * shell.h) of a command that, run on this machine, runs `cmd` on the
+     * node of rank `rank` of cluster `c`, whose record is `node`, with its
+     * standard input, output and error.  n_cmd == 0: an interactive login
+     * shell there; otherwise the n_cmd words joined by spaces are one
+     * command line for the node's shell, as ssh(1) sends them.  tty: 1 to
+     * ask for a terminal (ssh -t, srun --pty).  The engine calls it only
+     * for a node it has just seen running.  The command's exit status is
+     * the remote command's.  The provider may wait a bounded time for what
+     * it needs (aws: the host keys in the console output), saying so on
+     * the log, and may write the files the command reads (known_hosts)
+     * under the state directory.  Errors: GPC_ERR_PROVIDER (the node
+     * cannot be reached: no address, no job), the API's errors,
+     * GPC_ERR_IO, GPC_ERR_NOMEM. */
+    int (*shell_argv)(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
+                      uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
+                      char ***argv, gpc_error *err);
+
     /* ---- object storage ----
      * A store: where data and checkpoints live apart from the nodes, one
      * per region (aws: an S3 bucket; local: a directory under the state

@@ -31,6 +31,12 @@
  *                  lowest local rank's that is not a signal's); else
  *                  torchrun's.  A signal while the status is being
  *                  recorded changes nothing
+ *   job            "running EPOCH" from the start of a job, "ended EPOCH"
+ *                  once it ended (EPOCH: Unix seconds).  A job started on
+ *                  the node later (`gpuctl exec`) writes the same two lines
+ *                  (atomically: a temp file, then rename), which resets the
+ *                  lifecycle.idle_timeout clock below
+ *   stopped        "idle N s": the node stopped itself after N s with no job
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
@@ -46,6 +52,21 @@
  * the VM from the control plane or set a release time (ECS AutoReleaseTime).
  * Before it exits, the bootstrap kills what the job left behind (any
  * process carrying this node's GPUCTL_HOME).
+ *
+ * With lifecycle.idle_timeout (the spec's, in seconds) the bootstrap does
+ * not end with its job: it stays until the `job` record has said "ended"
+ * for that long, then writes `stopped` and calls the node script's
+ * gpuctl_md_stop (below), and ends; no power-off of its own then.  Not
+ * after a signal (the node is being stopped), nor on a machine started
+ * with GPUCTL_POWEROFF=0.
+ *
+ * Every node advertises its own private IP literal (the node script's
+ * gpuctl_md_private_ip) to the rendezvous: torchrun --local_addr where its
+ * torch has the option (2.0 and later; the bootstrap looks for it in
+ * torch/distributed/run.py, and reads the version with importlib.metadata,
+ * never importing torch), and GPUCTL_NODE_IP in the job's environment.
+ * Where torchrun lacks it (torch 1.x) the rendezvous publishes the head's
+ * host name, and the log says peers must resolve it.
  */
 #ifndef GPUCTL_RENDER_H
 #define GPUCTL_RENDER_H
@@ -78,6 +99,15 @@
  *       stop (the provider's delete kills what is left after 10 s).
  *   gpuctl_md_private_ip    (function, required) print this node's private
  *       IP literal (IPv4 or IPv6) on stdout; non-zero when it cannot tell.
+ *       Every node calls it: the address it advertises to the rendezvous
+ *       (and the head's, for the head, with GPC_RDZV_HEAD_IP).
+ *   gpuctl_md_stop          (function, required where the spec sets
+ *       lifecycle.idle_timeout: define it in a `##if IDLE=1` section) stop
+ *       this node for good, called once when it has been idle that long;
+ *       the bootstrap exits after it returns.  A machine of its own powers
+ *       off (EC2: which terminates it); processes of this machine (local)
+ *       and a scheduler's task (Slurm: the allocation ends with the srun
+ *       step) need do nothing: the bootstrap's exit ends them.
  *   gpuctl_md_launch_index  (function, required of providers whose nodes
  *       take their rank from a launch index: GPC_RANK_LAUNCH_INDEX) print
  *       the node's 0-based position among the nodes launched by one call;

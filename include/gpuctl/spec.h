@@ -166,6 +166,18 @@ typedef struct gpc_spec {
         uint32_t nproc_per_node;/* 0 = auto (GPUs on the node, else 1) */
         uint32_t rdzv_port;     /* c10d rendezvous TCP port; 0 = default 29400 */
     } run;
+
+    /* What loading changed in the text a node executes (setup,
+     * run.command), one note per field: "FILE:LINE: FIELD: ...".  A file
+     * saved on Windows arrives as meant: every U+FEFF (a UTF-8 byte order
+     * mark) and the CR of each CR LF line end are removed from that text,
+     * which bash would otherwise run as part of the commands; the YAML
+     * reader already drops a byte order mark that starts the file and reads
+     * the file's own CR LF line breaks as LF.  The spec hash covers the
+     * cleaned text: the same job either way.  Not part of the canonical
+     * form. */
+    char **notes;
+    size_t n_notes;
 } gpc_spec;
 
 /*

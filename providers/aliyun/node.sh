@@ -19,3 +19,13 @@ gpuctl_md_private_ip() {
     gpuctl_md_curl "$url"
   fi
 }
+
+##if IDLE=1
+## lifecycle.idle_timeout: power off.  The instance is billed until it is
+## released or stops in no-charge mode (render.h).
+# shellcheck disable=SC2317 # called by gpuctl_idle, from the EXIT trap
+gpuctl_md_stop() {
+  sync
+  shutdown -h now || poweroff
+}
+##endif

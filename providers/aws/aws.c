@@ -317,6 +317,7 @@ const gpc_provider gpc_provider_aws = {
     .check = aws_check,
     .read_log = NULL,
     .secret_words = aws_secret_words,
+    .shell_argv = aws_shell_argv,
     .store_url = aws_store_url,
     .store_push = aws_store_push,
     .store_pull = aws_store_pull,

@@ -7,7 +7,8 @@
  *   region.c       zones and instance types, default VPC and subnet, AMI
  *   network.c      key pair, security group, placement group
  *   launch.c       RunInstances (one node, or a batch by launch index)
- *   instances.c    find, describe, delete instances
+ *   instances.c    find, describe, delete instances; their console output
+ *   ssh.c          shell access to a node: ssh with its host keys (gpuctl ssh)
  *   eip.c          Elastic IPs of multi-card nodes (nodes_running)
  *   cleanup.c      destroy: everything tagged with the cluster
  *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
@@ -213,6 +214,28 @@ int aws_primary_eni(xmlNode *it, char *out, size_t size);
 
 /* ---- instances.c -------------------------------------------------------- */
 
+/*
+ * The serial console output of instance `id` in `region` (GetConsoleOutput,
+ * decoded from base64): *text (caller frees; NULL with *len 0 when EC2 has
+ * none yet).  latest: ask for the latest output (Latest=true, which EC2
+ * serves on Nitro instances only) instead of the last buffered one.
+ * Errors: EC2's.
+ */
+int aws_console_output(aws_ctx *c, const char *region, const char *id, int latest,
+                       unsigned char **text, size_t *len, gpc_error *err);
+
+/*
+ * The SSH host keys cloud-init printed to the console: the lines of the
+ * last block between "-----BEGIN SSH HOST KEY KEYS-----" and
+ * "-----END SSH HOST KEY KEYS-----", each "TYPE BASE64 [comment]" after an
+ * optional prefix ("ec2: ").  A line counts when TYPE is ssh-ed25519,
+ * ecdsa-sha2-nistp256/384/521 or ssh-rsa and BASE64 decodes to a key blob
+ * of that type; others are skipped.  out (reset first) gets "TYPE
+ * BASE64\n" per key.  Returns how many; 0 (out empty) when there is no
+ * block, or its end is not printed yet.
+ */
+int aws_console_host_keys(const unsigned char *text, size_t len, gpc_buf *out);
+
 /* TerminateInstances of ids[0..n) in `region` (a missing instance counts as
  * gone). */
 int aws_terminate_ids(aws_ctx *c, const char *region, const char *const *ids, size_t n,
@@ -308,5 +331,30 @@ int aws_nodes_running(void *ctx, const gpc_cluster_ref *ref, const char *const *
 int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err);
 int aws_live_prices(void *ctx, gpc_offer *offers, size_t n, size_t *updated,
                     gpc_error *err);
+
+/* ---- ssh.c ---------------------------------------------------------------- */
+
+struct gpc_argv;
+
+/*
+ * The ssh command that reaches node `node` of cluster `cl`, without its
+ * destination and command: "ssh -T|-t [-i KEY -o IdentitiesOnly=yes] -o
+ * StrictHostKeyChecking=yes|accept-new -o UserKnownHostsFile=... -o
+ * HostKeyAlias=INSTANCE-ID -o ControlMaster=auto -o ControlPath=... -o
+ * ControlPersist=300" appended to *a (what rsync -e and a remote command
+ * run), and the destination "USER@PUBLIC-IP" in dest (USER:
+ * $GPUCTL_AWS_SSH_USER, else ubuntu, the Deep Learning AMI's).  Before
+ * that, the node's host keys from its console output are written to the
+ * cluster's known_hosts (see ssh.c's top comment).  Errors:
+ * GPC_ERR_PROVIDER (no public address, an instance no longer listed),
+ * EC2's, GPC_ERR_IO, GPC_ERR_NOMEM.
+ */
+int aws_ssh_transport(aws_ctx *c, const gpc_cluster_ref *cl, const gpc_node_ref *node, int tty,
+                      struct gpc_argv *a, char *dest, size_t dest_size, gpc_error *err);
+
+/* The seam's shell_argv (provider.h): aws_ssh_transport, "--", the
+ * destination, then the command's words (ssh joins them). */
+int aws_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node, uint32_t rank,
+                   const char *const *cmd, size_t n_cmd, int tty, char ***argv, gpc_error *err);
 
 #endif /* GPUCTL_AWS_INTERNAL_H */

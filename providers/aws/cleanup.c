@@ -203,6 +203,13 @@ int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
         unlink(path);
         snprintf(path, sizeof(path), "%s/keys/%s.pub", c->state_dir, base);
         unlink(path);
+        /* and the known_hosts of its nodes (ssh.c) */
+        gpc_error e;
+        gpc_error_clear(&e);
+        snprintf(path, sizeof(path), "%s/ssh/%s", c->state_dir, ref->cluster_uid);
+        if (strchr(ref->cluster_uid, '/') == NULL && ref->cluster_uid[0] &&
+            gpc_rm_rf(path, &e) != 0)
+            gpc_debug(c->log, "aws: could not remove %s: %s", path, e.msg);
     }
     if (!rc)
         c->res_key[0] = c->pg[0] = c->pg_zone[0] = '\0';

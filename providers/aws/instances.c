@@ -100,6 +100,39 @@ int aws_describe(void *ctx, const char *region, const char *id, gpc_node_status 
     return rc ? gpc_error_wrap(err, &e, NULL) : 0;
 }
 
+int aws_console_output(aws_ctx *c, const char *region, const char *id, int latest,
+                       unsigned char **text, size_t *len, gpc_error *err)
+{
+    *text = NULL;
+    *len = 0;
+    gpc_ec2_params p;
+    gpc_ec2_params_init(&p);
+    gpc_ec2_param(&p, id, "InstanceId");
+    if (latest)
+        gpc_ec2_param(&p, "true", "Latest");
+    xmlDoc *d = NULL;
+    int rc = gpc_ec2_call(&c->ec2, region, "GetConsoleOutput", &p, &d, err);
+    gpc_ec2_params_free(&p);
+    gpc_buf b64;
+    gpc_buf_init(&b64, 1u << 20);
+    if (!rc) {
+        xmlNode *o = gpc_xml_child(xmlDocGetRootElement(d), "output");
+        xmlChar *t = o ? xmlNodeGetContent(o) : NULL;
+        if (t) {
+            /* base64 of up to 64 KiB; drop the line breaks some answers have */
+            for (const xmlChar *q = t; !rc && *q; q++)
+                if (*q != '\n' && *q != '\r' && *q != ' ')
+                    rc = gpc_buf_add(&b64, q, 1, err);
+            xmlFree(t);
+        }
+    }
+    xmlFreeDoc(d);
+    if (!rc && b64.len)
+        rc = gpc_base64_decode(gpc_buf_str(&b64), b64.len, text, len, err);
+    gpc_buf_free(&b64);
+    return rc;
+}
+
 /*
  * A node that powered itself off (stateReason
  * Client.InstanceInitiatedShutdown) did so at the end of its job: its
@@ -114,31 +147,12 @@ static void job_result(aws_ctx *c, const char *region, gpc_node_status *ns)
     if (ns->phase != GPC_PHASE_TERMINATED ||
         !strstr(ns->detail, "Client.InstanceInitiatedShutdown"))
         return;
-    gpc_ec2_params p;
-    gpc_ec2_params_init(&p);
-    gpc_ec2_param(&p, ns->provider_id, "InstanceId");
-    xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
-    int rc = gpc_ec2_call(&c->ec2, region, "GetConsoleOutput", &p, &d, &e);
-    gpc_ec2_params_free(&p);
-    gpc_buf b64;
-    gpc_buf_init(&b64, 1u << 20);
-    if (!rc) {
-        xmlNode *o = gpc_xml_child(xmlDocGetRootElement(d), "output");
-        xmlChar *t = o ? xmlNodeGetContent(o) : NULL;
-        if (t) {
-            /* base64 of up to 64 KiB; drop the line breaks some answers have */
-            for (const xmlChar *q = t; *q; q++)
-                if (*q != '\n' && *q != '\r' && *q != ' ')
-                    gpc_buf_add(&b64, q, 1, NULL);
-            xmlFree(t);
-        }
-    }
-    xmlFreeDoc(d);
     unsigned char *text = NULL;
     size_t len = 0;
-    if (!rc && b64.len && gpc_base64_decode(gpc_buf_str(&b64), b64.len, &text, &len, NULL) == 0) {
+    int rc = aws_console_output(c, region, ns->provider_id, 0, &text, &len, &e);
+    if (!rc && len) {
         /* the last such line wins */
         const char *key = "gpuctl-node-exit: ";
         long status = -1;
@@ -169,7 +183,70 @@ static void job_result(aws_ctx *c, const char *region, gpc_node_status *ns)
     if (rc)
         gpc_debug(c->log, "aws: %s: no console output (%s)", ns->provider_id, e.msg);
     free(text);
-    gpc_buf_free(&b64);
+}
+
+/* The key types a host key line may have (ssh-keygen -l's, less DSA,
+ * which OpenSSH no longer accepts). */
+static const char *const host_key_types[] = {
+    "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "ssh-rsa", NULL};
+
+/* One line of the block: "[prefix]TYPE BASE64 [comment]".  Appends
+ * "TYPE BASE64\n" to out when the key is well formed (the blob is base64
+ * whose first SSH string is TYPE); 0, or -1 for a line that is not a key. */
+static int host_key_line(const char *l, size_t ll, gpc_buf *out)
+{
+    for (const char *const *t = host_key_types; *t; t++) {
+        size_t tl = strlen(*t);
+        for (size_t i = 0; i + tl < ll; i++) {
+            if (memcmp(l + i, *t, tl) != 0 || l[i + tl] != ' ' || (i && l[i - 1] != ' ' &&
+                                                                   l[i - 1] != ':'))
+                continue;
+            const char *b = l + i + tl + 1;
+            size_t bl = 0;
+            while (b + bl < l + ll && b[bl] != ' ' && b[bl] != '\r')
+                bl++;
+            unsigned char *blob = NULL;
+            size_t n = 0;
+            int ok = bl > 0 && gpc_base64_decode(b, bl, &blob, &n, NULL) == 0 && n > 4 + tl &&
+                     blob[0] == 0 && blob[1] == 0 && blob[2] == 0 && blob[3] == tl &&
+                     memcmp(blob + 4, *t, tl) == 0;
+            free(blob);
+            if (!ok)
+                return -1;
+            return gpc_buf_addf(out, NULL, "%s %.*s\n", *t, (int)bl, b) ? -1 : 0;
+        }
+    }
+    return -1;
+}
+
+int aws_console_host_keys(const unsigned char *text, size_t len, gpc_buf *out)
+{
+    static const char begin[] = "-----BEGIN SSH HOST KEY KEYS-----";
+    static const char end[] = "-----END SSH HOST KEY KEYS-----";
+    const char *s = (const char *)text, *last = NULL;
+    /* the last whole block: a reboot prints the keys again */
+    for (size_t i = 0; i + sizeof(begin) - 1 <= len; i++)
+        if (memcmp(s + i, begin, sizeof(begin) - 1) == 0)
+            last = s + i + sizeof(begin) - 1;
+    size_t keys = 0;
+    gpc_buf_reset(out);
+    for (const char *l = last; l && l < s + len;) {
+        const char *eol = memchr(l, '\n', (size_t)(s + len - l));
+        size_t ll = eol ? (size_t)(eol - l) : (size_t)(s + len - l);
+        int is_end = 0;
+        for (size_t k = 0; !is_end && k + sizeof(end) - 1 <= ll; k++)
+            is_end = memcmp(l + k, end, sizeof(end) - 1) == 0;
+        if (is_end)
+            return (int)keys;
+        if (host_key_line(l, ll, out) == 0)
+            keys++;
+        if (!eol)
+            break;
+        l = eol + 1;
+    }
+    gpc_buf_reset(out); /* no block, or one not ended yet */
+    return 0;
 }
 
 static int collect_tagged(void *arg, xmlNode *res, gpc_error *err)

@@ -33,3 +33,12 @@ gpuctl_md_launch_index() {
   printf '%s\n' "$i"
 }
 ##endif
+
+##if IDLE=1
+## lifecycle.idle_timeout: power off, which terminates the instance.
+# shellcheck disable=SC2317 # called by gpuctl_idle, from the EXIT trap
+gpuctl_md_stop() {
+  sync
+  shutdown -h now || poweroff
+}
+##endif

@@ -11,3 +11,13 @@ gpuctl_md_private_ip() {
   gpuctl_md_curl -H 'Metadata: true' \
     'http://169.254.169.254/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text'
 }
+
+##if IDLE=1
+## lifecycle.idle_timeout: power off.  The VM stays allocated (and billed)
+## until the control plane deletes it (render.h).
+# shellcheck disable=SC2317 # called by gpuctl_idle, from the EXIT trap
+gpuctl_md_stop() {
+  sync
+  shutdown -h now || poweroff
+}
+##endif

@@ -59,6 +59,7 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/render.h"
+#include "gpuctl/shell.h"
 #include "gpuctl/util.h"
 #include "local_store.h"
 
@@ -771,7 +772,11 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
     if (status[0]) {
         out->exit_code = atoi(status);
         out->phase = out->exit_code == 0 ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
-        snprintf(out->detail, sizeof(out->detail), "exit status %d", out->exit_code);
+        /* a node that stopped itself says why (lifecycle.idle_timeout) */
+        char why[64];
+        read_small(dir, "stopped", why, sizeof(why));
+        snprintf(out->detail, sizeof(out->detail), "exit status %d%s%s", out->exit_code,
+                 !alive && why[0] ? "; stopped itself: " : "", !alive ? why : "");
     } else if (!alive) {
         out->phase = GPC_PHASE_FAILED;
         snprintf(out->detail, sizeof(out->detail),
@@ -954,6 +959,173 @@ static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
     return rc;
 }
 
+/* ---- shell access (gpuctl ssh) ----------------------------------------- */
+
+/* The environment of process `pid` (NUL-separated entries) into b. */
+static int read_environ(long pid, gpc_buf *b)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char chunk[8192];
+    ssize_t n;
+    int rc = 0;
+    while (!rc && (n = read(fd, chunk, sizeof(chunk))) > 0)
+        rc = gpc_buf_add(b, chunk, (size_t)n, NULL);
+    close(fd);
+    return rc;
+}
+
+/* Does the environment block [e, e+len) have an entry starting `prefix`? */
+static int env_has_prefix(const char *e, size_t len, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; i < len; i += strlen(e + i) + 1)
+        if (strncmp(e + i, prefix, pl) == 0)
+            return 1;
+    return 0;
+}
+
+/* A shell variable name ([A-Za-z_][A-Za-z0-9_]*) of length n? */
+static int shell_name(const char *s, size_t n)
+{
+    if (!n || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+/*
+ * The job's environment and working directory on a local node: those of
+ * its first worker (the process torchrun started with LOCAL_RANK=0, which
+ * holds RANK, WORLD_SIZE, MASTER_ADDR and the job env), else of any of its
+ * processes that has the bootstrap's GPUCTL_NODE_RANK (the job is still in
+ * setup), written to dir/shell.env (0600) as `export NAME='value'` lines
+ * and a `cd` to that directory.
+ */
+static int write_shell_env(const char *dir, const char *id, char *env_path, size_t size,
+                           gpc_error *err)
+{
+    long sid;
+    unsigned long long start;
+    if (read_pid(dir, &sid, &start) != 0)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s has not started", id);
+    static long pids[4096];
+    size_t n = node_procs(sid, start, dir, pids, sizeof(pids) / sizeof(pids[0]));
+    long best = -1, any = -1;
+    gpc_buf e;
+    gpc_buf_init(&e, 4u << 20);
+    for (size_t i = 0; i < n; i++) {
+        gpc_buf_reset(&e);
+        if (read_environ(pids[i], &e) != 0 || !e.len)
+            continue;
+        if (env_has_prefix(e.data, e.len, "LOCAL_RANK=0") &&
+            env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK=") && (best < 0 || pids[i] < best))
+            best = pids[i];
+        if (env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK=") && (any < 0 || pids[i] < any))
+            any = pids[i];
+    }
+    long pid = best >= 0 ? best : any;
+    gpc_buf_reset(&e);
+    char cwd[PATH_MAX], link[64];
+    snprintf(link, sizeof(link), "/proc/%ld/cwd", pid);
+    ssize_t cl = pid < 0 ? -1 : readlink(link, cwd, sizeof(cwd) - 1);
+    if (cl <= 0 || read_environ(pid, &e) != 0 || !e.len) {
+        gpc_buf_free(&e);
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s runs no process of its job "
+                        "(yet): no environment to open a shell in", id);
+    }
+    cwd[cl] = '\0';
+    gpc_buf f;
+    gpc_buf_init(&f, 8u << 20);
+    int rc = gpc_buf_adds(&f, "# the job's environment on this node (gpuctl ssh)\n", err);
+    for (size_t i = 0; !rc && i < e.len; i += strlen(e.data + i) + 1) {
+        const char *kv = e.data + i, *eq = strchr(kv, '=');
+        size_t nl = eq ? (size_t)(eq - kv) : 0;
+        /* the shell's own bookkeeping is not the job's */
+        if (!eq || !shell_name(kv, nl) || (nl == 1 && kv[0] == '_') ||
+            (nl == 5 && strncmp(kv, "SHLVL", 5) == 0) || (nl == 3 && strncmp(kv, "PWD", 3) == 0) ||
+            (nl == 6 && strncmp(kv, "OLDPWD", 6) == 0))
+            continue;
+        rc = gpc_buf_addf(&f, err, "export %.*s=", (int)nl, kv);
+        if (!rc)
+            rc = gpc_shell_quote(&f, eq + 1, err);
+        if (!rc)
+            rc = gpc_buf_adds(&f, "\n", err);
+    }
+    if (!rc)
+        rc = gpc_buf_adds(&f, "cd -- ", err);
+    if (!rc)
+        rc = gpc_shell_quote(&f, cwd, err);
+    if (!rc)
+        rc = gpc_buf_adds(&f, "\n", err);
+    if (!rc && join(env_path, size, dir, "shell.env") != 0)
+        rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+    if (!rc)
+        rc = gpc_write_file_atomic(env_path, f.data, f.len, 0600, err);
+    gpc_buf_free(&f);
+    gpc_buf_free(&e);
+    return rc;
+}
+
+/*
+ * A shell on a local node: bash in the job's working directory with the
+ * job's environment (write_shell_env).  A command runs as
+ * `bash -lc '. ENV && eval "$2"' gpuctl-ssh ENV CMD` (the login profile
+ * first, then the job's variables, which win); a shell at a terminal
+ * (tty) is `bash --rcfile RC -i`, RC reading ~/.bashrc and then the job's
+ * environment; without a terminal, bash reads the commands on its
+ * standard input (bash -s), as ssh's login shell would.
+ */
+static int local_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                            uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
+                            char ***argv, gpc_error *err)
+{
+    (void)cl;
+    (void)rank;
+    (void)tty;
+    local_ctx *c = ctx;
+    char dir[PATH_MAX], env[PATH_MAX], rcfile[PATH_MAX];
+    int rc = node_dir(c, node->provider_id, dir, sizeof(dir), err);
+    if (!rc)
+        rc = write_shell_env(dir, node->provider_id, env, sizeof(env), err);
+    gpc_argv a = {0};
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 20);
+    if (!rc && (n_cmd || !tty)) {
+        /* without a terminal and a command: the commands on stdin */
+        rc = gpc_shell_join(&b, cmd, n_cmd, err);
+        const char *words[] = {"/bin/bash", "-lc",
+                               n_cmd ? ". \"$1\" && eval \"$2\"" : ". \"$1\" && exec /bin/bash -s",
+                               "gpuctl-ssh", env, gpc_buf_str(&b)};
+        for (size_t i = 0; !rc && i < (n_cmd ? 6u : 5u); i++)
+            rc = gpc_argv_add(&a, words[i], err);
+    } else if (!rc) {
+        rc = gpc_buf_adds(&b, "[ -r ~/.bashrc ] && . ~/.bashrc\n. ", err);
+        if (!rc)
+            rc = gpc_shell_quote(&b, env, err);
+        if (!rc)
+            rc = gpc_buf_adds(&b, "\n", err);
+        if (!rc && join(rcfile, sizeof(rcfile), dir, "shell.rc") != 0)
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+        if (!rc)
+            rc = gpc_write_file_atomic(rcfile, b.data, b.len, 0600, err);
+        const char *words[] = {"/bin/bash", "--rcfile", rcfile, "-i"};
+        for (size_t i = 0; !rc && i < 4; i++)
+            rc = gpc_argv_add(&a, words[i], err);
+    }
+    if (!rc)
+        rc = gpc_argv_take(&a, argv, err);
+    gpc_argv_reset(&a);
+    gpc_buf_free(&b);
+    return rc;
+}
+
 /* The table's entry points: one machine, so the region plays no part. */
 static int local_find_in(void *ctx, const char *region, const char *token,
                          gpc_node_status *out, gpc_error *err)
@@ -996,6 +1168,7 @@ const gpc_provider gpc_provider_local = {
     .describe_node = local_describe_in,
     .delete_node = local_delete_in,
     .read_log = local_read_log,
+    .shell_argv = local_shell_argv,
     .store_url = local_store_url,
     .store_push = local_store_push,
     .store_pull = local_store_pull,

@@ -12,3 +12,13 @@ gpuctl_md_machine=0
 gpuctl_md_private_ip() {
   printf '%s\n' "${GPUCTL_LOCAL_IP:-127.0.0.1}"
 }
+
+##if IDLE=1
+## lifecycle.idle_timeout: the bootstrap then exits, and with it the node's
+## process group: the provider sees the node stopped (its `stopped` file
+## says why).
+# shellcheck disable=SC2317 # called by gpuctl_idle, from the EXIT trap
+gpuctl_md_stop() {
+  :
+}
+##endif

@@ -46,3 +46,12 @@ gpuctl_md_head_addr() {
   fi
   gpuctl_md_slurm_addr "$first"
 }
+
+##if IDLE=1
+## lifecycle.idle_timeout: the bootstrap then exits, which ends this task of
+## the job's srun step; the allocation ends with the step.
+# shellcheck disable=SC2317 # called by gpuctl_idle, from the EXIT trap
+gpuctl_md_stop() {
+  :
+}
+##endif

@@ -332,6 +332,7 @@ const gpc_provider gpc_provider_slurm = {
     .check = slurm_check,
     .refresh_offers = slurm_check,
     .read_log = slurm_read_log,
+    .shell_argv = slurm_shell_argv,
     .site_keys = site_keys,
     .store_url = slurm_store_url,
     .store_push = slurm_store_push,

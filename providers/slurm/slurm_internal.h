@@ -11,6 +11,7 @@
  *   record.c   what a Slurm cluster has (partitions, nodes, GPUs, limits),
  *              asked with sinfo/scontrol and kept under the state directory;
  *              the offers made from it
+ *   shell.c    a shell on a node of the job (gpuctl ssh): an srun step
  *   job.c      one sbatch allocation per gpuctl cluster: submit, find,
  *              describe (scontrol/squeue), cancel, logs
  *
@@ -269,5 +270,25 @@ int slurm_describe_nodes(void *ctx, const gpc_cluster_ref *c, const char *const 
 int slurm_delete_node(void *ctx, const gpc_node_ref *node, gpc_error *err);
 int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out, long *next,
                    gpc_error *err);
+
+/* ---- shell.c ---- */
+
+struct gpc_argv;
+
+/*
+ * The srun words that run `cmd` (n_cmd words joined by spaces, for bash
+ * -lc; none: a login shell, bash -l) on the node of rank `rank` of Slurm
+ * job `job`, appended to *a: "srun --jobid=JOB --overlap --nodes=1
+ * --ntasks=1 --relative=RANK --export=NONE [--pty] /bin/bash -l|-lc CMD"
+ * (--pty when tty).  Errors: GPC_ERR_NOMEM.
+ */
+int slurm_shell_words(long job, uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
+                      struct gpc_argv *a, gpc_error *err);
+
+/* The seam's shell_argv (provider.h): slurm_shell_words, run here (login =
+ * local) or as one quoted command line through `ssh -t|-T -- LOGIN`. */
+int slurm_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                     uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
+                     char ***argv, gpc_error *err);
 
 #endif /* GPUCTL_SLURM_INTERNAL_H */

@@ -61,6 +61,8 @@ const gpc_command gpc_commands[] = {
      "status [NAME] [-a|--all]", gpc_status_options, NULL, 0, gpc_cmd_status},
     {"logs", NULL, "print a cluster's node logs",
      "logs NAME [--node N] [-f|--follow]", gpc_logs_options, NULL, 0, gpc_cmd_logs},
+    {"ssh", NULL, "open a shell, or run a command, on a node of a cluster",
+     "ssh NAME [--node N] [-- CMD...]", gpc_ssh_options, NULL, 0, gpc_cmd_ssh},
     {"destroy", NULL, "delete a cluster's nodes (idempotent)",
      "destroy NAME | -f FILE [-y]", gpc_destroy_options, NULL, 0, gpc_cmd_destroy},
     {"render", NULL, "print a node's user-data as it would be sent (decoded)",

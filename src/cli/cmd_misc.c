@@ -95,6 +95,9 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
         } else {
             cJSON_AddStringToObject(doc, "spec_hash", hash);
             cJSON_AddItemToObject(doc, "spec", gpc_spec_to_json(spec));
+            cJSON *notes = cJSON_AddArrayToObject(doc, "notes");
+            for (size_t i = 0; notes && i < spec->n_notes; i++)
+                cJSON_AddItemToArray(notes, cJSON_CreateString(spec->notes[i]));
         }
         gpc_print_json(doc);
         gpc_spec_free(spec);
@@ -106,6 +109,9 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
     }
     printf("%s: valid: cluster %s, %u node(s) on %s, spec %.12s\n", file, spec->name,
            spec->nodes, spec->n_providers ? spec->providers[0] : "local", hash);
+    /* what loading removed from the text the nodes execute (spec.h) */
+    for (size_t i = 0; i < spec->n_notes; i++)
+        printf("note: %s\n", spec->notes[i]);
     gpc_spec_free(spec);
     return 0;
 }

@@ -132,7 +132,7 @@ static void cell_price(char *b, size_t n, double v, int dec)
     if (v < 0)
         snprintf(b, n, "-");
     else
-        snprintf(b, n, "%.*f", dec, v);
+        snprintf(b, n, "%.*f", gpc_price_decimals(v, dec), v);
 }
 
 /* One table row for a candidate of `gpuctl offers`. */
@@ -157,9 +157,11 @@ static void offer_cells(const gpc_candidate *c, char cells[][48], int with_gpu)
         snprintf(cells[k++], 48, "%s", gpc_fabric_name(r->fabric));
     cell_price(cells[k++], 48, r->price_ondemand, 4);
     cell_price(cells[k++], 48, r->price_spot, 4);
-    if (r->price_ondemand > 0 && r->price_spot >= 0)
-        snprintf(cells[k++], 48, "%.0f%%", 100.0 * (1.0 - r->price_spot / r->price_ondemand));
-    else
+    if (r->price_ondemand > 0 && r->price_spot >= 0) {
+        int d;
+        double pct = gpc_saving_pct_round(100.0 * (1.0 - r->price_spot / r->price_ondemand), 0, &d);
+        snprintf(cells[k++], 48, "%.*f%%", d, pct);
+    } else
         snprintf(cells[k++], 48, "-");
     if (c->usd_per_tflops > 0)
         snprintf(cells[k++], 48, "%.4g", c->usd_per_tflops);

@@ -1,5 +1,6 @@
 /* present_plan.c - a plan for people: the chosen offer, the failover
  * order, the cost and the changes (present.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,22 @@
 static void fmt_price(char *b, size_t n, const cJSON *v, int decimals)
 {
     if (cJSON_IsNumber(v))
-        snprintf(b, n, "%.*f", decimals, v->valuedouble);
+        snprintf(b, n, "%.*f", gpc_price_decimals(v->valuedouble, decimals), v->valuedouble);
     else
         snprintf(b, n, "-");
+}
+
+/* printf's precision for an hourly price at least `min` decimals. */
+#define PD(v, min) gpc_price_decimals((v), (min)), (v)
+
+/* Decimals that show a percentage of the plan document (at most 6) exactly:
+ * 34.2 -> 1, 88 -> 0, 99.99 -> 2. */
+static int pct_decimals(double v)
+{
+    int d = 0;
+    while (d < 6 && fabs(round(v * pow(10, d)) - v * pow(10, d)) > 1e-6)
+        d++;
+    return d;
 }
 
 /* "us-east-1"; "lab/gpu" for an offer with its own zone (a member only
@@ -129,24 +143,25 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
             printf(" %g Gbit/s", gb->valuedouble);
         printf("\n");
         const cJSON *nodecny = cJSON_GetObjectItemCaseSensitive(price, "node_cny_hr");
-        printf("  price: %.4f USD/hour per node", gpc_json_num(cost, "node_usd_hr", 0));
+        printf("  price: %.*f USD/hour per node", PD(gpc_json_num(cost, "node_usd_hr", 0), 4));
         if (cJSON_IsNumber(nodecny))
             printf(" (%.4f CNY at %g USD/CNY)", nodecny->valuedouble,
                    gpc_json_num(price, "usd_per_cny", 0));
         if (gpc_json_num(cost, "head_usd_hr", 0) != gpc_json_num(cost, "node_usd_hr", 0))
-            printf(", head %.4f", gpc_json_num(cost, "head_usd_hr", 0));
-        printf("; cluster %.2f USD/hour\n", gpc_json_num(cost, "cluster_usd_hr", 0));
+            printf(", head %.*f", PD(gpc_json_num(cost, "head_usd_hr", 0), 4));
+        printf("; cluster %.*f USD/hour\n", PD(gpc_json_num(cost, "cluster_usd_hr", 0), 2));
         const cJSON *pt = cJSON_GetObjectItemCaseSensitive(cost, "projected_total_usd");
         if (cJSON_IsNumber(pt))
-            printf("  projected: %.2f USD for lifecycle.max_duration (%gh)\n", pt->valuedouble,
+            printf("  projected: %.*f USD for lifecycle.max_duration (%gh)\n", PD(pt->valuedouble, 2),
                    gpc_json_num(cost, "max_duration_s", 0) / 3600.0);
         else
             printf("  projected: unbounded (no lifecycle.max_duration)\n");
         const cJSON *sv = cJSON_GetObjectItemCaseSensitive(cost, "spot_saving_usd_hr");
         if (cJSON_IsNumber(sv) && sv->valuedouble > 0)
-            printf("  spot saving: %.2f USD/hour (%g%%) against %.2f on-demand\n",
-                   sv->valuedouble, gpc_json_num(cost, "spot_saving_pct", 0),
-                   gpc_json_num(cost, "cluster_on_demand_usd_hr", 0));
+            printf("  spot saving: %.*f USD/hour (%.*f%%) against %.*f on-demand\n",
+                   PD(sv->valuedouble, 2), pct_decimals(gpc_json_num(cost, "spot_saving_pct", 0)),
+                   gpc_json_num(cost, "spot_saving_pct", 0),
+                   PD(gpc_json_num(cost, "cluster_on_demand_usd_hr", 0), 2));
     } else {
         printf("%sChosen offer:%s none fits now\n", b, r);
     }
@@ -211,10 +226,10 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
         } else {
             nodes++;
             const char *zone = gpc_json_str(it, "zone");
-            printf("  + node %s (rank %g): %s %s %s%s%s, %s, %.4f USD/hour\n", gpc_json_str(it, "name"),
+            printf("  + node %s (rank %g): %s %s %s%s%s, %s, %.*f USD/hour\n", gpc_json_str(it, "name"),
                    gpc_json_num(it, "rank", 0), gpc_json_str(it, "provider"), gpc_json_str(it, "instance_type"),
                    gpc_json_str(it, "region"), zone && *zone ? "/" : "", zone && *zone ? zone : "",
-                   gpc_json_str(it, "purchase"), gpc_json_num(it, "price_usd_hr", 0));
+                   gpc_json_str(it, "purchase"), PD(gpc_json_num(it, "price_usd_hr", 0), 4));
         }
     }
     if (p->action == GPC_PLAN_NONE)

@@ -222,6 +222,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
      * each fallback in turn.  An existing cluster's plan only holds offers
      * of its own provider, and it stays on the first. */
     size_t attempt = 0;
+    /* offers in a region a quota error closed (NULL: out of memory, then
+     * only the quota error's own offer is left) */
+    unsigned char *region_closed = plan->n_offers ? calloc(plan->n_offers, 1) : NULL;
     for (;;) {
         const gpc_plan_offer *chosen = plan->n_offers ? &plan->offers[attempt] : NULL;
         gpc_error e;
@@ -251,25 +254,39 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             if (!ge.code)
                 gpc_cluster_rec_free(&live);
         }
-        /* A quota error closes the whole region of that provider. */
+        /* A quota error closes the whole region of that provider: every
+         * later offer there, wherever the price order put it. */
+        if (rc == GPC_ERR_QUOTA && chosen && region_closed)
+            for (size_t k = attempt + 1; k < plan->n_offers; k++)
+                region_closed[k] |=
+                    strcmp(plan->offers[k].worker.provider, chosen->worker.provider) == 0 &&
+                    strcmp(plan->offers[k].worker.region, chosen->worker.region) == 0;
         size_t next = attempt + 1;
-        if (rc == GPC_ERR_QUOTA && chosen)
-            while (next < plan->n_offers &&
-                   strcmp(plan->offers[next].worker.provider, chosen->worker.provider) == 0 &&
-                   strcmp(plan->offers[next].worker.region, chosen->worker.region) == 0)
+        while (next_ok && closed && next < plan->n_offers) {
+            const gpc_offer *nx = &plan->offers[next].worker;
+            const gpc_provider *np = gpc_provider_find(nx->provider);
+            if (region_closed && region_closed[next]) {
                 next++;
-        while (next_ok && closed && dirs_depend && next < plan->n_offers) {
+                continue;
+            }
+            if (!np || (np->caps & GPC_CAP_PLAN_ONLY)) {
+                gpc_info(s->log, "gpuctl: skipping offer %zu of %zu (%s %s %s): provider %s is "
+                         "not built into this gpuctl", next + 1, plan->n_offers, nx->provider,
+                         nx->instance_type, nx->region, nx->provider);
+                next++;
+                continue;
+            }
+            if (!dirs_depend)
+                break;
             int sh = 0;
             gpc_error se;
             gpc_error_clear(&se);
-            if (gpc_lc_offer_shares(s, &plan->offers[next].worker, &sh, &se) == 0 &&
-                sh == shares_files)
+            if (gpc_lc_offer_shares(s, nx, &sh, &se) == 0 && sh == shares_files)
                 break;
             gpc_info(s->log, "gpuctl: skipping offer %zu of %zu (%s %s %s): its nodes %s this "
                      "machine's files, unlike the first offer's, which workdir and "
                      "checkpoint_dir were resolved for", next + 1, plan->n_offers,
-                     plan->offers[next].worker.provider, plan->offers[next].worker.instance_type,
-                     plan->offers[next].worker.region, sh ? "see" : "cannot see");
+                     nx->provider, nx->instance_type, nx->region, sh ? "see" : "cannot see");
             next++;
         }
         if (next_ok && closed && next < plan->n_offers && !gpc_interrupted) {
@@ -290,6 +307,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             gpc_error_wrap(err, &e, NULL);
         break;
     }
+    free(region_closed);
     if (rc && res->cluster_id)
         say_left(s, res->cluster_id, rc == GPC_ERR_INTERRUPTED, err);
     if (rc && !res->cluster_id)

@@ -34,6 +34,40 @@ static double r6(double v)
     return v < 0 ? v : round(v * 1e6) / 1e6;
 }
 
+int gpc_price_decimals(double v, int min_decimals)
+{
+    int d = min_decimals < 0 ? 0 : min_decimals > 6 ? 6 : min_decimals;
+    if (!(v > 0) || !isfinite(v))
+        return d;
+    double full = round(v * 1e6);
+    for (; d < 6; d++) {
+        double s = pow(10, d);
+        if (round(v * s) >= 100 || round(v * s) * pow(10, 6 - d) == full)
+            break;
+    }
+    return d;
+}
+
+double gpc_saving_pct_round(double pct, int min_decimals, int *decimals)
+{
+    int d = min_decimals < 0 ? 0 : min_decimals > 6 ? 6 : min_decimals;
+    double v = pct;
+    for (;; d++) {
+        double s = pow(10, d);
+        v = round(pct * s) / s;
+        int inside = pct > 0 && pct < 100, below = pct < 0;
+        if (!((inside && (v <= 0 || v >= 100)) || (below && v >= 0)))
+            break;
+        if (d == 6) { /* into the range: 99.9999999 -> 99.999999 */
+            v = (inside && pct < 50 ? ceil(pct * s) : floor(pct * s)) / s;
+            break;
+        }
+    }
+    if (decimals)
+        *decimals = d;
+    return v + 0.0; /* no -0 */
+}
+
 static const char *purchase_name(int spot)
 {
     return spot ? "spot" : "on-demand";
@@ -92,7 +126,8 @@ cJSON *gpc_row_json(const gpc_catalog *cat, const gpc_catalog_row *r)
     }
     double saving = r->price_ondemand > 0 && r->price_spot >= 0
                   ? 100.0 * (1.0 - r->price_spot / r->price_ondemand) : -1;
-    cJSON_AddItemToObject(o, "spot_saving_pct", num_or_null(saving < 0 ? -1 : round(saving * 10) / 10));
+    cJSON_AddItemToObject(o, "spot_saving_pct",
+                          num_or_null(saving < 0 ? -1 : gpc_saving_pct_round(saving, 1, NULL)));
     double tf = r->gpu ? gpc_gpu_tflops(r->gpu) * r->gpu_count : 0;
     double ppt = tf > 0 && r->price_ondemand >= 0 ? r->price_ondemand / tf : -1;
     cJSON_AddItemToObject(o, "on_demand_usd_per_tflops_hr", num_or_null(r6(ppt)));
@@ -570,8 +605,8 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
                     ? best->price_cluster_ondemand - best->price_cluster : -1;
         cJSON_AddItemToObject(cost, "spot_saving_usd_hr", num_or_null(r6(save)));
         cJSON_AddItemToObject(cost, "spot_saving_pct",
-                              num_or_null(save < 0 ? -1 : round(1000.0 * save /
-                                          best->price_cluster_ondemand) / 10));
+                              num_or_null(save < 0 ? -1 : gpc_saving_pct_round(100.0 * save /
+                                          best->price_cluster_ondemand, 1, NULL)));
     } else {
         cJSON_AddNullToObject(cost, "node_usd_hr");
         cJSON_AddNullToObject(cost, "head_usd_hr");

@@ -397,7 +397,7 @@ enum {
     V_METADATA, V_JOB_ENV, V_CLUSTER, V_CLUSTER_ID, V_NODE_RANK, V_NUM_NODES,
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
-    V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED,
+    V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -423,6 +423,8 @@ static const char *const var_names[V_COUNT] = {
     [V_HEAD_FROM] = "HEAD_FROM",
     [V_INSTANCE_TYPE] = "INSTANCE_TYPE",
     [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
+    [V_IDLE] = "IDLE",
+    [V_IDLE_TIMEOUT_S] = "IDLE_TIMEOUT_S",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -661,6 +663,11 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_buf_addf(&vals[V_MAX_DURATION_S], err, "%llu",
                           (unsigned long long)spec->lifecycle.max_duration_s);
     if (!rc)
+        rc = gpc_buf_adds(&vals[V_IDLE], spec->lifecycle.idle_timeout_s ? "1" : "0", err);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_IDLE_TIMEOUT_S], err, "%llu",
+                          (unsigned long long)spec->lifecycle.idle_timeout_s);
+    if (!rc)
         rc = gpc_buf_addf(&vals[V_NPROC_PER_NODE], err, "%u",
                           (unsigned)spec->run.nproc_per_node);
     if (!rc)
@@ -713,6 +720,9 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         vars[V_NODE_SCRIPT].value = gpc_buf_str(&vals[V_NODE_SCRIPT]);
         if (!rc)
             rc = mode_functions(node, rules->provider, vars[V_NODE_SCRIPT].value, err);
+        if (!rc && spec->lifecycle.idle_timeout_s)
+            rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value, "gpuctl_md_stop",
+                                "lifecycle.idle_timeout", err);
     }
     if (!rc && fabric) {
         char tname[80];

@@ -848,14 +848,76 @@ static int f_checkpoint_dir(walk *w, const ynode *k, const ynode *v, const char 
     return get_str(w, v, path, true, &w->s->checkpoint_dir);
 }
 
+/*
+ * Text a node executes (setup, run.command), as the user meant it when the
+ * file was saved on Windows (gpc_spec.notes): remove every U+FEFF and the
+ * CR of each CR LF (and a CR that ends the text), in place, and note it,
+ * naming the field and the line its value starts on; also when the YAML
+ * reader already read the value's own lines' CR LF as LF.
+ */
+static int clean_exec_text(walk *w, const ynode *v, const char *path, char *text)
+{
+    static const char bom[] = "\xef\xbb\xbf";
+    size_t n_bom = 0, n_cr = 0, lines = 1, o = 0;
+    for (size_t i = 0; text[i]; i++) {
+        if (strncmp(text + i, bom, 3) == 0) {
+            n_bom++;
+            i += 2;
+            continue;
+        }
+        if (text[i] == '\r' && (text[i + 1] == '\n' || text[i + 1] == '\0')) {
+            n_cr++;
+            continue;
+        }
+        lines += text[i] == '\n';
+        text[o++] = text[i];
+    }
+    text[o] = '\0';
+    /* the source lines the value spans (from its first, as many as it has) */
+    int raw_crlf = 0;
+    const char *p = w->doc->text, *end = p + w->doc->len;
+    for (unsigned long l = 1; p < end && l < v->line + lines; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        if (l >= v->line && nl > p && nl[-1] == '\r')
+            raw_crlf = 1;
+        p = nl + 1;
+    }
+    if (!n_bom && !n_cr && !raw_crlf)
+        return 0;
+    char note[320], what[160] = "";
+    if (n_cr)
+        snprintf(what, sizeof(what), "removed %zu CR of CR LF line ends", n_cr);
+    if (n_bom)
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), "%sremoved %zu U+FEFF "
+                 "(byte order mark)", n_cr ? " and " : "", n_bom);
+    if (raw_crlf && !n_cr)
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), "%sread CR LF line ends "
+                 "as LF", n_bom ? "; " : "");
+    snprintf(note, sizeof(note), "%s:%lu: %s: %s (saved on Windows?); bash runs the text "
+             "without them", w->doc->src, v->line, path, what);
+    char **grown = realloc(w->s->notes, (w->s->n_notes + 1) * sizeof(*grown));
+    if (!grown)
+        return spec_nomem(w->err);
+    w->s->notes = grown;
+    if (!(grown[w->s->n_notes] = strdup(note)))
+        return spec_nomem(w->err);
+    w->s->n_notes++;
+    return 0;
+}
+
 static int f_setup(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    return get_str(w, v, path, false, &w->s->setup);
+    int rc = get_str(w, v, path, false, &w->s->setup);
+    return rc ? rc : clean_exec_text(w, v, path, w->s->setup);
 }
 
 static int f_run_command(walk *w, const ynode *k, const ynode *v, const char *path)
 {
     int rc = get_str(w, v, path, false, &w->s->run.command);
+    if (!rc)
+        rc = clean_exec_text(w, v, path, w->s->run.command);
     if (rc)
         return rc;
     for (const char *p = w->s->run.command; *p; p++)
@@ -1099,5 +1161,6 @@ void gpc_spec_free(gpc_spec *s)
     free(s->checkpoint_dir);
     free(s->setup);
     free(s->run.command);
+    free_strs(s->notes, s->n_notes);
     free(s);
 }

@@ -138,4 +138,27 @@ expect_match "e: -v says why" \
     "$(cat "$T/e.err")"
 g -y destroy qq > /dev/null 2>&1
 
+# ---- f. the failover skips plan-only offers (regression: it stopped at ----------
+# the first Azure offer with exit 6, the aws offers after it never tried)
+part f
+cat > f.yaml <<'EOF'
+name: ff
+provider: [aws, azure]
+resources: {gpu: T4:1}
+regions: [us-east-1, eastus]
+run: {command: python train.py}
+EOF
+fake -X POST -d '[{"action": "RunInstances", "code": "InsufficientInstanceCapacity"}]' \
+    "$URL/_fake/faults" > /dev/null
+n0=$(log_lines)
+run_rc rc g -y apply -f f.yaml "${P[@]}" > /dev/null 2> "$T/f.err"
+expect_eq "f: no capacity on any aws offer: exit 22, not 6" 22 "$rc"
+expect_match "f: the Azure offer is skipped, said once each" \
+    "gpuctl: skipping offer 2 of [0-9]+ \(azure Standard_NC4as_T4_v3 eastus\): provider azure is not built into this gpuctl" \
+    "$(cat "$T/f.err")"
+r=$(runs "$n0")
+expect_eq "f: the aws offers after it were tried (RunInstances in us-east-1 only, more than one)" "us-east-1 yes" \
+    "$(echo "$r" | tr ' ' '\n' | sort -u | paste -sd' ') $([ "$(echo "$r" | wc -w)" -gt 1 ] && echo yes)"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+
 finish

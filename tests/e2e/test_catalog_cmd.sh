@@ -64,17 +64,17 @@ sha() { sha256sum < "$1" | cut -d' ' -f1; }
 run_rc rc g -o json catalog show > "$T/show.json"
 expect_eq "catalog show -o json: exit 0" 0 "$rc"
 check_schema "$T/show.json" catalog
-expect_eq "built-in: 212 rows, sha256 of gpu_instances.csv, 20 GPU models" "built-in 212 $BUILTIN_SHA 20" \
+expect_eq "built-in: 368 rows, sha256 of gpu_instances.csv, 22 GPU models" "built-in 368 $BUILTIN_SHA 22" \
     "$(json_get "$T/show.json" '" ".join(str(x) for x in (d["origin"], d["rows"], d["sha256"], d["gpu_models"]))')"
-expect_eq "rows by provider: aws 71, azure 40, aliyun 101" "aliyun=101 aws=71 azure=40" \
+expect_eq "rows by provider: aws 227, azure 40, aliyun 101" "aliyun=101 aws=227 azure=40" \
     "$(json_get "$T/show.json" '" ".join("%s=%d" % kv for kv in sorted(d["rows_by_provider"].items()))')"
 expect_eq "the override's path, absent" "$OVR False" \
     "$(json_get "$T/show.json" 'd["user_override"], d["user_override_exists"]' | tr -d "(),'")"
 expect_eq "the CNY sources convert at 0.138" "arthurchiao-2023-06:CNY:0.138 sugarlxn-v8-alicloud:CNY:0.138" \
     "$(json_get "$T/show.json" '" ".join("%s:%s:%s" % (s["key"], s["currency"], s["usd_per_unit"]) for s in d["sources"] if s["currency"] == "CNY")')"
 g catalog > "$T/show.txt"
-expect_match "table: the catalog line" "^catalog: built-in \(212 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
-expect_match "table: per provider" "aws +71 rows" "$(cat "$T/show.txt")"
+expect_match "table: the catalog line" "^catalog: built-in \(368 rows, sha256 ${BUILTIN_SHA:0:12}\)" "$(head -1 "$T/show.txt")"
+expect_match "table: per provider" "aws +227 rows" "$(cat "$T/show.txt")"
 expect_match "table: override absent" "user override: $OVR \(absent\)" "$(cat "$T/show.txt")"
 
 # ---- 2. export round-trips ---------------------------------------------------------
@@ -85,7 +85,7 @@ expect_eq "export -o json is the same CSV" "$BUILTIN_SHA" "$(sha exported2.csv)"
 g -o json offers > "$T/offers-builtin.json"
 g --catalog exported.csv -o json offers > "$T/offers-file.json"
 check_schema "$T/offers-file.json" offers
-expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 211" \
+expect_eq "--catalog exported.csv: the same offers as the built-in catalog" "True exported.csv 365" \
     "$(python3 -c 'import json,sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 origin = b["catalog"].pop("origin"); a["catalog"].pop("origin")
@@ -134,7 +134,7 @@ expect_eq "update --provider azure: exit 0" 0 "$rc"
 check_schema "$T/upd.json" catalog
 expect_eq "azure: updated 4 of 40, 36 not listed, 0 spot cleared" "azure updated 40 4 36 0" \
     "$(json_get "$T/upd.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "spot_cleared"))')"
-expect_eq "written to the override, 212 rows" "$OVR False 212" \
+expect_eq "written to the override, 368 rows" "$OVR False 368" \
     "$(json_get "$T/upd.json" '" ".join(str(x) for x in (d["written"], d["dry_run"], d["rows"]))')"
 expect_match "stderr: what was asked and done" "azure: asking the Retail Prices API for 19 size\(s\) in 4 region\(s\)" "$(cat "$T/upd.err")"
 expect_match "stderr: summary" "azure: 4 of 40 row\(s\) updated; 36 not listed by the API \(kept as they were\); 0 spot price\(s\) removed" "$(cat "$T/upd.err")"
@@ -163,11 +163,11 @@ for r in "Standard_NC4as_T4_v3 eastus|0.526 0.0627 azure-retail-api fetched DATE
 done
 expect_eq "a row the API does not list is kept: NC8as_T4_v3 westus2" "0.752 0.088059 skypilot-v6-azure -" \
     "$(row "$OVR" azure Standard_NC8as_T4_v3 westus2)"
-expect_eq "every other row is unchanged (208 of 212)" 208 \
+expect_eq "every other row is unchanged (364 of 368)" 364 \
     "$(python3 -c 'import csv, sys
 a = list(csv.reader(open(sys.argv[1], newline="")))
 b = list(csv.reader(open(sys.argv[2], newline="")))
-assert len(a) == len(b) == 213 and a[0] == b[0]
+assert len(a) == len(b) == 369 and a[0] == b[0]
 print(sum(1 for x, y in zip(a[1:], b[1:]) if x == y))' "$BUILTIN" "$OVR")"
 
 # The override is in effect now: show, offers and plan use it.
@@ -274,9 +274,11 @@ expect_eq "8 requests, for those two regions only" "8 eastus,westus3" \
 # signature.  In the world: p4d.24xlarge in the 3 regions, p5.48xlarge in
 # us-east-1 and us-west-2, g5.xlarge in us-east-1 and ap-northeast-1,
 # g6.xlarge (L4, 22888 MiB) in us-east-1 and us-west-2 (the Price List
-# prices it in us-east-1 only), and three types that make no row: a B200
-# type (not in the GPU table), an AMD one and an m5 (no GPU, not asked
-# for: only p* and g* are).
+# prices it in us-east-1 only), p6-b200.48xlarge (B200, 183359 MiB: the
+# GPU table's B200-SXM; the Price List has no price for it) in us-east-1,
+# and three types that make no row: a g7e type (its GPU, an RTX PRO 6000,
+# is not in the GPU table), an AMD one and an m5 (no GPU, not asked for:
+# only p* and g* are).
 cat > "$T/aws-seed.json" <<'EOF'
 {"instance_types": {
  "p5.48xlarge": {"vcpus": 192, "memory_mib": 2097152, "gpu_name": "H100", "gpu_count": 8, "gpu_memory_mib": 81920,
@@ -293,6 +295,9 @@ cat > "$T/aws-seed.json" <<'EOF'
    "architecture": "x86_64", "regions": ["us-east-1", "us-west-2"], "spot": {}},
  "p6-b200.48xlarge": {"vcpus": 192, "memory_mib": 2097152, "gpu_name": "B200", "gpu_count": 8, "gpu_memory_mib": 183359,
    "efa": true, "max_network_cards": 8, "max_efa_interfaces": 8, "network_performance": "3200 Gigabit",
+   "architecture": "x86_64", "regions": ["us-east-1"], "spot": {}},
+ "g7e.2xlarge": {"vcpus": 8, "memory_mib": 65536, "gpu_name": "RTX PRO 6000", "gpu_count": 1, "gpu_memory_mib": 98304,
+   "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0, "network_performance": "Up to 25 Gigabit",
    "architecture": "x86_64", "regions": ["us-east-1"], "spot": {}},
  "g4ad.xlarge": {"vcpus": 4, "memory_mib": 16384, "gpu_name": "Radeon Pro V520", "gpu_manufacturer": "AMD", "gpu_count": 1,
    "gpu_memory_mib": 8192, "efa": false, "max_network_cards": 1, "max_efa_interfaces": 0,
@@ -320,14 +325,15 @@ for x in map(json.loads, open(sys.argv[1]).readlines()[int(sys.argv[2]):]):
     out.append("%s%s:%s" % (f["instanceType"], "@" + f["regionCode"] if "regionCode" in f else "", x["body"].get("NextToken", "-").split(":")[0]))
 print(" ".join(out))' "$T/pricing.log" "$1"; }
 
-# --region narrows: us-west-2 only (23 aws rows in the override, as built in)
+# --region narrows: us-west-2 only (45 aws rows in the override, as built in,
+# g6.xlarge among them)
 e0=$(wc -l < "$T/ec2.log"); p0=$(wc -l < "$T/pricing.log")
 run_rc rc aws_g -o json catalog update --provider aws --region us-west-2 --dry-run > "$T/aws-w2.json" 2> "$T/aws-w2.err"
 expect_eq "update --provider aws --region us-west-2 --dry-run: exit 0" 0 "$rc"
 check_schema "$T/aws-w2.json" catalog
-expect_eq "us-west-2: 3 rows, 2 priced, 1 not, 1 new, 21 removed" "aws updated 3 2 1 1 21" \
+expect_eq "us-west-2: 3 rows, 2 priced, 1 not, 0 new, 42 removed" "aws updated 3 2 1 0 42" \
     "$(json_get "$T/aws-w2.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "added", "removed"))')"
-expect_eq "212 - 21 + 1 = 192 rows, nothing written" "192 " \
+expect_eq "368 - 42 = 326 rows, nothing written" "326 " \
     "$(json_get "$T/aws-w2.json" '"%d %s" % (d["rows"], d["written"])')"
 expect_eq "EC2 calls: DescribeRegions, then us-west-2 only" \
     "DescribeRegions:us-east-1 DescribeInstanceTypes:us-west-2 DescribeInstanceTypeOfferings:us-west-2 DescribeSpotPriceHistory:us-west-2" \
@@ -345,19 +351,19 @@ e0=$(wc -l < "$T/ec2.log"); p0=$(wc -l < "$T/pricing.log")
 run_rc rc aws_g -o json catalog update --provider aws > "$T/aws.json" 2> "$T/aws.err"
 expect_eq "update --provider aws: exit 0" 0 "$rc"
 check_schema "$T/aws.json" catalog
-expect_eq "9 rows, 8 priced, 1 not, 2 new, 64 removed" "aws updated 9 8 1 2 64" \
+expect_eq "10 rows, 8 priced, 2 not, 0 new, 217 removed" "aws updated 10 8 2 0 217" \
     "$(json_get "$T/aws.json" '" ".join(str(d["providers"][0][k]) for k in ("provider", "status", "rows", "updated", "not_listed", "added", "removed"))')"
-expect_eq "written: 212 - 71 + 9 = 150 rows" "150 $OVR" "$(json_get "$T/aws.json" '"%d %s" % (d["rows"], d["written"])')"
+expect_eq "written: 368 - 227 + 10 = 151 rows" "151 $OVR" "$(json_get "$T/aws.json" '"%d %s" % (d["rows"], d["written"])')"
 # (the calls of one batch may reach the fake in any order: sorted)
 expect_eq "EC2 calls: DescribeRegions, then every region at once, one page each" \
     "DescribeRegions:us-east-1 | DescribeInstanceTypeOfferings:ap-northeast-1 DescribeInstanceTypeOfferings:us-east-1 DescribeInstanceTypeOfferings:us-west-2 DescribeInstanceTypes:ap-northeast-1 DescribeInstanceTypes:us-east-1 DescribeInstanceTypes:us-west-2 DescribeSpotPriceHistory:ap-northeast-1 DescribeSpotPriceHistory:us-east-1 DescribeSpotPriceHistory:us-west-2" \
     "$(ec2_calls "$e0" | cut -d' ' -f1) | $(ec2_calls "$e0" | cut -d' ' -f2- | tr ' ' '\n' | sort | paste -sd' ')"
 expect_eq "Price List: one query per type, p4d in two pages of 2" \
-    "g5.xlarge:- g6.xlarge:- p4d.24xlarge:- p4d.24xlarge:2 p5.48xlarge:-" "$(pricing_calls "$p0")"
+    "g5.xlarge:- g6.xlarge:- p4d.24xlarge:- p4d.24xlarge:2 p5.48xlarge:- p6-b200.48xlarge:-" "$(pricing_calls "$p0")"
 expect_match "stderr: the types left out, and why" \
-    "aws: p6-b200.48xlarge: GPU B200 with 183359 MiB is not in the catalog's GPU table; left out" "$(cat "$T/aws.err")"
+    "aws: g7e.2xlarge: GPU RTX PRO 6000 with 98304 MiB is not in the catalog's GPU table; left out" "$(cat "$T/aws.err")"
 expect_match "stderr: not NVIDIA" "aws: g4ad.xlarge: its GPU is AMD Radeon Pro V520, not NVIDIA; left out" "$(cat "$T/aws.err")"
-expect_match "stderr: summary" "aws: 9 row\(s\) from the APIs in 3 region\(s\): 8 with an on-demand price, 1 without, 5 with a spot price; 2 new, 64 no longer listed \(removed\)" \
+expect_match "stderr: summary" "aws: 10 row\(s\) from the APIs in 3 region\(s\): 8 with an on-demand price, 2 without, 5 with a spot price; 0 new, 217 no longer listed \(removed\)" \
     "$(cat "$T/aws.err")"
 expect_eq "the aws rows of the override, exactly" \
 "aws,g5.xlarge,ap-northeast-1,A10G,1,24,4,16,none,,1.459,0.6913,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: ap-northeast-1a)
@@ -368,7 +374,8 @@ aws,p4d.24xlarge,ap-northeast-1,A100-40GB,8,40,96,1152,efa,400,30.09784,,,,aws-a
 aws,p4d.24xlarge,us-east-1,A100-40GB,8,40,96,1152,efa,400,21.957642,2.4655,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-east-1a)
 aws,p4d.24xlarge,us-west-2,A100-40GB,8,40,96,1152,efa,400,21.95764,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); no spot price
 aws,p5.48xlarge,us-east-1,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,17.6289,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-east-1a)
-aws,p5.48xlarge,us-west-2,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,12.6935,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-west-2a)" \
+aws,p5.48xlarge,us-west-2,H100-80GB-SXM,8,80,192,2048,efa,3200,55.04,12.6935,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; on-demand from the Price List (published 2026-12-01); spot from DescribeSpotPriceHistory (lowest zone: us-west-2a)
+aws,p6-b200.48xlarge,us-east-1,B200-SXM,8,179.0615234375,192,2048,efa,3200,,,,,aws-api,fetched DATE: hardware from DescribeInstanceTypes; no on-demand price in the Price List; no spot price" \
     "$(grep '^aws,' "$OVR" | sed -E 's/fetched [0-9]{4}-[0-9]{2}-[0-9]{2}:/fetched DATE:/')"
 expect_eq "the other providers' rows are as they were (azure 40, aliyun 101)" "aliyun=101 azure=40" \
     "$(cut -d, -f1 "$OVR" | sed 1d | grep -v '^aws$' | sort | uniq -c | awk '{print $2 "=" $1}' | paste -sd' ')"
@@ -391,7 +398,9 @@ expect_match "names the permission" "AccessDeniedException: .*\(the credentials 
 expect_eq "override untouched" "$OVR_SHA" "$(sha "$OVR")"
 
 # ---- 6. update --from installs a file as it is ---------------------------------------------
-sed "${line}s/,27.44705,8.6505,/,27.44705,8.1234,/" exported.csv > mine.csv
+# 7.1234: below every A100-80GB:8 EFA spot price of the built-in rows (the
+# lowest is p4de eu-central-1's 8.0274), so the hand-made row comes first.
+sed "${line}s/,27.44705,8.6505,/,27.44705,7.1234,/" exported.csv > mine.csv
 run_rc rc g -o json catalog update --from mine.csv > "$T/from.json" 2> /dev/null
 expect_eq "update --from mine.csv: exit 0" 0 "$rc"
 check_schema "$T/from.json" catalog
@@ -399,7 +408,7 @@ expect_eq "installed byte for byte" "$(sha mine.csv) $(sha mine.csv) mine.csv" \
     "$(sha "$OVR") $(json_get "$T/from.json" 'd["sha256"] + " " + d["from"]')"
 expect_eq "still mode 0644" 644 "$(stat -c %a "$OVR")"
 g -o json offers --gpu A100-80GB:8 --spot --interconnect efa --limit 1 > "$T/o3.json"
-expect_eq "offers see the hand-made price" "p4de.24xlarge us-east-1 8.1234" \
+expect_eq "offers see the hand-made price" "p4de.24xlarge us-east-1 7.1234" \
     "$(json_get "$T/o3.json" '" ".join(str(x) for x in (d["offers"][0]["instance_type"], d["offers"][0]["region"], d["offers"][0]["price_usd_hr"]))')"
 
 # ---- 7. reset ----------------------------------------------------------------------------------

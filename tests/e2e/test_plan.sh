@@ -47,11 +47,13 @@ done
 expect_eq "planning created no cluster" 0 "$(n_clusters)"
 
 # ---- 2. detection-3d: 8 x A100-80GB:8 over rdma, spot workers, on-demand head
-# The 9 fitting candidates (9 A100-80GB:8 rows x 2 purchase options = 18;
+# The 13 fitting candidates (11 A100-80GB:8 rows x 2 purchase options = 22;
 # lost: 6 on interconnect (sccgn7ex unknown fabric, ebmgn7e and
 # gn7e-c16g1.32xlarge none, x2 options), 2 on no_price (ebmgn7ex), 1 on
 # budget_hourly (p4de ap-northeast-1 all on-demand: 8 x 37.6223 = 300.9784 >
-# 300)); hardware: (212 - 9) x 2 = 406.
+# 300)); hardware: (368 - 11) x 2 = 714. (p4de eu-central-1 and
+# ap-southeast-1 fit but rank after aws us-east-1: 34.29122 + 7 x 8.0274 =
+# 90.48302 and 32.93646 + 7 x 13.7534 = 129.21026.)
 # Chosen: azure Standard_ND96amsr_A100_v4 eastus, head on-demand 32.77, 7
 # spot workers at 3.6047:
 #   cluster   = 32.77 + 7 x 3.6047 = 32.77 + 25.2329 = 58.0029 USD/hour
@@ -72,9 +74,9 @@ expect_eq "det3d: failover order, first 3" \
 "azure Standard_ND96amsr_A100_v4 eastus spot/on-demand 58.0029
 azure Standard_ND96amsr_A100_v4 eastus2 spot/on-demand 58.048778
 aws p4de.24xlarge us-east-1 spot/on-demand 88.00055" "$(offers3 "$D")"
-expect_eq "det3d: 9 feasible, 8 fallbacks" "9 8" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
+expect_eq "det3d: 13 feasible, 12 fallbacks" "13 12" "$(json_get "$D" 'd["feasible"], len(d["fallbacks"])' | tr -d '(),')"
 # ebmgn7ex (2 candidates) has no region in the catalog: nowhere to create a node
-expect_eq "det3d: lost_by" "{'hardware': 406, 'interconnect': 6, 'region': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
+expect_eq "det3d: lost_by" "{'hardware': 714, 'interconnect': 6, 'region': 2, 'budget_hourly': 1}" "$(json_get "$D" 'd["lost_by"]')"
 expect_eq "det3d: the budget loser and why" "aws p4de.24xlarge ap-northeast-1 budget_hourly cluster 300.98 USD/hour > budget.max_hourly 300.00" \
     "$(json_get "$D" '" ".join([(o["provider"], o["instance_type"], o["region"], o["verdict"], o["why"]) for o in d["lost"] if o["verdict"] == "budget_hourly"][0])')"
 expect_eq "det3d: budget checks" "spot.max_price None 32.77 True|budget.max_hourly 300 58.0029 True|budget.max_total 15000 2784.1392 True" \
@@ -93,8 +95,9 @@ expect_match "det3d table: plan summary" "Plan: 9 to create \(1 cluster, 8 nodes
 # ---- 3. bert-t4: 4 x T4:1, spot only, 0.25 USD per node-hour cap ------------
 # T4:1 rows with >= 4 vCPU and >= 16 GiB and a spot price <= 0.25, cheapest
 # first: NC4as_T4_v3 westus2 0.061595, eastus 0.062699, NC8as_T4_v3 westus2
-# 0.088059, ... (9 fit; 4 aliyun gn6i-c4g1 rows lose on memory: 15 GiB; 25
-# on max_price; hardware 212 - 38 T4:1 rows = 174).
+# 0.088059, ... (11 fit: the 9 of before and aws g4dn.xlarge and .2xlarge
+# in us-east-2 at 0.1901 and 0.234; 4 aliyun gn6i-c4g1 rows lose on memory:
+# 15 GiB; 43 on max_price; hardware 368 - 58 T4:1 rows = 310).
 #   cluster   = 4 x 0.061595 = 0.24638;  on-demand = 4 x 0.526 = 2.104
 #   saving    = 2.104 - 0.24638 = 1.85762; 1.85762 / 2.104 = 88.29 % -> 88.3
 #   projected = 0.24638 x 6 h = 1.47828
@@ -108,13 +111,13 @@ expect_eq "bert: failover order, first 3" \
 "azure Standard_NC4as_T4_v3 westus2 spot/spot 0.24638
 azure Standard_NC4as_T4_v3 eastus spot/spot 0.250796
 azure Standard_NC8as_T4_v3 westus2 spot/spot 0.352236" "$(offers3 "$D")"
-expect_eq "bert: 9 feasible; lost_by" "9 {'hardware': 174, 'memory': 4, 'max_price': 25}" \
+expect_eq "bert: 11 feasible; lost_by" "11 {'hardware': 310, 'memory': 4, 'max_price': 43}" \
     "$(json_get "$D" 'str(d["feasible"]) + " " + str(d["lost_by"])')"
 expect_eq "bert: budget checks" "spot.max_price 0.25 0.061595 True|budget.max_hourly 1.5 0.24638 True|budget.max_total 10 1.47828 True" \
     "$(json_get "$D" '"|".join(" ".join(str(b[k]) for k in ("check", "limit", "value", "ok")) for b in d["budget"])')"
 expect_eq "bert: request as planned" "4 aws,azure,aliyun any spot spot" \
     "$(json_get "$D" '" ".join((str(d["request"]["nodes"]), ",".join(d["request"]["providers"]), d["request"]["interconnect"], d["request"]["spot_policy"], d["request"]["head_policy"]))')"
-expect_match "bert table: the cheapest spot loser says why" "g4dn\.2xlarge +us-west-2 .*spot 0\.2741 USD/hour > spot\.max_price 0\.2500" "$(cat "$T/bert-base-4xt4-spot.txt")"
+expect_match "bert table: the cheapest spot loser says why" "g4dn\.xlarge +eu-central-1 .*spot 0\.2670 USD/hour > spot\.max_price 0\.2500" "$(cat "$T/bert-base-4xt4-spot.txt")"
 
 # ---- 3b. a plan on Aliyun carries the CNY figure beside the USD one ----------
 # T4:1 on aliyun, on-demand, no max_duration: 17 aliyun T4:1 rows, cheapest
@@ -138,13 +141,13 @@ expect_match "price line shows CNY at the rate" "price: 1\.2369 USD/hour per nod
 expect_match "and says the run is unbounded" "projected: unbounded \(no lifecycle\.max_duration\)" "$(cat "$T/ali.txt")"
 
 # ---- 4. nothing fits: budget (23) and capacity (22); --detailed-exitcode: 1
-# max_hourly 0.2: the cheapest fit was 0.24638 > 0.2, so all 9 lose on
+# max_hourly 0.2: the cheapest fit was 0.24638 > 0.2, so all 11 lose on
 # budget_hourly and the error is "budget".
 sed 's/^  max_hourly: 1.50 .*/  max_hourly: 0.2/' "$EX/bert-base-4xt4-spot.yaml" > poor.yaml
 expect_match "poor.yaml has the low cap" "^  max_hourly: 0\.2$" "$(grep max_hourly poor.yaml)"
 run_rc rc g plan -f poor.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "budget nothing meets: exit 23" 23 "$rc"
-expect_match "says which cap, and the cheapest" "9 on budget_hourly \(cheapest azure Standard_NC4as_T4_v3 westus2 spot: 0\.25 USD/hour > 0\.20\)" "$(cat "$T/e.txt")"
+expect_match "says which cap, and the cheapest" "11 on budget_hourly \(cheapest azure Standard_NC4as_T4_v3 westus2 spot: 0\.25 USD/hour > 0\.20\)" "$(cat "$T/e.txt")"
 run_rc rc g -o json plan -f poor.yaml > "$T/poor.json" 2> /dev/null
 expect_eq "budget -o json: exit 23" 23 "$rc"
 check_schema "$T/poor.json" error
@@ -200,7 +203,7 @@ expect_eq "unknown option: exit 3" 3 "$rc"
 Q="$T/quickstart.json"
 expect_eq "quickstart: the local machine, free, from the provider itself" "local local local on-demand live 0" \
     "$(json_get "$Q" '" ".join(str(x) for x in (d["chosen"]["provider"], d["chosen"]["instance_type"], d["chosen"]["region"], d["chosen"]["purchase"], d["chosen"]["source"], d["cost"]["cluster_usd_hr"]))')"
-expect_eq "quickstart: every catalog row loses on provider; no notes" "{'provider': 212} []" \
+expect_eq "quickstart: every catalog row loses on provider; no notes" "{'provider': 368} []" \
     "$(json_get "$Q" 'str(d["lost_by"]) + " " + str(d["notes"])')"
 expect_eq "quickstart: changes" "cluster:quickstart node:quickstart-0 node:quickstart-1" \
     "$(json_get "$Q" '" ".join(c["resource"] + ":" + c["name"] for c in d["changes"])')"

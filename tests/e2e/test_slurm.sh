@@ -6,7 +6,8 @@
 # quickstart trains across the two nodes to its accuracy (rank from
 # SLURM_NODEID, head from node1's NodeAddr); a failing rank's exit status;
 # the pending reason while the partition is busy; destroy twice; a node
-# whose slurmd is killed mid-job is reported lost; a login over ssh.
+# whose slurmd is killed mid-job is reported lost (and, before, gpuctl ssh
+# runs a step of the job on a node); a login over ssh.
 # Skipped (77) without Slurm or root.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -98,7 +99,10 @@ expect_match "names partition one" "partition 'one' of Slurm cluster 'lab' has 1
 # 5. The quickstart across the two nodes, to its accuracy.
 run_rc rc g apply -y -f "$T/ex/slurm/quickstart.yaml" --wait > "$T/qs.out" 2> "$T/qs.err"
 expect_eq "quickstart on Slurm exits 0" 0 "$rc"
-expect_match "rank 0 reached the target accuracy" "^\[node 0\] .*target accuracy reached" "$(cat "$T/qs.out")"
+# (global rank 0 is where torchrun's c10d rendezvous puts it: it orders the
+# agents by host name and pid, so on one machine's loopback nodes it may be
+# on node 1)
+expect_match "rank 0 reached the target accuracy" "^\[node [01]\] .*target accuracy reached" "$(cat "$T/qs.out")"
 expect_match "node 1 joined the head at node1's NodeAddr" "^\[node 1\] .*node 1 of 2, head 127\.0\.0\.2:[0-9]+," "$(cat "$T/qs.out")"
 g -o json status slurm-quickstart > "$T/qs.json"
 expect_eq "both nodes succeeded, at their NodeAddr, ids SITE/JOB/RANK" \
@@ -172,6 +176,17 @@ for _ in $(seq 1 60); do
     [ "$(g -o json status lossy | python3 -c 'import json,sys; print(" ".join(n["phase"] for n in json.load(sys.stdin)["clusters"][0]["nodes"]))')" = "running running" ] && break
     sleep 1
 done
+# gpuctl ssh: a step of the job on the node of that rank (srun --relative)
+g -o json status lossy > "$T/sh.json"
+job=$(json_get "$T/sh.json" 'd["clusters"][0]["nodes"][0]["provider_id"].split("/")[1]')
+for r in 0 1; do
+    run_rc rc g ssh lossy --node "$r" -- 'echo $SLURM_JOB_ID $SLURMD_NODENAME' > "$T/sh.out" 2> "$T/sh.err"
+    expect_eq "ssh --node $r: a step of the cluster's job on node$((r + 1)), rank $r" \
+        "0 $job node$((r + 1))" "$rc $(cat "$T/sh.out")"
+    [ "$rc" = 0 ] || cat "$T/sh.err"
+done
+run_rc rc g ssh lossy -- 'exit 4' 2> "$T/sh4.err"
+expect_eq "ssh: the command's exit status" 4 "$rc"
 kill "$(slurm_node_pid "$SD" node2)"
 run_rc rc g apply -y -f "$T/lossy.yaml" --wait --timeout 120s > "$T/l.out" 2> "$T/l.err"
 expect_eq "waiting on it ends as a lost node" 11 "$rc"

@@ -324,6 +324,13 @@ Control endpoints (no signature; logged as action "_fake/<name>")
                          (GetConsoleOutput) and the instance is terminated
                          with stateReason Client.InstanceInitiatedShutdown
                          (404 unknown, 409 already shutting down or terminated)
+  POST   /_fake/node     {"instance_id": "..", "public_ip": "127.0.0.1",
+                         "console": "text"} (each but the id optional): give
+                         a live instance that public IP (shown while
+                         running; a test points it at a local sshd) and add
+                         the text to its serial console, as a booting node
+                         prints its SSH host keys there (404 unknown, 409
+                         shutting down or terminated)
   POST   /_fake/advance  finish every transition now: pending -> running,
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
@@ -2820,6 +2827,17 @@ class Handler(BaseHTTPRequestHandler):
                     inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "guest")
+            elif route == ("POST", "node"):
+                iid = doc.get("instance_id") if isinstance(doc, dict) else None
+                inst = WORLD.instances.get(iid)
+                if inst is None:
+                    status, out = 404, {"error": "no instance %r" % iid}
+                elif inst["state"] in ("shutting-down", "terminated"):
+                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                else:
+                    if "public_ip" in doc:
+                        inst["public_ip"] = str(doc["public_ip"])
+                    inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
             elif route == ("GET", "checkip"):
                 out, ctype = CHECKIP, "text/plain"
             elif route == ("GET", "faults"):

@@ -35,7 +35,7 @@
 #define KNOWN_GPUS                                                                      \
     "T4, V100-16GB, V100-32GB, V100-16GB-PCIe, A10G, A10, A100-40GB, A100-80GB, "        \
     "A100-80GB-PCIe, A800-40GB, H100-80GB-SXM, H100-PCIe, H100-NVL, H200-141GB-SXM, "    \
-    "H800, H20, L4, L40S, L20, H-e"
+    "H800, H20, L4, L40S, L20, H-e, B200-SXM, B300"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                            */
@@ -146,7 +146,7 @@ static void test_builtin_counts(void **state)
     (void)state;
     gpc_catalog *c = builtin();
     assert_string_equal(c->origin, "built-in");
-    assert_int_equal(c->n_rows, 212);
+    assert_int_equal(c->n_rows, 368);
     size_t aws = 0, azure = 0, aliyun = 0;
     for (size_t i = 0; i < c->n_rows; i++) {
         const char *p = c->rows[i].provider;
@@ -167,13 +167,32 @@ static void test_builtin_counts(void **state)
             assert_true(d < 0);
         }
     }
-    assert_int_equal(aws, 71);
+    assert_int_equal(aws, 227);
+    /* AWS rows per instance family (the type up to its '.'). */
+    static const struct {
+        const char *family;
+        size_t rows;
+    } fam[] = {{"g4dn", 49}, {"g5", 48},   {"g6", 40},   {"g6e", 40},     {"gr6", 10},
+               {"p3", 9},    {"p3dn", 3},  {"p4d", 6},   {"p4de", 5},     {"p5", 7},
+               {"p5e", 2},   {"p5en", 4},  {"p6-b200", 3}, {"p6-b300", 1}};
+    size_t in_families = 0;
+    for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+        size_t n = 0, len = strlen(fam[f].family);
+        for (size_t i = 0; i < c->n_rows; i++)
+            n += !strcmp(c->rows[i].provider, "aws") &&
+                 !strncmp(c->rows[i].instance_type, fam[f].family, len) &&
+                 c->rows[i].instance_type[len] == '.';
+        assert_int_equal(n, fam[f].rows);
+        in_families += n;
+    }
+    assert_int_equal(in_families, aws);
     assert_int_equal(azure, 40);
     assert_int_equal(aliyun, 101);
-    assert_int_equal(c->n_gpus, 20);
-    /* 6 sources of the built-in rows, and azure-retail-api and aws-api for
-     * rows that `catalog update` refreshes */
-    assert_int_equal(c->n_sources, 8);
+    assert_int_equal(c->n_gpus, 22);
+    /* 6 sources of the built-in rows, azure-retail-api and aws-api for rows
+     * that `catalog update` refreshes, and aws-ec2-ac-specs (AWS
+     * interconnect figures, cited by the skypilot-v8-aws rows) */
+    assert_int_equal(c->n_sources, 9);
     const gpc_catalog_source *az = gpc_catalog_source_get(c, "azure-retail-api");
     assert_non_null(az);
     assert_string_equal(az->currency, "USD");
@@ -209,7 +228,7 @@ static void test_builtin_rows(void **state)
     assert_true(r->price_spot_cny == -1);
     assert_string_equal(r->source, "skypilot-v8-aws");
     assert_string_equal(r->notes, "");
-    assert_int_equal(r->line, 164);
+    assert_int_equal(r->line, 311);
 
     r = find(c, "aws", "g5.xlarge", "us-east-1");
     assert_string_equal(r->gpu_model, "A10G");
@@ -219,12 +238,48 @@ static void test_builtin_rows(void **state)
     assert_true(r->fabric_gbps == 0);
     assert_string_equal(r->source, "skypilot-v7-aws");
 
-    /* p5.4xlarge: fabric not verified, no spot data in us-east-1. */
+    /* p5.4xlarge: EFA 100 Gbit/s (AWS spec page), no spot data in us-east-1. */
     r = find(c, "aws", "p5.4xlarge", "us-east-1");
-    assert_int_equal(r->fabric, GPC_FABRIC_UNKNOWN);
+    assert_int_equal(r->fabric, GPC_FABRIC_EFA);
+    assert_true(r->fabric_gbps == 100);
     assert_true(r->price_ondemand == 6.88);
     assert_true(r->price_spot == -1);
-    assert_string_equal(r->notes, "EFA support not verified in sources");
+    assert_string_equal(r->notes, "");
+
+    /* Rows of the families added from skypilot-v8-aws, checked by hand
+     * against catalogs/v8/aws/vms.csv @00148f2a (spot: lowest over the
+     * region's zones) and the AWS accelerated-computing spec page. */
+    r = find(c, "aws", "g6.xlarge", "us-east-1");
+    assert_string_equal(r->gpu_model, "L4");
+    assert_int_equal(r->gpu_count, 1);
+    assert_true(r->gpu_mem_gib == 24);
+    assert_true(r->vcpus == 4);
+    assert_true(r->mem_gib == 16);
+    assert_int_equal(r->fabric, GPC_FABRIC_NONE);
+    assert_true(r->price_ondemand == 0.8048);
+    assert_true(r->price_spot == 0.349); /* use1-az4 */
+    assert_string_equal(r->source, "skypilot-v8-aws");
+    r = find(c, "aws", "g6e.48xlarge", "us-east-2");
+    assert_string_equal(r->gpu_model, "L40S");
+    assert_int_equal(r->gpu_count, 8);
+    assert_true(r->mem_gib == 1536);
+    assert_int_equal(r->fabric, GPC_FABRIC_EFA);
+    assert_true(r->fabric_gbps == 400);
+    assert_true(r->price_ondemand == 30.13118);
+    assert_true(r->price_spot == 8.2444); /* use2-az2 */
+    r = find(c, "aws", "p6-b200.48xlarge", "us-east-1");
+    assert_string_equal(r->gpu_model, "B200-SXM");
+    assert_true(r->gpu_mem_gib == 179);
+    assert_true(r->fabric_gbps == 3200);
+    assert_true(r->price_ondemand == 113.9328);
+    assert_true(r->price_spot == 21.0148); /* use1-az6; the Atlanta Local Zone's 13.0338 is not */
+    r = find(c, "aws", "p5e.48xlarge", "us-east-2"); /* spot only */
+    assert_true(r->price_ondemand == -1);
+    assert_true(r->price_spot == 18.7359);
+    assert_string_equal(r->notes, "no on-demand price in the source (spot only)");
+    r = find(c, "aws", "p5en.48xlarge", "us-west-2");
+    assert_true(r->price_ondemand == 63.296);
+    assert_true(r->price_spot == 15.482);
 
     r = find(c, "azure", "Standard_ND96isr_H100_v5", "eastus");
     assert_int_equal(r->gpu_count, 8); /* the source's 12 is corrected */
@@ -1326,7 +1381,7 @@ static void test_open_precedence(void **state)
     setenv("GPUCTL_CONFIG_DIR", tmp_root, 1); /* no catalog.csv in it */
     gpc_catalog *c = open_catalog(NULL);
     assert_string_equal(c->origin, "built-in");
-    assert_int_equal(c->n_rows, 212);
+    assert_int_equal(c->n_rows, 368);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CONFIG_DIR", cfg, 1);   /* the user-level override */
@@ -1334,8 +1389,8 @@ static void test_open_precedence(void **state)
     assert_string_equal(c->origin, user);
     assert_int_equal(c->n_rows, 1);
     assert_string_equal(c->rows[0].instance_type, "user.1");
-    assert_int_equal(c->n_gpus, 20); /* GPUs and sources stay built in */
-    assert_int_equal(c->n_sources, 8);
+    assert_int_equal(c->n_gpus, 22); /* GPUs and sources stay built in */
+    assert_int_equal(c->n_sources, 9);
     gpc_catalog_free(c);
 
     setenv("GPUCTL_CATALOG", "", 1);        /* empty: as if unset */

@@ -581,6 +581,50 @@ static void test_region_quota(void **state)
         "info: [   5s] job: 1 of 1 node(s) running\n");
 }
 
+/* The region a quota error closed stays closed for the offers that the
+ * price order puts after another region's (regression: only the offers
+ * right after it were skipped, so interleaved regions were each tried). */
+static void test_region_quota_interleaved(void **state)
+{
+    eng *e = *state;
+    scripted_offer("t1", "r1", 1.0);
+    scripted_offer("t1", "r2", 1.5);
+    scripted_offer("t2", "r1", 2.0);
+    scripted_offer("t2", "r2", 2.5);
+    scripted_fail("create_node", "region=r1", 0, GPC_ERR_QUOTA);
+    scripted_fail("create_node", "region=r2 type=t1", 0, GPC_ERR_CAPACITY);
+    eng_spec(e, SPEC("scripted", 1));
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(eng_apply(e, &res, &err), 0);
+    /* t2 in r1 (offer 3) is never tried */
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 4\n"
+        "list_zones region=r1 type=t1 -> r1a\n"
+        "create_node name=job-0 rank=0 region=r1 zone=r1a type=t1 token=job-0-U1-a1 attempt=1 "
+        "head=- -> ERR quota\n"
+        "cleanup_cluster cluster=job regions=r1 -> ok\n"
+        "list_zones region=r2 type=t1 -> r2a\n"
+        "create_node name=job-0 rank=0 region=r2 zone=r2a type=t1 token=job-0-U2-a1 attempt=1 "
+        "head=- -> ERR capacity\n"
+        "cleanup_cluster cluster=job regions=r2 -> ok\n"
+        "list_zones region=r2 type=t2 -> r2a\n"
+        "create_node name=job-0 rank=0 region=r2 zone=r2a type=t2 token=job-0-U3-a1 attempt=1 "
+        "head=- -> s-1\n"
+        "describe_nodes cluster=job ids=s-1 -> booting\n"
+        "describe_nodes cluster=job ids=s-1 -> running\n"
+        "nodes_running cluster=job ids=s-1 -> ok\n"
+        "describe_nodes cluster=job ids=s-1 -> running\n");
+    assert_string_equal(eng_said(e),
+        "info: gpuctl: scripted: create_node: quota (scripted); trying offer 2 of 4: scripted "
+        "t1 r2 on-demand\n"
+        "info: gpuctl: scripted: create_node: capacity (scripted); trying offer 4 of 4: "
+        "scripted t2 r2 on-demand\n"
+        "info: created node job-0 (s-1)\n"
+        "info: [   0s] job: 0 of 1 node(s) running\n"
+        "info: [   5s] job: 1 of 1 node(s) running\n");
+}
+
 /* A zone that met no capacity is skipped by the applies of the next
  * GPUCTL_CAPACITY_SKIP_S seconds (600 by default; 0: never), recorded as
  * a skipped attempt. */
@@ -644,6 +688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_every_zone_out_next_offer, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_every_offer_out, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_region_quota, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_region_quota_interleaved, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_capacity_skip, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpuctl/offers.h"
+#include "gpuctl/plan.h"
 
 /* ------------------------------------------------------------------ */
 /* Fixtures.                                                          */
@@ -1251,6 +1252,53 @@ static void test_many_rows(void **state)
     free(rows);
 }
 
+/* Prices and savings as printed (plan.h): enough digits for a tiny live
+ * spot price, and a saving between 0 and 100 never shown as 0 or 100.
+ * regression: 0.0031 against 32.77 printed as "0.00" and "100%". */
+static void test_price_and_saving_digits(void **state)
+{
+    (void)state;
+    assert_int_equal(gpc_price_decimals(0.0031, 4), 4);     /* "0.0031" */
+    assert_int_equal(gpc_price_decimals(0.0031, 2), 4);     /* not "0.00" */
+    assert_int_equal(gpc_price_decimals(0.00314, 4), 5);    /* "0.00314" */
+    assert_int_equal(gpc_price_decimals(0.000031, 4), 6);   /* "0.000031" */
+    assert_int_equal(gpc_price_decimals(0.0000001, 4), 4);  /* 0 at 6 decimals, as documents */
+    assert_int_equal(gpc_price_decimals(8.22609, 4), 4);    /* "8.2261" */
+    assert_int_equal(gpc_price_decimals(58.0029, 2), 2);    /* "58.00" */
+    assert_int_equal(gpc_price_decimals(0.25, 2), 2);       /* "0.25" */
+    assert_int_equal(gpc_price_decimals(0.0125, 2), 4);     /* "0.0125" */
+    assert_int_equal(gpc_price_decimals(0, 2), 2);
+    assert_int_equal(gpc_price_decimals(-1, 4), 4);         /* unknown */
+
+    int d = -1;
+    /* 100 x (1 - 0.0031/32.77) = 99.990540 */
+    double pct = 100.0 * (1.0 - 0.0031 / 32.77);
+    assert_true(gpc_saving_pct_round(pct, 1, &d) == 99.99);
+    assert_int_equal(d, 2);
+    assert_true(gpc_saving_pct_round(pct, 0, &d) == 99.99);
+    assert_int_equal(d, 2);
+    assert_true(gpc_saving_pct_round(77.875, 1, &d) == 77.9); /* as before */
+    assert_int_equal(d, 1);
+    assert_true(gpc_saving_pct_round(89.0, 0, &d) == 89);
+    assert_int_equal(d, 0);
+    assert_true(gpc_saving_pct_round(99.6, 0, &d) == 99.6);    /* not 100 */
+    assert_int_equal(d, 1);
+    assert_true(gpc_saving_pct_round(0.3, 0, &d) == 0.3);      /* not 0 */
+    assert_int_equal(d, 1);
+    assert_true(gpc_saving_pct_round(-0.0002, 0, &d) == -0.0002); /* not -0 */
+    assert_int_equal(d, 4);
+    assert_true(gpc_saving_pct_round(99.99999999, 1, &d) == 99.999999); /* into the range */
+    assert_int_equal(d, 6);
+    assert_true(gpc_saving_pct_round(0.00000001, 1, &d) == 0.000001);
+    assert_true(gpc_saving_pct_round(-0.00000001, 0, &d) == -0.000001);
+    assert_true(gpc_saving_pct_round(100, 1, &d) == 100);      /* a free spot price */
+    assert_int_equal(d, 1);
+    double z = gpc_saving_pct_round(0, 0, &d);                 /* spot = on-demand */
+    assert_true(z == 0 && !signbit(z));
+    assert_int_equal(d, 0);
+    assert_true(gpc_saving_pct_round(-5.04, 0, NULL) == -5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1273,6 +1321,7 @@ int main(void)
         cmocka_unit_test(test_verdict_names),
         cmocka_unit_test(test_clipping),
         cmocka_unit_test(test_many_rows),
+        cmocka_unit_test(test_price_and_saving_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

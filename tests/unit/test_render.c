@@ -1013,7 +1013,7 @@ static void test_bootstrap_lint(void **state)
     (void)state;
     if (!have("command -v shellcheck"))
         skip();
-    char dir[128], files[4096] = "";
+    char dir[128], files[8192] = "";
     mkdir_in(dir, sizeof(dir), "lint");
     static const char *const provs[] = {"local", "aws", "azure", "aliyun", "aws"};
     for (int ic = GPC_IC_ANY; ic <= GPC_IC_ERDMA; ic++) {
@@ -1062,6 +1062,23 @@ static void test_bootstrap_lint(void **state)
         char *b = render_boot(&s, &n, "aws");
         assert_non_null(strstr(b, "ami-launch-index"));
         fmt(path, sizeof(path), "%s/boot-batch.sh", dir);
+        write_file(path, b, strlen(b), 0700);
+        free(b);
+        assert_int_equal(sh("bash -n '%s'", path), 0);
+        size_t used = strlen(files);
+        fmt(files + used, sizeof(files) - used, " '%s'", path);
+    }
+    /* lifecycle.idle_timeout, on each provider's node script */
+    static const char *const idle_provs[] = {"local", "aws", "azure", "aliyun"};
+    for (size_t i = 0; i < sizeof(idle_provs) / sizeof(idle_provs[0]); i++) {
+        gpc_spec s;
+        gpc_node_ctx n = base_node();
+        char path[256];
+        base_spec(&s);
+        s.lifecycle.idle_timeout_s = 600;
+        char *b = render_boot(&s, &n, idle_provs[i]);
+        assert_non_null(strstr(b, "\ngpuctl_md_stop() {\n"));
+        fmt(path, sizeof(path), "%s/boot-idle-%zu.sh", dir, i);
         write_file(path, b, strlen(b), 0700);
         free(b);
         assert_int_equal(sh("bash -n '%s'", path), 0);
@@ -1159,8 +1176,18 @@ static void node_prepare(node_run *r, const char *name, const char *torch, int g
         r->out, r->out, v2 ? "-- -" : "", v2 ? "setsid " : "");
     write_file(p, text, strlen(text), 0755);
 
+    /* The bootstrap asks torchrun's interpreter for "VERSION LOCAL_ADDR"
+     * (1: torchrun has --local_addr, torch 2.x) without importing torch. */
     fmt(p, sizeof(p), "%s/python3", stub);
-    fmt(text, sizeof(text), "#!/bin/bash\necho '%s'\n", torch);
+    fmt(text, sizeof(text),
+        "#!/bin/bash\n"
+        "if [[ $1 == -c && $2 == *importlib.metadata* ]]; then\n"
+        "  [[ $2 != *'import torch'* ]] || exit 9\n"
+        "  echo '%s %d'\n"
+        "else\n"
+        "  echo '%s'\n"
+        "fi\n",
+        torch, v2, torch);
     write_file(p, text, strlen(text), 0755);
 
     /* Cloud flavours power the node off at the end: never the real one. */
@@ -1288,6 +1315,10 @@ static void test_run_rank0_cpu_torch1(void **state)
         "--no_python", "/bin/bash", worker,
     };
     assert_nul_list(r.args, r.args_len, want_args, sizeof(want_args) / sizeof(want_args[0]));
+    /* torch 1.x has no --local_addr: the node says what is published */
+    assert_non_null(strstr(r.log, "gpuctl: launcher torchrun, torch 1.13.0a0\n"));
+    assert_non_null(strstr(r.log, "gpuctl: no --local_addr in torch < 2.0: peers must resolve host name"));
+    assert_env(r.env, r.env_len, "GPUCTL_NODE_IP", "127.0.0.1");
 
     for (size_t i = 0; i < N_HOSTILE; i++)
         assert_env(r.env, r.env_len, hostile_names[i], hostile[i]);
@@ -1366,9 +1397,12 @@ static void test_run_rank1_gpu_torch2(void **state)
     const char *const want_args[] = {
         "--nnodes=3", "--nproc_per_node=2", "--rdzv_backend=c10d",
         "--rdzv_endpoint=[::1]:29411", "--rdzv_id=demo-0123abcd", "--rdzv_conf=is_host=0",
-        "--max_restarts=0", "--log_dir", logdir, "--no_python", "/bin/bash", worker,
+        "--max_restarts=0", "--log_dir", logdir, "--local_addr=127.0.0.1",
+        "--no_python", "/bin/bash", worker,
     };
     assert_nul_list(r.args, r.args_len, want_args, sizeof(want_args) / sizeof(want_args[0]));
+    assert_non_null(strstr(r.log, "gpuctl: launcher torchrun, torch 2.5.1+cu124\n"));
+    assert_env(r.env, r.env_len, "GPUCTL_NODE_IP", "127.0.0.1");
     assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", "::1");
     assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "1");
     assert_env(r.env, r.env_len, "GPUCTL_GPUS_PER_NODE", "2");
@@ -1757,6 +1791,82 @@ static void test_run_cloud_poweroff_fallback(void **state)
     node_run_free(&r);
 }
 
+/* lifecycle.idle_timeout on the node: after its job the node stays up until
+ * no job has run for that long (the `job` record, which a later job
+ * rewrites), then stops itself through the node script's gpuctl_md_stop
+ * (local: the bootstrap ends; aws: it powers off) and says why in
+ * `stopped`.  Without idle_timeout the bootstrap has none of it. */
+static void test_run_idle_timeout(void **state)
+{
+    (void)state;
+    gpc_spec s;
+    base_spec(&s);
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "aws");
+    assert_null(strstr(b, "gpuctl_idle"));
+    assert_null(strstr(b, "gpuctl_md_stop"));
+    free(b);
+
+    /* local, 2 s; a job started by hand 1 s after the first one ended runs
+     * 2 s: the node stops 2 s after that one ended, not after the first */
+    node_run r;
+    node_prepare(&r, "idle", "2.4.0", 0);
+    s.lifecycle.idle_timeout_s = 2;
+    s.run.command = "H=$GPUCTL_HOME; setsid env -u GPUCTL_HOME bash -c 'sleep 1; "
+                    "echo \"running $(date +%s)\" >\"$0/job\"; sleep 2; "
+                    "echo \"ended $(date +%s)\" >\"$0/job\"' \"$H\" </dev/null >/dev/null 2>&1 & sleep 0.3";
+    b = render_boot(&s, &n, "local");
+    assert_non_null(strstr(b, "\nGPUCTL_IDLE_TIMEOUT_S=2\n"));
+    time_t t0 = time(NULL);
+    node_exec(&r, b, NULL);
+    time_t took = time(NULL) - t0;
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    if (took < 5 || took > 12)
+        fail_msg("the node stopped after %lld s; want 5 (1 + 2 + 2) to 12; log:\n%s",
+                 (long long)took, r.log);
+    char f[256];
+    fmt(f, sizeof(f), "%s/stopped", r.home);
+    char *why = slurp(f, NULL);
+    assert_non_null(why);
+    assert_string_equal(why, "idle 2s\n");
+    free(why);
+    fmt(f, sizeof(f), "%s/job", r.home);
+    char *job = slurp(f, NULL);
+    assert_non_null(job);
+    assert_int_equal(strncmp(job, "ended ", 6), 0);
+    free(job);
+    assert_non_null(strstr(r.log, "gpuctl: idle: stopping the node after 2s with no job\n"));
+    assert_non_null(strstr(r.log, "gpuctl: no job for 2s: stopping the node\n"));
+    assert_null(r.shutdown);
+    node_run_free(&r);
+
+    /* aws, 1 s: the node powers itself off (terminate) after the idle time */
+    node_prepare(&r, "idleaws", "2.4.0", 0);
+    s.lifecycle.idle_timeout_s = 1;
+    s.run.command = "true";
+    b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_non_null(r.shutdown);
+    assert_string_equal(r.shutdown, "-h now\n");
+    assert_non_null(strstr(r.log, "gpuctl: no job for 1s: stopping the node\n"));
+    assert_null(strstr(r.log, "powering off"));
+    node_run_free(&r);
+
+    /* a node script without gpuctl_md_stop cannot honour it */
+    gpc_userdata_rules bare = *gpc_provider_find("local")->userdata;
+    bare.node_script = "gpuctl_md_machine=0\ngpuctl_md_private_ip() {\n  :\n}\n";
+    char *out = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    s.lifecycle.idle_timeout_s = 60;
+    assert_int_equal(gpc_render_bootstrap(&s, &n, &bare, &out, &e), GPC_ERR_RENDER);
+    assert_non_null(strstr(e.msg, "does not define gpuctl_md_stop, which lifecycle.idle_timeout needs"));
+    assert_null(out);
+}
+
 /* Rank 0 on a cloud finds its private IP through the provider's metadata
  * service (hostname -I when that fails), and powers the node off at the
  * end unless GPUCTL_POWEROFF=0. */
@@ -1788,6 +1898,10 @@ static void test_run_cloud_metadata(void **state)
         assert_outcome(&r, 0, "succeeded\n");
         assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", cases[i].ip);
         fmt(want_ep, sizeof(want_ep), "--rdzv_endpoint=%s:29400", cases[i].ip);
+        assert_true(nul_list_has(r.args, r.args_len, want_ep));
+        /* the node's own IP literal is what it advertises */
+        assert_env(r.env, r.env_len, "GPUCTL_NODE_IP", cases[i].ip);
+        fmt(want_ep, sizeof(want_ep), "--local_addr=%s", cases[i].ip);
         assert_true(nul_list_has(r.args, r.args_len, want_ep));
         if (cases[i].shutdown) {
             assert_non_null(r.shutdown);
@@ -1907,7 +2021,9 @@ static void test_bootstrap_modes(void **state)
     static const char launch[] = "\ngpuctl_launch_index=$(gpuctl_md_launch_index) || exit 1\n";
     static const char sched[] = "\ngpuctl_node_rank=$(gpuctl_md_node_rank) || exit 1\n";
     static const char own_ip[] = "\nif [ -z \"$GPUCTL_HEAD_IP\" ]; then\n"
-                                 "  GPUCTL_HEAD_IP=$(gpuctl_own_ip)\nfi\n";
+                                 "  GPUCTL_HEAD_IP=$gpuctl_node_ip\nfi\n";
+    /* every node finds its own IP literal, to advertise to the rendezvous */
+    static const char node_ip[] = "\ngpuctl_node_ip=$(gpuctl_own_ip)\n";
     static const char on_node[] = "\nGPUCTL_HEAD_IP=$(gpuctl_md_head_addr) || exit 1\n";
     static const char names[] = "\nelif gpuctl_is_host_name \"$GPUCTL_HEAD_IP\"; then\n"
                                 "  gpuctl_endpoint=\"$GPUCTL_HEAD_IP:$GPUCTL_RDZV_PORT\"\n";
@@ -1940,8 +2056,9 @@ static void test_bootstrap_modes(void **state)
         assert_int_equal(strstr(b, "\ngpuctl_md_node_rank() {\n") != NULL,
                          modes[i].rank_from == GPC_RANK_SCHEDULER);
         assert_int_equal(strstr(b, own_ip) != NULL, modes[i].rdzv_from == GPC_RDZV_HEAD_IP);
-        assert_int_equal(strstr(b, "\ngpuctl_own_ip() {\n") != NULL,
-                         modes[i].rdzv_from == GPC_RDZV_HEAD_IP);
+        assert_non_null(strstr(b, "\ngpuctl_own_ip() {\n"));
+        assert_non_null(strstr(b, node_ip));
+        assert_non_null(strstr(b, "\n    gpuctl_args+=(--local_addr=\"$GPUCTL_NODE_IP\")\n"));
         assert_int_equal(strstr(b, on_node) != NULL, modes[i].rdzv_from == GPC_RDZV_ON_NODE);
         assert_int_equal(strstr(b, "\ngpuctl_md_head_addr() {\n") != NULL,
                          modes[i].rdzv_from == GPC_RDZV_ON_NODE);
@@ -2623,6 +2740,7 @@ int main(void)
         cmocka_unit_test(test_run_modes),
         cmocka_unit_test(test_run_efa_gpudirect),
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
+        cmocka_unit_test(test_run_idle_timeout),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),
         cmocka_unit_test(test_payload),

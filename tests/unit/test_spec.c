@@ -1395,6 +1395,46 @@ static void test_to_json(void **state)
     assert_null(gpc_spec_to_json(NULL));
 }
 
+/* A spec saved on Windows: the text a node executes arrives without the
+ * BOM and the CR of CR LF (also where YAML escapes put them), a note says
+ * so per field with file:line, and the hash is that of the LF spec. */
+static void test_exec_text_windows(void **state)
+{
+    (void)state;
+    static const char lf[] = "name: w\nsetup: |\n  echo a\n  echo b\nrun: \"python t.py\\n\"\n";
+    static const char crlf[] = "\xef\xbb\xbfname: w\r\nsetup: |\r\n  echo a\r\n  echo b\r\n"
+                               "run: \"\\ufeffpython t.py\\r\\n\"\r\n";
+    gpc_spec *a = load(lf), *b = load(crlf);
+    assert_int_equal(a->n_notes, 0);
+    assert_string_equal(b->setup, "echo a\necho b\n");
+    assert_string_equal(b->run.command, "python t.py\n");
+    assert_int_equal(b->n_notes, 2);
+    assert_string_equal(b->notes[0], "job.yaml:2: setup: read CR LF line ends as LF (saved on "
+                                     "Windows?); bash runs the text without them");
+    assert_string_equal(b->notes[1], "job.yaml:5: run: removed 1 CR of CR LF line ends and "
+                                     "removed 1 U+FEFF (byte order mark) (saved on Windows?); "
+                                     "bash runs the text without them");
+    char ha[65], hb[65];
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_spec_hash(a, ha, &e), 0);
+    assert_int_equal(gpc_spec_hash(b, hb, &e), 0);
+    assert_string_equal(ha, hb);
+    gpc_spec_free(a);
+    gpc_spec_free(b);
+
+    /* LF file, CRs inside the text only, a lone CR kept; run as a mapping */
+    b = load("name: w\nsetup: \"a\\r\\nb\\rc\\r\"\nrun:\n  command: \"x\\ufeff\\ufeff\"\n");
+    assert_string_equal(b->setup, "a\nb\rc");
+    assert_string_equal(b->run.command, "x");
+    assert_int_equal(b->n_notes, 2);
+    assert_string_equal(b->notes[0], "job.yaml:2: setup: removed 2 CR of CR LF line ends "
+                                     "(saved on Windows?); bash runs the text without them");
+    assert_string_equal(b->notes[1], "job.yaml:4: run.command: removed 2 U+FEFF (byte order "
+                                     "mark) (saved on Windows?); bash runs the text without them");
+    gpc_spec_free(b);
+}
+
 static void test_hash_same_meaning(void **state)
 {
     (void)state;
@@ -1528,6 +1568,7 @@ int main(void)
         cmocka_unit_test(test_paths_image_setup),
         cmocka_unit_test(test_run),
         cmocka_unit_test(test_to_json),
+        cmocka_unit_test(test_exec_text_windows),
         cmocka_unit_test(test_hash_same_meaning),
         cmocka_unit_test(test_hash_changes),
         cmocka_unit_test(test_enum_names),
