@@ -185,6 +185,24 @@ typedef struct gpc_orphan {
     char detail[256];       /* what it is, for a person: type, state, age */
 } gpc_orphan;
 
+/* ---- Object storage (store_* operations) ---- */
+
+/* What a store_push or store_pull did. */
+typedef struct gpc_store_stats {
+    unsigned long files_sent;    /* files copied (uploaded, downloaded) */
+    unsigned long files_skipped; /* unchanged: same size and SHA-256 there */
+    uint64_t bytes_sent;         /* bytes copied (over the network for a
+                                    remote store) */
+} gpc_store_stats;
+
+/* One object of a store (store_list). */
+typedef struct gpc_store_entry {
+    char key[1025];              /* its path below the listed path,
+                                    '/'-separated ("a/b.bin") */
+    uint64_t size;               /* bytes */
+    int64_t mtime;               /* last modified, Unix seconds; 0 = not known */
+} gpc_store_entry;
+
 /* ---- Catalog price refresh (`gpuctl catalog update`) ---- */
 
 /* What refresh_prices is asked.  Strings borrowed. */
@@ -500,6 +518,52 @@ typedef struct gpc_provider {
     int (*shell_argv)(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
                       uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
                       char ***argv, gpc_error *err);
+
+    /* ---- object storage ----
+     * A store: where data and checkpoints live apart from the nodes, one
+     * per region (aws: an S3 bucket; local: a directory under the state
+     * directory; slurm: a directory under the Slurm cluster's job_dir on
+     * its shared filesystem).  `path` names a key prefix in it: '/'-
+     * separated segments of letters, digits, '.', '_' and '-' (no empty,
+     * "." or ".." segment), e.g. "data/NAME" or "clusters/UID/checkpoints".
+     * `region` NULL or "" = the provider's default (aws: its configured
+     * region; slurm: the only Slurm cluster configured).  All five are
+     * optional, present together or not at all; the engine checks `path`
+     * before it calls them.  Errors: GPC_ERR_USAGE (a region without a
+     * store, a store that cannot be reached yet), GPC_ERR_IO (local
+     * files), the provider's API errors (GPC_ERR_AUTH, GPC_ERR_PROVIDER). */
+
+    /* The URL of `path` in the store of `region`, as the provider's nodes
+     * name it (aws: s3://BUCKET/PATH; local, slurm: an absolute directory)
+     * into out (size bytes; GPC_ERR_USAGE when it does not fit), making
+     * the store when it is missing (aws: the bucket, private, encrypted,
+     * tagged; local, slurm: the directory, mode 0700). */
+    int (*store_url)(void *ctx, const char *region, const char *path, char *out,
+                     size_t size, gpc_error *err);
+
+    /* Copy every regular file under directory `local_dir` (recursively,
+     * symbolic links not followed) to `path` + its relative path, skipping
+     * the files already there with the same size and SHA-256; nothing is
+     * deleted.  Makes the store when missing.  Fills *st (zeroed first). */
+    int (*store_push)(void *ctx, const char *region, const char *local_dir, const char *path,
+                      gpc_store_stats *st, gpc_error *err);
+
+    /* The reverse: every object under `path` to `local_dir` (made when
+     * missing), skipping files there with the same size and SHA-256.
+     * Fills *st (zeroed first).  Nothing under `path`: 0 files, no error. */
+    int (*store_pull)(void *ctx, const char *region, const char *path, const char *local_dir,
+                      gpc_store_stats *st, gpc_error *err);
+
+    /* The objects under `path`, keys relative to it, sorted by key
+     * (bytewise); *out (caller frees with free()) holds *n, 0 when there
+     * is none (a store not made yet is empty, and is not made). */
+    int (*store_list)(void *ctx, const char *region, const char *path,
+                      gpc_store_entry **out, size_t *n, gpc_error *err);
+
+    /* Remove every object under `path`; *removed (may be NULL) receives
+     * how many.  Nothing there: 0, no error. */
+    int (*store_remove)(void *ctx, const char *region, const char *path, size_t *removed,
+                        gpc_error *err);
 } gpc_provider;
 
 /*

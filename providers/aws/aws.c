@@ -197,6 +197,7 @@ static void aws_close(void *ctx)
     aws_ctx *c = ctx;
     if (!c)
         return;
+    aws_store_free(c);
     gpc_ec2_close(&c->ec2);
     for (size_t i = 0; i < c->n_zl; i++)
         free(c->zl[i].zones);
@@ -317,4 +318,9 @@ const gpc_provider gpc_provider_aws = {
     .read_log = NULL,
     .secret_words = aws_secret_words,
     .shell_argv = aws_shell_argv,
+    .store_url = aws_store_url,
+    .store_push = aws_store_push,
+    .store_pull = aws_store_pull,
+    .store_list = aws_store_list,
+    .store_remove = aws_store_remove,
 };

@@ -91,6 +91,7 @@ typedef struct aws_ctx {
     aws_sq_entry sq[32];      /* vCPU quotas read in this session (quota.c) */
     size_t n_sq;
     size_t sq_next;           /* the entry reused next once all are taken */
+    struct aws_store *store;  /* object storage: S3 sessions and buckets (store.c) */
 } aws_ctx;
 
 /* One <item> of a Describe* answer (aws_describe_all). */
@@ -134,6 +135,21 @@ int aws_describe_all(aws_ctx *c, const char *region, const char *action,
 
 /* An EC2 instance <item> as a gpc_node_status (aws.md 2.3, 2.4). */
 void aws_instance_status(xmlNode *it, gpc_node_status *ns);
+
+/* ---- store.c: object storage (provider.h) ------------------------------- */
+
+int aws_store_url(void *ctx, const char *region, const char *path, char *out, size_t size,
+                  gpc_error *err);
+int aws_store_push(void *ctx, const char *region, const char *local_dir, const char *path,
+                   gpc_store_stats *st, gpc_error *err);
+int aws_store_pull(void *ctx, const char *region, const char *path, const char *local_dir,
+                   gpc_store_stats *st, gpc_error *err);
+int aws_store_list(void *ctx, const char *region, const char *path, gpc_store_entry **out,
+                   size_t *n, gpc_error *err);
+int aws_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
+                     gpc_error *err);
+/* Close the store's S3 sessions (aws_close). */
+void aws_store_free(aws_ctx *c);
 
 /* ---- region.c ----------------------------------------------------------- */
 

@@ -61,6 +61,7 @@
 #include "gpuctl/render.h"
 #include "gpuctl/shell.h"
 #include "gpuctl/util.h"
+#include "local_store.h"
 
 #define NODE_ROOT "/var/lib/gpuctl"
 #define LOG_CHUNK_MAX (1u << 20)
@@ -78,7 +79,7 @@ static int join(char *out, size_t len, const char *dir, const char *name)
 }
 
 typedef struct local_ctx {
-    char root[PATH_MAX];   /* <state-dir>/local */
+    char root[PATH_MAX];   /* <state-dir>/local; the first member (store.c) */
 } local_ctx;
 
 static int local_open(const gpc_provider_config *cfg, void **out, gpc_error *err)
@@ -1168,4 +1169,9 @@ const gpc_provider gpc_provider_local = {
     .delete_node = local_delete_in,
     .read_log = local_read_log,
     .shell_argv = local_shell_argv,
+    .store_url = local_store_url,
+    .store_push = local_store_push,
+    .store_pull = local_store_pull,
+    .store_list = local_store_list,
+    .store_remove = local_store_remove,
 };

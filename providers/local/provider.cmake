@@ -1,2 +1,2 @@
 # local: processes on this machine (docs/providers/local.md).
-gpuctl_provider(local DEFAULT SOURCES local.c NODE_SCRIPT node.sh)
+gpuctl_provider(local DEFAULT SOURCES local.c store.c NODE_SCRIPT node.sh)

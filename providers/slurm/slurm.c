@@ -334,4 +334,9 @@ const gpc_provider gpc_provider_slurm = {
     .read_log = slurm_read_log,
     .shell_argv = slurm_shell_argv,
     .site_keys = site_keys,
+    .store_url = slurm_store_url,
+    .store_push = slurm_store_push,
+    .store_pull = slurm_store_pull,
+    .store_list = slurm_store_list,
+    .store_remove = slurm_store_remove,
 };

@@ -58,6 +58,19 @@ typedef struct slurm_ctx {
 /* A site by name, or NULL. */
 const slurm_site *slurm_site_find(const slurm_ctx *c, const char *name);
 
+/* ---- store.c: object storage (provider.h), JOB_DIR/store ---- */
+
+int slurm_store_url(void *ctx, const char *region, const char *path, char *out, size_t size,
+                    gpc_error *err);
+int slurm_store_push(void *ctx, const char *region, const char *local_dir, const char *path,
+                     gpc_store_stats *st, gpc_error *err);
+int slurm_store_pull(void *ctx, const char *region, const char *path, const char *local_dir,
+                     gpc_store_stats *st, gpc_error *err);
+int slurm_store_list(void *ctx, const char *region, const char *path, gpc_store_entry **out,
+                     size_t *n, gpc_error *err);
+int slurm_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
+                       gpc_error *err);
+
 /* ---- exec.c ---- */
 
 /* What a command run on the login node did. */

@@ -68,6 +68,7 @@ extern const gpc_option gpc_ssh_options[];
 extern const gpc_option gpc_destroy_options[];
 extern const gpc_option gpc_render_options[];
 extern const gpc_option gpc_catalog_options[];
+extern const gpc_option gpc_data_options[];
 
 /* What an option callback returns for an option that may appear once and
  * came again (any other non-zero: an invalid value). */
@@ -172,6 +173,7 @@ int gpc_cmd_check(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_completion(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
 #endif

@@ -103,6 +103,11 @@ int gpc_provider_check(const gpc_provider *p, gpc_error *err)
     if (p->rdzv == GPC_RDZV_NAME && !p->rdzv_name)
         return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: a named rendezvous needs "
                         "rdzv_name", n);
+    int store_ops = !!p->store_url + !!p->store_push + !!p->store_pull + !!p->store_list +
+                    !!p->store_remove;
+    if (store_ops != 0 && store_ops != 5)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "provider %s: object storage needs all of "
+                        "store_url, store_push, store_pull, store_list and store_remove", n);
     return 0;
 }
 

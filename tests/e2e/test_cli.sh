@@ -33,7 +33,7 @@ check_schema "$T/v2.json" version
 
 # Each command's -h explains its options (from the table the parser uses),
 # then the global ones, in 80 columns; the global help names no provider.
-for c in validate offers plan apply status logs destroy render catalog check version; do
+for c in validate offers plan apply status logs destroy render catalog data check version; do
     run_rc rc g "$c" -h > "$T/h-$c.txt"
     expect_eq "$c -h: exit 0" 0 "$rc"
     expect_eq "$c -h: help lines fit 80 columns" "" "$(tail -n +2 "$T/h-$c.txt" | awk 'length($0) > 80')"

@@ -69,13 +69,15 @@ expect_eq "gpuctl offers --sort <TAB>: its values" "price price-per-tflops" \
     "$(complete_words gpuctl offers --sort '' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "gpuctl catalog <TAB>: its subcommands" "show export update reset" \
     "$(complete_words gpuctl catalog '' | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "gpuctl data <TAB>: its actions" "push ls rm" \
+    "$(complete_words gpuctl data '' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "gpuctl check <TAB>: the providers built in" "$("$GPUCTL_BIN" -o json version | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["providers"]))')" \
     "$(complete_words gpuctl check '' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "gpuctl validate <TAB>: files" "$T/work/quickstart.yaml" "$(complete_words gpuctl validate "$T/work/quick")"
 expect_eq "gpuctl get --a<TAB>: an alias completes as its command" "--all" "$(complete_words gpuctl get --a)"
 
 # Every command completes exactly the options its -h explains.
-for c in validate offers plan apply status logs destroy render catalog check version; do
+for c in validate offers plan apply status logs destroy render catalog data check version; do
     expect_eq "$c: completion and -h list the same options" \
         "$("$GPUCTL_BIN" "$c" -h | grep -oE '^  (-[a-z], |    )--[a-z-]+' | grep -oE -- '--[a-z-]+' | sort | tr '\n' ' ')" \
         "$(complete_words gpuctl "$c" -- | grep -E -- '^--' | sort | tr '\n' ' ')"

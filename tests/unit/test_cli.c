@@ -44,7 +44,7 @@ static void test_option_tables(void **state)
                     }
             }
     }
-    assert_int_equal(n_cmds, 14);
+    assert_int_equal(n_cmds, 15); /* ... catalog, data, check, ssh ... */
 }
 
 static void test_opt_duration(void **state)

@@ -1,0 +1,24 @@
+/*
+ * store.h - the local provider's object storage (private to
+ * providers/local/): a directory, STATE_DIR/store (mode 0700), stands in
+ * for a bucket; a store path is a directory below it.  The operations are
+ * those of gpc_provider (provider.h, "object storage"); `ctx` is the
+ * provider's context, whose first member is its root "STATE_DIR/local".
+ */
+#ifndef GPUCTL_LOCAL_STORE_H
+#define GPUCTL_LOCAL_STORE_H
+
+#include "gpuctl/provider.h"
+
+int local_store_url(void *ctx, const char *region, const char *path, char *out, size_t size,
+                    gpc_error *err);
+int local_store_push(void *ctx, const char *region, const char *local_dir, const char *path,
+                     gpc_store_stats *st, gpc_error *err);
+int local_store_pull(void *ctx, const char *region, const char *path, const char *local_dir,
+                     gpc_store_stats *st, gpc_error *err);
+int local_store_list(void *ctx, const char *region, const char *path, gpc_store_entry **out,
+                     size_t *n, gpc_error *err);
+int local_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
+                       gpc_error *err);
+
+#endif
