@@ -79,8 +79,13 @@ static int join(char *out, size_t len, const char *dir, const char *name)
 }
 
 typedef struct local_ctx {
-    char root[PATH_MAX];   /* <state-dir>/local; the first member (store.c) */
+    char root[PATH_MAX];   /* <state-dir>/local */
 } local_ctx;
+
+const char *local_root(void *ctx)
+{
+    return ((const local_ctx *)ctx)->root;
+}
 
 static int local_open(const gpc_provider_config *cfg, void **out, gpc_error *err)
 {

@@ -3,12 +3,16 @@
  * providers/local/): a directory, STATE_DIR/store (mode 0700), stands in
  * for a bucket; a store path is a directory below it.  The operations are
  * those of gpc_provider (provider.h, "object storage"); `ctx` is the
- * provider's context, whose first member is its root "STATE_DIR/local".
+ * provider's context.
  */
 #ifndef GPUCTL_LOCAL_STORE_H
 #define GPUCTL_LOCAL_STORE_H
 
 #include "gpuctl/provider.h"
+
+/* The provider's root directory, "STATE_DIR/local", of its context
+ * (local.c); borrowed for the context's life. */
+const char *local_root(void *ctx);
 
 int local_store_url(void *ctx, const char *region, const char *path, char *out, size_t size,
                     gpc_error *err);

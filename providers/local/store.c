@@ -20,8 +20,7 @@ static int store_dir(void *ctx, const char *region, const char *path, int make, 
     if (region && region[0] && strcmp(region, "local") != 0)
         return gpc_fail(err, GPC_ERR_USAGE, "local: this machine's region is 'local', not '%s'",
                         region);
-    /* the context begins with "STATE_DIR/local" (local.c) */
-    const char *root = ctx;
+    const char *root = local_root(ctx);
     size_t rl = strlen(root);
     if (rl < 6 || strcmp(root + rl - 6, "/local") != 0)
         return gpc_fail(err, GPC_ERR_INTERNAL, "local: unexpected root %s", root);
