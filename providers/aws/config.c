@@ -634,34 +634,53 @@ static int services_endpoint(const gpc_aws_config *cfg, const aws_files *f, cons
     return 0;
 }
 
-static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
-                            const aws_files *f, gpc_error *err)
+/* Each service's names: the environment variable's suffix, the
+ * [services] sub-key, the default host's first label and whether the
+ * service is global or has one home region (NULL = the caller's region). */
+static const struct {
+    const char *env, *key, *host, *home;
+} services[] = {
+    [GPC_AWS_EC2] = {"EC2", "ec2", "ec2", NULL},
+    [GPC_AWS_S3] = {"S3", "s3", "s3", NULL},
+    [GPC_AWS_PRICING] = {"PRICING", "pricing", "api.pricing", "us-east-1"},
+    [GPC_AWS_SERVICE_QUOTAS] = {"SERVICE_QUOTAS", "service_quotas", "servicequotas", NULL},
+    [GPC_AWS_IAM] = {"IAM", "iam", "iam", "us-east-1"},
+    [GPC_AWS_STS] = {"STS", "sts", "sts", NULL},
+};
+
+/*
+ * The configured endpoint of service `svc`, in the SDKs' order (without
+ * gpuctl's --endpoint and the ignore switch, which the callers weigh):
+ * AWS_ENDPOINT_URL_<ID> > AWS_ENDPOINT_URL > the [services NAME] section's
+ * `<key> =` endpoint_url > the profile's endpoint_url.  Copied into *out
+ * (heap) with where it came from in `from`; *out NULL when none is set.
+ * GPC_ERR_SPEC (PATH:LINE) / GPC_ERR_USAGE (the variable) for one that is
+ * not an http(s) URL.
+ */
+static int configured_endpoint(const gpc_aws_config *cfg, const aws_files *f,
+                               gpc_aws_service svc, char **out, char *from, size_t fs,
+                               gpc_error *err)
 {
-    const char *url = NULL;
+    const char *url;
     const ini_entry *at = NULL;   /* set when the URL comes from a file */
     const ini_doc *doc = &f->config;
-    char from[sizeof(cfg->endpoint_from)] = "";
+    char var[64];
     int rc;
-
-    if (opts && opts->endpoint && *opts->endpoint) {
-        url = opts->endpoint;
-        aws_set_label(from, sizeof(from), "%s",
-                      opts->endpoint_from ? opts->endpoint_from : "--endpoint");
-    } else if (ignore_configured_endpoints(cfg, f)) {
-        return 0;
-    } else if ((url = aws_env("AWS_ENDPOINT_URL_EC2"))) {
-        aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL_EC2");
+    *out = NULL;
+    snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", services[svc].env);
+    if ((url = aws_env(var))) {
+        aws_set_label(from, fs, "%s", var);
     } else if ((url = aws_env("AWS_ENDPOINT_URL"))) {
-        aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
+        aws_set_label(from, fs, "AWS_ENDPOINT_URL");
     } else {
-        if ((rc = services_endpoint(cfg, f, "ec2", &at, from, sizeof(from), err)))
+        if ((rc = services_endpoint(cfg, f, services[svc].key, &at, from, fs, err)))
             return rc;
         if (!at) {
             setting s = aws_profile_get(f, cfg->profile, "endpoint_url");
             if (aws_setting_value(s)) {
                 at = s.e;
                 doc = s.doc;
-                aws_set_label(from, sizeof(from), "%s [profile %s]",
+                aws_set_label(from, fs, "%s [profile %s]",
                               s.in_creds ? "credentials file" : "config file", cfg->profile);
             }
         }
@@ -678,71 +697,44 @@ static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
         return gpc_fail(err, GPC_ERR_USAGE, "%s '%s' is not an http:// or https:// URL", from,
                         shown);
     }
-    if (!(cfg->ec2_endpoint = gpc_strdup(url, err)))
-        return GPC_ERR_NOMEM;
-    aws_set_label(cfg->endpoint_from, sizeof(cfg->endpoint_from), "%s", from);
-    return 0;
+    return (*out = gpc_strdup(url, err)) ? 0 : GPC_ERR_NOMEM;
 }
 
-/* Each service's names: the environment variable's suffix, the
- * [services] sub-key, the default host's first label and whether the
- * service is global or has one home region (NULL = the caller's region). */
-static const struct {
-    const char *env, *key, *host, *home;
-} services[] = {
-    [GPC_AWS_EC2] = {"EC2", "ec2", "ec2", NULL},
-    [GPC_AWS_S3] = {"S3", "s3", "s3", NULL},
-    [GPC_AWS_PRICING] = {"PRICING", "pricing", "api.pricing", "us-east-1"},
-    [GPC_AWS_SERVICE_QUOTAS] = {"SERVICE_QUOTAS", "service_quotas", "servicequotas", NULL},
-    [GPC_AWS_IAM] = {"IAM", "iam", "iam", "us-east-1"},
-    [GPC_AWS_STS] = {"STS", "sts", "sts", NULL},
-};
+/* EC2's: gpuctl's --endpoint first, then the configured one. */
+static int resolve_endpoint(const gpc_aws_options *opts, gpc_aws_config *cfg,
+                            const aws_files *f, gpc_error *err)
+{
+    if (opts && opts->endpoint && *opts->endpoint) {
+        if (!aws_is_http_url(opts->endpoint)) {
+            char shown[256];
+            gpc_http_redact_url(opts->endpoint, shown, sizeof(shown));
+            return gpc_fail(err, GPC_ERR_USAGE, "%s '%s' is not an http:// or https:// URL",
+                            opts->endpoint_from ? opts->endpoint_from : "--endpoint", shown);
+        }
+        if (!(cfg->ec2_endpoint = gpc_strdup(opts->endpoint, err)))
+            return GPC_ERR_NOMEM;
+        aws_set_label(cfg->endpoint_from, sizeof(cfg->endpoint_from), "%s",
+                      opts->endpoint_from ? opts->endpoint_from : "--endpoint");
+        return 0;
+    }
+    if (ignore_configured_endpoints(cfg, f))
+        return 0;
+    return configured_endpoint(cfg, f, GPC_AWS_EC2, &cfg->ec2_endpoint, cfg->endpoint_from,
+                               sizeof(cfg->endpoint_from), err);
+}
 
-/* Every service but EC2 (resolve_endpoint): the SDKs' order, without
+/* Every service but EC2 (resolve_endpoint): the configured ones, without
  * gpuctl's own --endpoint. */
 static int resolve_service_endpoints(gpc_aws_config *cfg, const aws_files *f, gpc_error *err)
 {
     if (ignore_configured_endpoints(cfg, f))
         return 0;
     for (size_t i = GPC_AWS_S3; i < sizeof(services) / sizeof(services[0]); i++) {
-        char var[64], from[64] = "";
-        const char *url;
-        const ini_entry *at = NULL;
-        const ini_doc *doc = &f->config;
-        int rc;
-        snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", services[i].env);
-        if ((url = aws_env(var))) {
-            aws_set_label(from, sizeof(from), "%s", var);
-        } else if ((url = aws_env("AWS_ENDPOINT_URL"))) {
-            aws_set_label(from, sizeof(from), "AWS_ENDPOINT_URL");
-        } else {
-            if ((rc = services_endpoint(cfg, f, services[i].key, &at, from, sizeof(from), err)))
-                return rc;
-            if (!at) {
-                setting s = aws_profile_get(f, cfg->profile, "endpoint_url");
-                if (aws_setting_value(s)) {
-                    at = s.e;
-                    doc = s.doc;
-                    aws_set_label(from, sizeof(from), "%s [profile %s]",
-                                  s.in_creds ? "credentials file" : "config file", cfg->profile);
-                }
-            }
-            if (!at)
-                continue;
-            url = at->value;
-        }
-        if (!aws_is_http_url(url)) {
-            char shown[256];
-            gpc_http_redact_url(url, shown, sizeof(shown));
-            if (at)
-                return gpc_fail(err, GPC_ERR_SPEC, "%s:%d: endpoint_url '%s' is not an http:// "
-                                "or https:// URL", doc->shown, at->line, shown);
-            return gpc_fail(err, GPC_ERR_USAGE, "%s '%s' is not an http:// or https:// URL",
-                            from, shown);
-        }
-        if (!(cfg->svc_endpoint[i] = gpc_strdup(url, err)))
-            return GPC_ERR_NOMEM;
-        aws_set_label(cfg->svc_endpoint_from[i], sizeof(cfg->svc_endpoint_from[i]), "%s", from);
+        int rc = configured_endpoint(cfg, f, (gpc_aws_service)i, &cfg->svc_endpoint[i],
+                                     cfg->svc_endpoint_from[i], sizeof(cfg->svc_endpoint_from[i]),
+                                     err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
