@@ -35,9 +35,12 @@ int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err)
     char *path = NULL;
     int rc = gpc_spec_path(spec, spec->workdir, &path, err);
     struct stat sb;
-    if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+    if (!rc && stat(path, &sb) != 0)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: directory '%s' does not exist "
                       "(resolved: %s)", spec->source, spec->workdir, path);
+    else if (!rc && !S_ISDIR(sb.st_mode))
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: '%s' is not a directory (resolved: %s)",
+                      spec->source, spec->workdir, path);
     free(path);
     return rc;
 }

@@ -452,6 +452,10 @@ for c in validate plan "apply --dry-run"; do
 done
 run_rc rc g plan -f nowd.yaml --detailed-exitcode > /dev/null 2>&1
 expect_eq "plan --detailed-exitcode of a missing workdir: exit 1" 1 "$rc"
+: > missing-dir   # a file where the directory should be
+run_rc rc g validate -f nowd.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "a workdir that is a file: exit 4, said so" "4 gpuctl: error: nowd.yaml: workdir: './missing-dir' is not a directory (resolved: $PWD/missing-dir)" "$rc $(cat "$T/e.txt")"
+rm missing-dir
 # A workdir on nodes that cannot see this machine's files (aws): plan
 # refuses it as apply does.
 mkdir -p code
