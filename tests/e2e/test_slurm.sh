@@ -140,6 +140,12 @@ g -o json status failing > "$T/f.json"
 expect_eq "rank 1's own exit status 7 is recorded, rank 0 failed too" "failed failed 7" \
     "$(json_get "$T/f.json" '"%s %s %s" % (d["clusters"][0]["nodes"][0]["phase"], d["clusters"][0]["nodes"][1]["phase"], d["clusters"][0]["nodes"][1]["exit_code"])')"
 job=$(json_get "$T/f.json" 'd["clusters"][0]["nodes"][0]["provider_id"].split("/")[1]')
+# Slurm may still be COMPLETING it (its steps' clean-up) when gpuctl has
+# read the nodes' statuses: wait for that to end (CI saw it once)
+for _ in $(seq 60); do
+    scontrol show job -o "$job" | grep -q 'JobState=COMPLETING' || break
+    sleep 0.5
+done
 expect_match "the Slurm job failed" "JobState=FAILED" "$(scontrol show job -o "$job")"
 g -y destroy failing > /dev/null
 
