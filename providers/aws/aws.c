@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "aws/aws_internal.h"
 #include "aws/prices.h"
 #include "gpuctl/clock.h"
@@ -275,17 +277,115 @@ static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
                     spec->source ? spec->source : "spec", img);
 }
 
+/*
+ * The EC2 endpoint a cluster was made at, kept as its provider data (the
+ * cluster's and each node's): {"ec2_endpoint": URL} (redacted as traces
+ * show it), "default" for AWS's own.  Asked at another one (a cluster made
+ * against a local EC2 emulator with --endpoint, then `status` without it),
+ * EC2 would answer that the instances do not exist, and they would be
+ * recorded as gone and left running; so every operation on a recorded
+ * cluster or node first checks that the session's endpoint is the one
+ * recorded.  Data recorded before this check (none) is not judged.
+ */
+static void endpoint_shown(const aws_ctx *c, char *out, size_t size)
+{
+    const char *ep = c->ec2.cfg.ec2_endpoint;
+    if (ep)
+        gpc_http_redact_url(ep, out, size);
+    else
+        snprintf(out, size, "default");
+}
+
+static void endpoint_data(const aws_ctx *c, char *out, size_t size)
+{
+    char shown[512];
+    endpoint_shown(c, shown, sizeof(shown));
+    cJSON *j = cJSON_CreateObject();
+    char *text = j && cJSON_AddStringToObject(j, "ec2_endpoint", shown)
+                     ? cJSON_PrintUnformatted(j) : NULL;
+    if (text && strlen(text) < size)
+        snprintf(out, size, "%s", text);
+    cJSON_free(text);
+    cJSON_Delete(j);
+}
+
+static int endpoint_check(const aws_ctx *c, const char *data, gpc_error *err)
+{
+    if (!data || !*data)
+        return 0;
+    cJSON *j = cJSON_Parse(data);
+    const cJSON *ep = cJSON_GetObjectItemCaseSensitive(j, "ec2_endpoint");
+    char shown[512];
+    endpoint_shown(c, shown, sizeof(shown));
+    int rc = 0;
+    if (cJSON_IsString(ep) && strcmp(ep->valuestring, shown) != 0) {
+        int dflt = strcmp(ep->valuestring, "default") == 0;
+        rc = gpc_fail(err, GPC_ERR_USAGE, "aws: this cluster was made at %s EC2 endpoint%s%s, "
+                      "but gpuctl is now set for %s%s%s%s; give the endpoint it was made with "
+                      "(--endpoint aws=URL or AWS_ENDPOINT_URL_EC2)",
+                      dflt ? "AWS's own" : "the", dflt ? "" : " ", dflt ? "" : ep->valuestring,
+                      c->ec2.cfg.ec2_endpoint ? shown : "AWS's own endpoint",
+                      c->ec2.cfg.endpoint_from[0] ? " (from " : "", c->ec2.cfg.endpoint_from[0]
+                          ? c->ec2.cfg.endpoint_from : "",
+                      c->ec2.cfg.endpoint_from[0] ? ")" : "");
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 /* The table's per-node operations take the node's record: EC2 needs its
- * region and instance id (no provider data). */
+ * region and instance id, and the endpoint it was made at. */
 static int aws_describe_ref(void *ctx, const gpc_node_ref *node, gpc_node_status *out,
                             gpc_error *err)
 {
-    return aws_describe(ctx, node->region, node->provider_id, out, err);
+    int rc = endpoint_check(ctx, node->data, err);
+    return rc ? rc : aws_describe(ctx, node->region, node->provider_id, out, err);
 }
 
 static int aws_delete_ref(void *ctx, const gpc_node_ref *node, gpc_error *err)
 {
-    return aws_delete(ctx, node->region, node->provider_id, err);
+    int rc = endpoint_check(ctx, node->data, err);
+    return rc ? rc : aws_delete(ctx, node->region, node->provider_id, err);
+}
+
+static int aws_create_rec(void *ctx, const gpc_node_request *req, gpc_node_status *out,
+                          gpc_error *err)
+{
+    int rc = req->ref ? endpoint_check(ctx, req->ref->data, err) : 0;
+    if (!rc)
+        rc = aws_create(ctx, req, out, err);
+    if (!rc) {
+        endpoint_data(ctx, out->data, sizeof(out->data));
+        if (req->ref && req->ref->data)
+            endpoint_data(ctx, req->ref->data, GPC_PROVIDER_DATA_MAX);
+    }
+    return rc;
+}
+
+static int aws_create_many_rec(void *ctx, const gpc_node_request *reqs, size_t n,
+                               gpc_node_status *out, gpc_error *err)
+{
+    int rc = n && reqs[0].ref ? endpoint_check(ctx, reqs[0].ref->data, err) : 0;
+    if (!rc)
+        rc = aws_create_many(ctx, reqs, n, out, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        endpoint_data(ctx, out[i].data, sizeof(out[i].data));
+    if (!rc && n && reqs[0].ref && reqs[0].ref->data)
+        endpoint_data(ctx, reqs[0].ref->data, GPC_PROVIDER_DATA_MAX);
+    return rc;
+}
+
+static int aws_describe_many_rec(void *ctx, const gpc_cluster_ref *ref, const char *const *ids,
+                                 size_t n, gpc_node_status *out, gpc_error *err)
+{
+    int rc = endpoint_check(ctx, ref ? ref->data : NULL, err);
+    return rc ? rc : aws_describe_many(ctx, ref, ids, n, out, err);
+}
+
+static int aws_cleanup_rec(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
+{
+    int rc = endpoint_check(ctx, ref ? ref->data : NULL, err);
+    return rc ? rc : aws_cleanup(ctx, ref, err);
 }
 
 const gpc_provider gpc_provider_aws = {
@@ -303,15 +403,15 @@ const gpc_provider gpc_provider_aws = {
     .close = aws_close,
     .list_offers = NULL,
     .pick_rdzv_port = NULL,
-    .create_node = aws_create,
+    .create_node = aws_create_rec,
     .find_node = aws_find,
     .describe_node = aws_describe_ref,
-    .describe_nodes = aws_describe_many,
+    .describe_nodes = aws_describe_many_rec,
     .nodes_running = aws_nodes_running,
     .delete_node = aws_delete_ref,
     .list_zones = aws_list_zones,
-    .create_nodes = aws_create_many,
-    .cleanup_cluster = aws_cleanup,
+    .create_nodes = aws_create_many_rec,
+    .cleanup_cluster = aws_cleanup_rec,
     .live_prices = aws_live_prices,
     .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,

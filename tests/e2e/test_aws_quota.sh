@@ -161,4 +161,28 @@ expect_eq "f: the aws offers after it were tried (RunInstances in us-east-1 only
     "$(echo "$r" | tr ' ' '\n' | sort -u | paste -sd' ') $([ "$(echo "$r" | wc -w)" -gt 1 ] && echo yes)"
 fake -X DELETE "$URL/_fake/faults" > /dev/null
 
+# ---- g. a cluster asked at another EC2 endpoint than it was made at -------------
+# (regression: the other endpoint answered that the instances do not exist,
+# and they were recorded as gone while they ran on)
+part g
+unset AWS_ENDPOINT_URL_SERVICE_QUOTAS
+sed 's/^regions: .*/region: us-east-1/' job.yaml > g.yaml
+run_rc rc g -y apply -f g.yaml "${P[@]}" > /dev/null 2> "$T/g.err"
+[ "$rc" = 0 ] || cat "$T/g.err"
+expect_eq "g: apply at the fake exits 0" 0 "$rc"
+start_fake g-other ec2.py --page-size 0
+OTHER="http://127.0.0.1:$FAKE_PORT"
+run_rc rc env AWS_ENDPOINT_URL_EC2="$OTHER" "$GPUCTL_BIN" --state-dir "$STATE" -o json status qq > "$T/g-st.json" 2> "$T/g-st.err"
+expect_match "g: status at another endpoint says where the cluster was made" \
+    "aws: this cluster was made at the EC2 endpoint $URL, but gpuctl is now set for $OTHER \\(from AWS_ENDPOINT_URL_EC2\\); give the endpoint it was made with" \
+    "$(cat "$T/g-st.err")"
+expect_eq "g: its nodes are still recorded running" "running running" \
+    "$(st '" ".join(n["phase"] for n in d["clusters"][0]["nodes"])')"
+run_rc rc env AWS_ENDPOINT_URL_EC2="$OTHER" "$GPUCTL_BIN" --state-dir "$STATE" -y destroy qq > /dev/null 2> "$T/g-d.err"
+expect_eq "g: destroy at another endpoint: exit 8 (nothing removed), nothing recorded as gone" \
+    "8 running running" "$rc $(st '" ".join(n["phase"] for n in d["clusters"][0]["nodes"])')"
+expect_match "g: and says why" "this cluster was made at the EC2 endpoint $URL" "$(cat "$T/g-d.err")"
+run_rc rc g -y destroy qq > /dev/null 2>&1
+expect_eq "g: destroy at the endpoint it was made at: exit 0" 0 "$rc"
+
 finish
