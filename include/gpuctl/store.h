@@ -51,6 +51,15 @@ int gpc_data_name_ok(const char *name);
 int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gpc_error *err);
 
 /*
+ * A directory store's pull: gpc_store_copy_dir from `store` to
+ * `local_dir`, where a `store` that does not exist yet (nothing pushed)
+ * only makes `local_dir` (0700), with *st zeroed.  Errors as
+ * gpc_store_copy_dir.
+ */
+int gpc_store_pull_dir(const char *store, const char *local_dir, gpc_store_stats *st,
+                       gpc_error *err);
+
+/*
  * The regular files under directory `dir`, keys relative to it
  * ('/'-separated), sorted bytewise, with size and mtime, into *out (caller
  * frees with free()), *n of them.  A missing `dir`: 0 entries, no error.

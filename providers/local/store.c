@@ -57,15 +57,7 @@ int local_store_pull(void *ctx, const char *region, const char *path, const char
     char dir[PATH_MAX];
     memset(st, 0, sizeof(*st));
     int rc = store_dir(ctx, region, path, 0, dir, sizeof(dir), err);
-    if (rc)
-        return rc;
-    gpc_store_entry *v = NULL;
-    size_t n = 0;
-    rc = gpc_store_list_dir(dir, &v, &n, err);
-    free(v);
-    if (rc || n == 0)
-        return rc ? rc : gpc_mkdir_p(local_dir, 0700, err);
-    return gpc_store_copy_dir(dir, local_dir, st, err);
+    return rc ? rc : gpc_store_pull_dir(dir, local_dir, st, err);
 }
 
 int local_store_list(void *ctx, const char *region, const char *path, gpc_store_entry **out,

@@ -273,6 +273,16 @@ int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gp
     return walk(src, "", copy_one, &cw, err);
 }
 
+int gpc_store_pull_dir(const char *store, const char *local_dir, gpc_store_stats *st,
+                       gpc_error *err)
+{
+    struct stat sb;
+    memset(st, 0, sizeof(*st));
+    if (stat(store, &sb) != 0 && errno == ENOENT)   /* nothing stored yet */
+        return gpc_mkdir_p(local_dir, 0700, err);
+    return gpc_store_copy_dir(store, local_dir, st, err);
+}
+
 typedef struct list_walk {
     gpc_store_entry *v;
     size_t n, cap;
