@@ -564,6 +564,12 @@ typedef struct gpc_provider {
      * how many.  Nothing there: 0, no error. */
     int (*store_remove)(void *ctx, const char *region, const char *path, size_t *removed,
                         gpc_error *err);
+
+    /* The scheme of the store's URLs that name a bucket of its own
+     * ("s3" for s3://BUCKET/KEY), or NULL when the store's URLs are
+     * directories (local, slurm).  A spec's `data` source written as such
+     * a URL needs a provider of the spec with that scheme. */
+    const char *store_scheme;
 } gpc_provider;
 
 /*

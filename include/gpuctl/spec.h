@@ -103,6 +103,22 @@ typedef struct gpc_secret_ref {
                       a null value in the YAML is "env:NAME" */
 } gpc_secret_ref;
 
+/* A data set of the job (spec field `data`, docs/spec.md#data): placed in
+ * the store of the chosen offer's region before the nodes start, and seen
+ * by every node at $GPUCTL_DATA_DIR/NAME. */
+typedef struct gpc_data_src {
+    char *name;      /* the data set's name: 1 to 63 letters, digits, '.',
+                        '_' and '-', starting with a letter or digit (as
+                        `gpuctl data push --name`) */
+    char *source;    /* as written: a local directory (relative to the
+                        spec's directory), or a store URL
+                        "SCHEME://BUCKET/PREFIX" of a data set already
+                        there (s3://...), used where it is */
+    int is_url;      /* 1 when source is a URL */
+    unsigned line, col; /* where the spec file writes the source (1-based),
+                        for messages; not part of the canonical form */
+} gpc_data_src;
+
 typedef struct gpc_label {
     char *key;
     char *value;
@@ -160,6 +176,8 @@ typedef struct gpc_spec {
 
     char *workdir;         /* local directory made available on each node, or NULL */
     char *checkpoint_dir;  /* directory for checkpoints (shared by nodes), or NULL */
+    gpc_data_src *data;    /* data sets (spec field `data`), in document order */
+    size_t n_data;
     char *setup;           /* shell commands run once per node before `run`, or NULL */
     struct {
         char *command;          /* the training command (required) */
@@ -236,7 +254,9 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
  * known on this machine without a plan:
  * gpc_spec_check_paths: workdir must be an existing directory (relative
  *   to the spec file's directory): GPC_ERR_SPEC "FILE: workdir: directory
- *   'X' does not exist (resolved: /abs/X)".
+ *   'X' does not exist (resolved: /abs/X)"; so must each data set given
+ *   as a local directory: "FILE:LINE:COL: data.NAME: directory 'X' does
+ *   not exist (resolved: /abs/X)" (or "... 'X' is not a directory ...").
  * gpc_spec_check_providers: a spec that names only providers this gpuctl
  *   cannot create nodes with (plan-only: Azure, Alibaba Cloud) is
  *   GPC_ERR_PROVIDER naming them and those available; `plan` still shows

@@ -423,4 +423,5 @@ const gpc_provider gpc_provider_aws = {
     .store_pull = aws_store_pull,
     .store_list = aws_store_list,
     .store_remove = aws_store_remove,
+    .store_scheme = "s3",
 };

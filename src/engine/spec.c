@@ -19,6 +19,7 @@
 
 #include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
+#include "gpuctl/store.h"
 #include "gpuctl/util.h"
 #include "spec_int.h"
 
@@ -848,6 +849,66 @@ static int f_checkpoint_dir(walk *w, const ynode *k, const ynode *v, const char 
     return get_str(w, v, path, true, &w->s->checkpoint_dir);
 }
 
+/* data: NAME: DIR | SCHEME://BUCKET[/PREFIX] (gpc_data_src); the URL's
+ * scheme is judged against the spec's providers once they are known
+ * (spec_check_data_urls). */
+static int f_data(walk *w, const ynode *k, const ynode *v, const char *path)
+{
+    (void)k;
+    char q[SHOW_MAX], kpath[PATH_MAX_LEN];
+    gpc_spec *s = w->s;
+    if (v->kind != Y_MAP)
+        return failn(w, v, path, "expected a mapping of NAME: source (a local directory or "
+                     "a store URL such as s3://BUCKET/PREFIX), got %s", show(v, q));
+    size_t count = v->n / 2;
+    if (!(s->data = calloc(count ? count : 1, sizeof(*s->data))))
+        return spec_nomem(w->err);
+    for (size_t i = 0; i < count; i++) {
+        const ynode *key = v->kids[2 * i], *val = v->kids[2 * i + 1];
+        if (key->kind != Y_SCALAR || !gpc_data_name_ok(key->text) ||
+            strlen(key->text) != key->len)
+            return failn(w, key, path, "invalid data set name %s: 1 to 63 letters, digits, "
+                         "'.', '_' and '-', starting with a letter or digit",
+                         key->kind == Y_SCALAR ? spec_quote(key->text, key->len, q)
+                                               : show(key, q));
+        snprintf(kpath, sizeof(kpath), "%s.%s", path, key->text);
+        gpc_data_src *d = &s->data[s->n_data];
+        if (!(d->name = strdup(key->text)))
+            return spec_nomem(w->err);
+        s->n_data++;
+        d->line = (unsigned)val->line;
+        d->col = (unsigned)val->col;
+        if (val->kind != Y_SCALAR || is_null(val))
+            return failn(w, val, kpath, "expected a local directory or a store URL, got %s",
+                         show(val, q));
+        int rc = get_str(w, val, kpath, true, &d->source);
+        if (rc)
+            return rc;
+        for (const char *c = d->source; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return failn(w, val, kpath, "contains a control character");
+        size_t sl = spec_url_scheme_len(d->source);
+        if (!sl && strstr(d->source, "://"))
+            return failn(w, val, kpath, "%s is neither a directory nor a URL "
+                         "SCHEME://BUCKET/PREFIX", spec_quote(val->text, val->len, q));
+        if (!sl)
+            continue;
+        d->is_url = 1;
+        const char *host = d->source + sl + 3;
+        size_t hl = strcspn(host, "/");
+        int bad = hl == 0;
+        for (size_t j = 0; j < hl && !bad; j++)
+            bad = !(is_lower(host[j]) || is_digit(host[j]) || host[j] == '.' || host[j] == '-');
+        for (const char *c = host + hl; *c && !bad; c++)
+            bad = *c == ' ';
+        if (bad)
+            return failn(w, val, kpath, "%s: expected %.*s://BUCKET/PREFIX (a bucket of "
+                         "lower-case letters, digits, '.' and '-'; no spaces)",
+                         spec_quote(val->text, val->len, q), (int)sl, d->source);
+    }
+    return 0;
+}
+
 /*
  * Text a node executes (setup, run.command), as the user meant it when the
  * file was saved on Windows (gpc_spec.notes): remove every U+FEFF and the
@@ -983,6 +1044,7 @@ static const field top_fields[] = {
     {"labels", "labels", f_labels, false},
     {"workdir", "workdir", f_workdir, false},
     {"checkpoint_dir", "checkpoint_dir", f_checkpoint_dir, false},
+    {"data", "data", f_data, false},
     {"setup", "setup", f_setup, false},
     {"run", "run", f_run, true},
     {NULL, NULL, NULL, false},
@@ -1024,7 +1086,7 @@ static int walk_spec(walk *w, const ynode *root)
     }
     if (!s->image && !(s->image = strdup("pytorch")))
         return spec_nomem(w->err);
-    return 0;
+    return spec_check_data_urls(s, w->err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1159,6 +1221,11 @@ void gpc_spec_free(gpc_spec *s)
     free(s->labels);
     free(s->workdir);
     free(s->checkpoint_dir);
+    for (size_t i = 0; s->data && i < s->n_data; i++) {
+        free(s->data[i].name);
+        free(s->data[i].source);
+    }
+    free(s->data);
     free(s->setup);
     free(s->run.command);
     free_strs(s->notes, s->n_notes);

@@ -67,6 +67,18 @@ typedef enum range_rc { RG_OK, RG_SYNTAX, RG_EMPTY } range_rc;
 range_rc spec_parse_range(const char *s, size_t len, range_end_fn end, gpc_range *out);
 
 /* ------------------------------------------------------------------ */
+/* spec_path.c                                                        */
+
+/* The length of the scheme of a URL "SCHEME://REST" (SCHEME: a letter,
+ * then letters, digits, '+', '-', '.'), 0 when `s` is not one. */
+size_t spec_url_scheme_len(const char *s);
+
+/* Each `data` source written as a URL needs a provider of the spec whose
+ * store has that scheme (gpc_provider.store_scheme): GPC_ERR_SPEC
+ * "FILE:LINE:COL: data.NAME: ..." at the source otherwise. */
+int spec_check_data_urls(const gpc_spec *s, gpc_error *err);
+
+/* ------------------------------------------------------------------ */
 /* spec_yaml.c                                                        */
 
 typedef enum ykind { Y_SCALAR, Y_SEQ, Y_MAP } ykind;

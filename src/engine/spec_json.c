@@ -71,6 +71,11 @@ static int secret_cmp(const void *a, const void *b)
     return strcmp(((const gpc_secret_ref *)a)->name, ((const gpc_secret_ref *)b)->name);
 }
 
+static int data_cmp(const void *a, const void *b)
+{
+    return strcmp(((const gpc_data_src *)a)->name, ((const gpc_data_src *)b)->name);
+}
+
 static cJSON *jpairs(bool *ok, const void *items, size_t n, bool is_env)
 {
     cJSON *o = cJSON_CreateObject();
@@ -165,6 +170,21 @@ cJSON *gpc_spec_to_json(const gpc_spec *s)
     jput(&ok, j, "labels", jpairs(&ok, s->labels, s->n_labels, false));
     jput(&ok, j, "workdir", jstr(s->workdir));
     jput(&ok, j, "checkpoint_dir", jstr(s->checkpoint_dir));
+    /* NAME: source as written, by name; only when there are some (the
+     * hash of a spec without data stays what earlier releases recorded) */
+    if (s->n_data) {
+        cJSON *data = jput(&ok, j, "data", cJSON_CreateObject());
+        gpc_data_src *copy = malloc(s->n_data * sizeof(*copy));
+        if (!copy) {
+            ok = false;
+        } else {
+            memcpy(copy, s->data, s->n_data * sizeof(*copy));
+            qsort(copy, s->n_data, sizeof(*copy), data_cmp);
+            for (size_t i = 0; i < s->n_data; i++)
+                jput(&ok, data, copy[i].name, jstr(copy[i].source));
+            free(copy);
+        }
+    }
     jput(&ok, j, "setup", jstr(s->setup));
 
     cJSON *run = jput(&ok, j, "run", cJSON_CreateObject());

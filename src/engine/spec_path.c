@@ -7,6 +7,7 @@
 
 #include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
+#include "spec_int.h"
 
 int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err)
 {
@@ -28,10 +29,101 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
     return *out ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
 }
 
+size_t spec_url_scheme_len(const char *s)
+{
+    size_t i = 0;
+    if (!is_alpha((unsigned char)s[0]))
+        return 0;
+    while (is_alnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')
+        i++;
+    return strncmp(s + i, "://", 3) == 0 ? i : 0;
+}
+
+/* "a, b, c" of n strings into buf. */
+static void join(char *buf, size_t size, const char *const *v, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t j = 0; j < n; j++) {
+        int k = snprintf(buf + used, size - used, "%s%s", j ? ", " : "", v[j]);
+        if (k < 0 || (size_t)k >= size - used)
+            break;
+        used += (size_t)k;
+    }
+}
+
+int spec_check_data_urls(const gpc_spec *s, gpc_error *err)
+{
+    for (size_t i = 0; i < s->n_data; i++) {
+        const gpc_data_src *d = &s->data[i];
+        if (!d->is_url)
+            continue;
+        int sl = (int)spec_url_scheme_len(d->source);
+        const gpc_provider *owner = NULL;
+        const char *schemes[16];
+        char words[16][64];
+        size_t n = 0;
+        for (size_t j = 0; gpc_providers[j]; j++) {
+            const gpc_provider *p = gpc_providers[j];
+            if (!p->store_scheme)
+                continue;
+            if ((int)strlen(p->store_scheme) == sl && strncmp(p->store_scheme, d->source,
+                                                               (size_t)sl) == 0)
+                owner = p;
+            if (n < 16) {
+                snprintf(words[n], sizeof(words[n]), "%.20s:// (%.30s)", p->store_scheme,
+                         p->name);
+                schemes[n] = words[n];
+                n++;
+            }
+        }
+        char have[512], names[256];
+        join(have, sizeof(have), schemes, n);
+        if (!owner)
+            return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: no provider's store has "
+                            "URLs %.*s:// (store URLs: %s)", s->source, d->line, d->col,
+                            d->name, sl, d->source, n ? have : "none");
+        int listed = 0;
+        for (size_t j = 0; j < s->n_providers && !listed; j++)
+            listed = strcmp(s->providers[j], owner->name) == 0;
+        join(names, sizeof(names), (const char *const *)s->providers, s->n_providers);
+        if (!listed)
+            return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: %.*s:// is the store of "
+                            "%s, which is not among the spec's providers (%s)", s->source,
+                            d->line, d->col, d->name, sl, d->source, owner->name, names);
+    }
+    return 0;
+}
+
+/* The data sets given as local directories must be directories. */
+static int check_data_dirs(const gpc_spec *spec, gpc_error *err)
+{
+    for (size_t i = 0; i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        if (d->is_url)
+            continue;
+        char *path = NULL;
+        int rc = gpc_spec_path(spec, d->source, &path, err);
+        struct stat sb;
+        if (!rc && stat(path, &sb) != 0)
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: directory '%s' does not "
+                          "exist (resolved: %s)", spec->source, d->line, d->col, d->name,
+                          d->source, path);
+        else if (!rc && !S_ISDIR(sb.st_mode))
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: '%s' is not a directory "
+                          "(resolved: %s)", spec->source, d->line, d->col, d->name,
+                          d->source, path);
+        free(path);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err)
 {
     if (!spec->workdir)
-        return 0;
+        return check_data_dirs(spec, err);
     char *path = NULL;
     int rc = gpc_spec_path(spec, spec->workdir, &path, err);
     struct stat sb;
@@ -42,7 +134,7 @@ int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: '%s' is not a directory (resolved: %s)",
                       spec->source, spec->workdir, path);
     free(path);
-    return rc;
+    return rc ? rc : check_data_dirs(spec, err);
 }
 
 int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err)
