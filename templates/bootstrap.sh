@@ -598,6 +598,40 @@ else
   cd "$GPUCTL_HOME"
 fi
 
+## --- data ---
+## The spec's data sets (include/gpuctl/data.h): the job sees data set NAME
+## at $GPUCTL_DATA_DIR/NAME.  DATA=shared: this machine's store directory,
+## which the nodes read in place; DATA=fetch: $GPUCTL_HOME/data, each data
+## set fetched from its store URL (the node script's gpuctl_md_store_pull
+## URL DIR) before setup; DATA=none: no data sets.
+##if DATA=none
+unset GPUCTL_DATA_DIR
+##endif
+##if DATA=shared|fetch
+GPUCTL_DATA_DIR={{DATA_DIR}}
+export GPUCTL_DATA_DIR="${GPUCTL_DATA_DIR:-$GPUCTL_HOME/data}"
+##endif
+##if DATA=fetch
+if ! declare -F gpuctl_md_store_pull >/dev/null; then
+  ## a node script without the store's pull: the node cannot get its data
+  gpuctl_md_store_pull() {
+    gpuctl_say "error: the $GPUCTL_METADATA node script has no gpuctl_md_store_pull;" \
+      "cannot fetch $1"
+    return 1
+  }
+fi
+## Fetch data set $1 from URL $2 into $GPUCTL_DATA_DIR/$1, or fail the node.
+gpuctl_data_fetch() {
+  gpuctl_say "data $1: fetching $2"
+  mkdir -p "$GPUCTL_DATA_DIR/$1"
+  if ! gpuctl_md_store_pull "$2" "$GPUCTL_DATA_DIR/$1"; then
+    gpuctl_say "error: data $1: fetching $2 failed"
+    exit 1
+  fi
+}
+{{DATA_FETCH}}
+##endif
+
 ## Deep-learning images keep torch in an environment off cloud-init's PATH
 ## (AWS DLAMI: /opt/pytorch; older DLAMIs and others: /opt/conda).  Found
 ## before setup, so that setup's pip installs into the same environment.

@@ -148,6 +148,10 @@ typedef struct gpc_session {
      * recorded; NULL otherwise. */
     const gpc_env_var *secrets;
     size_t n_secrets;
+    /* The spec's data sets as placed for the offer being launched
+     * (data.h, gpc_data_place) while gpc_apply runs: borrowed, rendered
+     * into each node's bootstrap; NULL otherwise. */
+    const struct gpc_data_placed *data;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened

@@ -285,6 +285,20 @@ typedef struct gpc_node_ctx {
                                 0 = GPC_RANK_ENGINE */
     gpc_rdzv_from rdzv_from; /* where the node finds the rendezvous (above);
                                 0 = GPC_RDZV_HEAD_IP */
+    /* The spec's data sets (data.h, gpc_data_placed): the job sees data
+     * set NAME at $GPUCTL_DATA_DIR/NAME before setup.  data_dir NULL: no
+     * data (GPUCTL_DATA_DIR unset); "": $GPUCTL_HOME/data on the node.
+     * With data_fetch 1 the bootstrap's DATA section fetches
+     * data_urls[i] into $GPUCTL_DATA_DIR/data_names[i] (the node script's
+     * gpuctl_md_store_pull URL DIR; a node script without it fails the
+     * node, saying so); with 0 the directory already holds them.  Names
+     * are data set names (gpc_data_name_ok), URLs hold no control
+     * character; both are quoted for the shell. */
+    const char *data_dir;
+    int data_fetch;
+    const char *const *data_names;
+    const char *const *data_urls;
+    size_t n_data;
 } gpc_node_ctx;
 
 /*

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "lifecycle.h"
+#include "gpuctl/data.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
@@ -131,6 +132,21 @@ static void say_left(gpc_session *s, int64_t cid, int interrupted, gpc_error *er
     gpc_cluster_rec_free(&c);
 }
 
+/* The spec's data sets placed for the nodes of `chosen` (data.h), before
+ * any of them is made, and handed to their bootstraps (s->data). */
+static int place_data(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
+                      const gpc_plan_offer *chosen, gpc_data_placed *placed, gpc_error *err)
+{
+    int sh = 0;
+    if (!spec->n_data || !chosen)
+        return 0;
+    int rc = gpc_lc_offer_shares(s, &chosen->worker, &sh, err);
+    if (!rc)
+        rc = gpc_data_place(s, pv, spec, &chosen->worker, sh, placed, err);
+    s->data = rc ? NULL : placed;
+    return rc;
+}
+
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err)
 {
@@ -222,6 +238,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
      * each fallback in turn.  An existing cluster's plan only holds offers
      * of its own provider, and it stays on the first. */
     size_t attempt = 0;
+    gpc_data_placed placed; /* the spec's data sets, for this attempt's offer */
+    memset(&placed, 0, sizeof(placed));
     /* offers in a region a quota error closed (NULL: out of memory, then
      * only the quota error's own offer is left) */
     unsigned char *region_closed = plan->n_offers ? calloc(plan->n_offers, 1) : NULL;
@@ -233,6 +251,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         const gpc_open_provider *pv = &op;
         rc = gpc_session_provider(s, chosen ? chosen->worker.provider : c.provider, &op, &e);
         int fresh = !have;
+        /* the data first: a cluster is recorded only once it can start */
+        if (!rc && plan->action != GPC_PLAN_NONE)
+            rc = place_data(s, pv, spec, chosen, &placed, &e);
         if (!rc && fresh)
             rc = new_cluster(s, pv, spec, spec_path, hash, &c, &e);
         if (!rc) {
@@ -240,6 +261,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             rc = gpc_lc_create_missing(s, pv, spec, &c, chosen, workdir, ckpt,
                                        opts->poll_s > 0 ? opts->poll_s : 2.0, res, &e);
         }
+        s->data = NULL;
+        gpc_data_placed_free(&placed);
         /* Only from a clean slate: when the rollback could not remove a
          * node, the cluster stays recorded for destroy, and this error
          * is the answer. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lifecycle.h"
+#include "gpuctl/data.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
@@ -161,6 +162,13 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
         .instance_type = of->instance_type,
         .rank_from = rank_from, .rdzv_from = pv->prov->rdzv,
     };
+    if (s->data) { /* the spec's data sets, placed by apply (data.h) */
+        ctx.data_dir = s->data->dir;
+        ctx.data_fetch = s->data->fetch;
+        ctx.data_names = (const char *const *)s->data->names;
+        ctx.data_urls = (const char *const *)s->data->urls;
+        ctx.n_data = s->data->n;
+    }
     int rc = gpc_render_payload(spec, &ctx, rules, pl, err);
     if (!rc && rules && rules->max_raw) {
         char *enc = NULL;

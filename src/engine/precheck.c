@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "lifecycle.h"
+#include "gpuctl/data.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
@@ -147,6 +148,8 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
     } else if (!rc && spec->checkpoint_dir && make_dirs && plan->action != GPC_PLAN_NONE) {
         rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &d->ckpt, err);
     }
+    if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
+        rc = gpc_data_check_offer(spec, &plan->offers[0].worker, err);
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
         rc = payload_fits(spec, plan, d->workdir, d->ckpt, err);
     /* secrets: a provider that can keep them out of what it records, and

@@ -398,6 +398,7 @@ enum {
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
+    V_DATA, V_DATA_DIR, V_DATA_FETCH,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -425,6 +426,9 @@ static const char *const var_names[V_COUNT] = {
     [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
     [V_IDLE] = "IDLE",
     [V_IDLE_TIMEOUT_S] = "IDLE_TIMEOUT_S",
+    [V_DATA] = "DATA",
+    [V_DATA_DIR] = "DATA_DIR",
+    [V_DATA_FETCH] = "DATA_FETCH",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -558,6 +562,40 @@ static int rank_and_head(const gpc_node_ctx *node, char *head, size_t size, gpc_
     return 0;
 }
 
+
+/* The DATA section's values (gpc_node_ctx.data_*): DATA none | shared |
+ * fetch, DATA_DIR quoted, DATA_FETCH one `gpuctl_data_fetch NAME URL`
+ * line per data set (fetch only). */
+static int data_values(const gpc_node_ctx *node, gpc_buf *vals, gpc_error *err)
+{
+    const char *mode = !node->data_dir ? "none" : node->data_fetch ? "fetch" : "shared";
+    int rc = gpc_buf_adds(&vals[V_DATA], mode, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_DATA_DIR], node->data_dir, err);
+    for (size_t i = 0; !rc && node->data_dir && node->data_fetch && i < node->n_data; i++) {
+        const char *nm = node->data_names[i], *url = node->data_urls[i];
+        for (const char *c = url; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return gpc_fail(err, GPC_ERR_RENDER, "data %s: URL has a control character",
+                                nm);
+        if (!nm || !*nm || strchr(nm, '/') || !strcmp(nm, ".") || !strcmp(nm, ".."))
+            return gpc_fail(err, GPC_ERR_RENDER, "data set name '%.64s' is not a name",
+                            nm ? nm : "");
+        rc = gpc_buf_adds(&vals[V_DATA_FETCH], "gpuctl_data_fetch ", err);
+        if (!rc)
+            rc = gpc_shell_quote(&vals[V_DATA_FETCH], nm, err);
+        if (!rc)
+            rc = gpc_buf_adds(&vals[V_DATA_FETCH], " ", err);
+        if (!rc)
+            rc = gpc_shell_quote(&vals[V_DATA_FETCH], url, err);
+        if (!rc)
+            rc = gpc_buf_adds(&vals[V_DATA_FETCH], "\n", err);
+    }
+    if (!rc && !vals[V_DATA_FETCH].len)
+        rc = gpc_buf_adds(&vals[V_DATA_FETCH], ":\n", err);
+    return rc;
+}
+
 /*
  * Fill the values of the bootstrap's placeholders into vals[] (the included
  * scripts aside), and find the node's fabric script: *fabric and *owner
@@ -682,6 +720,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = quote_opt(&vals[V_SETUP], spec->setup, err);
     if (!rc)
         rc = gpc_shell_quote(&vals[V_RUN_COMMAND], spec->run.command, err);
+    if (!rc)
+        rc = data_values(node, vals, err);
     return rc;
 }
 

@@ -1,0 +1,82 @@
+/*
+ * data.h - the spec's `data` (spec.h, gpc_data_src) at plan and apply:
+ * where each data set sits, what placing it implies, and the placement
+ * itself, before the nodes start (docs/spec.md#data).
+ *
+ * The contract with the nodes: every node sees data set NAME at
+ * $GPUCTL_DATA_DIR/NAME (a directory), before `setup` runs.
+ *   - A local directory is pushed (incremental: only files whose size or
+ *     SHA-256 differ move; gpc_data_push) to data/NAME in the store of the
+ *     chosen offer's provider and region.
+ *   - On nodes that see this machine's files (local; slurm whose login
+ *     node this is), GPUCTL_DATA_DIR is the store's data/ directory
+ *     itself: the nodes read the pushed copy in place, a snapshot that a
+ *     later edit of the source does not change under a running job.
+ *   - Elsewhere (clouds) GPUCTL_DATA_DIR is $GPUCTL_HOME/data on the node
+ *     (/var/lib/gpuctl/data), and the node fetches each data set's URL
+ *     (the store's, or the spec's own s3:// URL, used where it is) into
+ *     it with its node script's gpuctl_md_store_pull URL DIR.
+ */
+#ifndef GPUCTL_DATA_H
+#define GPUCTL_DATA_H
+
+#include <stddef.h>
+
+#include "gpuctl/cluster.h"
+#include "gpuctl/error.h"
+#include "gpuctl/provider.h"
+#include "gpuctl/spec.h"
+
+struct cJSON;
+
+/* What the nodes of one apply get of the spec's data sets (owned; free
+ * with gpc_data_placed_free). */
+typedef struct gpc_data_placed {
+    char *dir;      /* GPUCTL_DATA_DIR on the node: an absolute directory,
+                       or "" for $GPUCTL_HOME/data on the node */
+    int fetch;      /* 1: the node fetches urls[i] into dir/names[i]; 0:
+                       dir already holds every data set */
+    char **names;   /* the data sets, in the spec's order */
+    char **urls;    /* where each is: a store URL (s3://BUCKET/data/NAME,
+                       the spec's own URL) or, with fetch 0, a directory */
+    size_t n;
+} gpc_data_placed;
+
+/* Free what *d holds and zero it (NULL fine). */
+void gpc_data_placed_free(gpc_data_placed *d);
+
+/*
+ * What apply refuses of the spec's data for `offer` (the chosen one),
+ * known offline: a source URL whose scheme is not the store of the
+ * offer's provider (GPC_ERR_SPEC "FILE:LINE:COL: data.NAME: ...").
+ * The directories themselves are judged by gpc_spec_check_paths.
+ */
+int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);
+
+/*
+ * Place the spec's data sets for nodes of `offer` on provider `pv` (the
+ * offer's, opened in the session), `shares_files` saying whether those
+ * nodes see this machine's files (gpc_lc_offer_shares): push each local
+ * directory to data/NAME in the store of the offer's region (one info
+ * line per data set on the session's log: files sent, bytes, unchanged,
+ * where), and fill *out (zeroed first; the caller frees it).  Errors:
+ * those of gpc_data_check_offer, gpc_data_push (the store's), and
+ * GPC_ERR_USAGE for a provider without a store.
+ */
+int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
+                   const gpc_offer *offer, int shares_files, gpc_data_placed *out,
+                   gpc_error *err);
+
+/*
+ * The plan's `data` array (docs/schema/plan.schema.json), offline: for
+ * each data set its name, source, kind ("directory" or "url"), for a
+ * directory its files and bytes now (counted here) and that apply uploads
+ * it to the store of the chosen offer's provider and region, for a URL
+ * that it is read where it is and what a bucket in another region than
+ * the offer's implies.  `chosen` may be NULL (no offer fits).  NULL when
+ * the spec has no data (or out of memory).  Lines for a person, one per
+ * data set, are each element's "note".
+ */
+struct cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen);
+
+#endif /* GPUCTL_DATA_H */

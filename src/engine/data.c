@@ -1,0 +1,210 @@
+/*
+ * data.c - the spec's `data` at plan and apply (data.h): where each data
+ * set sits and what placing it implies (offline, for the plan), and the
+ * placement before the nodes start (the store's incremental push).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpuctl/data.h"
+#include "gpuctl/log.h"
+#include "gpuctl/store.h"
+
+void gpc_data_placed_free(gpc_data_placed *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->names ? d->names[i] : NULL);
+        free(d->urls ? d->urls[i] : NULL);
+    }
+    free(d->names);
+    free(d->urls);
+    free(d->dir);
+    memset(d, 0, sizeof(*d));
+}
+
+/* The length of a URL's scheme ("s3" of s3://...), 0 when none. */
+static size_t scheme_len(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p ? (size_t)(p - url) : 0;
+}
+
+int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find(offer->provider);
+    for (size_t i = 0; i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        if (!d->is_url)
+            continue;
+        size_t sl = scheme_len(d->source);
+        if (p && p->store_scheme && strlen(p->store_scheme) == sl &&
+            strncmp(p->store_scheme, d->source, sl) == 0)
+            continue;
+        return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: the chosen offer is on %s, "
+                        "whose nodes cannot read %.*s:// URLs; push the data set with gpuctl "
+                        "data push, or name a directory", spec->source, d->line, d->col,
+                        d->name, offer->provider, (int)sl, d->source);
+    }
+    return 0;
+}
+
+/* "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB" */
+static void fmt_bytes(uint64_t b, char *out, size_t size)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (b < 1024) {
+        snprintf(out, size, "%llu B", (unsigned long long)b);
+        return;
+    }
+    double v = (double)b / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(out, size, "%.1f %s", v, unit[u]);
+}
+
+int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
+                   const gpc_offer *offer, int shares_files, gpc_data_placed *out,
+                   gpc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!spec->n_data)
+        return 0;
+    int rc = gpc_data_check_offer(spec, offer, err);
+    if (rc)
+        return rc;
+    if (!pv->prov->store_url || !pv->prov->store_push)
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: data: provider %s has no object storage for "
+                        "the data sets (providers with one: %s)", spec->source,
+                        pv->prov->name, gpc_data_store_names());
+    out->fetch = !shares_files;
+    if (!(out->names = calloc(spec->n_data, sizeof(char *))) ||
+        !(out->urls = calloc(spec->n_data, sizeof(char *))))
+        goto nomem;
+    gpc_data_where w = {.provider = pv->prov->name, .region = offer->region};
+    for (size_t i = 0; i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        char url[1024];
+        if (d->is_url) {
+            snprintf(url, sizeof(url), "%s", d->source);
+            gpc_info(s->log, "gpuctl: data %s: %s (used where it is)", d->name, url);
+        } else {
+            char *dir = NULL;
+            gpc_store_stats st;
+            rc = gpc_spec_path(spec, d->source, &dir, err);
+            if (!rc)
+                rc = gpc_data_push(s, &w, dir, d->name, &st, url, sizeof(url), err);
+            free(dir);
+            if (rc) {
+                gpc_error inner = *err;
+                gpc_error_clear(err);
+                gpc_error_wrap(err, &inner, "data.%s: placing %s in the store of %s %s",
+                               d->name, d->source, offer->provider, offer->region);
+                gpc_data_placed_free(out);
+                return rc;
+            }
+            char sz[32];
+            fmt_bytes(st.bytes_sent, sz, sizeof(sz));
+            gpc_info(s->log, "gpuctl: data %s: %lu file(s) sent (%s), %lu unchanged -> %s",
+                     d->name, st.files_sent, sz, st.files_skipped, url);
+        }
+        if (!(out->names[i] = strdup(d->name)) || !(out->urls[i] = strdup(url)))
+            goto nomem;
+        out->n = i + 1;
+    }
+    if (out->fetch) {
+        out->dir = strdup("");
+    } else {
+        /* the nodes read the store's data/ directory in place */
+        char dir[1024];
+        rc = pv->prov->store_url(pv->ctx, offer->region, "data", dir, sizeof(dir), err);
+        if (rc) {
+            gpc_data_placed_free(out);
+            return rc;
+        }
+        out->dir = strdup(dir);
+    }
+    if (out->dir)
+        return 0;
+nomem:
+    gpc_data_placed_free(out);
+    return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+}
+
+cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen)
+{
+    if (!spec->n_data)
+        return NULL;
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, j);
+        cJSON_AddStringToObject(j, "name", d->name);
+        cJSON_AddStringToObject(j, "source", d->source);
+        cJSON_AddStringToObject(j, "kind", d->is_url ? "url" : "directory");
+        char note[768];
+        if (d->is_url) {
+            size_t sl = scheme_len(d->source);
+            const gpc_provider *owner = NULL;
+            for (size_t k = 0; gpc_providers[k] && !owner; k++)
+                if (gpc_providers[k]->store_scheme &&
+                    strlen(gpc_providers[k]->store_scheme) == sl &&
+                    strncmp(gpc_providers[k]->store_scheme, d->source, sl) == 0)
+                    owner = gpc_providers[k];
+            cJSON_AddNullToObject(j, "files");
+            cJSON_AddNullToObject(j, "bytes");
+            /* the bucket's region is known only by asking its provider,
+             * which plan does not do */
+            cJSON_AddNullToObject(j, "region");
+            if (chosen)
+                snprintf(note, sizeof(note), "data %s: %s, read where it is; its bucket's "
+                         "region is known only online: outside %s (the chosen offer's) every "
+                         "node's fetch is an inter-region transfer, billed per GiB by %s",
+                         d->name, d->source, chosen->region, owner ? owner->name : "its provider");
+            else
+                snprintf(note, sizeof(note), "data %s: %s, read where it is", d->name,
+                         d->source);
+        } else {
+            char *dir = NULL;
+            gpc_store_entry *v = NULL;
+            size_t n = 0;
+            uint64_t bytes = 0;
+            gpc_error e;
+            gpc_error_clear(&e);
+            int ok = gpc_spec_path(spec, d->source, &dir, &e) == 0 &&
+                     gpc_store_list_dir(dir, &v, &n, &e) == 0;
+            for (size_t k = 0; ok && k < n; k++)
+                bytes += v[k].size;
+            free(v);
+            free(dir);
+            cJSON_AddItemToObject(j, "files", ok ? cJSON_CreateNumber((double)n)
+                                                 : cJSON_CreateNull());
+            cJSON_AddItemToObject(j, "bytes", ok ? cJSON_CreateNumber((double)bytes)
+                                                 : cJSON_CreateNull());
+            if (chosen)
+                cJSON_AddStringToObject(j, "region", chosen->region);
+            else
+                cJSON_AddNullToObject(j, "region");
+            char sz[32];
+            fmt_bytes(bytes, sz, sizeof(sz));
+            if (chosen)
+                snprintf(note, sizeof(note), "data %s: %s (%zu file(s), %s) is uploaded to "
+                         "%s's store in %s at apply (only files changed since the last push "
+                         "move)", d->name, d->source, n, sz, chosen->provider, chosen->region);
+            else
+                snprintf(note, sizeof(note), "data %s: %s (%zu file(s), %s) is uploaded at "
+                         "apply to the store of the chosen offer's region", d->name,
+                         d->source, n, sz);
+        }
+        cJSON_AddStringToObject(j, "note", note);
+    }
+    return arr;
+}
