@@ -235,6 +235,11 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     if (p->action == GPC_PLAN_NONE)
         printf("  none: cluster '%s' exists with this spec and all its nodes\n",
                gpc_json_str(d, "cluster"));
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(d, "data");
+    if (cJSON_GetArraySize(data) > 0)
+        printf("\n%sData:%s\n", b, r);
+    for (const cJSON *it = data ? data->child : NULL; it; it = it->next)
+        printf("  %s\n", gpc_json_str(it, "note"));
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(d, "notes");
     for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
         printf("\nnote: %s\n", it->valuestring);

@@ -13,6 +13,7 @@
 
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
+#include "gpuctl/data.h"
 #include "gpuctl/plan.h"
 
 #define PLAN_KIND "plan"
@@ -635,6 +636,10 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
                                                ? best->projected_total : -1, "USD"));
     }
     cJSON_AddItemToObject(d, "notes", cJSON_Duplicate(notes, 1));
+    /* the spec's data sets (data.c); only when it has some */
+    cJSON *data = gpc_data_plan_json(spec, p->n_offers ? &p->offers[0].worker : NULL);
+    if (data)
+        cJSON_AddItemToObject(d, "data", data);
     return d;
 }
 
