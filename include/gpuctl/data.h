@@ -26,6 +26,7 @@
 #include "gpuctl/error.h"
 #include "gpuctl/provider.h"
 #include "gpuctl/spec.h"
+#include "gpuctl/store.h"
 
 struct cJSON;
 
@@ -78,5 +79,17 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
  * data set, are each element's "note".
  */
 struct cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen);
+
+/*
+ * `gpuctl data pull NAME DIR`: copy data set `name` (data/NAME of the
+ * store of w's provider and region, store.h) into directory `dir` (made
+ * when missing), incremental: a file already in `dir` with the same size
+ * and SHA-256 is not fetched again; nothing in `dir` is deleted.  *st
+ * receives the counts.  Errors: GPC_ERR_USAGE (a bad name, an unknown
+ * provider, one without a store), GPC_ERR_NOT_FOUND "no data set 'NAME'
+ * in the store of P[ region R]" (nothing is made then), the provider's.
+ */
+int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name,
+                  const char *dir, gpc_store_stats *st, gpc_error *err);
 
 #endif /* GPUCTL_DATA_H */

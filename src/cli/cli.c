@@ -72,9 +72,9 @@ const gpc_command gpc_commands[] = {
      "catalog [show | export | update [--provider P[,P]] [--region R[,R]] [--endpoint URL] "
      "[--from FILE] [--dry-run] | reset]", gpc_catalog_options, "show export update reset", 0,
      gpc_cmd_catalog},
-    {"data", NULL, "push, list or remove data sets in a provider's object storage",
-     "data push DIR --name NAME | ls [NAME] | rm NAME [-y]; [--provider P] [--region R]",
-     gpc_data_options, "push ls rm", 0, gpc_cmd_data},
+    {"data", NULL, "push, list, pull or remove data sets in a provider's object storage",
+     "data push DIR --name NAME | ls [NAME] | pull NAME DIR | rm NAME [-y]; [--provider P] "
+     "[--region R]", gpc_data_options, "push ls pull rm", 0, gpc_cmd_data},
     {"check", NULL, "check that each provider's credentials resolve and work",
      "check [PROVIDER...]", NULL, "@provider", 0, gpc_cmd_check},
     {"version", NULL, "print the version", "version", NULL, NULL, 0, gpc_cmd_version},

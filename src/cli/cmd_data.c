@@ -1,6 +1,6 @@
 /*
  * cmd_data.c - `gpuctl data push DIR --name NAME`, `gpuctl data ls [NAME]`,
- * `gpuctl data rm NAME`: data sets in a provider's object storage, placed
+ * `gpuctl data pull NAME DIR`, `gpuctl data rm NAME`: data sets in a provider's object storage, placed
  * ahead of a job (docs/cli.md#data).  The engine (gpuctl/store.h) does the
  * work; this file parses, asks, and prints.
  */
@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "gpuctl/cluster.h"
+#include "gpuctl/data.h"
 #include "gpuctl/store.h"
 
 typedef struct data_args {
@@ -95,6 +96,32 @@ static int data_push(gpc_out *o, gpc_session *s, const gpc_provider *p, const da
         printf("data %s: %lu file(s) sent (%s), %lu unchanged\n", a->name, st.files_sent, sz,
                st.files_skipped);
         printf("  %s\n", url);
+    }
+    return 0;
+}
+
+static int data_pull(gpc_out *o, gpc_session *s, const gpc_provider *p, const data_args *a,
+                     const char *name, const char *dir, gpc_error *err)
+{
+    gpc_data_where w = {.provider = p->name, .region = a->region};
+    gpc_store_stats st;
+    int rc = gpc_data_pull(s, &w, name, dir, &st, err);
+    if (rc)
+        return rc;
+    if (o->format == GPC_OUT_JSON) {
+        cJSON *doc = doc_new("pull", p, a);
+        cJSON_AddStringToObject(doc, "name", name);
+        cJSON_AddStringToObject(doc, "dir", dir);
+        cJSON_AddNumberToObject(doc, "files_received", (double)st.files_sent);
+        cJSON_AddNumberToObject(doc, "files_unchanged", (double)st.files_skipped);
+        cJSON_AddNumberToObject(doc, "bytes_received", (double)st.bytes_sent);
+        gpc_print_json(doc);
+    } else {
+        char sz[32];
+        fmt_bytes(st.bytes_sent, sz, sizeof(sz));
+        printf("data %s: %lu file(s) received (%s), %lu unchanged\n", name, st.files_sent, sz,
+               st.files_skipped);
+        printf("  %s\n", dir);
     }
     return 0;
 }
@@ -251,7 +278,7 @@ int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (done)
         return rc;
     if (optind >= argc)
-        return gpc_usage_error(o, c, "data needs an action: push, ls or rm");
+        return gpc_usage_error(o, c, "data needs an action: push, ls, pull or rm");
     const char *verb = argv[optind++];
     int nops = argc - optind;
     const char *op1 = nops > 0 ? argv[optind] : NULL;
@@ -261,6 +288,13 @@ int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv)
                                    "--name NAME)");
         if (!a.name)
             return gpc_usage_error(o, c, "data push needs --name NAME");
+    } else if (strcmp(verb, "pull") == 0) {
+        if (a.name)
+            return gpc_usage_error(o, c, "--name belongs to 'data push'; give the name as "
+                                   "the first operand of 'data pull'");
+        if (nops != 2)
+            return gpc_usage_error(o, c, "data pull needs a data set name and a directory "
+                                   "(data pull NAME DIR)");
     } else if (strcmp(verb, "ls") == 0 || strcmp(verb, "rm") == 0) {
         if (a.name)
             return gpc_usage_error(o, c, "--name belongs to 'data push'; give the name as "
@@ -269,9 +303,9 @@ int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv)
             return gpc_usage_error(o, c, "data %s takes %s data set name", verb,
                                    verb[0] == 'r' ? "one" : "at most one");
     } else {
-        return gpc_usage_error(o, c, "unknown data action '%s' (push, ls, rm)", verb);
+        return gpc_usage_error(o, c, "unknown data action '%s' (push, ls, pull, rm)", verb);
     }
-    const char *name = verb[0] == 'p' ? a.name : op1;
+    const char *name = strcmp(verb, "push") == 0 ? a.name : op1;
     if (name && !gpc_data_name_ok(name))
         return gpc_usage_error(o, c, "invalid data set name '%s': 1 to 63 letters, digits, "
                                "'.', '_' and '-', starting with a letter or digit", name);
@@ -285,8 +319,10 @@ int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv)
         o->cfg.state_reads_only = 1;
     rc = gpc_session_open(&s, &o->cfg, &err);
     if (!rc) {
-        if (verb[0] == 'p')
+        if (strcmp(verb, "push") == 0)
             rc = data_push(o, &s, p, &a, op1, &err);
+        else if (strcmp(verb, "pull") == 0)
+            rc = data_pull(o, &s, p, &a, name, argv[optind + 1], &err);
         else if (verb[0] == 'l')
             rc = data_ls(o, &s, p, &a, name, &err);
         else

@@ -208,3 +208,25 @@ cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen)
     }
     return arr;
 }
+
+int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name, const char *dir,
+                  gpc_store_stats *st, gpc_error *err)
+{
+    memset(st, 0, sizeof(*st));
+    if (!gpc_data_name_ok(name))
+        return gpc_fail(err, GPC_ERR_USAGE, "invalid data set name '%s': 1 to 63 letters, "
+                        "digits, '.', '_' and '-', starting with a letter or digit", name);
+    /* ls says whether there is one (NOT_FOUND) before anything is made */
+    gpc_store_entry *v = NULL;
+    size_t n = 0;
+    int rc = gpc_data_list(s, w, name, &v, &n, err);
+    free(v);
+    gpc_open_provider op;
+    if (!rc)
+        rc = gpc_session_provider(s, gpc_data_provider(w, err)->name, &op, err);
+    char path[GPC_STORE_PATH_MAX + 1];
+    snprintf(path, sizeof(path), "data/%s", name);
+    if (!rc)
+        rc = op.prov->store_pull(op.ctx, w->region, path, dir, st, err);
+    return rc;
+}
