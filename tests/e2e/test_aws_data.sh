@@ -1,0 +1,88 @@
+#!/bin/bash
+# The spec's `data` on aws, against the fake EC2 (tests/fake/ec2.py) and
+# the fake S3 (tests/fake/s3.py), both checking signatures with botocore:
+#  a. plan names what moves: the directory into aws's store in the chosen
+#     offer's region, the s3:// URL read where it is, with the
+#     inter-region note;
+#  b. apply pushes the data set to the bucket of the chosen region before
+#     any instance is asked for: with S3 refusing the upload, apply fails
+#     (exit 20) and EC2 saw no RunInstances, nothing is recorded; then
+#     apply pushes (every file) and the user-data of every node names the
+#     URLs it fetches; a later apply sends nothing again;
+#  c. data pull from the bucket: the round trip, exact counts.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/ec2_parts.sh"
+
+mkdir -p ds/sub
+printf 'one\n' > ds/file
+printf 'twotwo\n' > ds/sub/b
+cat > job.yaml <<'EOF'
+name: dq
+provider: aws
+nodes: 2
+resources:
+  gpu: A10G:1
+  instance_types: g5.2xlarge
+region: us-west-2
+data:
+  ds: ./ds
+  imgs: s3://shared-data/imagenet
+run:
+  command: python train.py
+EOF
+
+part a
+start_fake s3 s3.py
+S3URL="http://127.0.0.1:$FAKE_PORT"
+export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
+BUCKET=gpuctl-123456789012-us-west-2
+s3state() { fake "$S3URL/_fake/state" > "$T/s3.json"; json_get "$T/s3.json" "$1"; }
+
+# ---- a. plan ---------------------------------------------------------------
+expect_eq "a: plan's Data section" \
+    "Data:|  data ds: ./ds (2 file(s), 11 B) is uploaded to aws's store in us-west-2 at apply (only files changed since the last push move)|  data imgs: s3://shared-data/imagenet, read where it is; its bucket's region is known only online: outside us-west-2 (the chosen offer's) every node's fetch is an inter-region transfer, billed per GiB by aws" \
+    "$(g plan -f job.yaml | grep -A2 '^Data:' | paste -sd'|')"
+expect_eq "a: plan asked neither EC2 nor S3" "0 {}" "$(log_lines) $(s3state 'd["counts"]')"
+
+# ---- b. apply: the data first ---------------------------------------------
+part b
+fake -X POST -d '[{"op": "PutObject", "status": 403, "code": "AccessDenied", "times": 1}]' \
+    "$S3URL/_fake/faults" > /dev/null
+run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b1.out" 2> "$T/b1.err"
+expect_eq "b: S3 refusing the upload fails apply (exit 20)" 20 "$rc"
+expect_match "  naming the data set and where it went" \
+    "^gpuctl: error: data.ds: placing ./ds in the store of aws us-west-2: " "$(cat "$T/b1.err")"
+expect_eq "  no instance was asked for" "0" "$(if [ -f "$LOG" ]; then logq "len([l for l in L if l['action'] == 'RunInstances'])"; else echo 0; fi)"
+expect_eq "  and no cluster recorded" "0" "$(st 'len(d["clusters"])')"
+run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b2.out" 2> "$T/b2.err"
+[ "$rc" = 0 ] || cat "$T/b2.err"
+expect_eq "b: apply exits 0" 0 "$rc"
+expect_eq "b: the data set pushed (the file S3 refused once, too)" \
+    "gpuctl: data ds: 2 file(s) sent (11 B), 0 unchanged -> s3://$BUCKET/data/ds|gpuctl: data imgs: s3://shared-data/imagenet (used where it is)" \
+    "$(grep '^gpuctl: data ' "$T/b2.err" | paste -sd'|')"
+expect_eq "b: into the bucket of the chosen region" "us-west-2|data/ds/file:4 data/ds/sub/b:7" \
+    "$(s3state "d['buckets']['$BUCKET']['region'] + '|' + ' '.join('%s:%d' % (k, o['size']) for k, o in sorted(d['buckets']['$BUCKET']['objects'].items()))")"
+expect_eq "b: two RunInstances in us-west-2" "us-west-2 us-west-2" \
+    "$(logq "' '.join(l['region'] for l in L if l['action'] == 'RunInstances')")"
+# (the script sits indented in the cloud-config: compared line by line)
+expect_eq "b: every node's user-data fetches both data sets into \$GPUCTL_HOME/data" "True True" \
+    "$(calls RunInstances "' '.join(str(\"gpuctl_data_fetch 'ds' 's3://$BUCKET/data/ds'\ngpuctl_data_fetch 'imgs' 's3://shared-data/imagenet'\n\" in u and \"GPUCTL_DATA_DIR=''\" in u) for u in ('\\n'.join(y.strip() for y in x['UserData'].splitlines()) for x in r))")"
+g -y destroy dq > /dev/null 2>&1
+puts=$(s3state 'd["counts"].get("PutObject", 0)')
+run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b3.out" 2> "$T/b3.err"
+expect_eq "b: apply after destroy: the data set is still there, nothing sent" \
+    "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged -> s3://$BUCKET/data/ds $puts" \
+    "$rc $(grep '^gpuctl: data ds' "$T/b3.err") $(s3state 'd["counts"].get("PutObject", 0)')"
+g -y destroy dq > /dev/null 2>&1
+
+# ---- c. data pull ------------------------------------------------------------
+run_rc rc g data pull ds "$T/out" --provider aws --region us-west-2 > "$T/c1.txt"
+expect_eq "c: data pull from the bucket: every file" "0|data ds: 2 file(s) received (11 B), 0 unchanged" \
+    "$rc|$(sed -n 1p "$T/c1.txt")"
+expect_eq "  the files" "one|twotwo" "$(cat "$T/out/file")|$(cat "$T/out/sub/b")"
+g -o json data pull ds "$T/out" --provider aws --region us-west-2 > "$T/c2.json"
+check_schema "$T/c2.json" data
+expect_eq "c: again: nothing received" "0 2 0" \
+    "$(json_get "$T/c2.json" '" ".join(str(x) for x in (d["files_received"], d["files_unchanged"], d["bytes_received"]))')"
+
+finish
