@@ -603,10 +603,8 @@ fi
 ## at $GPUCTL_DATA_DIR/NAME.  DATA=shared: this machine's store directory,
 ## which the nodes read in place; DATA=fetch: $GPUCTL_HOME/data, each data
 ## set fetched from its store URL (the node script's gpuctl_md_store_pull
-## URL DIR) before setup; DATA=none: no data sets.
-##if DATA=none
-unset GPUCTL_DATA_DIR
-##endif
+## URL DIR) before setup; DATA=none: no data sets (GPUCTL_DATA_DIR unset:
+## the spec reserves GPUCTL_* names).
 ##if DATA=shared|fetch
 GPUCTL_DATA_DIR={{DATA_DIR}}
 export GPUCTL_DATA_DIR="${GPUCTL_DATA_DIR:-$GPUCTL_HOME/data}"
