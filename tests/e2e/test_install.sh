@@ -69,7 +69,7 @@ expect_eq "gpuctl offers --sort <TAB>: its values" "price price-per-tflops" \
     "$(complete_words gpuctl offers --sort '' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "gpuctl catalog <TAB>: its subcommands" "show export update reset" \
     "$(complete_words gpuctl catalog '' | tr '\n' ' ' | sed 's/ $//')"
-expect_eq "gpuctl data <TAB>: its actions" "push ls rm" \
+expect_eq "gpuctl data <TAB>: its actions" "push ls pull rm" \
     "$(complete_words gpuctl data '' | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "gpuctl check <TAB>: the providers built in" "$("$GPUCTL_BIN" -o json version | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["providers"]))')" \
     "$(complete_words gpuctl check '' | tr '\n' ' ' | sed 's/ $//')"
