@@ -93,14 +93,37 @@ static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *
             .instance_type = of->instance_type,
             .rank_from = rf, .rdzv_from = cp->rdzv,
         };
+        /* the spec's data as apply renders it for nodes that fetch it
+         * (data.h): its URLs, for a store's one as long as a bucket's
+         * (63 bytes) with the scheme and "/data/NAME" can be */
+        const char **dnames = calloc(spec->n_data + 1, sizeof(char *));
+        const char **durls = calloc(spec->n_data + 1, sizeof(char *));
+        char store_url[160];
+        memset(store_url, 'x', sizeof(store_url) - 1);
+        store_url[sizeof(store_url) - 1] = '\0';
+        if (!dnames || !durls)
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < spec->n_data && !(cp->caps & GPC_CAP_SHARED_FILES); i++) {
+            dnames[i] = spec->data[i].name;
+            durls[i] = spec->data[i].is_url ? spec->data[i].source : store_url;
+            ctx.data_dir = "";
+            ctx.data_fetch = 1;
+            ctx.data_names = dnames;
+            ctx.data_urls = durls;
+            ctx.n_data = i + 1;
+        }
         gpc_payload pl;
+        memset(&pl, 0, sizeof(pl));
         char *enc = NULL;
         size_t enc_len;
-        rc = gpc_render_payload(spec, &ctx, rules, &pl, err);
+        if (!rc)
+            rc = gpc_render_payload(spec, &ctx, rules, &pl, err);
         if (!rc)
             rc = gpc_payload_cloud_init(&pl, rules, &enc, &enc_len, NULL, err);
         gpc_payload_free(&pl);
         free(enc);
+        free(dnames);
+        free(durls);
     }
     return rc;
 }

@@ -3,7 +3,8 @@
 # the fake S3 (tests/fake/s3.py), both checking signatures with botocore:
 #  a. plan names what moves: the directory into aws's store in the chosen
 #     offer's region, the s3:// URL read where it is, with the
-#     inter-region note;
+#     inter-region note; a spec whose data lines make the user-data too
+#     large is refused by plan (exit 4);
 #  b. apply pushes the data set to the bucket of the chosen region before
 #     any instance is asked for: with S3 refusing the upload, apply fails
 #     (exit 20) and EC2 saw no RunInstances, nothing is recorded; then
@@ -43,6 +44,14 @@ expect_eq "a: plan's Data section" \
     "Data:|  data ds: ./ds (2 file(s), 11 B) is uploaded to aws's store in us-west-2 at apply (only files changed since the last push move)|  data imgs: s3://shared-data/imagenet, read where it is; its bucket's region is known only online: outside us-west-2 (the chosen offer's) every node's fetch is an inter-region transfer, billed per GiB by aws" \
     "$(g plan -f job.yaml | grep -A2 '^Data:' | paste -sd'|')"
 expect_eq "a: plan asked neither EC2 nor S3" "0 {}" "$(log_lines) $(s3state 'd["counts"]')"
+# 400 data sets of long (random, incompressible) URLs: the user-data that
+# lists them is too large for EC2, known at plan time
+{ sed '/^run:/,$d' job.yaml; for i in $(seq 1 400); do
+    echo "  d$i: s3://shared-data/$(head -c 60 /dev/urandom | base64 -w0 | tr -dc a-z0-9)"; done
+  echo "run: python train.py"; } > many.yaml
+run_rc rc g plan -f many.yaml 2> "$T/many.err" > /dev/null
+expect_eq "a: plan of a user-data too large with its data lines: exit 4" 4 "$rc"
+expect_match "  saying the sizes" "user-data is [0-9]+ bytes after gzip; aws allows 16384" "$(cat "$T/many.err")"
 
 # ---- b. apply: the data first ---------------------------------------------
 part b
