@@ -285,6 +285,12 @@ typedef struct gpc_node_ctx {
                                 0 = GPC_RANK_ENGINE */
     gpc_rdzv_from rdzv_from; /* where the node finds the rendezvous (above);
                                 0 = GPC_RDZV_HEAD_IP */
+    int deliver;             /* 1: gpuctl delivers the spec's workdir (when
+                                `workdir` above is NULL) and secrets over
+                                the provider's transport once the node runs
+                                (provider.h, transport_argv): before setup
+                                the bootstrap waits for the delivery marker
+                                (the DELIVER section of templates/bootstrap.sh) */
 } gpc_node_ctx;
 
 /*

@@ -398,6 +398,7 @@ enum {
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
+    V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -425,6 +426,9 @@ static const char *const var_names[V_COUNT] = {
     [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
     [V_IDLE] = "IDLE",
     [V_IDLE_TIMEOUT_S] = "IDLE_TIMEOUT_S",
+    [V_DELIVER] = "DELIVER",
+    [V_DELIVER_WORKDIR] = "DELIVER_WORKDIR",
+    [V_SECRET_NAMES] = "SECRET_NAMES",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -682,6 +686,26 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = quote_opt(&vals[V_SETUP], spec->setup, err);
     if (!rc)
         rc = gpc_shell_quote(&vals[V_RUN_COMMAND], spec->run.command, err);
+    /* delivery over the provider's transport (deliver.c): whether the node
+     * waits for it, whether the workdir comes with it, and the names (not
+     * the values) of the secrets it brings */
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_DELIVER], node->deliver ? "1" : "0", err);
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_DELIVER_WORKDIR],
+                          node->deliver && spec->workdir && !node->workdir ? "1" : "0", err);
+    gpc_buf names;
+    gpc_buf_init(&names, GPC_BUF_SCRIPT_MAX);
+    for (size_t i = 0; !rc && node->deliver && i < spec->n_secrets; i++) {
+        if (!is_env_name(spec->secrets[i].name))
+            rc = gpc_fail(err, GPC_ERR_RENDER, "secret name '%.64s' is not a shell name",
+                          spec->secrets[i].name ? spec->secrets[i].name : "");
+        else
+            rc = gpc_buf_addf(&names, err, "%s%s", i ? " " : "", spec->secrets[i].name);
+    }
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_SECRET_NAMES], gpc_buf_str(&names), err);
+    gpc_buf_free(&names);
     return rc;
 }
 
