@@ -628,7 +628,8 @@ if [ -n "$gpuctl_secret_names" ]; then
   done
   gpuctl_say "secrets set: $gpuctl_secret_names"
 fi
-if [ {{DELIVER_WORKDIR}} = 1 ]; then
+gpuctl_deliver_workdir={{DELIVER_WORKDIR}}
+if [ "$gpuctl_deliver_workdir" = 1 ]; then
   GPUCTL_WORKDIR=$GPUCTL_HOME/workdir
 fi
 gpuctl_say "delivery received"

@@ -7,7 +7,7 @@
  *
  * For each running node, in parallel, three steps (each one command over
  * the transport, all nodes at once, then the next step):
- *   1. prepare: the node has rsync (when a workdir goes), NODE_HOME/workdir
+ *   1. prepare: the node runs rsync (when a workdir goes), NODE_HOME/workdir
  *      exists, and the secrets arrive through the command's standard input
  *      (a memfd: never a file of this machine, never an argument of any
  *      process) into RUN_DIR/secrets.env, mode 0600, in a directory of
@@ -285,8 +285,8 @@ static void step_start(gpc_session *s, node_job *j, int step, const char *workdi
         snprintf(cmd, sizeof(cmd),
                  AS_ROOT "%s$s mkdir -p " NODE_HOME "/workdir && "
                  "$s sh -c 'umask 077 && mkdir -p " RUN_DIR " && %s'",
-                 workdir ? "command -v rsync >/dev/null 2>&1 || "
-                           "{ echo 'rsync is not installed on the node' >&2; exit 3; }; "
+                 workdir ? "rsync --version >/dev/null 2>&1 || { echo 'rsync is not "
+                           "installed on the node (rsync --version failed there)' >&2; exit 3; }; "
                          : "",
                  n_sec ? "cat > " RUN_DIR "/.secrets.env.tmp && "
                          "mv -f " RUN_DIR "/.secrets.env.tmp " RUN_DIR "/secrets.env"
@@ -471,9 +471,9 @@ static void size_warning(gpc_session *s, const char *workdir)
             size_t bl = strlen(big);
             snprintf(big + bl, sizeof(big) - bl, "%s%s (%s)", k ? ", " : "", top[k].name, h);
         }
-        gpc_warn(s->log, "workdir %s holds %s to send (more than %lld MiB, "
-                 "GPUCTL_WORKDIR_WARN_MB); largest: %s; list what the job does not need in "
-                 "%s/.gpuctlignore", workdir, t, mb, big, workdir);
+        gpc_warn(s->log, "workdir %s holds %s after .gpuctlignore and .gitignore (more than "
+                 "%lld MiB, GPUCTL_WORKDIR_WARN_MB); largest: %s; list what the job does not "
+                 "need in %s/.gpuctlignore", workdir, t, mb, big, workdir);
     }
     free(top);
     gpc_buf_free(&out);
