@@ -40,6 +40,10 @@
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
+ *   workdir/, delivered   on a node that waits for gpuctl's delivery
+ *                  (gpc_node_ctx.deliver): the workdir gpuctl sent, and the
+ *                  marker it writes last (the secrets are in
+ *                  $GPUCTL_RUN_DIR/secrets.env, default /run/gpuctl, tmpfs)
  *
  * On a machine of its own (gpuctl_md_machine=1 in the node script, below:
  * a cloud VM) the bootstrap powers the node off when it ends,
