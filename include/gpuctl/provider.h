@@ -534,6 +534,9 @@ typedef struct gpc_provider {
      * it only for a running node; the same waits and files as shell_argv.
      * A provider with it may leave GPC_CAP_SECRETS and
      * GPC_CAP_SHARED_FILES out and still take `workdir` and `secrets`.
+     * The engine delivers to the nodes running once a launch's nodes have
+     * started (not for GPC_CAP_QUEUE, whose nodes may wait in a queue:
+     * such a provider must not have it) and again on each apply.
      * Errors: as shell_argv. */
     int (*transport_argv)(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
                           char ***rsh, char *dest, size_t dest_size, gpc_error *err);
