@@ -306,6 +306,10 @@ static void step_start(gpc_session *s, node_job *j, int step, const char *workdi
     if (!rc) {
         debug_argv(s, step_names[step], j->nd->rank, argv);
         rc = spawn(argv, in_fd, j->out_fd, &j->pid, err);
+        if (rc) {
+            close(j->out_fd);
+            j->out_fd = -1;
+        }
     }
     if (in_fd >= 0)
         close(in_fd);
