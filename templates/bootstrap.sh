@@ -42,6 +42,8 @@
 ##   GPUCTL_POWEROFF=0         keep a machine of its own up after the job ends
 ##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
+##   GPUCTL_DELIVER_WAIT_S=N   how long a DELIVER=1 node waits for gpuctl (1800)
+##   GPUCTL_RUN_DIR=DIR        where the delivered secrets are (/run/gpuctl)
 ##
 ## IDLE=1: lifecycle.idle_timeout is set (IDLE_TIMEOUT_S seconds): after its
 ## job the node stays up until no job has run for that long (the `job`
@@ -578,6 +580,60 @@ fi
 gpuctl_say "node ${GPUCTL_NODE_RANK:-(rank from the rendezvous)} of $GPUCTL_NUM_NODES," \
   "head $gpuctl_endpoint," \
   "GPUs $GPUCTL_GPUS_PER_NODE, nproc_per_node $GPUCTL_NPROC_PER_NODE, backend $GPUCTL_DIST_BACKEND"
+
+##if DELIVER=1
+## --- delivery ---
+## The node does not see gpuctl's files: once the node runs, gpuctl
+## (src/engine/deliver.c) sends over the provider's transport (ssh) the
+## workdir into $GPUCTL_HOME/workdir, the secrets into
+## $GPUCTL_RUN_DIR/secrets.env (tmpfs, mode 0600: `export NAME=VALUE`
+## lines, values quoted for the shell) and then writes the marker
+## $GPUCTL_HOME/delivered.  Wait for the marker (GPUCTL_DELIVER_WAIT_S,
+## max_duration counts), a line a minute; no value ever reaches node.log.
+gpuctl_wait=${GPUCTL_DELIVER_WAIT_S:-1800}
+case $gpuctl_wait in '' | *[!0-9]*) gpuctl_wait=1800 ;; esac
+gpuctl_t0=$SECONDS
+gpuctl_n=0
+until [ -e "$GPUCTL_HOME/delivered" ]; do
+  if [ $((SECONDS - gpuctl_t0)) -ge "$gpuctl_wait" ]; then
+    gpuctl_say "error: gpuctl delivered no workdir or secrets within ${gpuctl_wait}s" \
+      "(no $GPUCTL_HOME/delivered; GPUCTL_DELIVER_WAIT_S): run gpuctl apply again" \
+      "where this node can be reached by ssh"
+    exit 1
+  fi
+  if gpuctl_over_time; then
+    gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit while waiting for" \
+      "gpuctl's delivery"
+    exit 124
+  fi
+  if [ $((gpuctl_n++ % 60)) -eq 0 ]; then
+    gpuctl_say "waiting for gpuctl to deliver the workdir and secrets over ssh"
+  fi
+  sleep 1
+done
+gpuctl_secret_names={{SECRET_NAMES}}
+if [ -n "$gpuctl_secret_names" ]; then
+  gpuctl_secrets="${GPUCTL_RUN_DIR:-/run/gpuctl}/secrets.env"
+  if [ ! -r "$gpuctl_secrets" ]; then
+    gpuctl_say "error: the delivered secrets file $gpuctl_secrets is missing"
+    exit 1
+  fi
+  # shellcheck disable=SC1090
+  . "$gpuctl_secrets"
+  for gpuctl_s in $gpuctl_secret_names; do
+    if [ -z "${!gpuctl_s+x}" ]; then
+      gpuctl_say "error: secret $gpuctl_s is not in the delivered $gpuctl_secrets"
+      exit 1
+    fi
+  done
+  gpuctl_say "secrets set: $gpuctl_secret_names"
+fi
+gpuctl_deliver_workdir={{DELIVER_WORKDIR}}
+if [ "$gpuctl_deliver_workdir" = 1 ]; then
+  GPUCTL_WORKDIR=$GPUCTL_HOME/workdir
+fi
+gpuctl_say "delivery received"
+##endif
 
 ## --- directories ---
 

@@ -152,6 +152,12 @@ typedef struct gpc_session {
      * (data.h, gpc_data_place) while gpc_apply runs: borrowed, rendered
      * into each node's bootstrap; NULL otherwise. */
     const struct gpc_data_placed *data;
+    /* While gpc_apply runs: 1 when its nodes get the workdir and secrets
+     * from gpuctl over the provider's transport (deliver.c; their
+     * bootstrap waits for it: gpc_node_ctx.deliver), and the workdir on
+     * this machine to send (borrowed; NULL = none); 0 and NULL otherwise. */
+    int deliver;
+    const char *deliver_workdir;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened

@@ -519,6 +519,28 @@ typedef struct gpc_provider {
                       uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
                       char ***argv, gpc_error *err);
 
+    /* Optional: the remote shell that reaches a node for the engine's own
+     * transfers (deliver.c: the workdir by `rsync -e`, the secrets, the
+     * delivery marker), for nodes that do not see this machine's files.
+     * *rsh (ended by NULL; the caller frees it with gpc_argv_free) is the
+     * command and its options without destination or remote command (aws:
+     * `ssh -T -o ...`, no "--"); dest (dest_size bytes) is where it goes,
+     * "USER@HOST".  Run as `rsh... [-l USER] HOST COMMAND` (rsync's form)
+     * or `rsh... USER@HOST COMMAND`, it runs COMMAND, one command line for
+     * the node's POSIX shell, with the given standard input, output and
+     * error, and exits with its status.  The remote user is root or may
+     * run `sudo -n` without a password; the node runs the bootstrap with
+     * GPUCTL_HOME /var/lib/gpuctl and has /run (tmpfs).  The engine calls
+     * it only for a running node; the same waits and files as shell_argv.
+     * A provider with it may leave GPC_CAP_SECRETS and
+     * GPC_CAP_SHARED_FILES out and still take `workdir` and `secrets`.
+     * The engine delivers to the nodes running once a launch's nodes have
+     * started (not for GPC_CAP_QUEUE, whose nodes may wait in a queue:
+     * such a provider must not have it) and again on each apply.
+     * Errors: as shell_argv. */
+    int (*transport_argv)(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
+                          char ***rsh, char *dest, size_t dest_size, gpc_error *err);
+
     /* ---- object storage ----
      * A store: where data and checkpoints live apart from the nodes, one
      * per region (aws: an S3 bucket; local: a directory under the state

@@ -40,6 +40,10 @@
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
+ *   workdir/, delivered   on a node that waits for gpuctl's delivery
+ *                  (gpc_node_ctx.deliver): the workdir gpuctl sent, and the
+ *                  marker it writes last (the secrets are in
+ *                  $GPUCTL_RUN_DIR/secrets.env, default /run/gpuctl, tmpfs)
  *
  * On a machine of its own (gpuctl_md_machine=1 in the node script, below:
  * a cloud VM) the bootstrap powers the node off when it ends,
@@ -299,6 +303,12 @@ typedef struct gpc_node_ctx {
     const char *const *data_names;
     const char *const *data_urls;
     size_t n_data;
+    int deliver;             /* 1: gpuctl delivers the spec's workdir (when
+                                `workdir` above is NULL) and secrets over
+                                the provider's transport once the node runs
+                                (provider.h, transport_argv): before setup
+                                the bootstrap waits for the delivery marker
+                                (the DELIVER section of templates/bootstrap.sh) */
 } gpc_node_ctx;
 
 /*

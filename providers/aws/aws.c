@@ -418,6 +418,7 @@ const gpc_provider gpc_provider_aws = {
     .read_log = NULL,
     .secret_words = aws_secret_words,
     .shell_argv = aws_shell_argv,
+    .transport_argv = aws_transport_argv,
     .store_url = aws_store_url,
     .store_push = aws_store_push,
     .store_pull = aws_store_pull,

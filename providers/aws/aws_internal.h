@@ -357,4 +357,9 @@ int aws_ssh_transport(aws_ctx *c, const gpc_cluster_ref *cl, const gpc_node_ref 
 int aws_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node, uint32_t rank,
                    const char *const *cmd, size_t n_cmd, int tty, char ***argv, gpc_error *err);
 
+/* The seam's transport_argv (provider.h): aws_ssh_transport's vector and
+ * destination. */
+int aws_transport_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                       char ***rsh, char *dest, size_t dest_size, gpc_error *err);
+
 #endif /* GPUCTL_AWS_INTERNAL_H */

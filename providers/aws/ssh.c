@@ -288,3 +288,14 @@ int aws_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nod
     gpc_argv_reset(&a);
     return rc;
 }
+
+int aws_transport_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                       char ***rsh, char *dest, size_t dest_size, gpc_error *err)
+{
+    gpc_argv a = {0};
+    int rc = aws_ssh_transport(ctx, cl, node, 0, &a, dest, dest_size, err);
+    if (!rc)
+        rc = gpc_argv_take(&a, rsh, err);
+    gpc_argv_reset(&a);
+    return rc;
+}

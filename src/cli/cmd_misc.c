@@ -225,6 +225,13 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,
         .workdir = workdir, .checkpoint_dir = ckpt,
     };
+    /* nodes that get the workdir and secrets from gpuctl over ssh wait for
+     * them (deliver.c; as precheck.c judges it) */
+    if (pv->transport_argv && !(pv->caps & GPC_CAP_SHARED_FILES) &&
+        (spec->workdir || (spec->n_secrets && !(pv->caps & GPC_CAP_SECRETS)))) {
+        ctx.deliver = 1;
+        ctx.workdir = NULL;
+    }
     char *ud = NULL, *enc = NULL;
     size_t enc_len = 0;
     int gz = 0;

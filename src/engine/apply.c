@@ -222,6 +222,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     /* for the creates of this apply only */
     s->secrets = dirs.secrets;
     s->n_secrets = dirs.n_secrets;
+    s->deliver = dirs.deliver; /* deliver.c, once the nodes run */
+    s->deliver_workdir = dirs.send_workdir;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
@@ -354,6 +356,8 @@ out:
     gpc_cluster_unlock(lockfd);
     s->secrets = NULL;
     s->n_secrets = 0;
+    s->deliver = 0;
+    s->deliver_workdir = NULL;
     gpc_lc_dirs_free(&dirs);
     return rc;
 }

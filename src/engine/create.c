@@ -160,7 +160,7 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
         .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE ? of->fabric
                                                                                : NULL,
         .instance_type = of->instance_type,
-        .rank_from = rank_from, .rdzv_from = pv->prov->rdzv,
+        .rank_from = rank_from, .rdzv_from = pv->prov->rdzv, .deliver = s->deliver,
     };
     if (s->data) { /* the spec's data sets, placed by apply (data.h) */
         ctx.data_dir = s->data->dir;

@@ -547,7 +547,9 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         /* what an interrupted apply launched must still come up, and be
          * finished (also when it was recorded: killed in nodes_running) */
         rc = res->adopted ? wait_booted(s, pv, c, poll_s, err) : 0;
-        return rc ? rc : finish_nodes(s, pv, c, err);
+        rc = rc ? rc : finish_nodes(s, pv, c, err);
+        /* the running nodes get the workdir and secrets again (a re-sync) */
+        return rc ? rc : gpc_lc_deliver_apply(s, pv, c, err);
     }
     /* Where to try: the live nodes' zone, else the provider's zones. */
     char (*zones)[48] = NULL;
@@ -620,6 +622,10 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
             last = wait_booted(s, pv, c, poll_s, &e);
             if (!last)
                 last = finish_nodes(s, pv, c, &e);
+            /* a node that cannot take the delivery failed as one that did
+             * not boot */
+            if (!last)
+                last = gpc_lc_deliver_apply(s, pv, c, &e);
             /* the nodes launched, then did not come up: the attempt failed */
             for (size_t i = 0; last && i < n; i++)
                 if (made[i])

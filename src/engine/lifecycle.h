@@ -11,6 +11,8 @@
  *   launch.c   launch attempts over zones, rollback, waiting for boot
  *   wait.c     gpc_cluster_wait, the log pump, stopping stragglers
  *   destroy.c  gpc_cluster_destroy and the provider's cluster clean-up
+ *   deliver.c  the workdir and secrets sent to nodes that do not see this
+ *              machine's files, over the provider's transport
  *   fault.c    fault injection for the end-to-end tests
  *
  * A function that talks to a provider takes it as `pv`: the cluster's
@@ -37,6 +39,9 @@ typedef struct gpc_lc_dirs {
                            checkpoint_dir */
     gpc_env_var *secrets; /* the spec's secrets, read (gpc_secrets_read) */
     size_t n_secrets;
+    int deliver;        /* the nodes get the workdir and/or the secrets from
+                           gpuctl over the provider's transport (deliver.c) */
+    char *send_workdir; /* the workdir on this machine to send them, or NULL */
 } gpc_lc_dirs;
 
 /* Free (and wipe) what *d holds; zero it. */
@@ -196,6 +201,43 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
  * (cleanup_cluster; 0 when it has none). */
 int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
                              gpc_cluster_rec *c, gpc_error *err);
+
+/* ---- deliver.c --------------------------------------------------------- */
+
+/*
+ * Deliver to every running node of cluster `c` (provider pv, which must
+ * have transport_argv): the workdir `workdir` (a directory of this
+ * machine, NULL = none) synchronised into the node's
+ * /var/lib/gpuctl/workdir (rsync -a --delete, .gpuctlignore and
+ * .gitignore honoured), the secrets (n of them; written to the node's
+ * /run/gpuctl/secrets.env through the transport's standard input, mode
+ * 0600, n == 0: the file removed), then the marker
+ * /var/lib/gpuctl/delivered the bootstrap waits for.  Nodes in parallel;
+ * idempotent (only what changed moves).  Says per node what moved
+ * ("workdir: 1 file, 120 B sent to node 0"), and warns first when the
+ * workdir is larger than $GPUCTL_WORKDIR_WARN_MB MiB (default 100).
+ * Errors: GPC_ERR_PROVIDER naming the node and the step that failed
+ * (rsync missing on the node, ssh refused, ...), the provider's, GPC_ERR_IO,
+ * GPC_ERR_NOMEM.
+ */
+int gpc_lc_deliver(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                   const char *workdir, const gpc_env_var *secrets, size_t n, gpc_error *err);
+
+/* For a re-run on the nodes of cluster `c` (gpuctl exec, an apply that
+ * re-runs): whether spec's nodes there get a delivery (*delivers: the
+ * provider has transport_argv and its nodes do not see this machine's
+ * files, or cannot take secrets otherwise) and, when they do, the
+ * delivery itself (gpc_lc_deliver with the spec's workdir resolved and its
+ * secrets read now).  Errors: gpc_lc_deliver's, GPC_ERR_SPEC (a workdir
+ * that is not a directory, a secret that cannot be read). */
+int gpc_deliver_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                      const gpc_spec *spec, int *delivers, gpc_error *err);
+
+/* gpc_lc_deliver with what gpc_apply holds in the session (s->deliver,
+ * s->deliver_workdir, s->secrets); 0 and nothing done when s->deliver is
+ * 0. */
+int gpc_lc_deliver_apply(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                         gpc_error *err);
 
 /* ---- fault.c ----------------------------------------------------------- */
 

@@ -29,6 +29,25 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
     return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
 
+/* Comma-separated names of the providers that can send files and secrets
+ * to their nodes (provider.h, transport_argv; plan-only ones aside), or
+ * "none"; a static buffer, overwritten by the next call. */
+static const char *transport_names(void)
+{
+    static char names[256];
+    size_t len = 0;
+    names[0] = '\0';
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        const gpc_provider *p = gpc_providers[i];
+        if (p->transport_argv && !(p->caps & GPC_CAP_PLAN_ONLY))
+            len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
+                                    "%s%s", len ? ", " : "", p->name);
+        if (len >= sizeof(names))
+            break;
+    }
+    return names[0] ? names : "none";
+}
+
 int gpc_lc_offer_shares(gpc_session *s, const gpc_offer *offer, int *out, gpc_error *err)
 {
     const gpc_provider *p = gpc_provider_find(offer->provider);
@@ -62,7 +81,7 @@ int gpc_lc_precheck_provider(const gpc_plan *plan, gpc_error *err)
  * provider's rank source).  And the provider takes the spec (aws: the
  * image). */
 static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *workdir,
-                        const char *ckpt, gpc_error *err)
+                        const char *ckpt, int deliver, gpc_error *err)
 {
     const gpc_offer *of = &plan->offers[0].worker;
     const gpc_provider *cp = gpc_provider_find(of->provider);
@@ -91,7 +110,7 @@ static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *
             .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE
                           ? of->fabric : NULL,
             .instance_type = of->instance_type,
-            .rank_from = rf, .rdzv_from = cp->rdzv,
+            .rank_from = rf, .rdzv_from = cp->rdzv, .deliver = deliver,
         };
         /* the spec's data as apply renders it for nodes that fetch it
          * (data.h): its URLs, for a store's one as long as a bucket's
@@ -148,17 +167,28 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
     /* the job's directories as resolved here hold only on offers whose
      * nodes see this machine's files as the first one's do */
     d->dirs_depend = spec->workdir || (spec->checkpoint_dir && spec->checkpoint_dir[0] != '/');
+    /* Nodes that do not see this machine's files get the workdir (and
+     * secrets a provider cannot put in their environment itself) from
+     * gpuctl over the provider's transport (deliver.c), where it has one;
+     * also on an apply that changes nothing (a re-sync). */
+    int transport = tp && tp->transport_argv && !(tp->caps & GPC_CAP_PLAN_ONLY);
+    int send_secrets = spec->n_secrets && tp && !(tp->caps & GPC_CAP_SECRETS) && transport;
     if (rc)
         ;
     else if (spec->workdir && d->shares_files)
         rc = resolve_path(spec, "workdir", spec->workdir, 0, &d->workdir, err);
+    else if (spec->workdir && transport && (plan->action != GPC_PLAN_NONE || make_dirs))
+        rc = resolve_path(spec, "workdir", spec->workdir, 0, &d->send_workdir, err);
     else if (spec->workdir && plan->action != GPC_PLAN_NONE)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
-                      "cannot see this machine's files%s%s%s; put the code in the image or "
-                      "fetch it in setup", spec->source, target,
+                      "cannot see this machine's files%s%s%s and which cannot send it to them "
+                      "(providers that can: %s); put the code in the image or fetch it in "
+                      "setup", spec->source, target,
                       tp && tp->shares_files ? " there" : " (only the ",
                       tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
-                      tp && tp->shares_files ? "" : " provider shares them)");
+                      tp && tp->shares_files ? "" : " provider shares them)",
+                      transport_names());
+    d->deliver = !rc && (d->send_workdir || send_secrets);
     /* Judged, as workdir, only where something is to be made: a cluster
      * already applied whose provider now offers nothing (no offer to ask
      * shares_files of) keeps the path its apply resolved. */
@@ -174,16 +204,16 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
         rc = gpc_data_check_offer(spec, &plan->offers[0].worker, err);
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
-        rc = payload_fits(spec, plan, d->workdir, d->ckpt, err);
+        rc = payload_fits(spec, plan, d->workdir, d->ckpt, d->deliver, err);
     /* secrets: a provider that can keep them out of what it records, and
      * values that can be read now */
-    if (!rc && spec->n_secrets && plan->action != GPC_PLAN_NONE) {
-        if (tp && !(tp->caps & GPC_CAP_SECRETS) && !(tp->caps & GPC_CAP_PLAN_ONLY))
+    if (!rc && spec->n_secrets && (plan->action != GPC_PLAN_NONE || (send_secrets && make_dirs))) {
+        if (tp && !(tp->caps & GPC_CAP_SECRETS) && !(tp->caps & GPC_CAP_PLAN_ONLY) && !transport)
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets: the chosen offer is on %s, which "
-                          "cannot deliver secrets to its nodes yet without writing them where "
-                          "they are kept (providers that can: %s); pass them another way, or "
-                          "choose such a provider", spec->source, target,
-                          gpc_provider_names_with(GPC_CAP_SECRETS));
+                          "cannot deliver secrets to its nodes without writing them where "
+                          "they are kept (providers that can: %s; over ssh: %s); pass them "
+                          "another way, or choose such a provider", spec->source, target,
+                          gpc_provider_names_with(GPC_CAP_SECRETS), transport_names());
         if (!rc)
             rc = gpc_secrets_read(spec, &d->secrets, &d->n_secrets, err);
     }
@@ -196,6 +226,7 @@ void gpc_lc_dirs_free(gpc_lc_dirs *d)
 {
     free(d->workdir);
     free(d->ckpt);
+    free(d->send_workdir);
     gpc_secrets_free(d->secrets, d->n_secrets);
     memset(d, 0, sizeof(*d));
 }

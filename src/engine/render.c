@@ -399,6 +399,7 @@ enum {
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
+    V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -429,6 +430,9 @@ static const char *const var_names[V_COUNT] = {
     [V_DATA] = "DATA",
     [V_DATA_DIR] = "DATA_DIR",
     [V_DATA_FETCH] = "DATA_FETCH",
+    [V_DELIVER] = "DELIVER",
+    [V_DELIVER_WORKDIR] = "DELIVER_WORKDIR",
+    [V_SECRET_NAMES] = "SECRET_NAMES",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -722,6 +726,26 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_shell_quote(&vals[V_RUN_COMMAND], spec->run.command, err);
     if (!rc)
         rc = data_values(node, vals, err);
+    /* delivery over the provider's transport (deliver.c): whether the node
+     * waits for it, whether the workdir comes with it, and the names (not
+     * the values) of the secrets it brings */
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_DELIVER], node->deliver ? "1" : "0", err);
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_DELIVER_WORKDIR],
+                          node->deliver && spec->workdir && !node->workdir ? "1" : "0", err);
+    gpc_buf names;
+    gpc_buf_init(&names, GPC_BUF_SCRIPT_MAX);
+    for (size_t i = 0; !rc && node->deliver && i < spec->n_secrets; i++) {
+        if (!is_env_name(spec->secrets[i].name))
+            rc = gpc_fail(err, GPC_ERR_RENDER, "secret name '%.64s' is not a shell name",
+                          spec->secrets[i].name ? spec->secrets[i].name : "");
+        else
+            rc = gpc_buf_addf(&names, err, "%s%s", i ? " " : "", spec->secrets[i].name);
+    }
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_SECRET_NAMES], gpc_buf_str(&names), err);
+    gpc_buf_free(&names);
     return rc;
 }
 

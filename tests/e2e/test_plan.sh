@@ -456,15 +456,19 @@ expect_eq "plan --detailed-exitcode of a missing workdir: exit 1" 1 "$rc"
 run_rc rc g validate -f nowd.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "a workdir that is a file: exit 4, said so" "4 gpuctl: error: nowd.yaml: workdir: './missing-dir' is not a directory (resolved: $PWD/missing-dir)" "$rc $(cat "$T/e.txt")"
 rm missing-dir
-# A workdir on nodes that cannot see this machine's files (aws): plan
-# refuses it as apply does.
+# A workdir on nodes that cannot see this machine's files but that gpuctl
+# reaches over ssh (aws): plan takes it, as apply does (it sends it,
+# test_aws_deliver.sh); one that does not exist is refused there too.
 mkdir -p code
 printf 'name: awswd\nprovider: aws\nresources: {gpu: T4:1}\nworkdir: ./code\nrun: echo hi\n' > awswd.yaml
 run_rc rc g plan -f awswd.yaml > /dev/null 2> "$T/e.txt"
-expect_eq "plan of a workdir on aws: exit 4" 4 "$rc"
-expect_match "says why" "awswd.yaml: workdir: the chosen offer is on aws, whose nodes cannot see this machine's files" "$(cat "$T/e.txt")"
+expect_eq "plan of a workdir on aws: exit 0" 0 "$rc"
 run_rc rc g plan -f awswd.yaml --detailed-exitcode > /dev/null 2>&1
-expect_eq "never approved by --detailed-exitcode: exit 1" 1 "$rc"
+expect_eq "approved by --detailed-exitcode: exit 2 (changes)" 2 "$rc"
+sed 's|./code|./no-code|' awswd.yaml > awsnowd.yaml
+run_rc rc g plan -f awsnowd.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of a missing workdir on aws: exit 4" 4 "$rc"
+expect_match "says why" "awsnowd.yaml: workdir: directory './no-code' does not exist" "$(cat "$T/e.txt")"
 # A spec naming only plan-only providers: validate refuses it (exit 6),
 # plan still shows the offers (exit 0) but does not approve them.
 printf 'name: az\nprovider: [azure, aliyun]\nresources: {gpu: T4:1}\nrun: echo hi\n' > az.yaml

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gpuctl/plan.h"
 #include "gpuctl/util.h"
 
 #define SPEC(prov, nodes, extra)                                                     \
@@ -297,7 +298,8 @@ static void test_workdir_refused(void **state)
     gpc_error err;
     assert_int_equal(apply_rc(e, &res, &err), GPC_ERR_SPEC);
     assert_string_equal(err.msg, "job.yaml: workdir: the chosen offer is on scripted_group, whose "
-                                 "nodes cannot see this machine's files there; put the code in "
+                                 "nodes cannot see this machine's files there and which cannot "
+                                 "send it to them (providers that can: aws); put the code in "
                                  "the image or fetch it in setup");
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"
@@ -311,9 +313,39 @@ static void test_workdir_refused(void **state)
     assert_int_equal(apply_rc(e, &res, &err), GPC_ERR_SPEC);
     assert_string_equal(err.msg, "job.yaml: workdir: the chosen offer is on scripted, whose "
                                  "nodes cannot see this machine's files (only the local "
-                                 "provider shares them); put the code in the image or fetch "
-                                 "it in setup");
+                                 "provider shares them) and which cannot send it to them "
+                                 "(providers that can: aws); put the code in the image or "
+                                 "fetch it in setup");
     assert_string_equal(eng_calls(e), "list_offers -> 1\n");
+}
+
+/* A provider that reaches its nodes over ssh (transport_argv: aws) takes a
+ * workdir and secrets its nodes cannot see (deliver.c sends them), where
+ * plan (gpc_plan_check, offline) refuses them on one that has neither
+ * that nor shared files (scripted) or secrets in the environment. */
+static void test_workdir_delivered(void **state)
+{
+    eng *e = *state;
+    setenv("GPUCTL_TEST_TOKEN", "s3cr3t", 1);
+    eng_spec(e, "name: job\nprovider: aws\nresources: {gpu: T4:1}\nworkdir: .\n"
+                "secrets: {TOKEN: env:GPUCTL_TEST_TOKEN}\nrun:\n  command: python3 train.py\n");
+    gpc_plan p;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_plan_opts po = {.spec_path = "job.yaml"};
+    assert_int_equal(gpc_plan_make(&e->s, e->spec, &po, &p, &err), 0);
+    assert_int_equal(gpc_plan_check(&e->s, e->spec, &p, &err), 0);
+    gpc_plan_free(&p);
+
+    eng_spec(e, SPEC("scripted", 1, "secrets: {TOKEN: env:GPUCTL_TEST_TOKEN}\n"));
+    assert_int_equal(gpc_plan_make(&e->s, e->spec, &po, &p, &err), 0);
+    assert_int_equal(gpc_plan_check(&e->s, e->spec, &p, &err), GPC_ERR_SPEC);
+    assert_string_equal(err.msg, "job.yaml: secrets: the chosen offer is on scripted, which "
+                                 "cannot deliver secrets to its nodes without writing them where "
+                                 "they are kept (providers that can: local; over ssh: aws); "
+                                 "pass them another way, or choose such a provider");
+    gpc_plan_free(&p);
+    unsetenv("GPUCTL_TEST_TOKEN");
 }
 
 /* The answer is per place: r1 (cheaper, chosen without a region) does not
@@ -454,6 +486,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ended_said, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_workdir_in_place, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_workdir_refused, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_workdir_delivered, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_workdir_per_region, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dir, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dir_unchanged, eng_setup, eng_teardown),

@@ -1068,6 +1068,29 @@ static void test_bootstrap_lint(void **state)
         size_t used = strlen(files);
         fmt(files + used, sizeof(files) - used, " '%s'", path);
     }
+    {
+        /* a node that waits for gpuctl's delivery of workdir and secrets
+         * (the DELIVER section) */
+        gpc_spec s;
+        gpc_node_ctx n = base_node();
+        char path[256];
+        hostile_spec(&s, dir);
+        gpc_secret_ref sec[2] = {{"HF_TOKEN", "env:HF_TOKEN"}, {"API_KEY", "file:k"}};
+        s.workdir = "./code";
+        s.secrets = sec;
+        s.n_secrets = 2;
+        n.deliver = 1;
+        char *b = render_boot(&s, &n, "aws");
+        assert_non_null(strstr(b, "\ngpuctl_secret_names='HF_TOKEN API_KEY'\n"));
+        assert_non_null(strstr(b, "\ngpuctl_deliver_workdir=1\nif [ \"$gpuctl_deliver_workdir\" = 1 ]; "
+                                  "then\n  GPUCTL_WORKDIR=$GPUCTL_HOME/workdir\n"));
+        fmt(path, sizeof(path), "%s/boot-deliver.sh", dir);
+        write_file(path, b, strlen(b), 0700);
+        free(b);
+        assert_int_equal(sh("bash -n '%s'", path), 0);
+        size_t used = strlen(files);
+        fmt(files + used, sizeof(files) - used, " '%s'", path);
+    }
     /* lifecycle.idle_timeout, on each provider's node script */
     static const char *const idle_provs[] = {"local", "aws", "azure", "aliyun"};
     for (size_t i = 0; i < sizeof(idle_provs) / sizeof(idle_provs[0]); i++) {
