@@ -46,12 +46,14 @@ extern char **environ;
 /* Where the bootstrap keeps its files on an EC2 node (GPUCTL_HOME). */
 #define NODE_HOME "/var/lib/gpuctl"
 
-/* A node's ssh command, kept once it worked; `said` once gpuctl said why
- * the node cannot be read yet. */
+/* A node's ssh command, kept once it worked; said_keys, said_ssh: gpuctl
+ * said why the node cannot be read yet (each reason once). */
 typedef struct aws_log_conn {
     char id[32];
     char **argv;        /* ssh ... -- USER@IP, ended by NULL; NULL until known */
-    int said;
+    int said_keys, said_ssh;
+    char gone[32];      /* the state it was found gone in ("" = not gone):
+                           final, so EC2 is not asked again */
 } aws_log_conn;
 
 struct aws_logs {
@@ -130,9 +132,15 @@ static int instance_state(aws_ctx *c, const char *region, const char *id, inst_a
     return rc ? gpc_error_wrap(err, &e, NULL) : 0;
 }
 
-/* GPC_ERR_NOT_FOUND for a node EC2 shows in `state` (or no longer lists). */
-static int gone(const char *id, uint32_t rank, const char *state, gpc_error *err)
+/* GPC_ERR_NOT_FOUND for a node EC2 shows in `state` (or no longer lists),
+ * remembered in k. */
+static int gone(aws_log_conn *k, uint32_t rank, const char *state, gpc_error *err)
 {
+    const char *id = k->id;
+    char st[32];
+    snprintf(st, sizeof(st), "%s", state[0] ? state : "gone");
+    memcpy(k->gone, st, sizeof(st));
+    state = strcmp(st, "gone") ? st : "";
     return gpc_fail(err, GPC_ERR_NOT_FOUND, "aws: node %u (%s) is %s: its log went with it (its "
                     "exit status, read from its console output, is in gpuctl status)", rank, id,
                     state[0] ? state : "no longer listed by EC2");
@@ -315,18 +323,18 @@ static int connect_node(aws_ctx *c, const gpc_cluster_ref *cl, const gpc_node_re
     if (rc)
         return rc;
     if (is_gone(&a))
-        return gone(node->provider_id, rank, a.state, err);
+        return gone(k, rank, a.state, err);
     if (!a.ip[0] || strcmp(a.state, "running") != 0) {
         gpc_debug(c->log, "aws: node %u (%s) is %s%s: no log to read yet", rank,
                   node->provider_id, a.state, a.ip[0] ? "" : " without a public address");
         return 0;
     }
     if (!may_wait && !keys_known(c, cl, node)) {
-        if (!k->said)
+        if (!k->said_keys)
             gpc_info(c->log, "aws: node %u (%s): no SSH host keys in its console output yet: its "
                      "log is read once they show (gpuctl logs -f waits for them)", rank,
                      node->provider_id);
-        k->said = 1;
+        k->said_keys = 1;
         return 0;
     }
     gpc_argv v = {0};
@@ -365,6 +373,8 @@ int aws_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
     aws_log_conn *k = conn_of(c, node->provider_id, err);
     if (!k)
         return GPC_ERR_NOMEM;
+    if (k->gone[0])
+        return gone(k, rank, k->gone, err);
     int rc = 0;
     if (!k->argv)
         rc = connect_node(c, cl, node, rank, may_wait, k, err);
@@ -395,14 +405,14 @@ int aws_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
         inst_acc a;
         rc = instance_state(c, node->region, node->provider_id, &a, err);
         if (!rc && is_gone(&a))
-            rc = gone(node->provider_id, rank, a.state, err);
+            rc = gone(k, rank, a.state, err);
         if (!rc) {
-            if (!k->said)
+            if (!k->said_ssh)
                 gpc_info(c->log, "aws: node %u (%s) cannot be reached over ssh yet (%s); trying "
                          "again on the next read", rank, node->provider_id, line);
             else
                 gpc_debug(c->log, "aws: node %u (%s): ssh: %s", rank, node->provider_id, line);
-            k->said = 1;
+            k->said_ssh = 1;
         }
     } else if (!rc && status != 0) {
         rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: reading the log of node %u (%s) failed (exit "
