@@ -18,7 +18,8 @@ const gpc_option gpc_status_options[] = {
 
 const gpc_option gpc_logs_options[] = {
     {"node", 0, "N", 'N', "only node N (its rank, 0 to 1023)"},
-    {"follow", 'f', NULL, 'F', "keep printing new lines until the job ends"},
+    {"follow", 'f', NULL, 'F', "keep printing new lines until the job ends; exit with its "
+     "exit status"},
     {NULL, 0, NULL, 0, NULL}
 };
 
