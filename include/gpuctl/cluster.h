@@ -238,17 +238,33 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
                      double poll_s, int stream_logs, gpc_error *err);
 
 /*
- * Send the bytes a node logged since *off to `log` as output, and advance
- * *off.  `pv` is the node's provider (gpc_session_provider); NULL, or one
- * without read_log, sends nothing.  With
- * `prefix`, whole lines are printed as "[node RANK] line" and an unfinished
- * last line waits in `partial` (a buffer the caller owns) for the next
- * call; gpc_log_flush prints what is left.  Returns 0 or the provider's
- * error.
+ * One read of the log of node `nd` of cluster `c` through its provider's
+ * log transport (read_log, provider.h): the bytes from `offset` on,
+ * bounded by the provider, appended to `out`; *next, *exit_status and
+ * may_wait as read_log says.  `pv` is the cluster's provider
+ * (gpc_session_provider).  A node without a provider id yet: nothing read,
+ * no error.  Errors: GPC_ERR_PROVIDER when the provider has no read_log;
+ * the provider's (GPC_ERR_NOT_FOUND: the node is gone, its log with it);
+ * state errors.  Provider data the read changes is recorded in c.
  */
 struct gpc_buf;
-int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
-                 int prefix, struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
+int gpc_node_log_read(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                      const gpc_node_rec *nd, long offset, int may_wait, struct gpc_buf *out,
+                      long *next, int *exit_status, gpc_error *err);
+
+/*
+ * Send the bytes node `nd` of cluster `c` logged since *off to `log` as
+ * output (one gpc_node_log_read), and advance *off; *exit_status receives
+ * the node's exit status as the read saw it (-1 while it has none).  `pv`
+ * NULL, or one without read_log, sends nothing.  With `prefix`, whole
+ * lines are printed as "[node RANK] line" and an unfinished last line
+ * waits in `partial` (a buffer the caller owns) for the next call;
+ * gpc_log_flush prints what is left.  *off unchanged after a read means
+ * the reader had caught up.  Returns 0 or gpc_node_log_read's error.
+ */
+int gpc_log_pump(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                 const gpc_node_rec *nd, int may_wait, long *off, int *exit_status, int prefix,
+                 struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
 void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is

@@ -464,10 +464,29 @@ typedef struct gpc_provider {
      * refused. */
     int (*check)(void *ctx, char *detail, size_t size, gpc_error *err);
 
-    /* Optional: append the node's bootstrap log from byte `offset` on to
-     * `out`; *next is the offset to continue from.  */
-    int (*read_log)(void *ctx, const char *provider_id, long offset,
-                    struct gpc_buf *out, long *next, gpc_error *err);
+    /* Optional: the log transport.  Append to `out` the bytes of the log
+     * of node `rank` of cluster `c`, whose record is `node` (what its
+     * bootstrap and its job printed: local, slurm, aws: node.log in the
+     * node's GPUCTL_HOME), from byte `offset` on, at most a bound of the
+     * provider's per call (local, slurm, aws: 1 MiB); *next receives the
+     * offset to continue from (offset + the bytes appended).  Fewer bytes
+     * than the bound (0 included) means the reader has caught up.
+     * *exit_status receives the job's exit status on that node once the
+     * node has written one (the bootstrap's exit_status file), else -1; it
+     * is read before the bytes, so a status >= 0 with nothing read means
+     * the log is complete.  A node not reachable yet (no address, no
+     * sshd, no job step) is no error: nothing is read and *exit_status is
+     * -1.  may_wait: 1 when the read may wait a bounded time for what it
+     * needs to reach the node the first time (aws: the host keys in its
+     * console output, as shell_argv does); 0 when it may not (it then
+     * reads nothing yet).  Errors:
+     * GPC_ERR_NOT_FOUND when the node is gone and its log with it (aws:
+     * a terminated instance), the message saying so; GPC_ERR_PROVIDER
+     * (an id not of this provider, a transport that fails), GPC_ERR_IO,
+     * GPC_ERR_NOMEM. */
+    int (*read_log)(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
+                    uint32_t rank, long offset, int may_wait, struct gpc_buf *out,
+                    long *next, int *exit_status, gpc_error *err);
 
     /* Optional: the interruption notices of the cluster's live nodes (spot:
      * EC2's rebalance recommendation and instance-action, Azure's

@@ -200,6 +200,7 @@ static void aws_close(void *ctx)
     if (!c)
         return;
     aws_store_free(c);
+    aws_logs_free(c);
     gpc_ec2_close(&c->ec2);
     for (size_t i = 0; i < c->n_zl; i++)
         free(c->zl[i].zones);
@@ -415,7 +416,7 @@ const gpc_provider gpc_provider_aws = {
     .live_prices = aws_live_prices,
     .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,
-    .read_log = NULL,
+    .read_log = aws_read_log,
     .secret_words = aws_secret_words,
     .shell_argv = aws_shell_argv,
     .transport_argv = aws_transport_argv,

@@ -9,6 +9,7 @@
  *   launch.c       RunInstances (one node, or a batch by launch index)
  *   instances.c    find, describe, delete instances; their console output
  *   ssh.c          shell access to a node: ssh with its host keys (gpuctl ssh)
+ *   logs.c         the log transport: a node's log and exit status over ssh
  *   eip.c          Elastic IPs of multi-card nodes (nodes_running)
  *   cleanup.c      destroy: everything tagged with the cluster
  *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
@@ -92,6 +93,7 @@ typedef struct aws_ctx {
     size_t n_sq;
     size_t sq_next;           /* the entry reused next once all are taken */
     struct aws_store *store;  /* object storage: S3 sessions and buckets (store.c) */
+    struct aws_logs *logs;    /* log transport: each node's ssh command (logs.c) */
 } aws_ctx;
 
 /* One <item> of a Describe* answer (aws_describe_all). */
@@ -361,5 +363,15 @@ int aws_shell_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nod
  * destination. */
 int aws_transport_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
                        char ***rsh, char *dest, size_t dest_size, gpc_error *err);
+/* ---- logs.c ---------------------------------------------------------------- */
+
+/* The seam's read_log (provider.h): node.log and exit_status of the node's
+ * /var/lib/gpuctl, read over ssh (aws_ssh_transport). */
+int aws_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node, uint32_t rank,
+                 long offset, int may_wait, gpc_buf *out, long *next, int *exit_status,
+                 gpc_error *err);
+
+/* Free what the log transport keeps in c (aws_close). */
+void aws_logs_free(aws_ctx *c);
 
 #endif /* GPUCTL_AWS_INTERNAL_H */

@@ -919,15 +919,25 @@ static int local_delete(void *ctx, const char *id, gpc_error *err)
  * redirected its output) followed by node.log; `offset` counts bytes of
  * the two together, so no byte is skipped or shown twice at the switch.
  */
-static int local_read_log(void *ctx, const char *id, long offset, gpc_buf *out,
-                          long *next, gpc_error *err)
+static int local_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                          uint32_t rank, long offset, int may_wait, gpc_buf *out, long *next,
+                          int *exit_status, gpc_error *err)
 {
+    (void)cl;
+    (void)rank;
+    (void)may_wait;
     local_ctx *c = ctx;
     char dir[PATH_MAX];
-    int rc = node_dir(c, id, dir, sizeof(dir), err);
+    *next = offset;
+    *exit_status = -1;
+    int rc = node_dir(c, node->provider_id, dir, sizeof(dir), err);
     if (rc)
         return rc;
-    *next = offset;
+    /* the status before the bytes: with it, the log is complete */
+    char status[64];
+    read_small(dir, "exit_status", status, sizeof(status));
+    if (status[0])
+        *exit_status = atoi(status);
     static const char *const files[] = {"cloud-init-output.log", "node.log"};
     long base = 0;
     size_t total = 0;

@@ -638,14 +638,20 @@ int slurm_delete_node(void *ctx, const gpc_node_ref *node, gpc_error *err)
 
 /* ---- logs ---- */
 
-int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out, long *next,
-                   gpc_error *err)
+int slurm_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                   uint32_t node_rank, long offset, int may_wait, gpc_buf *out, long *next,
+                   int *exit_status, gpc_error *err)
 {
+    (void)cl;
+    (void)node_rank;
+    (void)may_wait;
     slurm_ctx *c = ctx;
     char site[48];
     long job;
     unsigned rank;
     *next = offset;
+    *exit_status = -1;
+    const char *provider_id = node->provider_id;
     if (parse_id(provider_id, site, sizeof(site), &job, &rank) != 0)
         return gpc_fail(err, GPC_ERR_PROVIDER, "slurm: '%s' is not a node id of this provider "
                         "(SITE/JOB/RANK)", provider_id);
@@ -661,14 +667,17 @@ int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out
     if (rank == 0)
         snprintf(files + strlen(files), sizeof(files) - strlen(files), " \"$d/slurm-%ld.out\"",
                  job);
+    /* first line: the node's exit status ("-" while it has none), read
+     * before the bytes; then the bytes */
     gpc_buf cmd;
     gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
     rc = gpc_buf_adds(&cmd, "d=", err);
     if (!rc)
         rc = dir_word(&cmd, s, err);
     if (!rc)
-        rc = gpc_buf_addf(&cmd, err, "; cat %s 2>/dev/null | tail -c +%ld | head -c %d", files,
-                          offset + 1, LOG_CHUNK_MAX);
+        rc = gpc_buf_addf(&cmd, err, "; s=$(cat \"$d/job-%ld/node-%u/exit_status\" 2>/dev/null); "
+                          "printf '%%s\\n' \"${s:--}\"; cat %s 2>/dev/null | tail -c +%ld | "
+                          "head -c %d", job, rank, files, offset + 1, LOG_CHUNK_MAX);
     slurm_result r;
     memset(&r, 0, sizeof(r));
     if (!rc)
@@ -678,9 +687,23 @@ int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out
         slurm_result_free(&r);
         return rc;
     }
-    rc = gpc_buf_add(out, r.out.data ? r.out.data : "", r.out.len, err);
+    const char *text = r.out.data ? r.out.data : "";
+    const char *nl = memchr(text, '\n', r.out.len);
+    if (!nl) {
+        slurm_result_free(&r);
+        return gpc_fail(err, GPC_ERR_PROVIDER, "slurm: reading the log of node %s on Slurm "
+                        "cluster '%s' gave no status line", provider_id, s->name);
+    }
+    char st[32];
+    snprintf(st, sizeof(st), "%.*s", (int)(nl - text) < 31 ? (int)(nl - text) : 31, text);
+    char *end;
+    long v = strtol(st, &end, 10);
+    if (end != st && !*end && v >= 0 && v <= 255)
+        *exit_status = (int)v;
+    size_t len = r.out.len - (size_t)(nl + 1 - text);
+    rc = gpc_buf_add(out, nl + 1, len, err);
     if (!rc)
-        *next = offset + (long)r.out.len;
+        *next = offset + (long)len;
     slurm_result_free(&r);
     return rc;
 }

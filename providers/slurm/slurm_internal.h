@@ -268,8 +268,9 @@ int slurm_describe_node(void *ctx, const gpc_node_ref *node, gpc_node_status *ou
 int slurm_describe_nodes(void *ctx, const gpc_cluster_ref *c, const char *const *ids,
                          size_t n, gpc_node_status *out, gpc_error *err);
 int slurm_delete_node(void *ctx, const gpc_node_ref *node, gpc_error *err);
-int slurm_read_log(void *ctx, const char *provider_id, long offset, gpc_buf *out, long *next,
-                   gpc_error *err);
+int slurm_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
+                   uint32_t node_rank, long offset, int may_wait, gpc_buf *out, long *next,
+                   int *exit_status, gpc_error *err);
 
 /* ---- shell.c ---- */
 

@@ -18,7 +18,8 @@ const gpc_option gpc_status_options[] = {
 
 const gpc_option gpc_logs_options[] = {
     {"node", 0, "N", 'N', "only node N (its rank, 0 to 1023)"},
-    {"follow", 'f', NULL, 'F', "keep printing new lines until the job ends"},
+    {"follow", 'f', NULL, 'F', "keep printing new lines until the job ends; exit with its "
+     "exit status"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -174,9 +175,10 @@ static int logs_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
-/* `logs -o json`: every node's whole log as one string. */
-static int logs_json(const gpc_open_provider *pv, const gpc_cluster_rec *cr, const gpc_node_rec *nodes,
-                     size_t n, long only, gpc_error *err)
+/* `logs -o json`: every node's whole log as one string, and its exit
+ * status where it has one. */
+static int logs_json(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *cr,
+                     const gpc_node_rec *nodes, size_t n, long only, gpc_error *err)
 {
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "command", "logs");
@@ -189,17 +191,24 @@ static int logs_json(const gpc_open_provider *pv, const gpc_cluster_rec *cr, con
         gpc_buf b;
         gpc_buf_init(&b, 64u << 20);
         long off = 0, next = 0;
-        while (!rc && nodes[i].provider_id[0]) {
+        int ex = -1;
+        while (!rc) {
             size_t before = b.len;
-            rc = pv->prov->read_log(pv->ctx, nodes[i].provider_id, off, &b, &next, err);
+            rc = gpc_node_log_read(s, pv, cr, &nodes[i], off, 0, &b, &next, &ex, err);
             if (b.len == before)
                 break;
             off = next;
         }
+        if (!rc && ex < 0)
+            ex = nodes[i].exit_code;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "rank", nodes[i].rank);
         cJSON_AddStringToObject(j, "name", nodes[i].name);
         cJSON_AddStringToObject(j, "phase", gpc_phase_name(nodes[i].phase));
+        if (ex >= 0)
+            cJSON_AddNumberToObject(j, "exit_code", ex);
+        else
+            cJSON_AddNullToObject(j, "exit_code");
         cJSON_AddStringToObject(j, "log", gpc_buf_str(&b));
         cJSON_AddItemToArray(arr, j);
         gpc_buf_free(&b);
@@ -209,6 +218,96 @@ static int logs_json(const gpc_open_provider *pv, const gpc_cluster_rec *cr, con
         return rc;
     }
     gpc_print_json(doc);
+    return 0;
+}
+
+/* What `logs` knows of one followed node, by rank. */
+typedef struct log_follow {
+    long off;
+    gpc_buf part;     /* its unfinished last line */
+    int exit_status;  /* the job's exit status there, -1 while none */
+    int done;         /* its log is complete (ended, read to the end), or gone */
+} log_follow;
+
+/*
+ * One round of `logs`: read each followed node's new bytes (all nodes, or
+ * only `only`).  A node is done once it has an exit status (read with its
+ * log, or recorded: `ended`, its record is terminal) and a read brought
+ * nothing new.  A node that is gone with its log (read_log's
+ * GPC_ERR_NOT_FOUND) is done: while following, a warning says so at once;
+ * otherwise the first such error is kept in *gone for the end.  Returns 0
+ * or the first other read error.
+ */
+static int logs_round(gpc_out *o, gpc_session *s, const gpc_open_provider *op, gpc_cluster_rec *cr,
+                      const gpc_node_rec *nodes, size_t n, long only, int follow, int prefix,
+                      log_follow *lf, uint32_t nr, gpc_error *gone, gpc_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        uint32_t r = nodes[i].rank;
+        if (r >= nr || (only >= 0 && r != (uint32_t)only) || lf[r].done ||
+            !nodes[i].provider_id[0])
+            continue;
+        long before = lf[r].off;
+        int ex = -1;
+        rc = gpc_log_pump(s, op, cr, &nodes[i], follow, &lf[r].off, &ex, prefix, &lf[r].part,
+                          &o->log, err);
+        if (rc == GPC_ERR_NOT_FOUND) {
+            /* the rest of its log went with it: said at the end (the
+             * first such node), or at once while following */
+            gpc_log_flush(r, prefix, &lf[r].part, &o->log);
+            if (follow)
+                fprintf(stderr, "gpuctl: warning: %s\n", err->msg);
+            else if (!gone->code)
+                *gone = *err;
+            gpc_error_clear(err);
+            lf[r].done = 1;
+            rc = 0;
+            continue;
+        }
+        if (ex >= 0)
+            lf[r].exit_status = ex;
+        int ended = lf[r].exit_status >= 0 || nodes[i].phase == GPC_PHASE_SUCCEEDED ||
+                    nodes[i].phase == GPC_PHASE_FAILED ||
+                    nodes[i].phase == GPC_PHASE_PREEMPTED ||
+                    nodes[i].phase == GPC_PHASE_TERMINATED;
+        if (!rc && ended && lf[r].off == before)
+            lf[r].done = 1;
+    }
+    return rc;
+}
+
+/*
+ * `logs -f`'s exit status once every followed node ended, into *status:
+ * the first non-zero exit status of the followed nodes (by rank), else 0.
+ * Returns 0, or GPC_ERR_NODE_LOST when no node failed with a status and
+ * one ended without one (lost, preempted, gone before it wrote one).
+ */
+static int logs_status(const gpc_node_rec *nodes, size_t n, long only, const log_follow *lf,
+                       uint32_t nr, const char *name, int *status, gpc_error *err)
+{
+    *status = 0;
+    int lost = -1;
+    for (uint32_t r = 0; r < nr; r++) {
+        if (only >= 0 && r != (uint32_t)only)
+            continue;
+        int ex = lf[r].exit_status;
+        for (size_t i = 0; ex < 0 && i < n; i++)
+            if (nodes[i].rank == r)
+                ex = nodes[i].exit_code;
+        if (ex > 0) {
+            *status = ex;
+            return 0;
+        }
+        int known = 0;
+        for (size_t i = 0; i < n; i++)
+            known |= nodes[i].rank == r;
+        if (ex < 0 && known && lost < 0)
+            lost = (int)r;
+    }
+    if (lost >= 0)
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster %s: node %d ended without an exit "
+                        "status (node lost)", name, lost);
     return 0;
 }
 
@@ -260,36 +359,52 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (a.follow)
             rc = gpc_fail(&err, GPC_ERR_USAGE, "logs: --follow cannot be used with -o json");
         else
-            rc = logs_json(&op, &cr, nodes, n, a.node, &err);
+            rc = logs_json(&s, &op, &cr, nodes, n, a.node, &err);
         int st = rc ? gpc_report_error(o, &err) : 0;
         gpc_node_list_free(nodes, n);
         gpc_cluster_rec_free(&cr);
         gpc_session_close(&s);
         return st;
     }
-    /* Offsets and unfinished lines by rank; the node list is read again
+    /* What is known of each node, by rank; the node list is read again
      * on every round, so nodes created meanwhile show up too. */
     uint32_t nr = cr.nodes ? cr.nodes : 1;
-    long *offs = rc ? NULL : calloc(nr, sizeof(long));
-    gpc_buf *parts = rc ? NULL : calloc(nr, sizeof(gpc_buf));
-    if (!rc && (!offs || !parts))
+    log_follow *lf = rc ? NULL : calloc(nr, sizeof(*lf));
+    if (!rc && !lf)
         rc = gpc_fail(&err, GPC_ERR_NOMEM, "out of memory");
-    for (uint32_t r = 0; !rc && r < nr; r++)
-        gpc_buf_init(&parts[r], 1u << 20);
+    for (uint32_t r = 0; !rc && r < nr; r++) {
+        gpc_buf_init(&lf[r].part, 1u << 20);
+        lf[r].exit_status = -1;
+    }
     int prefix = a.node < 0 && nr > 1;
     if (!rc)
         gpc_install_signal_handlers();
-    for (int last = !a.follow; !rc;) {
-        for (size_t i = 0; !rc && i < n; i++) {
-            uint32_t r = nodes[i].rank;
-            if (r >= nr || (a.node >= 0 && r != (uint32_t)a.node) || !nodes[i].provider_id[0])
-                continue;
-            rc = gpc_log_pump(&op, r, nodes[i].provider_id, &offs[r], prefix, &parts[r],
-                              &o->log, &err);
+    /* Without -f: one read of each node up to its end.  With -f: until
+     * every followed node ended and its log was read to the end; also
+     * once the cluster itself has ended, after one more round. */
+    int st = 0;
+    gpc_error gone;
+    gpc_error_clear(&gone);
+    for (int last = 0; !rc;) {
+        long before = 0;
+        for (uint32_t r = 0; r < nr; r++)
+            before += lf[r].off;
+        rc = logs_round(o, &s, &op, &cr, nodes, n, a.node, a.follow, prefix, lf, nr, &gone,
+                        &err);
+        long after = 0;
+        int all_done = 1;
+        for (uint32_t r = 0; r < nr; r++) {
+            after += lf[r].off;
+            for (size_t i = 0; i < n; i++)
+                if (nodes[i].rank == r && (a.node < 0 || r == (uint32_t)a.node))
+                    all_done &= lf[r].done;
         }
-        if (rc || last || gpc_interrupted)
+        if (rc || gpc_interrupted || (!a.follow && after == before) ||
+            (a.follow && (all_done || (last && after == before))))
             break;
-        /* Follow until the job has ended; then one last round. */
+        if (!a.follow)
+            continue; /* a log bigger than one read: the next part */
+        /* Follow: ask the provider what changed (phases, exit codes) */
         if (gpc_cluster_refresh(&s, &cr, &err) == 0 &&
             (cr.phase == GPC_PHASE_SUCCEEDED || cr.phase == GPC_PHASE_FAILED ||
              cr.phase == GPC_PHASE_PREEMPTED || cr.phase == GPC_PHASE_TERMINATED))
@@ -299,16 +414,22 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
         nodes = NULL;
         n = 0;
         rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
-        if (!last)
+        if (!rc && after == before)
             gpc_sleep(0.5, &gpc_interrupted);
     }
-    for (uint32_t r = 0; parts && r < nr; r++) {
-        gpc_log_flush(r, prefix, &parts[r], &o->log);
-        gpc_buf_free(&parts[r]);
+    for (uint32_t r = 0; lf && r < nr; r++) {
+        gpc_log_flush(r, prefix, &lf[r].part, &o->log);
+        gpc_buf_free(&lf[r].part);
     }
-    free(parts);
-    free(offs);
-    int st = rc ? gpc_report_error(o, &err) : 0;
+    if (!rc && a.follow && gpc_interrupted)
+        rc = gpc_fail(&err, GPC_ERR_INTERRUPTED, "interrupted; the job keeps running");
+    else if (!rc && a.follow)
+        rc = logs_status(nodes, n, a.node, lf, nr, name, &st, &err);
+    else if (!rc && gone.code)
+        rc = gpc_error_wrap(&err, &gone, NULL);
+    free(lf);
+    if (rc)
+        st = gpc_report_error(o, &err);
     gpc_node_list_free(nodes, n);
     gpc_cluster_rec_free(&cr);
     gpc_session_close(&s);

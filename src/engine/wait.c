@@ -12,18 +12,47 @@
 /* Seconds --wait gives the other nodes after rank 0 ends, or rank 0 after
  * a worker failed (docs/cli.md). */
 #define WAIT_GRACE_S 30
+/* Whether a log read of --wait may wait for a node to become reachable
+ * (read_log's may_wait): no, the next poll tries again, so the status line
+ * keeps moving. */
+#define LOG_MAY_WAIT 0
 
 /* ---- logs and wait --------------------------------------------------- */
 
-int gpc_log_pump(const gpc_open_provider *pv, uint32_t rank, const char *provider_id, long *off,
-                 int prefix, gpc_buf *partial, const gpc_log *f, gpc_error *err)
+int gpc_node_log_read(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                      const gpc_node_rec *nd, long offset, int may_wait, gpc_buf *out,
+                      long *next, int *exit_status, gpc_error *err)
 {
-    if (!pv || !pv->prov->read_log || !provider_id[0])
+    *next = offset;
+    *exit_status = -1;
+    if (!pv->prov->read_log)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "provider %s cannot read node logs",
+                        pv->prov->name);
+    if (!nd->provider_id || !nd->provider_id[0])
         return 0;
+    gpc_lc_ref r;
+    int rc = gpc_lc_ref_open(s, c, &r, err);
+    if (!rc) {
+        gpc_node_ref ref = gpc_lc_node_ref(nd);
+        rc = pv->prov->read_log(pv->ctx, &r.ref, &ref, nd->rank, offset, may_wait, out, next,
+                                exit_status, err);
+    }
+    gpc_lc_ref_close(s, c, &r);
+    return rc;
+}
+
+int gpc_log_pump(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
+                 const gpc_node_rec *nd, int may_wait, long *off, int *exit_status, int prefix,
+                 gpc_buf *partial, const gpc_log *f, gpc_error *err)
+{
+    *exit_status = -1;
+    if (!pv || !pv->prov->read_log || !nd->provider_id || !nd->provider_id[0])
+        return 0;
+    uint32_t rank = nd->rank;
     gpc_buf b;
     gpc_buf_init(&b, 1u << 22);
     long next = *off;
-    int rc = pv->prov->read_log(pv->ctx, provider_id, *off, &b, &next, err);
+    int rc = gpc_node_log_read(s, pv, c, nd, *off, may_wait, &b, &next, exit_status, err);
     if (!rc && b.len) {
         if (!prefix) {
             gpc_output(f, b.data, b.len);
@@ -231,7 +260,8 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
                     continue;
                 gpc_error e;
                 gpc_error_clear(&e);
-                gpc_log_pump(pv, nodes[i].rank, nodes[i].provider_id, &offs[nodes[i].rank],
+                int ex;
+                gpc_log_pump(s, pv, c, &nodes[i], LOG_MAY_WAIT, &offs[nodes[i].rank], &ex,
                              nt > 1, &parts[nodes[i].rank], s->log, &e);
                 if (final)
                     gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);

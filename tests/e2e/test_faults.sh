@@ -108,6 +108,9 @@ run_rc rc g -o json apply -f fail.yaml --wait --timeout 300 > "$T/a4.json"
 expect_eq "failed job: apply exits 10" 10 "$rc"
 expect_eq "json: phase failed, exit_code 3" "failed 3" "$(json_get "$T/a4.json" 'd["phase"], d["exit_code"]' | tr -d "(),'")"
 check_schema "$T/a4.json" apply
+run_rc rc g logs failing -f > "$T/l4.txt"
+expect_eq "logs -f ends with the job's exit status 3, having printed it" "3 exit status 3" \
+    "$rc $(grep -o 'exit status 3$' "$T/l4.txt" | tail -1)"
 g -y destroy failing > /dev/null
 
 # 5. a spec the machine cannot satisfy: nothing is created

@@ -22,6 +22,9 @@ expect_eq "logs json: both nodes, each with its log" "0 1 yes" \
     "$(json_get "$T/logs.json" '" ".join(str(n["rank"]) for n in d["nodes"]) + " " + ("yes" if all("gpuctl: exit status 0" in n["log"] for n in d["nodes"]) else "no")')"
 run_rc rc g -o json logs quickstart --follow > /dev/null 2> "$T/e.txt"
 expect_eq "logs -f -o json: exit 3" 3 "$rc"
+run_rc rc g logs quickstart -f > "$T/logs-f.txt"
+expect_eq "logs -f of the ended job: the same log, and the job's exit status 0" "0 same" \
+    "$rc $(cmp -s "$T/logs.txt" "$T/logs-f.txt" && echo same || echo differs)"
 logs=$(cat "$T/logs.txt")
 for r in 0 1 2 3; do
     expect_match "rank $r seen in the logs" "rank $r/4 ready on node [01] " "$logs"

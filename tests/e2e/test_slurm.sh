@@ -147,6 +147,8 @@ for _ in $(seq 60); do
     sleep 0.5
 done
 expect_match "the Slurm job failed" "JobState=FAILED" "$(scontrol show job -o "$job")"
+run_rc rc g logs failing -f --node 1 > "$T/f1.out" 2>&1
+expect_eq "logs -f --node 1 ends with rank 1's exit status 7" 7 "$rc"
 g -y destroy failing > /dev/null
 
 # 7. The pending reason while the partition is busy; destroy twice.

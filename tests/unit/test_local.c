@@ -122,12 +122,18 @@ static void test_create_describe_delete(void **state)
     gpc_buf b;
     gpc_buf_init(&b, 1 << 20);
     long next = 0;
-    assert_int_equal(f->p->read_log(f->ctx, "t-0-abc", 0, &b, &next, NULL), 0);
+    int ex = -2;
+    gpc_cluster_ref cl = {"t", "abc", NULL, 0, NULL};
+    assert_int_equal(f->p->read_log(f->ctx, &cl, NREF("t-0-abc"), 0, 0, 0, &b, &next, &ex, NULL),
+                     0);
     assert_string_equal(gpc_buf_str(&b), "hello from 127.0.0.1\n");
     assert_int_equal(next, 21);
+    assert_int_equal(ex, 7); /* the node's exit_status file, read with the log */
     gpc_buf_reset(&b);
-    assert_int_equal(f->p->read_log(f->ctx, "t-0-abc", next, &b, &next, NULL), 0);
+    assert_int_equal(f->p->read_log(f->ctx, &cl, NREF("t-0-abc"), 0, next, 0, &b, &next, &ex,
+                                    NULL), 0);
     assert_int_equal(b.len, 0);
+    assert_int_equal(ex, 7);
     gpc_buf_free(&b);
 
     /* Same token again: the same node, not a second one. */

@@ -1403,7 +1403,10 @@ static void test_table(void **state)
         gpc_buf_init(&out, 1 << 20);
         long next = -1;
         gpc_error_clear(&err);
-        assert_int_equal(p->read_log(c, bad[i], 10, &out, &next, &err), GPC_ERR_PROVIDER);
+        int ex = -2;
+        assert_int_equal(p->read_log(c, NULL, &ref, 0, 10, 0, &out, &next, &ex, &err),
+                         GPC_ERR_PROVIDER);
+        assert_int_equal(ex, -1);
         assert_string_equal(err.msg, want);
         assert_int_equal(next, 10);
         assert_int_equal(out.len, 0);
