@@ -12,11 +12,15 @@
 #  2. both nodes exit 0, apply reports it; each node powered itself off
 #     through the stand-in (recorded), the instances are terminated with
 #     Client.InstanceInitiatedShutdown, this machine's shutdown untouched;
-#  3. destroy; no node process, mount or veth left; the fake's end takes
-#     its bridge's namespace and uplink with it.
+#  3. destroy; no node process, mount or veth left;
+#  4. straight through botocore: gzip user-data, an instance profile's
+#     credentials from IMDS (as /_fake/instance_credentials lists them),
+#     shutdown +N / -c / reboot, refused user-data, TerminateInstances and
+#     /_fake/reset of running nodes; the fake's end takes its bridge's
+#     namespace and uplink with it.
 # Needs root, util-linux (unshare, setpriv, nsenter), iproute2, sshd and
 # /usr/bin/python3 with torch (else skipped, exit 77).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 why=""
 [ "$(id -u)" = 0 ] || why="needs root"
 for t in unshare setpriv nsenter ip ssh ssh-keygen curl; do
@@ -155,6 +159,93 @@ expect_eq "no process of a node is left" "" "$(pgrep -f "$T/boot/i-" || true)"
 expect_eq "no mount of a node on this machine" "" "$(grep -F "$T/boot" /proc/self/mountinfo || true)"
 expect_eq "this machine has one link of the fake: its bridge's uplink" "gpe$FAKE_PORT" \
     "$(ip -br link | awk '{print $1}' | grep -E "^(gpe|n[0-9])" | sed 's/@.*//' | paste -sd' ')"
+
+# ---- 4. the fake's cloud-init, IMDS credentials, stand-ins, terminate, reset --
+# straight through botocore: an instance profile (gpuctl sends none yet),
+# gzip-compressed user-data with base64 content, runcmd strings; user-data
+# with a key the fake does not run; TerminateInstances and /_fake/reset of
+# running nodes.
+ssh-keygen -q -t ed25519 -N '' -f "$T/k4"
+run_rc rc python3 - "$EC2" "$T" > "$T/p4.out" 2> "$T/p4.err" <<'PY'
+import base64, gzip, json, sys, time, urllib.request
+import botocore.session
+ec2, t = sys.argv[1], sys.argv[2]
+c = botocore.session.get_session().create_client(
+    "ec2", region_name="us-east-1", endpoint_url=ec2, aws_access_key_id="AKIDEXAMPLE",
+    aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+c.import_key_pair(KeyName="k4", PublicKeyMaterial=open(t + "/k4.pub", "rb").read())
+script = """T=$(curl -fsS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)
+m() { curl -fsS -H "X-aws-ec2-metadata-token: $T" http://169.254.169.254/latest/meta-data/$1; }
+role=$(m iam/security-credentials/)
+{ echo "$role"; m iam/security-credentials/$role; } > /var/lib/gpuctl/creds
+"""
+ud = "#cloud-config\nwrite_files:\n- path: /var/lib/gpuctl/c.sh\n  permissions: '0755'\n  encoding: b64\n" \
+     "  content: %s\nruncmd:\n- /var/lib/gpuctl/c.sh\n- shutdown -h +1; echo scheduled $? > /var/lib/gpuctl/sched\n" \
+     "- shutdown -c\n- reboot; echo reboot $? > /var/lib/gpuctl/reboot\n- [touch, /var/lib/gpuctl/done]\n" \
+     % base64.b64encode(script.encode()).decode()
+r = c.run_instances(ImageId="ami-01000000000000002", InstanceType="g5.xlarge", MinCount=1, MaxCount=1,
+                    KeyName="k4", UserData=gzip.compress(ud.encode()),  # botocore base64-encodes it
+                    IamInstanceProfile={"Name": "gpuctl-p4-profile"}, InstanceInitiatedShutdownBehavior="terminate")
+a = r["Instances"][0]["InstanceId"]
+r = c.run_instances(ImageId="ami-01000000000000002", InstanceType="g5.xlarge", MinCount=1, MaxCount=1,
+                    UserData="#cloud-config\npackages: [cowsay]\nruncmd:\n- touch /var/lib/gpuctl/ran\n",
+                    InstanceInitiatedShutdownBehavior="terminate")
+b = r["Instances"][0]["InstanceId"]
+c.describe_instances(InstanceIds=[a, b]); c.describe_instances(InstanceIds=[a, b])
+fs = t + "/boot/%s/fs/var-lib-gpuctl/"
+end = time.time() + 30
+while time.time() < end:
+    try:
+        open(fs % a + "done").close()
+        break
+    except OSError:
+        time.sleep(0.1)
+lines = open(fs % a + "creds").read().split("\n", 1)
+served = json.loads(lines[1])
+minted = json.load(urllib.request.urlopen(ec2 + "/_fake/instance_credentials"))
+print("role", lines[0])
+print("creds", [(m["instance_id"], m["role"], m["profile"]) for m in minted],
+      served["AccessKeyId"] == minted[0]["access_key_id"] and served["SecretAccessKey"] == minted[0]["secret_access_key"]
+      and served["Token"] == minted[0]["token"] and served["Expiration"] == minted[0]["expiration"], served["Code"])
+print("sched", open(fs % a + "sched").read().strip(), "|", open(fs % a + "reboot").read().strip())
+boot = json.load(urllib.request.urlopen(ec2 + "/_fake/boot"))
+node = {n["instance_id"]: n for n in boot["nodes"]}
+print("power_log", "|".join(" ".join(l.split()[1:]) for l in node[a]["power_log"]))
+print("refused", node[b]["error"], "|", "ran" if __import__("os").path.exists(fs % b + "ran") else "not run")
+print("b console", [l for l in c.get_console_output(InstanceId=b)["Output"].splitlines() if "refused" in l])
+c.terminate_instances(InstanceIds=[a])
+end = time.time() + 20
+while time.time() < end:
+    node = {n["instance_id"]: n for n in json.load(urllib.request.urlopen(ec2 + "/_fake/boot"))["nodes"]}
+    if node[a]["state"] == "ended":
+        break
+    time.sleep(0.1)
+print("terminated", node[a]["state"], node[a]["stopped_by"], node[b]["state"])
+urllib.request.urlopen(urllib.request.Request(ec2 + "/_fake/reset", method="POST", data=b""))
+print("reset", json.load(urllib.request.urlopen(ec2 + "/_fake/boot"))["nodes"])
+PY
+expect_eq "direct launches through botocore" "0" "$rc$(cat "$T/p4.err")"
+expect_eq "IMDS: the instance profile's role name" "role gpuctl-p4-profile" "$(grep '^role' "$T/p4.out")"
+expect_eq "IMDS serves the credentials the fake minted for the instance (/_fake/instance_credentials)" \
+    "creds [('i-00000000000000003', 'gpuctl-p4-profile', 'gpuctl-p4-profile')] True Success" \
+    "$(grep '^creds' "$T/p4.out")"
+expect_eq "gzip user-data, base64 content, runcmd strings ran; shutdown +1 scheduled, reboot refused" \
+    "sched scheduled 0 | reboot 1" "$(grep '^sched' "$T/p4.out")"
+expect_eq "the stand-in recorded shutdown +1, its cancel and the refused reboot; the node stayed up" \
+    "power_log shutdown -h +1|shutdown -c|reboot|refused: reboot" "$(grep '^power_log' "$T/p4.out")"
+expect_eq "user-data with a key the fake does not run is refused, nothing of it runs" \
+    "refused #cloud-config keys the fake does not run: packages | not run" "$(grep "^refused" "$T/p4.out")"
+expect_match "... said on the instance's console" \
+    "fake EC2: user-data refused, not run: #cloud-config keys the fake does not run: packages" \
+    "$(grep '^b console' "$T/p4.out")"
+expect_match "... in the fake's log and on its stderr" "_boot/refused.*i-00000000000000004" "$(cat "$T/ec2.log")"
+expect_match "... on the fake's stderr" "i-00000000000000004: boot refused: #cloud-config keys" "$(cat "$T/ec2.err")"
+expect_eq "TerminateInstances stops a running node" "terminated ended api up" "$(grep '^terminated' "$T/p4.out")"
+expect_eq "/_fake/reset kills the nodes left and forgets them" "reset []" "$(grep '^reset' "$T/p4.out")"
+expect_eq "no process of a node is left" "" "$(pgrep -f "$T/boot/i-" || true)"
+expect_eq "no link of a node on this machine" "gpe$FAKE_PORT" \
+    "$(ip -br link | awk '{print $1}' | grep -E "^(gpe|n[0-9])" | sed 's/@.*//' | paste -sd' ')"
+
 FAKE_PID=$(json_get "$T/boot2.json" 'd["pid"]')
 VPC_PID=$(json_get "$T/boot2.json" 'd["vpc_pid"]')
 kill "$FAKE_PID"

@@ -88,6 +88,7 @@ import json
 import os
 import queue
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -774,15 +775,31 @@ def node_main(d):
     else:
         console_env["GPUCTL_CONSOLE"] = fifo
 
-    def pump():
+    os.set_blocking(rfd, False)
+    ending = threading.Event()
+
+    def drain():
         while True:
-            data = os.read(rfd, 65536)
+            try:
+                data = os.read(rfd, 65536)
+            except BlockingIOError:
+                return
             if not data:
                 return
             with open(console, "ab") as f:
                 f.write(data)
 
-    threading.Thread(target=pump, daemon=True).start()
+    def pump():   # until the node ends, and then what is left in the FIFO
+        while True:
+            ready, _, _ = select.select([rfd], [], [], 0.1)
+            if ready:
+                drain()
+            elif ending.is_set():
+                drain()
+                return
+
+    pumper = threading.Thread(target=pump, daemon=True)
+    pumper.start()
     sbin = plan["sbin"]
     if os.path.isdir("/usr/local/sbin"):
         mount(sbin, "/usr/local/sbin")
@@ -861,6 +878,8 @@ def node_main(d):
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    ending.set()   # what the node wrote to its console before it ended is kept
+    pumper.join(2)
     os._exit(0)
 
 
