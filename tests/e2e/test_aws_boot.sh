@@ -102,10 +102,17 @@ g -o json status boot > "$T/st.json"
 ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
 ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
 fake "$EC2/_fake/boot" > "$T/boot.json"
+VPC_PID=$(json_get "$T/boot.json" 'd["vpc_pid"]')
+links() {   # this machine's links of the fake, then those of its bridge's namespace
+    echo "$(ip -br link | awk '{print $1}' | grep -E "^gpe" | sed 's/@.*//' | paste -sd' ')" \
+        "$(nsenter --net="/proc/$VPC_PID/ns/net" ip -br link | awk '{print $1}' | sed 's/@.*//' | sort | paste -sd' ')"
+}
 IP0=$(json_get "$T/boot.json" "[n['ip'] for n in d['nodes'] if n['instance_id'] == '$ID0'][0]")
 IP1=$(json_get "$T/boot.json" "[n['ip'] for n in d['nodes'] if n['instance_id'] == '$ID1'][0]")
 expect_eq "the nodes' addresses are on the fake's bridge (.2 and .3 of its /24)" \
     "$(json_get "$T/boot.json" 'd["subnet"][:-5]').2 $(json_get "$T/boot.json" 'd["subnet"][:-5]').3" "$IP0 $IP1"
+expect_eq "each node is on the bridge by a veth of its own; this machine by gpe<port>" \
+    "gpe$FAKE_PORT br0 lo n1 n2 uplink" "$(links)"
 
 run_rc rc g ssh boot --node 1 -- \
     'hostname; T=$(curl -fsS -X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 60" http://169.254.169.254/latest/api/token) &&
@@ -157,8 +164,8 @@ run_rc rc g -y destroy boot > /dev/null 2> "$T/destroy.err"
 expect_eq "destroy" 0 "$rc"
 expect_eq "no process of a node is left" "" "$(pgrep -f "$T/boot/i-" || true)"
 expect_eq "no mount of a node on this machine" "" "$(grep -F "$T/boot" /proc/self/mountinfo || true)"
-expect_eq "this machine has one link of the fake: its bridge's uplink" "gpe$FAKE_PORT" \
-    "$(ip -br link | awk '{print $1}' | grep -E "^(gpe|n[0-9])" | sed 's/@.*//' | paste -sd' ')"
+expect_eq "no veth of a node is left: the bridge's namespace holds lo, br0 and uplink, this machine gpe<port>" \
+    "gpe$FAKE_PORT br0 lo uplink" "$(links)"
 
 # ---- 4. the fake's cloud-init, IMDS credentials, stand-ins, terminate, reset --
 # straight through botocore: an instance profile (gpuctl sends none yet),
@@ -243,11 +250,9 @@ expect_match "... on the fake's stderr" "i-00000000000000004: boot refused: #clo
 expect_eq "TerminateInstances stops a running node" "terminated ended api up" "$(grep '^terminated' "$T/p4.out")"
 expect_eq "/_fake/reset kills the nodes left and forgets them" "reset []" "$(grep '^reset' "$T/p4.out")"
 expect_eq "no process of a node is left" "" "$(pgrep -f "$T/boot/i-" || true)"
-expect_eq "no link of a node on this machine" "gpe$FAKE_PORT" \
-    "$(ip -br link | awk '{print $1}' | grep -E "^(gpe|n[0-9])" | sed 's/@.*//' | paste -sd' ')"
+expect_eq "no veth of a node is left" "gpe$FAKE_PORT br0 lo uplink" "$(links)"
 
 FAKE_PID=$(json_get "$T/boot2.json" 'd["pid"]')
-VPC_PID=$(json_get "$T/boot2.json" 'd["vpc_pid"]')
 kill "$FAKE_PID"
 for _ in $(seq 1 100); do
     if ! kill -0 "$FAKE_PID" 2>/dev/null && ! kill -0 "$VPC_PID" 2>/dev/null; then break; fi

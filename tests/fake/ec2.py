@@ -5,7 +5,7 @@
                       [--session-token TOKEN] [--log FILE] [--exit-on-stdin-eof]
                       [--page-size N] [--pending-polls N] [--faults FILE]
                       [--seed FILE] [--catalog PATH] [--clock-offset S]
-                      [--print-seed]
+                      [--print-seed] [--boot DIR]
 
 Listens on 127.0.0.1 at a port the OS chooses and prints "PORT <n>" as the
 first line on stdout.  Python 3 standard library plus botocore (Debian's
@@ -37,6 +37,18 @@ Options
                          behind) of the real one; used for X-Amz-Date checks,
                          the Date header and launch times
   --print-seed           print the default world as JSON and exit
+  --boot DIR             boot mode (root only; tests/fake/ec2_boot.py's
+                         docstring is its reference): each instance, once
+                         `running`, runs its user-data as a node of its own
+                         on this machine (network, mount, UTS and PID
+                         namespaces, per-instance directories under DIR,
+                         an sshd, IMDSv2 at 169.254.169.254, stand-ins for
+                         shutdown/poweroff); its address on the fake's
+                         bridge is its private IP and its public IP; its
+                         console is what the node printed; a node that
+                         powers itself off terminates its instance
+                         (Client.InstanceInitiatedShutdown); termination,
+                         /_fake/reset and the fake's end stop the nodes
 
 Transport and authentication
   * POST / with Content-Type application/x-www-form-urlencoded (any charset
@@ -334,6 +346,16 @@ Control endpoints (no signature; logged as action "_fake/<name>")
   POST   /_fake/advance  finish every transition now: pending -> running,
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
+  GET    /_fake/boot     --boot only: {"pid", "host_ip", "subnet", "uplink",
+                         "vpc_pid", "nodes": [{"instance_id", "ip",
+                         "hostname", "state" (booting|up|ended), "pid",
+                         "stopped_by" (null: the node itself, "api",
+                         "fake"), "error", "power_log": ["EPOCH CMD ARGS"]}]}
+  GET    /_fake/instance_credentials  the credentials minted for booted
+                         instances with an IamInstanceProfile: [{"instance_id",
+                         "profile", "role", "access_key_id",
+                         "secret_access_key", "token", "issued",
+                         "expiration", "node"}] ([] without --boot)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
   GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears

@@ -410,6 +410,7 @@ class Booter:
         self.pending = {}                 # instance id -> (user-data bytes, public key) until boot
         self.lock = threading.RLock()
         self.jobs = queue.Queue()
+        self.boots = 0                    # nodes booted so far (names their veth on the bridge)
         self.has_ubuntu = os.path.isdir("/home/ubuntu") and self._user_exists("ubuntu")
         os.makedirs(self.root, exist_ok=True)
         os.makedirs(os.path.join(self.root, "sbin"), exist_ok=True)
@@ -660,7 +661,10 @@ class Booter:
                     pass
                 time.sleep(0.005)
             _t("netns %s" % node.id)
-            veth = "n%d" % node.n
+            with self.lock:
+                self.boots += 1
+                # never reused: a veth of a node killed a moment ago may not be gone yet
+                veth = "n%d" % self.boots
             self._batch(self.vpc.pid, "link add %s type veth peer name eth0 netns %d\nlink set %s master br0\n"
                                       "link set %s up\n" % (veth, pid, veth, veth))
             self._batch(pid, "link set lo up\naddr add %s/32 dev lo\naddr add %s/24 dev eth0\nlink set eth0 up\n"
