@@ -5,7 +5,7 @@
                       [--session-token TOKEN] [--log FILE] [--exit-on-stdin-eof]
                       [--page-size N] [--pending-polls N] [--faults FILE]
                       [--seed FILE] [--catalog PATH] [--clock-offset S]
-                      [--print-seed]
+                      [--print-seed] [--boot DIR]
 
 Listens on 127.0.0.1 at a port the OS chooses and prints "PORT <n>" as the
 first line on stdout.  Python 3 standard library plus botocore (Debian's
@@ -37,6 +37,18 @@ Options
                          behind) of the real one; used for X-Amz-Date checks,
                          the Date header and launch times
   --print-seed           print the default world as JSON and exit
+  --boot DIR             boot mode (root only; tests/fake/ec2_boot.py's
+                         docstring is its reference): each instance, once
+                         `running`, runs its user-data as a node of its own
+                         on this machine (network, mount, UTS and PID
+                         namespaces, per-instance directories under DIR,
+                         an sshd, IMDSv2 at 169.254.169.254, stand-ins for
+                         shutdown/poweroff); its address on the fake's
+                         bridge is its private IP and its public IP; its
+                         console is what the node printed; a node that
+                         powers itself off terminates its instance
+                         (Client.InstanceInitiatedShutdown); termination,
+                         /_fake/reset and the fake's end stop the nodes
 
 Transport and authentication
   * POST / with Content-Type application/x-www-form-urlencoded (any charset
@@ -334,6 +346,16 @@ Control endpoints (no signature; logged as action "_fake/<name>")
   POST   /_fake/advance  finish every transition now: pending -> running,
                          shutting-down and doomed -> terminated
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
+  GET    /_fake/boot     --boot only: {"pid", "host_ip", "subnet", "uplink",
+                         "vpc_pid", "nodes": [{"instance_id", "ip",
+                         "hostname", "state" (booting|up|ended), "pid",
+                         "stopped_by" (null: the node itself, "api",
+                         "fake"), "error", "power_log": ["EPOCH CMD ARGS"]}]}
+  GET    /_fake/instance_credentials  the credentials minted for booted
+                         instances with an IamInstanceProfile: [{"instance_id",
+                         "profile", "role", "access_key_id",
+                         "secret_access_key", "token", "issued",
+                         "expiration", "node"}] ([] without --boot)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
   GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears
@@ -387,6 +409,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
+import ec2_boot  # tests/fake/ec2_boot.py: --boot, instances that run their user-data
 import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
 
@@ -405,6 +428,7 @@ WORLD = None
 FAULTS = []
 INFLIGHT = {}                 # (region, ClientToken) -> lock held while a RunInstances runs
 SEQ = {"n": 0}
+BOOT = None                   # ec2_boot.Booter with --boot
 
 # Default HTTP status per error code (aws.md 3.2); anything else is 400.
 STATUS = {
@@ -919,6 +943,8 @@ class World:
                 if a["instance_id"] == inst["id"]:
                     self.disassociate(a)
             inst["public_ip"] = None
+        if BOOT is not None:   # --boot: the node boots (running) or stops
+            BOOT.on_state(inst, state)
 
     def release_placement(self, inst):
         pg = self.placement_groups.get((inst["region"], inst["placement_group"])) if inst["placement_group"] else None
@@ -1551,6 +1577,8 @@ def run_instances(ctx):
         }
         w.instances[iid] = inst
         res["instances"].append(iid)
+        if BOOT is not None:
+            boot_launched(w, inst, user_data)
     if pg and pg["strategy"] == "cluster" and not pg["zone"]:
         pg["zone"] = zone
     w.reservations[res["id"]] = res
@@ -2193,6 +2221,55 @@ def delete_placement_group(ctx):
     return x("return", True)
 
 
+# ---- boot mode (--boot DIR, tests/fake/ec2_boot.py): instances run their
+# user-data as nodes of their own on this machine ----
+
+def boot_launched(w, inst, user_data):
+    """RunInstances made inst: its address is its node's on the fake's
+    bridge (private, and public when it has one), and the node will get the
+    user-data and the key pair's public key."""
+    ip = BOOT.address(int(inst["id"][2:], 16))
+    inst["private_ip"] = ip
+    if inst["network_interfaces"][0]["private_ip"]:
+        inst["network_interfaces"][0]["private_ip"] = ip
+    if inst["public_ip"]:
+        inst["public_ip"] = ip
+    key = w.key_pairs.get((inst["region"], inst["key_name"])) if inst["key_name"] else None
+    BOOT.launched(inst, user_data, key["public_key"] if key else None)
+
+
+def boot_role_of(profile):
+    """The role of an instance profile (ARN or name): its name, unless the
+    fake's IAM knows better."""
+    return profile.rsplit("/", 1)[-1]
+
+
+def boot_powered_off(iid):
+    """A booted node powered itself off: EC2's instance-initiated
+    shutdown (terminate, or stop when launched so)."""
+    with LOCK:
+        inst = WORLD.instances.get(iid)
+        if inst is None or inst["state"] not in ("pending", "running"):
+            return
+        inst["doomed"] = False
+        if inst["shutdown_behavior"] == "terminate":
+            WORLD.set_state(inst, "shutting-down", "guest")
+        else:
+            WORLD.set_state(inst, "stopped", "guest")
+
+
+def boot_log(entry):
+    with LOCK:
+        SEQ["n"] += 1
+        entry["n"] = SEQ["n"]
+        log(entry)
+
+
+def console_of(inst):
+    """The serial console: what the fake was told, then what the node printed."""
+    return inst.get("console", "") + (BOOT.console(inst["id"]) if BOOT is not None else "")
+
+
 # ---- console output (EC2 API Reference: GetConsoleOutput): the serial
 # console's text, base64; kept after termination (EC2 keeps the last 64 KB
 # for at least an hour after the last post, which termination makes) ----
@@ -2204,7 +2281,7 @@ def get_console_output(ctx):
     inst = w.instances.get(iid)
     if inst is None or inst["region"] != region["name"]:
         raise ApiError("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist" % iid)
-    text = inst.get("console", "")[-65536:]
+    text = console_of(inst)[-65536:]
     return x("instanceId", iid) + x("timestamp", iso(now())) + \
         x("output", base64.b64encode(text.encode("utf-8")).decode("ascii") if text else None)
 
@@ -2792,6 +2869,8 @@ class Handler(BaseHTTPRequestHandler):
                  "params": doc if doc is not None else {"_raw": body.decode("utf-8", "replace")},
                  "status": 200, "error": None, "client_token": None, "fault": None}
         status, out, ctype = 200, {"ok": True}, "application/json"
+        if BOOT is not None and (self.command, name) == ("POST", "reset"):
+            BOOT.reset()   # outside LOCK: a node ending now takes it
         with LOCK:
             route = (self.command, name)
             if route == ("GET", "state"):
@@ -2838,6 +2917,10 @@ class Handler(BaseHTTPRequestHandler):
                     if "public_ip" in doc:
                         inst["public_ip"] = str(doc["public_ip"])
                     inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
+            elif route == ("GET", "instance_credentials"):
+                out = BOOT.credentials() if BOOT is not None else []
+            elif route == ("GET", "boot") and BOOT is not None:
+                out = BOOT.describe()
             elif route == ("GET", "checkip"):
                 out, ctype = CHECKIP, "text/plain"
             elif route == ("GET", "faults"):
@@ -2862,7 +2945,7 @@ SEED = None
 
 
 def main():
-    global ARGS, WORLD, SEED
+    global ARGS, WORLD, SEED, BOOT
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--access-key", default="AKIDEXAMPLE")
@@ -2877,6 +2960,7 @@ def main():
     ap.add_argument("--catalog", default=os.path.join(here, "..", "..", "providers", "aws", "catalog.csv"))
     ap.add_argument("--clock-offset", type=float, default=0.0)
     ap.add_argument("--print-seed", action="store_true")
+    ap.add_argument("--boot", metavar="DIR")
     ARGS = ap.parse_args()
     if ARGS.page_size < 0 or ARGS.pending_polls < 0:
         ap.error("--page-size and --pending-polls must not be negative")
@@ -2897,6 +2981,12 @@ def main():
             except ValueError as e:
                 ap.error("--faults %s: %s" % (ARGS.faults, e))
     server = fakeserve.listen(Handler)
+    if ARGS.boot:
+        try:
+            BOOT = ec2_boot.Booter(ARGS.boot, server.server_address[1], boot_log, boot_powered_off,
+                                   lambda profile: boot_role_of(profile))
+        except (RuntimeError, OSError) as e:
+            ap.error("--boot %s: %s" % (ARGS.boot, e))
     fakeserve.serve(server, ARGS.exit_on_stdin_eof)
 
 
