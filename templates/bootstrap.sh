@@ -294,6 +294,19 @@ trap 'gpuctl_on_signal HUP 129' HUP
 exec >>"$GPUCTL_HOME/node.log" 2>&1
 gpuctl_say "bootstrap start (pid $$)"
 
+## SSH host keys on the serial console, in cloud-init's block, which
+## gpuctl reads back (EC2 GetConsoleOutput) to check the node's key before
+## its first ssh.  cloud-init prints them itself only in its final stage,
+## after runcmd, which runs this whole job: without this, the keys would
+## appear only once the job has ended.
+if [ "$gpuctl_md_machine" = 1 ]; then
+  {
+    printf '%s\n' '-----BEGIN SSH HOST KEY KEYS-----'
+    cat /etc/ssh/ssh_host_*_key.pub 2>/dev/null || true
+    printf '%s\n' '-----END SSH HOST KEY KEYS-----'
+  } >"${GPUCTL_CONSOLE:-/dev/console}" 2>/dev/null || true
+fi
+
 # --- job env (begin) ---
 ## Values are single-quoted on purpose: $, backquotes and backslashes in them
 ## are text, never expanded.

@@ -129,7 +129,7 @@ run_rc rc g ssh boot --node 1 -- 'if [ -e /root/only-on-0 ]; then echo visible; 
 expect_eq "node 1 does not see node 0's file: the filesystem views differ" "0 absent" "$rc $(cat "$T/vis.out")"
 KNOWN=$(ls "$STATE"/ssh/*/known_hosts)
 expect_eq "both nodes' host keys came from their consoles, under their instance ids" \
-    "$ID0 $(cut -d' ' -f1,2 "$T/boot/$ID0/ssh_host_ed25519_key.pub")|$ID1 $(cut -d' ' -f1,2 "$T/boot/$ID1/ssh_host_ed25519_key.pub")" \
+    "$ID0 $(cut -d' ' -f1,2 "$T/boot/$ID0/etc-ssh/ssh_host_ed25519_key.pub")|$ID1 $(cut -d' ' -f1,2 "$T/boot/$ID1/etc-ssh/ssh_host_ed25519_key.pub")" \
     "$(cut -d' ' -f1-3 "$KNOWN" | sort | paste -sd'|')"
 expect_eq "no key pinned at first contact" "" \
     "$(cat "$T"/poll.err "$T"/n[01].err | grep -i "pinned" || true)"

@@ -37,9 +37,10 @@ A node (one per instance, started when the instance first shows
     ubuntu's) ~/.ssh/authorized_keys; its log is DIR/<id>/sshd.log.  The
     host key is printed on the console in cloud-init's block
     (-----BEGIN SSH HOST KEY KEYS----- .. -----END SSH HOST KEY KEYS-----)
-    once sshd runs, BEFORE runcmd.  Real cloud-init prints it in its
-    final stage (keys-to-console), after scripts-user, i.e. after a
-    runcmd that runs the whole job has ended.
+    after runcmd, as real cloud-init does in its final stage
+    (keys-to-console runs after scripts-user): a runcmd that runs the whole
+    job delays it until the job has ended, so gpuctl's bootstrap prints the
+    keys itself when it starts (templates/bootstrap.sh).
   * cloud-init, as far as gpuctl uses it: the user-data (gzip-compressed
     or not) must be `#cloud-config` with only write_files (path,
     permissions, owner root:root or root, content, encoding b64 / base64 /
@@ -627,13 +628,16 @@ class Booter:
                     for x in [root_] + [os.path.join(root_, y) for y in dirs + files]:
                         os.chown(x, pw.pw_uid, pw.pw_gid)
             os.makedirs("/var/lib/gpuctl", exist_ok=True)   # a mount point, left empty on this machine
-            key = os.path.join(d, "ssh_host_ed25519_key")
+            # the node's /etc/ssh (bind-mounted there): its host key where
+            # an image keeps it, which the bootstrap prints to the console
+            os.makedirs(os.path.join(d, "etc-ssh"), exist_ok=True)
+            key = os.path.join(d, "etc-ssh", "ssh_host_ed25519_key")
             if not os.path.exists(key):
                 run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@" + node.hostname, "-f", key])
             with open(key + ".pub") as f:
                 pub = " ".join(f.read().split()[:2])
             with open(os.path.join(d, "sshd_config"), "w") as f:
-                f.write("ListenAddress 0.0.0.0\nPort 22\nHostKey %s/ssh_host_ed25519_key\nAuthorizedKeysFile .ssh/authorized_keys\n"
+                f.write("ListenAddress 0.0.0.0\nPort 22\nHostKey %s/etc-ssh/ssh_host_ed25519_key\nAuthorizedKeysFile .ssh/authorized_keys\n"
                         "PidFile none\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
                         "PermitRootLogin prohibit-password\nStrictModes no\nSubsystem sftp internal-sftp\n"
                         "AcceptEnv LANG LC_*\nPrintMotd no\n" % NODE_INSTANCE_DIR)
@@ -768,6 +772,7 @@ def node_main(d):
     mount(d, NODE_INSTANCE_DIR)
     console = os.path.join(NODE_INSTANCE_DIR, "console")
     mount(plan["hosts"], "/etc/hosts")
+    mount(os.path.join(NODE_INSTANCE_DIR, "etc-ssh"), "/etc/ssh")
     socket.sethostname(plan["hostname"])
     fifo = os.path.join(d, "console.fifo")
     if not os.path.exists(fifo):
@@ -840,9 +845,6 @@ def node_main(d):
                 break
         time.sleep(0.01)
     say("Cloud-init v. fake-ec2 (tests/fake/ec2_boot.py) running on %s\n" % plan["hostname"])
-    say("ec2: #############################################################\n"
-        "-----BEGIN SSH HOST KEY KEYS-----\n%s\n-----END SSH HOST KEY KEYS-----\n"
-        "ec2: #############################################################\n" % plan["keys"])
 
     def cloud_init():
         if plan.get("refused"):
@@ -865,6 +867,12 @@ def node_main(d):
                     continue
                 known.add(p.pid)
                 p.wait()
+        # keys-to-console is a module of cloud-init's final stage, after
+        # scripts-user (runcmd): a runcmd that runs the whole job delays it
+        # until the job has ended, as on real EC2
+        say("ec2: #############################################################\n"
+            "-----BEGIN SSH HOST KEY KEYS-----\n%s\n-----END SSH HOST KEY KEYS-----\n"
+            "ec2: #############################################################\n" % plan["keys"])
         say("Cloud-init v. fake-ec2 finished\n")
 
     threading.Thread(target=cloud_init, daemon=True).start()

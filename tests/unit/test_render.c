@@ -2568,8 +2568,11 @@ static void test_userdata_typical_size(void **state)
     n.checkpoint_dir = "/mnt/checkpoints";
     char *ud = render_ud(&s, &n, "aws");
     size_t len = strlen(ud);
-    /* about 14 KB now; leave room for a longer env or setup */
-    if (len > 15000)
+    /* about 15 KB now (the host keys printed to the console took the last
+     * 250 bytes); leave room for a longer env or setup.  Past 16384 bytes
+     * aws still takes it gzip-compressed (below), so this bound keeps the
+     * plain form readable in the console rather than guarding a limit. */
+    if (len > 15500)
         fail_msg("typical user-data is %zu bytes; keep it well under 16384", len);
     char *enc = NULL;
     size_t enc_len = 0;
