@@ -300,7 +300,13 @@ static void endpoint_data(const aws_ctx *c, char *out, size_t size)
 {
     char shown[512];
     endpoint_shown(c, shown, sizeof(shown));
-    cJSON *j = cJSON_CreateObject();
+    /* what else the data holds stays (iam.c's instance profile) */
+    cJSON *j = out[0] ? cJSON_Parse(out) : NULL;
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        j = cJSON_CreateObject();
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec2_endpoint");
     char *text = j && cJSON_AddStringToObject(j, "ec2_endpoint", shown)
                      ? cJSON_PrintUnformatted(j) : NULL;
     if (text && strlen(text) < size)

@@ -336,6 +336,9 @@ Control endpoints (no signature; logged as action "_fake/<name>")
   GET    /_fake/checkip  "203.0.113.7\\n" (stands in for checkip.amazonaws.com)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
   GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
+  GET|POST|DELETE /_fake/iam  IAM roles, policies and instance profiles (iam.py;
+                         /_fake/state has them as "iam"); RunInstances with
+                         IamInstanceProfile.Name takes an existing profile only
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears
   Answers are JSON ({"ok": true} unless said), 400 {"error": ..} on bad input.
 
@@ -389,6 +392,7 @@ from botocore.credentials import Credentials
 
 import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
+import iam  # tests/fake/iam.py: IAM roles and instance profiles on the same port
 
 API_VERSION = "2016-11-15"
 NS = "http://ec2.amazonaws.com/doc/%s/" % API_VERSION
@@ -940,6 +944,7 @@ class World:
             "vpcs": [dict(r["vpc"], region=r["name"]) for r in self.regions.values()],
             "subnets": [dict(s, region=r["name"]) for r in self.regions.values() for s in r["subnets"]],
             "faults": FAULTS,
+            "iam": iam.state(),
             "requests": SEQ["n"],
         }
 
@@ -1485,7 +1490,13 @@ def run_instances(ctx):
     shutdown = p.get("InstanceInitiatedShutdownBehavior", "stop")
     if shutdown not in ("stop", "terminate"):
         raise bad_value("Value (%s) for parameter instanceInitiatedShutdownBehavior is invalid." % shutdown)
-    iam = p.get("IamInstanceProfile.Arn") or p.get("IamInstanceProfile.Name")
+    iam_profile = p.get("IamInstanceProfile.Arn") or p.get("IamInstanceProfile.Name")
+    # -- the instance profile (iam.py): an existing one only, as EC2 sees IAM --
+    if p.get("IamInstanceProfile.Name"):
+        refused = iam.profile_for_run(p.get("IamInstanceProfile.Name"))
+        if refused:
+            raise bad_value(refused)
+    # --
     ebs_optimized = p.bool("EbsOptimized", True)
     ctx.dry_run_point()
 
@@ -1546,7 +1557,7 @@ def run_instances(ctx):
             "block_devices": [dict(b, volume_id=w.new_id("vol"), tags=dict(tag_specs.get("volume", {})))
                               for b in block_devices],
             "root_device_name": image["root_device_name"],
-            "metadata": dict(metadata), "shutdown_behavior": shutdown, "iam_instance_profile": iam,
+            "metadata": dict(metadata), "shutdown_behavior": shutdown, "iam_instance_profile": iam_profile,
             "ebs_optimized": ebs_optimized,
         }
         w.instances[iid] = inst
@@ -2645,6 +2656,9 @@ class Handler(BaseHTTPRequestHandler):
         if servicequotas.wants(self, parts.path):
             return servicequotas.handle(self, n, parts, body, {"args": ARGS, "regions": WORLD.regions, "now": now,
                                                                "log": log, "lock": LOCK, "request_id": request_id})
+        if iam.wants(self, parts.path):
+            return iam.handle(self, n, parts, body, {"args": ARGS, "now": now, "log": log, "lock": LOCK,
+                                                     "request_id": request_id})
         if parts.path.startswith("/_fake/"):
             return self.control(n, parts.path[len("/_fake/"):], body)
         return self.api(n, parts, body)
