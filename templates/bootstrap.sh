@@ -42,6 +42,7 @@
 ##   GPUCTL_POWEROFF=0         keep a machine of its own up after the job ends
 ##   GPUCTL_POWEROFF_DELAY=N   power off N minutes after the end (default now)
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
+##   GPUCTL_CKPT_SAVE_S=N      seconds between checkpoint saves (CKPT_STORE=1; 300)
 ##
 ## IDLE=1: lifecycle.idle_timeout is set (IDLE_TIMEOUT_S seconds): after its
 ## job the node stays up until no job has run for that long (the `job`
@@ -152,6 +153,84 @@ gpuctl_idle() {
 }
 ##endif
 
+##if CKPT_STORE=1
+## --- checkpoints in the store ---
+## checkpoint_dir outlives the node (CKPT_STORE=1: the nodes do not share
+## this machine's files, and the spec has checkpoint_dir): every node
+## restores it from the cluster's prefix in the provider's store before
+## setup (nothing there: nothing to restore); the head (node rank 0) saves
+## it back every GPUCTL_CKPT_SAVE_S seconds while the job runs and once when
+## the job ends, succeeded or failed.  A save copies new and changed files
+## and deletes nothing in the store; two never run at once (ckpt.lock); a
+## failed one is said in node.log and the next one tries again.  The node
+## script's gpuctl_md_store_get / gpuctl_md_store_put do the copying.
+GPUCTL_CKPT_URL={{CKPT_URL}}
+GPUCTL_STORE_ENDPOINT={{STORE_ENDPOINT}}
+## gpuctl_ckpt_ok: 1 once the restore succeeded (nothing is saved before);
+## gpuctl_ckpt_saver: the pid of the periodic saver, 0 = none.
+gpuctl_ckpt_ok=0
+gpuctl_ckpt_saver=0
+
+gpuctl_ckpt_restore() {
+  local n
+  gpuctl_say "checkpoints: restoring $GPUCTL_CHECKPOINT_DIR from $GPUCTL_CKPT_URL"
+  if ! gpuctl_md_store_get "$GPUCTL_CKPT_URL" "$GPUCTL_CHECKPOINT_DIR"; then
+    gpuctl_say "error: checkpoints: could not restore them from $GPUCTL_CKPT_URL"
+    return 1
+  fi
+  gpuctl_ckpt_ok=1
+  n=$(find "$GPUCTL_CHECKPOINT_DIR" -type f | wc -l)
+  gpuctl_say "checkpoints: $n file(s) in $GPUCTL_CHECKPOINT_DIR"
+}
+
+## One save ($1 says why: periodic, final), by the head only.
+# shellcheck disable=SC2317 # called by the saver and from the EXIT trap
+gpuctl_ckpt_save() {
+  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+    return 0
+  fi
+  (
+    flock 9
+    if gpuctl_md_store_put "$GPUCTL_CHECKPOINT_DIR" "$GPUCTL_CKPT_URL"; then
+      gpuctl_say "checkpoints: saved ($1) to $GPUCTL_CKPT_URL"
+    else
+      gpuctl_say "checkpoints: the $1 save to $GPUCTL_CKPT_URL failed; the next one tries again"
+    fi
+  ) 9>>"$GPUCTL_HOME/ckpt.lock"
+}
+
+## The periodic saver, while the job runs (head only).  A TERM waits for a
+## save in progress to end (bash runs the trap after it), then ends it.
+gpuctl_ckpt_start() {
+  local every=${GPUCTL_CKPT_SAVE_S:-300}
+  case $every in '' | *[!0-9]* | 0) every=300 ;; esac
+  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+    return 0
+  fi
+  (
+    trap - EXIT INT HUP
+    trap 'exit 0' TERM
+    while :; do
+      sleep "$every" &
+      wait "$!"
+      gpuctl_ckpt_save periodic
+    done
+  ) &
+  gpuctl_ckpt_saver=$!
+  gpuctl_say "checkpoints: saving every ${every}s"
+}
+
+## At the job's end, before the last save: the saver stopped.
+# shellcheck disable=SC2317 # called from the EXIT trap
+gpuctl_ckpt_stop() {
+  if [ "$gpuctl_ckpt_saver" != 0 ]; then
+    kill -TERM "$gpuctl_ckpt_saver" 2>/dev/null || true
+    wait "$gpuctl_ckpt_saver" 2>/dev/null || true
+    gpuctl_ckpt_saver=0
+  fi
+}
+##endif
+
 ## On any exit (normal end, `set -e` failure, signal): record the outcome
 ## once, then power a cloud node off so that it stops billing (the instances
 ## are launched with instance-initiated shutdown = terminate).
@@ -166,7 +245,15 @@ gpuctl_on_exit() {
   trap '' TERM INT HUP
   if [ "$gpuctl_done" = 0 ]; then
     gpuctl_done=1
+##if CKPT_STORE=1
+    ## the saver first (the sweep would kill it mid-save), the last save
+    ## once nothing of the job writes any more
+    gpuctl_ckpt_stop
+##endif
     gpuctl_sweep
+##if CKPT_STORE=1
+    gpuctl_ckpt_save final
+##endif
     if [ "$rc" -eq 0 ]; then
       gpuctl_phase succeeded
     else
@@ -584,6 +671,9 @@ gpuctl_say "node ${GPUCTL_NODE_RANK:-(rank from the rendezvous)} of $GPUCTL_NUM_
 if [ -n "$GPUCTL_CHECKPOINT_DIR" ]; then
   export GPUCTL_CHECKPOINT_DIR
   mkdir -p "$GPUCTL_CHECKPOINT_DIR"
+##if CKPT_STORE=1
+  gpuctl_ckpt_restore || exit 1
+##endif
 else
   unset GPUCTL_CHECKPOINT_DIR
 fi
@@ -732,6 +822,9 @@ gpuctl_args+=(--no_python /bin/bash "$GPUCTL_HOME/worker.sh")
 PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"
 export PYTHONUNBUFFERED
 
+##if CKPT_STORE=1
+gpuctl_ckpt_start
+##endif
 gpuctl_phase running
 gpuctl_run_limited torchrun "${gpuctl_launcher[@]}" "${gpuctl_args[@]}"
 

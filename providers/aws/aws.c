@@ -397,7 +397,7 @@ static int aws_cleanup_rec(void *ctx, const gpc_cluster_ref *ref, gpc_error *err
 const gpc_provider gpc_provider_aws = {
     .name = "aws",
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
-    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT | GPC_CAP_NODE_STORE,
     /* the head's private IP from DescribeInstances; the workers of one
      * RunInstances call number themselves by ami-launch-index (node.sh) */
     .rdzv = GPC_RDZV_HEAD_IP,
@@ -429,4 +429,5 @@ const gpc_provider gpc_provider_aws = {
     .store_pull = aws_store_pull,
     .store_list = aws_store_list,
     .store_remove = aws_store_remove,
+    .store_endpoint = aws_store_endpoint,
 };

@@ -150,6 +150,9 @@ int aws_store_list(void *ctx, const char *region, const char *path, gpc_store_en
                    size_t *n, gpc_error *err);
 int aws_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
                      gpc_error *err);
+/* The S3 endpoint for nodes (provider.h store_endpoint; iam.c): the
+ * configured override, else "". */
+int aws_store_endpoint(void *ctx, const char *region, char *out, size_t size, gpc_error *err);
 /* Close the store's S3 sessions (aws_close). */
 void aws_store_free(aws_ctx *c);
 

@@ -63,7 +63,7 @@ void aws_iam_name(const char *cluster, const char *uid, char *out, size_t size)
 
 void aws_iam_ckpt_path(const char *cluster, char *out, size_t size)
 {
-    snprintf(out, size, "clusters/%s/checkpoints", cluster);
+    snprintf(out, size, GPC_CKPT_STORE_PATH_FMT, cluster);
 }
 
 static cJSON *add_statement(cJSON *list, const char *const *actions, size_t n,
@@ -235,7 +235,7 @@ int aws_iam_call(aws_ctx *c, const char *region, const char *action, const gpc_e
             char hint[200] = "";
             if (strcmp(code, "AccessDenied") == 0)
                 snprintf(hint, sizeof(hint), " (the credentials lack the IAM permission iam:%s; "
-                         "docs/providers/aws-iam.md lists every action gpuctl needs)", action);
+                         "docs/providers/aws-iam-policy.json lists every action gpuctl needs)", action);
             rc = gpc_fail(err, gc, "%s: %s: %s%s%s%s%s", what, code, msg, hint,
                           rid[0] ? " (request id " : "", rid, rid[0] ? ")" : "");
             gpc_error_remote(err, (int)resp.status, code, rid[0] ? rid : resp.request_id, 0);
@@ -379,6 +379,19 @@ int aws_iam_not_yet(const gpc_error *e)
 {
     return strcmp(e->remote.code, "InvalidParameterValue") == 0 &&
            strstr(e->msg, "Invalid IAM Instance Profile") != NULL;
+}
+
+/* ---- what the nodes are told ------------------------------------------------ */
+
+int aws_store_endpoint(void *ctx, const char *region, char *out, size_t size, gpc_error *err)
+{
+    (void)region;
+    const aws_ctx *c = ctx;
+    const char *ep = c->ec2.cfg.svc_endpoint[GPC_AWS_S3];
+    if (ep && strlen(ep) >= size)
+        return gpc_fail(err, GPC_ERR_USAGE, "aws: the S3 endpoint is too long for a node");
+    snprintf(out, size, "%s", ep ? ep : "");
+    return 0;
 }
 
 /* ---- removing it ------------------------------------------------------------ */

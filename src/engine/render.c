@@ -398,6 +398,7 @@ enum {
     V_RDZV_PORT, V_HEAD_IP, V_MAX_DURATION_S, V_NPROC_PER_NODE, V_INTERCONNECT,
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
+    V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -425,6 +426,9 @@ static const char *const var_names[V_COUNT] = {
     [V_FABRIC_SCRIPTED] = "FABRIC_SCRIPTED",
     [V_IDLE] = "IDLE",
     [V_IDLE_TIMEOUT_S] = "IDLE_TIMEOUT_S",
+    [V_CKPT_STORE] = "CKPT_STORE",
+    [V_CKPT_URL] = "CKPT_URL",
+    [V_STORE_ENDPOINT] = "STORE_ENDPOINT",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -678,6 +682,14 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = quote_opt(&vals[V_WORKDIR], node->workdir, err);
     if (!rc)
         rc = quote_opt(&vals[V_CHECKPOINT_DIR], node->checkpoint_dir, err);
+    /* checkpoints kept in the provider's store (the CKPT_STORE section) */
+    int ckpt_store = node->checkpoint_dir && node->ckpt_store && *node->ckpt_store;
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_CKPT_STORE], ckpt_store ? "1" : "0", err);
+    if (!rc)
+        rc = quote_opt(&vals[V_CKPT_URL], ckpt_store ? node->ckpt_store : NULL, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_STORE_ENDPOINT], node->store_endpoint, err);
     if (!rc)
         rc = quote_opt(&vals[V_SETUP], spec->setup, err);
     if (!rc)
@@ -723,6 +735,12 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         if (!rc && spec->lifecycle.idle_timeout_s)
             rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value, "gpuctl_md_stop",
                                 "lifecycle.idle_timeout", err);
+        if (!rc && strcmp(vars[V_CKPT_STORE].value, "1") == 0)
+            rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value,
+                                "gpuctl_md_store_get", "checkpoint_dir in the store", err);
+        if (!rc && strcmp(vars[V_CKPT_STORE].value, "1") == 0)
+            rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value,
+                                "gpuctl_md_store_put", "checkpoint_dir in the store", err);
     }
     if (!rc && fabric) {
         char tname[80];

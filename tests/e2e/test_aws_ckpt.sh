@@ -111,7 +111,7 @@ fake -X POST -d '{"ec2_lag": 0, "deny": ["AddRoleToInstanceProfile"]}' "$URL/_fa
 run_rc rc g -y apply -f b.yaml "${P[@]}" > "$T/b2.out" 2> "$T/b2.err"
 expect_eq "b: refused by IAM: exit 20 (auth)" 20 "$rc"
 expect_match "b: names the IAM permission" \
-    "aws: iam AddRoleToInstanceProfile: AccessDenied: .* \\(the credentials lack the IAM permission iam:AddRoleToInstanceProfile; docs/providers/aws-iam.md lists every action gpuctl needs\\)" \
+    "aws: iam AddRoleToInstanceProfile: AccessDenied: .* \\(the credentials lack the IAM permission iam:AddRoleToInstanceProfile; docs/providers/aws-iam-policy.json lists every action gpuctl needs\\)" \
     "$(cat "$T/b2.err")"
 expect_eq "b: no instance launched" "0" "$(world 'len([i for i in d["instances"] if i["state"] != "terminated"])')"
 UID8=$(db "select substr(uid, 1, 8) from clusters where name = 'ck' order by id desc limit 1")
@@ -142,6 +142,126 @@ expect_match "c: says so" \
     "$(cat "$T/c2.err")"
 expect_eq "c: no instance launched" "0" "$(world 'len([i for i in d["instances"] if i["state"] != "terminated"])')"
 export AWS_ENDPOINT_URL_IAM="$URL"
+g -y destroy ck > /dev/null 2>&1
+
+# The IAM policy in the docs allows exactly the IAM actions iam.c calls
+# (plus TagRole and TagInstanceProfile, which IAM checks for tags given at
+# creation, PassRole, which RunInstances checks, and the spot service-linked
+# role), and every IAM action this test saw.
+expect_eq "docs/providers/aws-iam-policy.json: exactly the IAM actions of providers/aws/iam.c" "ok" \
+    "$(python3 - "$GPUCTL_SOURCE_DIR" "$T" <<'PY'
+import glob, json, re, sys
+src, t = sys.argv[1], sys.argv[2]
+code = open(src + "/providers/aws/iam.c").read()
+used = set(re.findall(r'(?:call_ok|aws_iam_call)\(c, region, "([A-Za-z]+)"', code))
+policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
+allowed = set()
+for st in policy["Statement"]:
+    acts = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+    allowed |= {a.split(":", 1)[1] for a in acts if a.startswith("iam:")}
+extra = {"TagRole", "TagInstanceProfile", "PassRole", "CreateServiceLinkedRole"}
+seen = set()
+for f in glob.glob(t + "/*.log"):
+    for l in open(f):
+        l = json.loads(l)
+        if l.get("service") == "iam":
+            seen.add(l["action"])
+problems = []
+if allowed - extra != used:
+    problems.append("policy %s vs code %s" % (sorted(allowed - extra - used), sorted(used - allowed)))
+if not seen <= allowed or len(seen) < 9:
+    problems.append("seen %s, not allowed: %s" % (sorted(seen), sorted(seen - allowed)))
+print("; ".join(problems) or "ok")
+PY
+)"
+
+# ---- d. the bootstrap's checkpoints, run here as the head node ---------------------
+# The head's user-data as gpuctl sent it (the fake EC2 keeps it), run on this
+# machine with the role's credentials; the fake S3 enforces the role's
+# policy exactly as gpuctl wrote it to the fake IAM.
+part d
+export AWS_ENDPOINT_URL_IAM="$URL"
+N="$T/node"
+mkdir -p "$N/bin"
+ln -s /usr/bin/aws "$N/bin/aws"     # Debian's AWS CLI v2 (the DLAMI has v2)
+# The job waits until step-2.pt is in the bucket (a periodic save, every
+# 4 s), then writes step-3.pt and ends at once: only the final save can
+# move that one.
+cat > d.yaml <<EOF
+name: ck
+provider: aws
+nodes: 1
+resources:
+  gpu: A10G:1
+  instance_types: g5.2xlarge
+region: us-east-1
+checkpoint_dir: $N/ckpt
+run:
+  command: ls "\$GPUCTL_CHECKPOINT_DIR" > $N/restored.txt; echo two > "\$GPUCTL_CHECKPOINT_DIR/step-2.pt"; until curl -s $S3URL/_fake/state | grep -q checkpoints/step-2.pt; do sleep 0.2; done; echo three > "\$GPUCTL_CHECKPOINT_DIR/step-3.pt"
+  nproc_per_node: 1
+EOF
+run_rc rc g -y apply -f d.yaml "${P[@]}" > /dev/null 2> "$T/d.err"
+[ "$rc" = 0 ] || cat "$T/d.err"
+expect_eq "d: apply exits 0" 0 "$rc"
+# an earlier checkpoint in the bucket, and one of another cluster
+for k in clusters/ck/checkpoints/step-1.pt clusters/other/checkpoints/theirs.pt; do
+    /usr/bin/aws --endpoint-url "$S3URL" --region us-east-1 s3 cp d.yaml "s3://$BUCKET/$k" > /dev/null
+done
+# the role's credentials: its inline policy from the fake IAM, in the fake S3
+NAME=$(iam 'list(d["roles"])[0]')
+python3 - "$T/iam.json" "$NAME" > "$T/principal.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({"access_key": "ASIAROLEEXAMPLE", "secret_key": "roleSecretExample",
+                  "session_token": "roleSessionToken",
+                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-checkpoints-us-east-1"]}))
+PY
+fake -X POST --data-binary @"$T/principal.json" "$S3URL/_fake/principals" > /dev/null
+# the head's bootstrap out of its #cloud-config (the block under content: |1)
+world 'd["instances"][0]["user_data"]' > "$T/ud.txt"
+python3 - "$T/ud.txt" > "$N/bootstrap.sh" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+body = t.split("  content: |1\n", 1)[1].split("\nruncmd:", 1)[0]
+print("\n".join(l[3:] for l in body.split("\n")))
+PY
+expect_eq "d: the bootstrap keeps its checkpoints in the bucket" \
+    "GPUCTL_CKPT_URL=s3://$BUCKET/clusters/ck/checkpoints GPUCTL_STORE_ENDPOINT=$S3URL" \
+    "$(grep -E '^GPUCTL_(CKPT_URL|STORE_ENDPOINT)=' "$N/bootstrap.sh" | tr -d "'" | tr '\n' ' ' | sed 's/ $//')"
+S3FROM=$(wc -l < "$T/s3.log")
+run_rc rc env -i PATH="$N/bin:/usr/bin:/bin:/usr/sbin:/sbin" HOME="$N" GPUCTL_HOME="$N/home" \
+    GPUCTL_POWEROFF=0 GPUCTL_CONSOLE="$N/console" GPUCTL_CKPT_SAVE_S=4 \
+    AWS_ACCESS_KEY_ID=ASIAROLEEXAMPLE AWS_SECRET_ACCESS_KEY=roleSecretExample \
+    AWS_SESSION_TOKEN=roleSessionToken AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+    bash "$N/bootstrap.sh"
+[ "$rc" = 0 ] || cat "$N/home/node.log"
+expect_eq "d: the node's job exits 0" 0 "$rc"
+expect_eq "d: restored before the job: the earlier checkpoint only" "step-1.pt" "$(cat "$N/restored.txt")"
+expect_eq "d: the bucket holds the three checkpoints (and the other cluster's)" \
+    "['clusters/ck/checkpoints/step-1.pt', 'clusters/ck/checkpoints/step-2.pt', 'clusters/ck/checkpoints/step-3.pt', 'clusters/other/checkpoints/theirs.pt']" \
+    "$(fake "$S3URL/_fake/state" | json_get /dev/stdin "sorted(d['buckets']['$BUCKET']['objects'])")"
+expect_eq "d: step-2.pt saved while the job ran, step-3.pt at its end, each once" \
+    "step-2.pt step-3.pt" \
+    "$(python3 -c 'import json,sys; print(" ".join(l["key"].rsplit("/",1)[1] for l in map(json.loads, list(open(sys.argv[1]))[int(sys.argv[2]):]) if l["op"] == "PutObject"))' "$T/s3.log" "$S3FROM")"
+expect_eq "d: node.log: the restore, then the saves, the last one final" \
+    "restoring $N/ckpt from s3://$BUCKET/clusters/ck/checkpoints|1 file(s) in $N/ckpt|saving every 4s|saved (periodic) to s3://$BUCKET/clusters/ck/checkpoints|saved (final) to s3://$BUCKET/clusters/ck/checkpoints" \
+    "$(sed -n 's/^[0-9TZ:-]* gpuctl: checkpoints: //p' "$N/home/node.log" | uniq | tr '\n' '|' | sed 's/|$//')"
+expect_eq "d: every request of the node with the role's key, none refused" "ASIAROLEEXAMPLE 0" \
+    "$(python3 -c 'import json,sys; L=list(map(json.loads, list(open(sys.argv[1]))[int(sys.argv[2]):])); print(" ".join(sorted(set(l["akid"] for l in L))), sum(1 for l in L if l["status"] >= 400))' "$T/s3.log" "$S3FROM")"
+# outside the prefix: refused by the role's policy
+role() { env AWS_ACCESS_KEY_ID=ASIAROLEEXAMPLE AWS_SECRET_ACCESS_KEY=roleSecretExample \
+    AWS_SESSION_TOKEN=roleSessionToken AWS_EC2_METADATA_DISABLED=true \
+    /usr/bin/aws --endpoint-url "$S3URL" --region us-east-1 s3 "$@"; }
+run_rc rc role cp "s3://$BUCKET/clusters/other/checkpoints/theirs.pt" "$T/theirs" 2> "$T/d1.err"
+expect_eq "d: another cluster's checkpoint: refused" "1" "$rc"
+expect_match "d: with 403 Forbidden" "An error occurred \\(403\\) when calling the HeadObject operation: Forbidden" "$(cat "$T/d1.err")"
+run_rc rc role cp d.yaml "s3://$BUCKET/data/x" > /dev/null 2> "$T/d2.err"
+expect_eq "d: a write outside the prefix: refused" "1" "$rc"
+expect_match "d: with AccessDenied" "An error occurred \\(AccessDenied\\) when calling the PutObject operation: Access Denied" "$(cat "$T/d2.err")"
+run_rc rc role ls "s3://$BUCKET/" > /dev/null 2> "$T/d3.err"
+expect_eq "d: listing the whole bucket: refused (the CLI's 254: a service error)" "254" "$rc"
+run_rc rc role rm "s3://$BUCKET/clusters/ck/checkpoints/step-1.pt" > /dev/null 2> "$T/d4.err"
+expect_eq "d: deleting a checkpoint: refused (the node never deletes)" "1" "$rc"
 g -y destroy ck > /dev/null 2>&1
 
 finish

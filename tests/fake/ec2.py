@@ -311,7 +311,7 @@ Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
 Control endpoints (no signature; logged as action "_fake/<name>")
   GET    /_fake/state    JSON of the whole world (instances with id, region,
                          zone, state, type, tags, client_token, launch_index,
-                         lifecycle, user_data (decoded text), ...; security
+                         lifecycle, user_data (decoded text, gunzipped), ...; security
                          groups with rules, key pairs, placement groups,
                          vpcs, subnets, faults with what is left of times)
   POST   /_fake/reset    back to the seed (faults and the request counter stay)
@@ -373,6 +373,7 @@ import csv
 import datetime
 import functools
 import hashlib
+import gzip
 import hmac
 import json
 import os
@@ -1399,6 +1400,18 @@ def decode_user_data(text):
     return data
 
 
+def user_data_text(data):
+    """User-data as cloud-init reads it: gunzipped when gzip, as text."""
+    if data is None:
+        return None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError):
+            pass
+    return data.decode("utf-8", "replace")
+
+
 @action("RunInstances", RUN_PARAMS)
 def run_instances(ctx):
     w, p, region = ctx.world, ctx.p, ctx.region
@@ -1552,7 +1565,7 @@ def run_instances(ctx):
             "lifecycle": "spot" if market else None,
             "spot_request_id": ("sir-%08x" % w.next("sir")) if market else None,
             "market": market, "tags": dict(tag_specs.get("instance", {})), "tag_specifications": tag_specs,
-            "user_data": user_data.decode("utf-8", "replace") if user_data is not None else None,
+            "user_data": user_data_text(user_data),
             "network_interfaces": inst_nics,
             "block_devices": [dict(b, volume_id=w.new_id("vol"), tags=dict(tag_specs.get("volume", {})))
                               for b in block_devices],
