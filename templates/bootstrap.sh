@@ -28,6 +28,7 @@
 ##   job          "running EPOCH" while a job (this one, or one a later
 ##                `gpuctl exec` starts) runs, "ended EPOCH" after it
 ##   stopped      "idle N s" once the node stopped itself (lifecycle.idle_timeout)
+##   ckpt.lock    held while checkpoint_dir is saved to the store (CKPT_STORE=1)
 ##
 ## Template rules: placeholders are upper-case names in double braces.  Every
 ## value is an integer, a fixed word, or a string already quoted for the

@@ -37,6 +37,9 @@
  *                  (atomically: a temp file, then rename), which resets the
  *                  lifecycle.idle_timeout clock below
  *   stopped        "idle N s": the node stopped itself after N s with no job
+ *   ckpt.lock      held (flock) while checkpoint_dir is saved to the
+ *                  provider's store (gpc_node_ctx.ckpt_store), so that two
+ *                  saves never run at once
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
