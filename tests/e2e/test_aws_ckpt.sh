@@ -17,7 +17,9 @@
 #  d. the bootstrap's checkpoint functions on this machine, as a node with
 #     the role's credentials (the fake S3 enforces the policy gpuctl made):
 #     restore an earlier checkpoint, a periodic save, the final save at the
-#     job's end, a key outside the prefix refused.
+#     job's end, a key outside the prefix refused; then the cluster
+#     destroyed and applied again (a new uid and role): its new head
+#     resumes from what the old one saved.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ec2_parts.sh"
 unset GPUCTL_AWS_BUCKET
@@ -262,6 +264,41 @@ run_rc rc role ls "s3://$BUCKET/" > /dev/null 2> "$T/d3.err"
 expect_eq "d: listing the whole bucket: refused (the CLI's 254: a service error)" "254" "$rc"
 run_rc rc role rm "s3://$BUCKET/clusters/ck/checkpoints/step-1.pt" > /dev/null 2> "$T/d4.err"
 expect_eq "d: deleting a checkpoint: refused (the node never deletes)" "1" "$rc"
+g -y destroy ck > /dev/null 2>&1
+
+# destroyed and applied again: a new cluster (new uid, new role) whose head
+# restores what the old one saved
+run_rc rc g -y apply -f d.yaml "${P[@]}" > /dev/null 2> "$T/d5.err"
+[ "$rc" = 0 ] || cat "$T/d5.err"
+expect_eq "d: applied again: exit 0" 0 "$rc"
+NAME2=$(iam 'list(d["roles"])[0]')
+expect_eq "d: a new role, for the same prefix" "yes clusters/ck/checkpoints/*" \
+    "$(iam "('yes' if '$NAME2' != '$NAME' else 'no') + ' ' + d['roles']['$NAME2']['policies']['gpuctl-checkpoints-us-east-1']['Statement'][1]['Condition']['StringLike']['s3:prefix']")"
+python3 - "$T/iam.json" "$NAME2" > "$T/principal.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({"access_key": "ASIAROLEEXAMPLE2", "secret_key": "roleSecretExample2",
+                  "session_token": "roleSessionToken2",
+                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-checkpoints-us-east-1"]}))
+PY
+fake -X POST --data-binary @"$T/principal.json" "$S3URL/_fake/principals" > /dev/null
+world '[i for i in d["instances"] if i["state"] != "terminated"][0]["user_data"]' > "$T/ud2.txt"
+python3 - "$T/ud2.txt" > "$N/bootstrap2.sh" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+body = t.split("  content: |1\n", 1)[1].split("\nruncmd:", 1)[0]
+print("\n".join(l[3:] for l in body.split("\n")))
+PY
+rm -rf "$N/ckpt" "$N/home"          # a new node: nothing on its disk
+run_rc rc env -i PATH="$N/bin:/usr/bin:/bin:/usr/sbin:/sbin" HOME="$N" GPUCTL_HOME="$N/home" \
+    GPUCTL_POWEROFF=0 GPUCTL_CONSOLE="$N/console" GPUCTL_CKPT_SAVE_S=4 \
+    AWS_ACCESS_KEY_ID=ASIAROLEEXAMPLE2 AWS_SECRET_ACCESS_KEY=roleSecretExample2 \
+    AWS_SESSION_TOKEN=roleSessionToken2 AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+    bash "$N/bootstrap2.sh"
+[ "$rc" = 0 ] || cat "$N/home/node.log"
+expect_eq "d: the new cluster's node exits 0" 0 "$rc"
+expect_eq "d: it resumed from what the destroyed cluster saved" "step-1.pt step-2.pt step-3.pt" \
+    "$(tr '\n' ' ' < "$N/restored.txt" | sed 's/ $//')"
 g -y destroy ck > /dev/null 2>&1
 
 finish
