@@ -28,6 +28,7 @@
 ##   job          "running EPOCH" while a job (this one, or one a later
 ##                `gpuctl exec` starts) runs, "ended EPOCH" after it
 ##   stopped      "idle N s" once the node stopped itself (lifecycle.idle_timeout)
+##   ckpt.lock    held while checkpoint_dir is saved to the store (CKPT_STORE=1)
 ##
 ## Template rules: placeholders are upper-case names in double braces.  Every
 ## value is an integer, a fixed word, or a string already quoted for the
@@ -44,6 +45,7 @@
 ##   GPUCTL_HEAD_WAIT_S=N      how long ranks > 0 wait for the head (1800)
 ##   GPUCTL_DELIVER_WAIT_S=N   how long a DELIVER=1 node waits for gpuctl (1800)
 ##   GPUCTL_RUN_DIR=DIR        where the delivered secrets are (/run/gpuctl)
+##   GPUCTL_CKPT_SAVE_S=N      seconds between checkpoint saves (CKPT_STORE=1; 300)
 ##
 ## IDLE=1: lifecycle.idle_timeout is set (IDLE_TIMEOUT_S seconds): after its
 ## job the node stays up until no job has run for that long (the `job`
@@ -154,6 +156,89 @@ gpuctl_idle() {
 }
 ##endif
 
+##if NODE_STORE=1
+## The endpoint the node script's store functions (gpuctl_md_store_get,
+## gpuctl_md_store_put) give the store's client, where gpuctl's own is not
+## the provider's default; empty: the default.
+GPUCTL_STORE_ENDPOINT={{STORE_ENDPOINT}}
+##endif
+##if CKPT_STORE=1
+## --- checkpoints in the store ---
+## checkpoint_dir outlives the node (CKPT_STORE=1: the nodes do not share
+## this machine's files, and the spec has checkpoint_dir): every node
+## restores it from the cluster's prefix in the provider's store before
+## setup (nothing there: nothing to restore); the head (node rank 0) saves
+## it back every GPUCTL_CKPT_SAVE_S seconds while the job runs and once when
+## the job ends, succeeded or failed.  A save copies new and changed files
+## and deletes nothing in the store; two never run at once (ckpt.lock); a
+## failed one is said in node.log and the next one tries again.  The node
+## script's gpuctl_md_store_get / gpuctl_md_store_put do the copying.
+GPUCTL_CKPT_URL={{CKPT_URL}}
+## gpuctl_ckpt_ok: 1 once the restore succeeded (nothing is saved before);
+## gpuctl_ckpt_saver: the pid of the periodic saver, 0 = none.
+gpuctl_ckpt_ok=0
+gpuctl_ckpt_saver=0
+
+gpuctl_ckpt_restore() {
+  local n
+  gpuctl_say "checkpoints: restoring $GPUCTL_CHECKPOINT_DIR from $GPUCTL_CKPT_URL"
+  if ! gpuctl_md_store_get "$GPUCTL_CKPT_URL" "$GPUCTL_CHECKPOINT_DIR"; then
+    gpuctl_say "error: checkpoints: could not restore them from $GPUCTL_CKPT_URL"
+    return 1
+  fi
+  gpuctl_ckpt_ok=1
+  n=$(find "$GPUCTL_CHECKPOINT_DIR" -type f | wc -l)
+  gpuctl_say "checkpoints: $n file(s) in $GPUCTL_CHECKPOINT_DIR"
+}
+
+## One save ($1 says why: periodic, final), by the head only.
+# shellcheck disable=SC2317 # called by the saver and from the EXIT trap
+gpuctl_ckpt_save() {
+  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+    return 0
+  fi
+  (
+    flock 9
+    if gpuctl_md_store_put "$GPUCTL_CHECKPOINT_DIR" "$GPUCTL_CKPT_URL"; then
+      gpuctl_say "checkpoints: saved ($1) to $GPUCTL_CKPT_URL"
+    else
+      gpuctl_say "checkpoints: the $1 save to $GPUCTL_CKPT_URL failed; the next one tries again"
+    fi
+  ) 9>>"$GPUCTL_HOME/ckpt.lock"
+}
+
+## The periodic saver, while the job runs (head only).  A TERM waits for a
+## save in progress to end (bash runs the trap after it), then ends it.
+gpuctl_ckpt_start() {
+  local every=${GPUCTL_CKPT_SAVE_S:-300}
+  case $every in '' | *[!0-9]* | 0) every=300 ;; esac
+  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+    return 0
+  fi
+  (
+    trap - EXIT INT HUP
+    trap 'exit 0' TERM
+    while :; do
+      sleep "$every" &
+      wait "$!"
+      gpuctl_ckpt_save periodic
+    done
+  ) &
+  gpuctl_ckpt_saver=$!
+  gpuctl_say "checkpoints: saving every ${every}s"
+}
+
+## At the job's end, before the last save: the saver stopped.
+# shellcheck disable=SC2317 # called from the EXIT trap
+gpuctl_ckpt_stop() {
+  if [ "$gpuctl_ckpt_saver" != 0 ]; then
+    kill -TERM "$gpuctl_ckpt_saver" 2>/dev/null || true
+    wait "$gpuctl_ckpt_saver" 2>/dev/null || true
+    gpuctl_ckpt_saver=0
+  fi
+}
+##endif
+
 ## On any exit (normal end, `set -e` failure, signal): record the outcome
 ## once, then power a cloud node off so that it stops billing (the instances
 ## are launched with instance-initiated shutdown = terminate).
@@ -168,7 +253,15 @@ gpuctl_on_exit() {
   trap '' TERM INT HUP
   if [ "$gpuctl_done" = 0 ]; then
     gpuctl_done=1
+##if CKPT_STORE=1
+    ## the saver first (the sweep would kill it mid-save), the last save
+    ## once nothing of the job writes any more
+    gpuctl_ckpt_stop
+##endif
     gpuctl_sweep
+##if CKPT_STORE=1
+    gpuctl_ckpt_save final
+##endif
     if [ "$rc" -eq 0 ]; then
       gpuctl_phase succeeded
     else
@@ -653,6 +746,9 @@ gpuctl_say "delivery received"
 if [ -n "$GPUCTL_CHECKPOINT_DIR" ]; then
   export GPUCTL_CHECKPOINT_DIR
   mkdir -p "$GPUCTL_CHECKPOINT_DIR"
+##if CKPT_STORE=1
+  gpuctl_ckpt_restore || exit 1
+##endif
 else
   unset GPUCTL_CHECKPOINT_DIR
 fi
@@ -671,7 +767,7 @@ fi
 ## The spec's data sets (include/gpuctl/data.h): the job sees data set NAME
 ## at $GPUCTL_DATA_DIR/NAME.  DATA=shared: this machine's store directory,
 ## which the nodes read in place; DATA=fetch: $GPUCTL_HOME/data, each data
-## set fetched from its store URL (the node script's gpuctl_md_store_pull
+## set fetched from its store URL (the node script's gpuctl_md_store_get
 ## URL DIR) before setup; DATA=none: no data sets (GPUCTL_DATA_DIR unset:
 ## the spec reserves GPUCTL_* names).
 ##if DATA=shared|fetch
@@ -679,19 +775,11 @@ GPUCTL_DATA_DIR={{DATA_DIR}}
 export GPUCTL_DATA_DIR="${GPUCTL_DATA_DIR:-$GPUCTL_HOME/data}"
 ##endif
 ##if DATA=fetch
-if ! declare -F gpuctl_md_store_pull >/dev/null; then
-  ## a node script without the store's pull: the node cannot get its data
-  gpuctl_md_store_pull() {
-    gpuctl_say "error: the $GPUCTL_METADATA node script has no gpuctl_md_store_pull;" \
-      "cannot fetch $1"
-    return 1
-  }
-fi
 ## Fetch data set $1 from URL $2 into $GPUCTL_DATA_DIR/$1, or fail the node.
 gpuctl_data_fetch() {
   gpuctl_say "data $1: fetching $2"
   mkdir -p "$GPUCTL_DATA_DIR/$1"
-  if ! gpuctl_md_store_pull "$2" "$GPUCTL_DATA_DIR/$1"; then
+  if ! gpuctl_md_store_get "$2" "$GPUCTL_DATA_DIR/$1"; then
     gpuctl_say "error: data $1: fetching $2 failed"
     exit 1
   fi
@@ -833,6 +921,9 @@ gpuctl_args+=(--no_python /bin/bash "$GPUCTL_HOME/worker.sh")
 PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"
 export PYTHONUNBUFFERED
 
+##if CKPT_STORE=1
+gpuctl_ckpt_start
+##endif
 gpuctl_phase running
 gpuctl_run_limited torchrun "${gpuctl_launcher[@]}" "${gpuctl_args[@]}"
 

@@ -15,7 +15,7 @@
  *   - Elsewhere (clouds) GPUCTL_DATA_DIR is $GPUCTL_HOME/data on the node
  *     (/var/lib/gpuctl/data), and the node fetches each data set's URL
  *     (the store's, or the spec's own s3:// URL, used where it is) into
- *     it with its node script's gpuctl_md_store_pull URL DIR.
+ *     it with its node script's gpuctl_md_store_get URL DIR.
  */
 #ifndef GPUCTL_DATA_H
 #define GPUCTL_DATA_H

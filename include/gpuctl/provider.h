@@ -70,6 +70,15 @@ struct gpc_catalog;
  * the node process's own environment).  A spec with `secrets` is refused
  * (plan, apply) on a provider without it. */
 #define GPC_CAP_SECRETS     (1u << 12)
+/* The nodes keep checkpoint_dir in the provider's store: on nodes that do
+ * not see this machine's files (no GPC_CAP_SHARED_FILES, shares_files
+ * false) and with store_url, the engine renders the bootstrap's
+ * CKPT_STORE=1 section with the store URL of the cluster's checkpoints
+ * (GPC_CKPT_STORE_PATH_FMT), and the node script defines
+ * gpuctl_md_store_get / gpuctl_md_store_put (render.h).  Without it
+ * checkpoint_dir is a path on the nodes, used in place (slurm over ssh:
+ * the cluster's shared filesystem). */
+#define GPC_CAP_NODE_STORE  (1u << 13)
 
 /* Most bytes of provider data (with its NUL): gpc_node_status.data,
  * gpc_cluster_ref.data. */
@@ -611,7 +620,19 @@ typedef struct gpc_provider {
      * directories (local, slurm).  A spec's `data` source written as such
      * a URL needs a provider of the spec with that scheme. */
     const char *store_scheme;
+    /* The endpoint URL a node must give its store functions (render.h,
+     * gpuctl_md_store_get) for the store of `region`, into out (size
+     * bytes): the one gpuctl itself uses when it is not the provider's
+     * default (aws: AWS_ENDPOINT_URL_S3, a VPC or S3-compatible endpoint),
+     * else "".  Optional (NULL: always the default); no network call. */
+    int (*store_endpoint)(void *ctx, const char *region, char *out, size_t size,
+                          gpc_error *err);
 } gpc_provider;
+
+/* The store path of a cluster's checkpoints (printf format, the cluster's
+ * name): a cluster destroyed and applied again under the same name finds
+ * its checkpoints there (render.h, gpc_node_ctx.ckpt_store). */
+#define GPC_CKPT_STORE_PATH_FMT "clusters/%s/checkpoints"
 
 /*
  * Is the table one the engine can drive?  The combinations it supports

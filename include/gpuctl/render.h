@@ -37,6 +37,9 @@
  *                  (atomically: a temp file, then rename), which resets the
  *                  lifecycle.idle_timeout clock below
  *   stopped        "idle N s": the node stopped itself after N s with no job
+ *   ckpt.lock      held (flock) while checkpoint_dir is saved to the
+ *                  provider's store (gpc_node_ctx.ckpt_store), so that two
+ *                  saves never run at once
  *   worker.sh, workers/<local rank>.status   the wrapper each torchrun
  *                  worker runs the command under, and what it recorded
  *   torchrun/      torchrun's --log_dir
@@ -128,6 +131,19 @@
  *       allocation); when it cannot, say why on stderr and fail.  The
  *       bootstrap checks it as gpc_node_ctx.head_addr is checked for
  *       GPC_RDZV_NAME.
+ *   gpuctl_md_store_get URL DIR  (function, required where the node keeps
+ *       its checkpoints in the provider's store: define it in a `##if
+ *       CKPT_STORE=1` section, see gpc_node_ctx.ckpt_store) copy every
+ *       object under URL/ (the store URL, aws: s3://BUCKET/PREFIX) into
+ *       directory DIR, keeping the relative paths; nothing there is no
+ *       error.  Non-zero when it could not (said on stderr).  The
+ *       store's endpoint, when not the provider's default, is
+ *       $GPUCTL_STORE_ENDPOINT (else it is empty); credentials are the
+ *       node's own (aws: the instance profile's, from the metadata
+ *       service), never the user's.
+ *   gpuctl_md_store_put DIR URL  (function, required with the one above)
+ *       copy DIR's regular files that are new or changed to URL/,
+ *       deleting nothing there.  Non-zero when it could not.
  *
  * A function is defined by a line that starts with `NAME() {`; the
  * renderer looks for that line.  The node script may use the bootstrap's
@@ -278,6 +294,17 @@ typedef struct gpc_node_ctx {
                                 run.rdzv_port, else 29400 */
     const char *workdir;     /* path of the job's workdir on the node, or NULL */
     const char *checkpoint_dir; /* path on the node, or NULL */
+    const char *ckpt_store;  /* with checkpoint_dir: the store URL its
+                                checkpoints are kept at (provider.h
+                                store_url; aws: s3://BUCKET/clusters/NAME/
+                                checkpoints), restored before setup and
+                                saved back by the head during and after the
+                                job (the bootstrap's CKPT_STORE=1 section);
+                                NULL where the nodes share this machine's
+                                files or nothing is kept */
+    const char *store_endpoint; /* the store's endpoint URL for the node
+                                (provider.h store_endpoint), NULL or "" =
+                                the provider's default */
     const char *fabric;      /* the chosen offer's fabric ("efa", "infiniband",
                                 "erdma", "none"), or NULL: the spec's
                                 resources.interconnect decides (a spec that
@@ -294,8 +321,8 @@ typedef struct gpc_node_ctx {
      * data (GPUCTL_DATA_DIR unset); "": $GPUCTL_HOME/data on the node.
      * With data_fetch 1 the bootstrap's DATA section fetches
      * data_urls[i] into $GPUCTL_DATA_DIR/data_names[i] (the node script's
-     * gpuctl_md_store_pull URL DIR; a node script without it fails the
-     * node, saying so); with 0 the directory already holds them.  Names
+     * gpuctl_md_store_get URL DIR, with store_endpoint; rendering fails
+     * for a node script without it); with 0 the directory already holds them.  Names
      * are data set names (gpc_data_name_ok), URLs hold no control
      * character; both are quoted for the shell. */
     const char *data_dir;

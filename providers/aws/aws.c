@@ -301,7 +301,13 @@ static void endpoint_data(const aws_ctx *c, char *out, size_t size)
 {
     char shown[512];
     endpoint_shown(c, shown, sizeof(shown));
-    cJSON *j = cJSON_CreateObject();
+    /* what else the data holds stays (iam.c's instance profile) */
+    cJSON *j = out[0] ? cJSON_Parse(out) : NULL;
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        j = cJSON_CreateObject();
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec2_endpoint");
     char *text = j && cJSON_AddStringToObject(j, "ec2_endpoint", shown)
                      ? cJSON_PrintUnformatted(j) : NULL;
     if (text && strlen(text) < size)
@@ -392,7 +398,7 @@ static int aws_cleanup_rec(void *ctx, const gpc_cluster_ref *ref, gpc_error *err
 const gpc_provider gpc_provider_aws = {
     .name = "aws",
     .summary = "Amazon EC2 over the Query API (SigV4), spot, EFA, placement groups",
-    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT,
+    .caps = GPC_CAP_SPOT | GPC_CAP_EFA | GPC_CAP_PLACEMENT | GPC_CAP_NODE_STORE,
     /* the head's private IP from DescribeInstances; the workers of one
      * RunInstances call number themselves by ami-launch-index (node.sh) */
     .rdzv = GPC_RDZV_HEAD_IP,
@@ -426,4 +432,5 @@ const gpc_provider gpc_provider_aws = {
     .store_list = aws_store_list,
     .store_remove = aws_store_remove,
     .store_scheme = "s3",
+    .store_endpoint = aws_store_endpoint,
 };

@@ -14,6 +14,7 @@
  *   cleanup.c      destroy: everything tagged with the cluster
  *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
  *   quota.c        the account's EC2 vCPU quota, checked before a launch
+ *   iam.c          the cluster's IAM role and instance profile (checkpoints)
  */
 #ifndef GPUCTL_AWS_INTERNAL_H
 #define GPUCTL_AWS_INTERNAL_H
@@ -94,6 +95,7 @@ typedef struct aws_ctx {
     size_t sq_next;           /* the entry reused next once all are taken */
     struct aws_store *store;  /* object storage: S3 sessions and buckets (store.c) */
     struct aws_logs *logs;    /* log transport: each node's ssh command (logs.c) */
+    char iam_key[160];        /* "<region> <uid>" whose instance profile was ensured (iam.c) */
 } aws_ctx;
 
 /* One <item> of a Describe* answer (aws_describe_all). */
@@ -150,6 +152,9 @@ int aws_store_list(void *ctx, const char *region, const char *path, gpc_store_en
                    size_t *n, gpc_error *err);
 int aws_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
                      gpc_error *err);
+/* The S3 endpoint for nodes (provider.h store_endpoint; iam.c): the
+ * configured override, else "". */
+int aws_store_endpoint(void *ctx, const char *region, char *out, size_t size, gpc_error *err);
 /* Close the store's S3 sessions (aws_close). */
 void aws_store_free(aws_ctx *c);
 
@@ -312,6 +317,80 @@ const aws_vcpu_quota_def *aws_vcpu_quota_of(const char *instance_type, int spot)
  */
 int aws_vcpu_quota(aws_ctx *c, const gpc_node_request *req, size_t n, int batch,
                    gpc_error *err);
+
+/* ---- iam.c: the cluster's instance profile ---------------------------- */
+
+/* "gpuctl-<cluster, first 48 characters>-<uid8>": the name of the
+ * cluster's IAM role and of its instance profile (at most 64 characters,
+ * IAM's limit for a role name). */
+void aws_iam_name(const char *cluster, const char *uid, char *out, size_t size);
+
+/* The store path of a cluster's checkpoints, "clusters/<cluster>/checkpoints"
+ * (by name: a cluster applied again finds its predecessor's). */
+void aws_iam_ckpt_path(const char *cluster, char *out, size_t size);
+
+/* A prefix of a bucket the nodes may only read (a data set), without a
+ * trailing '/'; "" = the whole bucket.  Strings borrowed. */
+typedef struct aws_iam_read {
+    const char *bucket;
+    const char *prefix;
+} aws_iam_read;
+
+/*
+ * The inline policy of the cluster's role (*out, caller frees), one line
+ * without blanks.  With `prefix` (the checkpoints' prefix in BUCKET, no
+ * trailing '/'; NULL = none) and S = PREFIX + "/" + "*":
+ * {"Version":"2012-10-17","Statement":[
+ *  {"Effect":"Allow","Action":["s3:GetObject","s3:PutObject",
+ *   "s3:AbortMultipartUpload"],"Resource":"arn:aws:s3:::BUCKET/S"},
+ *  {"Effect":"Allow","Action":["s3:ListBucket"],"Resource":
+ *   "arn:aws:s3:::BUCKET","Condition":{"StringLike":{"s3:prefix":"S"}}},
+ * then for each of the n_reads reads (R = its prefix + "/" + "*", or "*"
+ * for the whole bucket) the same two statements with s3:GetObject only
+ * on its bucket: what `aws s3 sync` of the data sets needs.
+ * Errors: GPC_ERR_NOMEM.
+ */
+int aws_iam_policy(const char *bucket, const char *prefix, const aws_iam_read *reads,
+                   size_t n_reads, char **out, gpc_error *err);
+
+/*
+ * One IAM Query API call `action` with `p` (may be NULL) at IAM's endpoint
+ * for the partition of `region` (NULL: the configured region's): *doc the
+ * parsed answer (caller frees).  Errors: the IAM error code in
+ * err->remote.code, AccessDenied -> GPC_ERR_AUTH (naming iam:ACTION),
+ * others as EC2's codes map (gpc_ec2_error_code); transport errors.
+ */
+int aws_iam_call(aws_ctx *c, const char *region, const char *action, const gpc_ec2_params *p,
+                 xmlDoc **doc, gpc_error *err);
+
+/*
+ * Before the first RunInstances of req's cluster in `region` (once per
+ * process and region): the cluster's role (CreateRole, tagged), its
+ * policy for the region's bucket (PutRolePolicy "gpuctl-checkpoints-
+ * REGION", aws_iam_policy), its instance profile (CreateInstanceProfile,
+ * tagged) holding the role (AddRoleToInstanceProfile); what exists already
+ * counts.  The profile's name goes to req->ref->data first (see iam.c) and
+ * into profile (size bytes).  Makes the region's bucket when missing.
+ * Errors: IAM's and S3's (aws_iam_call, aws_store_url).
+ */
+int aws_iam_ensure(aws_ctx *c, const gpc_node_request *req, const char *region, char *profile,
+                   size_t size, gpc_error *err);
+
+/* Is e RunInstances refusing an instance profile IAM has not spread yet
+ * (InvalidParameterValue "Invalid IAM Instance Profile name")? */
+int aws_iam_not_yet(const gpc_error *e);
+
+/* The instance profile recorded in a cluster's provider data into out
+ * (size bytes); 1 when there is one, else 0 (out ""). */
+int aws_iam_recorded(const char *data, char *out, size_t size);
+
+/*
+ * Destroy: the recorded role and instance profile of ref's cluster removed
+ * (the role out of the profile, the profile, the role's inline policies,
+ * the role; NoSuchEntity counts as gone).  What could not be is added to
+ * `left`; returns -1 then, else 0 (also when nothing is recorded).
+ */
+int aws_iam_remove(aws_ctx *c, const gpc_cluster_ref *ref, gpc_buf *left);
 
 /* ---- the provider table's operations (provider.h says what each does) --- */
 

@@ -1,7 +1,8 @@
 /*
  * cleanup.c - destroy for the aws provider: every instance still tagged
  * with the cluster terminated and waited for, then its Elastic IPs,
- * placement groups, security group and key pair.
+ * placement groups, security group and key pair, and the IAM role and
+ * instance profile of its nodes (iam.c).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -193,6 +194,10 @@ int aws_cleanup(void *ctx, const gpc_cluster_ref *ref, gpc_error *err)
             gpc_buf_addf(&left, NULL, "%s%s", left.len ? "; " : "", gpc_buf_str(&early));
         gpc_buf_free(&early);
     }
+    /* 5. the nodes' IAM role and instance profile, once no node uses them
+     * (the checkpoints in the bucket stay: docs/providers/aws.md) */
+    if (!rc)
+        aws_iam_remove(c, ref, &left);
     if (!rc && left.len)
         rc = gpc_fail(err, GPC_ERR_PARTIAL, "aws: left behind: %s", gpc_buf_str(&left));
     if (!rc && c->state_dir) {

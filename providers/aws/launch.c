@@ -102,8 +102,8 @@ static const char *volume_type(const gpc_spec *spec)
 
 /* The RunInstances body for n nodes like reqs[0] (aws.md 2.2). */
 static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_info *r,
-                      const type_info *ti, const char *subnet, int batch, gpc_ec2_params *p,
-                      gpc_error *err)
+                      const type_info *ti, const char *subnet, int batch, const char *profile,
+                      gpc_ec2_params *p, gpc_error *err)
 {
     const gpc_spec *spec = req->spec;
     const gpc_userdata_rules *rules = gpc_provider_aws.userdata;
@@ -190,6 +190,10 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
             gpc_ec2_param(p, mp, "InstanceMarketOptions.SpotOptions.MaxPrice");
         }
     }
+    /* the cluster's instance profile (iam.c): the nodes' own access to
+     * its checkpoints in the bucket */
+    if (profile[0])
+        gpc_ec2_param(p, profile, "IamInstanceProfile.Name");
     gpc_ec2_param(p, "terminate", "InstanceInitiatedShutdownBehavior");
     gpc_ec2_param(p, "required", "MetadataOptions.HttpTokens");
     gpc_ec2_param(p, "enabled", "MetadataOptions.HttpEndpoint");
@@ -255,15 +259,31 @@ static int run_instances(aws_ctx *c, const gpc_node_request *reqs, size_t n, int
         rc = aws_default_subnet(c, r, of->zone, subnet, sizeof(subnet), err);
     if (!rc)
         rc = ensure_cluster(c, req, r, ti, err);
+    /* checkpoints that outlive the nodes, data sets the nodes fetch: an
+     * instance profile for them */
+    char profile[80] = "";
+    if (!rc && req->spec && (req->spec->checkpoint_dir || req->spec->n_data))
+        rc = aws_iam_ensure(c, req, of->region, profile, sizeof(profile), err);
     gpc_ec2_params p;
     gpc_ec2_params_init(&p);
     if (!rc)
-        rc = run_params(c, req, n, r, ti, subnet, batch, &p, err);
+        rc = run_params(c, req, n, r, ti, subnet, batch, profile, &p, err);
     xmlDoc *d = NULL;
     gpc_error re;
     gpc_error_clear(&re);
-    if (!rc && gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, &re))
-        rc = gpc_error_wrap(err, &re, NULL);
+    /* a profile made a moment ago may not have reached EC2 yet (IAM is
+     * eventually consistent): tried again for a bounded while */
+    for (int tries = 0; !rc; tries++) {
+        gpc_error_clear(&re);
+        if (!gpc_ec2_call(&c->ec2, of->region, "RunInstances", &p, &d, &re))
+            break;
+        if (!profile[0] || !aws_iam_not_yet(&re) || tries >= 12) {
+            rc = gpc_error_wrap(err, &re, NULL);
+            break;
+        }
+        gpc_info(c->log, "aws: instance profile %s not known to EC2 yet; retrying", profile);
+        aws_nap(aws_poll_s());
+    }
     gpc_ec2_params_free(&p);
     if (rc && strncmp(re.remote.code, "InvalidAMIID", 12) == 0) {
         /* the image went away (deregistered): forget it, cached or not */

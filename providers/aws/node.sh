@@ -42,3 +42,26 @@ gpuctl_md_stop() {
   shutdown -h now || poweroff
 }
 ##endif
+
+##if NODE_STORE=1
+## Object storage (the checkpoints, the data sets): the AWS CLI, which the Deep Learning
+## AMI has, with the instance profile's credentials, which the CLI takes
+## from the metadata service by itself (never the user's keys); the
+## endpoint only where gpuctl's own is not AWS's.
+gpuctl_md_aws_s3() {
+  if [ -n "${GPUCTL_STORE_ENDPOINT:-}" ]; then
+    aws --endpoint-url "$GPUCTL_STORE_ENDPOINT" s3 "$@"
+  else
+    aws s3 "$@"
+  fi
+}
+
+gpuctl_md_store_get() {
+  gpuctl_md_aws_s3 sync --only-show-errors --no-progress "$1/" "$2/"
+}
+
+# shellcheck disable=SC2317 # called by gpuctl_ckpt_save
+gpuctl_md_store_put() {
+  gpuctl_md_aws_s3 sync --only-show-errors --no-progress "$1/" "$2/"
+}
+##endif

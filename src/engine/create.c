@@ -151,10 +151,31 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
                       gpc_payload *pl, gpc_error *err)
 {
     const gpc_userdata_rules *rules = pv->prov->userdata;
+    /* checkpoint_dir on nodes that do not see this machine's files: kept
+     * in the provider's store, under the cluster's name */
+    char ckpt_url[1024] = "", store_ep[1024] = "";
+    int keeps = ckpt && (pv->prov->caps & GPC_CAP_NODE_STORE) && pv->prov->store_url &&
+                !(pv->prov->caps & GPC_CAP_SHARED_FILES) &&
+                !(pv->prov->shares_files && pv->prov->shares_files(pv->ctx, of));
+    if (keeps) {
+        char path[128];
+        snprintf(path, sizeof(path), GPC_CKPT_STORE_PATH_FMT, c->name);
+        int rc = pv->prov->store_url(pv->ctx, of->region, path, ckpt_url, sizeof(ckpt_url), err);
+        if (rc)
+            return rc;
+    }
+    /* where the node's store functions reach the store: for the
+     * checkpoints and for the data sets it fetches */
+    if ((keeps || (s->data && s->data->fetch)) && pv->prov->store_endpoint) {
+        int rc = pv->prov->store_endpoint(pv->ctx, of->region, store_ep, sizeof(store_ep), err);
+        if (rc)
+            return rc;
+    }
     gpc_node_ctx ctx = {
         .cluster = c->name, .cluster_id = c->uid, .rank = rank, .nnodes = c->nodes,
         .head_addr = head_ip, .rdzv_port = c->rdzv_port, .workdir = workdir,
         .checkpoint_dir = ckpt,
+        .ckpt_store = ckpt_url[0] ? ckpt_url : NULL, .store_endpoint = store_ep,
         /* the offer's fabric, unless the spec asks for none (then the
          * provider launches the node without it, too) */
         .fabric = of->fabric[0] && spec->resources.interconnect != GPC_IC_NONE ? of->fabric

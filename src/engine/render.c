@@ -400,6 +400,7 @@ enum {
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
     V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES,
+    V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT, V_NODE_STORE,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
 };
@@ -433,6 +434,10 @@ static const char *const var_names[V_COUNT] = {
     [V_DELIVER] = "DELIVER",
     [V_DELIVER_WORKDIR] = "DELIVER_WORKDIR",
     [V_SECRET_NAMES] = "SECRET_NAMES",
+    [V_CKPT_STORE] = "CKPT_STORE",
+    [V_CKPT_URL] = "CKPT_URL",
+    [V_STORE_ENDPOINT] = "STORE_ENDPOINT",
+    [V_NODE_STORE] = "NODE_STORE",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
 };
@@ -720,12 +725,27 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = quote_opt(&vals[V_WORKDIR], node->workdir, err);
     if (!rc)
         rc = quote_opt(&vals[V_CHECKPOINT_DIR], node->checkpoint_dir, err);
+    /* checkpoints kept in the provider's store (the CKPT_STORE section) */
+    int ckpt_store = node->checkpoint_dir && node->ckpt_store && *node->ckpt_store;
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_CKPT_STORE], ckpt_store ? "1" : "0", err);
+    if (!rc)
+        rc = quote_opt(&vals[V_CKPT_URL], ckpt_store ? node->ckpt_store : NULL, err);
+    if (!rc)
+        rc = quote_opt(&vals[V_STORE_ENDPOINT], node->store_endpoint, err);
     if (!rc)
         rc = quote_opt(&vals[V_SETUP], spec->setup, err);
     if (!rc)
         rc = gpc_shell_quote(&vals[V_RUN_COMMAND], spec->run.command, err);
     if (!rc)
         rc = data_values(node, vals, err);
+    /* the node script's store functions: for the checkpoints, and for the
+     * data sets the node fetches */
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_NODE_STORE],
+                          ckpt_store || strcmp(gpc_buf_str(&vals[V_DATA]), "fetch") == 0 ? "1"
+                                                                                        : "0",
+                          err);
     /* delivery over the provider's transport (deliver.c): whether the node
      * waits for it, whether the workdir comes with it, and the names (not
      * the values) of the secrets it brings */
@@ -787,6 +807,16 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
         if (!rc && spec->lifecycle.idle_timeout_s)
             rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value, "gpuctl_md_stop",
                                 "lifecycle.idle_timeout", err);
+        if (!rc && strcmp(vars[V_NODE_STORE].value, "1") == 0)
+            rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value,
+                                "gpuctl_md_store_get",
+                                strcmp(vars[V_CKPT_STORE].value, "1") == 0
+                                    ? "checkpoint_dir in the store"
+                                    : "data fetched from the store",
+                                err);
+        if (!rc && strcmp(vars[V_CKPT_STORE].value, "1") == 0)
+            rc = needs_function(rules->provider, vars[V_NODE_SCRIPT].value,
+                                "gpuctl_md_store_put", "checkpoint_dir in the store", err);
     }
     if (!rc && fabric) {
         char tname[80];

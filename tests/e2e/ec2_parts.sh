@@ -28,7 +28,7 @@ part() {
     URL="http://127.0.0.1:$PORT"
     LOG="$T/$name.log"
     STATE="$T/state-$name"
-    export AWS_ENDPOINT_URL_EC2="$URL"
+    export AWS_ENDPOINT_URL_EC2="$URL" AWS_ENDPOINT_URL_IAM="$URL"  # IAM: dispatched by the fake EC2 (iam.py)
     export GPUCTL_CHECKIP_URL="$URL/_fake/checkip"
     export GPUCTL_CACHE_DIR="$T/cache-$name"
 }

@@ -323,7 +323,7 @@ Fault rules (--faults FILE, POST /_fake/faults appends, DELETE clears)
 Control endpoints (no signature; logged as action "_fake/<name>")
   GET    /_fake/state    JSON of the whole world (instances with id, region,
                          zone, state, type, tags, client_token, launch_index,
-                         lifecycle, user_data (decoded text), ...; security
+                         lifecycle, user_data (decoded text, gunzipped), ...; security
                          groups with rules, key pairs, placement groups,
                          vpcs, subnets, faults with what is left of times)
   POST   /_fake/reset    back to the seed (faults and the request counter stay)
@@ -358,6 +358,9 @@ Control endpoints (no signature; logged as action "_fake/<name>")
                          "expiration", "node"}] ([] without --boot)
   GET    /_fake/faults   the rules with "left" (remaining times) and "hits"
   GET|POST|DELETE /_fake/servicequotas  Service Quotas' values (servicequotas.py)
+  GET|POST|DELETE /_fake/iam  IAM roles, policies and instance profiles (iam.py;
+                         /_fake/state has them as "iam"); RunInstances with
+                         IamInstanceProfile.Name takes an existing profile only
   POST   /_fake/faults   append rules (JSON body); DELETE /_fake/faults clears
   Answers are JSON ({"ok": true} unless said), 400 {"error": ..} on bad input.
 
@@ -392,6 +395,7 @@ import csv
 import datetime
 import functools
 import hashlib
+import gzip
 import hmac
 import json
 import os
@@ -412,6 +416,7 @@ from botocore.credentials import Credentials
 import ec2_boot  # tests/fake/ec2_boot.py: --boot, instances that run their user-data
 import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
 import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
+import iam  # tests/fake/iam.py: IAM roles and instance profiles on the same port
 
 API_VERSION = "2016-11-15"
 NS = "http://ec2.amazonaws.com/doc/%s/" % API_VERSION
@@ -966,6 +971,7 @@ class World:
             "vpcs": [dict(r["vpc"], region=r["name"]) for r in self.regions.values()],
             "subnets": [dict(s, region=r["name"]) for r in self.regions.values() for s in r["subnets"]],
             "faults": FAULTS,
+            "iam": iam.state(),
             "requests": SEQ["n"],
         }
 
@@ -1420,6 +1426,18 @@ def decode_user_data(text):
     return data
 
 
+def user_data_text(data):
+    """User-data as cloud-init reads it: gunzipped when gzip, as text."""
+    if data is None:
+        return None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError):
+            pass
+    return data.decode("utf-8", "replace")
+
+
 @action("RunInstances", RUN_PARAMS)
 def run_instances(ctx):
     w, p, region = ctx.world, ctx.p, ctx.region
@@ -1511,7 +1529,13 @@ def run_instances(ctx):
     shutdown = p.get("InstanceInitiatedShutdownBehavior", "stop")
     if shutdown not in ("stop", "terminate"):
         raise bad_value("Value (%s) for parameter instanceInitiatedShutdownBehavior is invalid." % shutdown)
-    iam = p.get("IamInstanceProfile.Arn") or p.get("IamInstanceProfile.Name")
+    iam_profile = p.get("IamInstanceProfile.Arn") or p.get("IamInstanceProfile.Name")
+    # -- the instance profile (iam.py): an existing one only, as EC2 sees IAM --
+    if p.get("IamInstanceProfile.Name"):
+        refused = iam.profile_for_run(p.get("IamInstanceProfile.Name"))
+        if refused:
+            raise bad_value(refused)
+    # --
     ebs_optimized = p.bool("EbsOptimized", True)
     ctx.dry_run_point()
 
@@ -1567,12 +1591,12 @@ def run_instances(ctx):
             "lifecycle": "spot" if market else None,
             "spot_request_id": ("sir-%08x" % w.next("sir")) if market else None,
             "market": market, "tags": dict(tag_specs.get("instance", {})), "tag_specifications": tag_specs,
-            "user_data": user_data.decode("utf-8", "replace") if user_data is not None else None,
+            "user_data": user_data_text(user_data),
             "network_interfaces": inst_nics,
             "block_devices": [dict(b, volume_id=w.new_id("vol"), tags=dict(tag_specs.get("volume", {})))
                               for b in block_devices],
             "root_device_name": image["root_device_name"],
-            "metadata": dict(metadata), "shutdown_behavior": shutdown, "iam_instance_profile": iam,
+            "metadata": dict(metadata), "shutdown_behavior": shutdown, "iam_instance_profile": iam_profile,
             "ebs_optimized": ebs_optimized,
         }
         w.instances[iid] = inst
@@ -2722,6 +2746,9 @@ class Handler(BaseHTTPRequestHandler):
         if servicequotas.wants(self, parts.path):
             return servicequotas.handle(self, n, parts, body, {"args": ARGS, "regions": WORLD.regions, "now": now,
                                                                "log": log, "lock": LOCK, "request_id": request_id})
+        if iam.wants(self, parts.path):
+            return iam.handle(self, n, parts, body, {"args": ARGS, "now": now, "log": log, "lock": LOCK,
+                                                     "request_id": request_id})
         if parts.path.startswith("/_fake/"):
             return self.control(n, parts.path[len("/_fake/"):], body)
         return self.api(n, parts, body)

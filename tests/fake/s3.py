@@ -59,7 +59,9 @@ yours), PutPublicAccessBlock, PutBucketEncryption, PutBucketTagging,
 PutBucketLifecycleConfiguration (each parsed and kept), ListObjectsV2
 (prefix, continuation-token, max-keys), DeleteObjects (Content-MD5
 required: 400 InvalidRequest without it; quiet mode lists only errors),
-PutObject (x-amz-meta-* kept), GetObject (Range bytes=A-B -> 206 with
+PutObject (x-amz-meta-* kept; an object's LastModified, in listings and
+as Last-Modified, is when its PutObject or CompleteMultipartUpload came,
+as `aws s3 sync` compares it), GetObject (Range bytes=A-B -> 206 with
 Content-Range; a start past the end -> 416 InvalidRange), HeadObject (404
 without a body), DeleteObject, CreateMultipartUpload, UploadPart (part
 numbers 1..10000), ListParts (max-parts, part-number-marker),
@@ -78,6 +80,27 @@ GET /_fake/state answers {"buckets": {NAME: {"region", "settings",
 "objects": {KEY: {"size", "etag", "meta"}}}}, "uploads": {ID: {"bucket",
 "key", "parts": [N...]}}, "counts": {OP: n}}; POST /_fake/reset zeroes the
 counts.  Request ids: "REQ" + 8 digits of the request's sequence number.
+
+Principals with an IAM policy (an instance profile's role, as a node gets
+its credentials from the metadata service): POST /_fake/principals
+{"access_key", "secret_key", "session_token" (optional), "policy": DOC}
+adds one, where DOC is an IAM policy document (as the fake IAM keeps a
+role's inline policy, tests/fake/iam.py).  Its requests must carry that
+session token (X-Amz-Security-Token, signed; else 403 InvalidToken) and are
+judged as IAM judges an identity policy: an explicit Deny refuses, else an
+Allow must match the request's action, resource and conditions, else 403
+AccessDenied "Access Denied".  Actions: GetObject and HeadObject
+s3:GetObject; PutObject, CreateMultipartUpload, UploadPart and
+CompleteMultipartUpload s3:PutObject; AbortMultipartUpload
+s3:AbortMultipartUpload; ListParts s3:ListMultipartUploadParts;
+DeleteObject and each key of DeleteObjects s3:DeleteObject, on
+arn:aws:s3:::BUCKET/KEY; ListObjectsV2 and HeadBucket s3:ListBucket on
+arn:aws:s3:::BUCKET with the condition key s3:prefix (the request's prefix
+parameter, absent without one); any other operation s3:OP on the bucket.
+Action, Resource (str or list) and the condition operators StringEquals,
+StringLike (values str or list; a key the request lacks never matches)
+are matched as IAM does ('*' and '?' wildcards, actions case-insensitive).
+GET /_fake/principals lists the access keys with their policies.
 """
 import argparse
 import base64
@@ -114,7 +137,7 @@ UPLOADS = {}    # id -> {"bucket", "key", "meta", "parts": {n: (etag, data)}}
 COUNTS = {}
 FAULTS = []
 SEQ = {"n": 0, "upload": 0}
-KEYS = {}       # akid -> (secret, None | (bucket, prefix))
+KEYS = {}       # akid -> (secret, None | (bucket, prefix) | {"policy": doc, "token": str or None})
 
 
 class S3Error(Exception):
@@ -188,6 +211,11 @@ def verify(method, raw_path, query_pairs, header_pairs, body):
     elif declared != hashlib.sha256(body).hexdigest():
         raise S3Error(400, "XAmzContentSHA256Mismatch",
                       "The provided 'x-amz-content-sha256' header does not match what was computed.")
+    rule = KEYS[akid][1]
+    if isinstance(rule, dict) and rule.get("token") is not None:
+        token = headers.get("x-amz-security-token")
+        if not token or token[0] != rule["token"] or "x-amz-security-token" not in signed:
+            raise S3Error(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
     secret = KEYS[akid][0]
     host = headers["host"][0]
     request = AWSRequest(method=method, url="http://%s%s" % (host, raw_path), data=body, params=query_pairs)
@@ -207,10 +235,75 @@ def verify(method, raw_path, query_pairs, header_pairs, body):
     return akid, region, service
 
 
+OBJECT_ACTIONS = {
+    "GetObject": "s3:GetObject", "HeadObject": "s3:GetObject", "PutObject": "s3:PutObject",
+    "CreateMultipartUpload": "s3:PutObject", "UploadPart": "s3:PutObject",
+    "CompleteMultipartUpload": "s3:PutObject", "AbortMultipartUpload": "s3:AbortMultipartUpload",
+    "ListParts": "s3:ListMultipartUploadParts", "DeleteObject": "s3:DeleteObject",
+}
+
+
+def as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def iam_like(pattern, value, fold=False):
+    """IAM's wildcard match: '*' any run of characters, '?' one."""
+    if fold:
+        pattern, value = pattern.lower(), value.lower()
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, re.S) is not None
+
+
+def conditions_hold(cond, ctx):
+    for operator, pairs in (cond or {}).items():
+        for k, want in pairs.items():
+            if k not in ctx:
+                return False
+            if operator == "StringLike":
+                ok = any(iam_like(w, ctx[k]) for w in as_list(want))
+            elif operator == "StringEquals":
+                ok = ctx[k] in as_list(want)
+            else:
+                return False   # an operator this fake does not know never matches
+            if not ok:
+                return False
+    return True
+
+
+def policy_allows(doc, action, resource, ctx):
+    """IAM's decision for one request: explicit Deny, else some Allow."""
+    allow = False
+    for st in as_list(doc.get("Statement", [])):
+        if not any(iam_like(a, action, fold=True) for a in as_list(st.get("Action", []))):
+            continue
+        if not any(iam_like(r, resource) for r in as_list(st.get("Resource", []))):
+            continue
+        if not conditions_hold(st.get("Condition"), ctx):
+            continue
+        if st.get("Effect") == "Deny":
+            return False
+        allow = allow or st.get("Effect") == "Allow"
+    return allow
+
+
 def allowed(akid, op, bucket, key, q):
-    """The --restrict policy; raises AccessDenied."""
+    """The --restrict policy or a principal's IAM policy; raises AccessDenied."""
     rule = KEYS[akid][1]
     if rule is None:
+        return
+    if isinstance(rule, dict):
+        if op in OBJECT_ACTIONS:
+            action, resource, ctx = OBJECT_ACTIONS[op], "arn:aws:s3:::%s/%s" % (bucket, key), {}
+        elif op in ("ListObjectsV2", "ListObjects", "HeadBucket"):
+            action, resource = "s3:ListBucket", "arn:aws:s3:::%s" % bucket
+            ctx = {"s3:prefix": q["prefix"]} if "prefix" in q and op != "HeadBucket" else {}
+        elif op == "DeleteObjects":
+            return   # each key is checked by the operation
+        else:
+            action, resource, ctx = "s3:" + op, "arn:aws:s3:::%s" % bucket, {}
+        if not policy_allows(rule["policy"], action, resource, ctx):
+            raise S3Error(403, "AccessDenied", "Access Denied")
         return
     rb, rp = rule
     ok = bucket == rb
@@ -225,6 +318,12 @@ def allowed(akid, op, bucket, key, q):
         ok = False
     if not ok:
         raise S3Error(403, "AccessDenied", "Access Denied")
+
+
+def iso_ms(t):
+    """S3's LastModified: UTC with milliseconds."""
+    d = datetime.datetime.fromtimestamp(t, tz=datetime.timezone.utc)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond // 1000)
 
 
 def xml_doc(root, body):
@@ -405,6 +504,13 @@ class Handler(BaseHTTPRequestHandler):
             elif what == "reset":
                 COUNTS.clear()
                 out = {"ok": True}
+            elif what == "principals" and self.command == "POST":
+                doc = json.loads(body or b"{}")
+                KEYS[doc["access_key"]] = (doc["secret_key"], {"policy": doc["policy"],
+                                                              "token": doc.get("session_token")})
+                out = {"ok": True}
+            elif what == "principals":
+                out = {k: v[1]["policy"] for k, v in KEYS.items() if isinstance(v[1], dict)}
             else:
                 out = {
                     "buckets": {name: {"region": b["region"], "settings": b["settings"],
@@ -477,14 +583,14 @@ class Handler(BaseHTTPRequestHandler):
                 return 200
             if op == "PutObject":
                 b["objects"][key] = {"data": body, "etag": '"%s"' % hashlib.md5(body).hexdigest(),
-                                     "meta": self.meta()}
+                                     "meta": self.meta(), "modified": time.time()}
                 self.send(200, b"", {"ETag": b["objects"][key]["etag"]})
                 return 200
             if op in ("GetObject", "HeadObject"):
                 o = b["objects"].get(key)
                 if o is None:
                     raise S3Error(404, "NoSuchKey", "The specified key does not exist.")
-                hdrs = {"ETag": o["etag"]}
+                hdrs = {"ETag": o["etag"], "Last-Modified": formatdate(o["modified"], usegmt=True)}
                 hdrs.update({"x-amz-meta-" + k: v for k, v in o["meta"].items()})
                 data, status = o["data"], 200
                 rng = self.headers.get("Range")
@@ -564,7 +670,8 @@ class Handler(BaseHTTPRequestHandler):
                                       "Your proposed upload is smaller than the minimum allowed size")
                     datas.append(got[1])
                 etag = '"%s-%d"' % (hashlib.md5(b"".join(hashlib.md5(d).digest() for d in datas)).hexdigest(), len(datas))
-                b["objects"][key] = {"data": b"".join(datas), "etag": etag, "meta": u["meta"]}
+                b["objects"][key] = {"data": b"".join(datas), "etag": etag, "meta": u["meta"],
+                                     "modified": time.time()}
                 del UPLOADS[q["uploadId"]]
                 self.send(200, xml_doc("CompleteMultipartUploadResult",
                                        "<Bucket>%s</Bucket><Key>%s</Key><ETag>%s</ETag>" % (bucket, escape(key), escape(etag))))
@@ -613,9 +720,9 @@ class Handler(BaseHTTPRequestHandler):
             out += "<NextContinuationToken>%s</NextContinuationToken>" % base64.b64encode(page[-1].encode()).decode()
         for k in page:
             o = b["objects"][k]
-            out += ("<Contents><Key>%s</Key><LastModified>2026-12-01T00:00:00.000Z</LastModified><ETag>%s</ETag>"
+            out += ("<Contents><Key>%s</Key><LastModified>%s</LastModified><ETag>%s</ETag>"
                     "<Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>") % (
-                escape(k), escape(o["etag"]), len(o["data"]))
+                escape(k), iso_ms(o["modified"]), escape(o["etag"]), len(o["data"]))
         self.send(200, xml_doc("ListBucketResult", out))
         return 200
 

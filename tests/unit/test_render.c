@@ -1108,6 +1108,24 @@ static void test_bootstrap_lint(void **state)
         size_t used = strlen(files);
         fmt(files + used, sizeof(files) - used, " '%s'", path);
     }
+    /* checkpoint_dir kept in the store (the CKPT_STORE section), on aws */
+    {
+        gpc_spec s;
+        gpc_node_ctx n = base_node();
+        char path[256];
+        base_spec(&s);
+        n.checkpoint_dir = "/var/lib/ckpt";
+        n.ckpt_store = "s3://gpuctl-123456789012-us-east-1/clusters/demo/checkpoints";
+        n.store_endpoint = "http://127.0.0.1:9000";
+        char *b = render_boot(&s, &n, "aws");
+        assert_non_null(strstr(b, "\ngpuctl_md_store_put() {\n"));
+        fmt(path, sizeof(path), "%s/boot-ckpt.sh", dir);
+        write_file(path, b, strlen(b), 0700);
+        free(b);
+        assert_int_equal(sh("bash -n '%s'", path), 0);
+        size_t used = strlen(files);
+        fmt(files + used, sizeof(files) - used, " '%s'", path);
+    }
     /* every rank and rendezvous source, with a node script that has the
      * functions they need */
     for (size_t i = 0; i < N_MODES; i++) {

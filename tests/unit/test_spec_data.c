@@ -297,7 +297,11 @@ static void test_render(void **state)
                               "$GPUCTL_HOME/data}\"\n"));
     assert_non_null(strstr(b, "\ngpuctl_data_fetch 'ds' 's3://gpuctl-1234-us-west-2/data/ds'\n"
                               "gpuctl_data_fetch 'u' 's3://shared/it'\\''s'\n"));
-    assert_non_null(strstr(b, "declare -F gpuctl_md_store_pull"));
+    /* the node script's store functions, and where they reach the store */
+    assert_non_null(strstr(b, "\ngpuctl_md_store_get() {\n"));
+    assert_non_null(strstr(b, "if ! gpuctl_md_store_get \"$2\" \"$GPUCTL_DATA_DIR/$1\"; then"));
+    assert_non_null(strstr(b, "\nGPUCTL_STORE_ENDPOINT=''\n"));
+    assert_null(strstr(b, "GPUCTL_CKPT_URL")); /* no checkpoint_dir: no CKPT section */
     char path[256];
     snprintf(path, sizeof(path), "%s/boot-fetch.sh", tmp_root);
     FILE *f = fopen(path, "w");
