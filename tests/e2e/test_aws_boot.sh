@@ -168,7 +168,7 @@ expect_eq "no veth of a node is left: the bridge's namespace holds lo, br0 and u
     "gpe$FAKE_PORT br0 lo uplink" "$(links)"
 
 # ---- 4. the fake's cloud-init, IMDS credentials, stand-ins, terminate, reset --
-# straight through botocore: an instance profile (gpuctl sends none yet),
+# straight through botocore: an instance profile (made in the fake IAM),
 # gzip-compressed user-data with base64 content, runcmd strings; user-data
 # with a key the fake does not run; TerminateInstances and /_fake/reset of
 # running nodes.
@@ -181,6 +181,15 @@ c = botocore.session.get_session().create_client(
     "ec2", region_name="us-east-1", endpoint_url=ec2, aws_access_key_id="AKIDEXAMPLE",
     aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 c.import_key_pair(KeyName="k4", PublicKeyMaterial=open(t + "/k4.pub", "rb").read())
+# the profile exists in the fake IAM first: RunInstances refuses an unknown one
+iam = botocore.session.get_session().create_client(
+    "iam", region_name="us-east-1", endpoint_url=ec2, aws_access_key_id="AKIDEXAMPLE",
+    aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+iam.create_role(RoleName="gpuctl-p4-profile", AssumeRolePolicyDocument=json.dumps(
+    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                                             "Action": "sts:AssumeRole"}]}))
+iam.create_instance_profile(InstanceProfileName="gpuctl-p4-profile")
+iam.add_role_to_instance_profile(InstanceProfileName="gpuctl-p4-profile", RoleName="gpuctl-p4-profile")
 script = """T=$(curl -fsS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)
 m() { curl -fsS -H "X-aws-ec2-metadata-token: $T" http://169.254.169.254/latest/meta-data/$1; }
 role=$(m iam/security-credentials/)

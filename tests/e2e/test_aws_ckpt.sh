@@ -228,7 +228,7 @@ body = t.split("  content: |1\n", 1)[1].split("\nruncmd:", 1)[0]
 print("\n".join(l[3:] for l in body.split("\n")))
 PY
 expect_eq "d: the bootstrap keeps its checkpoints in the bucket" \
-    "GPUCTL_CKPT_URL=s3://$BUCKET/clusters/ck/checkpoints GPUCTL_STORE_ENDPOINT=$S3URL" \
+    "GPUCTL_STORE_ENDPOINT=$S3URL GPUCTL_CKPT_URL=s3://$BUCKET/clusters/ck/checkpoints" \
     "$(grep -E '^GPUCTL_(CKPT_URL|STORE_ENDPOINT)=' "$N/bootstrap.sh" | tr -d "'" | tr '\n' ' ' | sed 's/ $//')"
 S3FROM=$(wc -l < "$T/s3.log")
 run_rc rc env -i PATH="$N/bin:/usr/bin:/bin:/usr/sbin:/sbin" HOME="$N" GPUCTL_HOME="$N/home" \

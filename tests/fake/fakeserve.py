@@ -26,9 +26,10 @@ def watch_stdin():
         os._exit(0)
 
 
-def listen(handler, threaded=True):
-    """A server for handler on 127.0.0.1, port chosen by the OS."""
-    return (Server if threaded else HTTPServer)(("127.0.0.1", 0), handler)
+def listen(handler, threaded=True, addr="127.0.0.1"):
+    """A server for handler on addr (loopback unless a test gives the
+    booting fake EC2's host address), port chosen by the OS."""
+    return (Server if threaded else HTTPServer)((addr, 0), handler)
 
 
 def serve(server, exit_on_stdin_eof):

@@ -100,7 +100,12 @@ parameter, absent without one); any other operation s3:OP on the bucket.
 Action, Resource (str or list) and the condition operators StringEquals,
 StringLike (values str or list; a key the request lacks never matches)
 are matched as IAM does ('*' and '?' wildcards, actions case-insensitive).
-GET /_fake/principals lists the access keys with their policies.
+GET /_fake/principals lists the access keys with their policies.  With
+--ec2 URL (the booting fake EC2) the credentials it minted for its nodes
+are known without registering: on first use their secret, token and
+role come from URL/_fake/instance_credentials and the role's inline
+policies from URL/_fake/iam.  --listen ADDR: where to listen (its host
+address, so that booted nodes reach this fake; default 127.0.0.1).
 """
 import argparse
 import base64
@@ -173,6 +178,32 @@ def md5_b64(data):
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
 
+def learn_instance_key(akid):
+    """--ec2 URL: temporary credentials of an instance profile that the
+    booting fake EC2 minted for a node (GET /_fake/instance_credentials),
+    judged by its role's inline policies in the fake IAM (GET /_fake/iam),
+    as if the principal had been registered with POST /_fake/principals."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen(ARGS.ec2 + "/_fake/instance_credentials", timeout=5) as r:
+            creds = json.load(r)
+        with urllib.request.urlopen(ARGS.ec2 + "/_fake/iam", timeout=5) as r:
+            iam = json.load(r)
+    except (OSError, ValueError):
+        return
+    for c in creds:
+        if c.get("access_key_id") != akid:
+            continue
+        role = iam.get("roles", {}).get(c.get("role") or "", {})
+        statements = []
+        for doc in role.get("policies", {}).values():
+            st = doc.get("Statement", [])
+            statements.extend(st if isinstance(st, list) else [st])
+        KEYS[akid] = (c["secret_access_key"],
+                      {"policy": {"Version": "2012-10-17", "Statement": statements},
+                       "token": c.get("token")})
+
+
 def verify(method, raw_path, query_pairs, header_pairs, body):
     """(akid, region, service) or raise S3Error."""
     headers = {}
@@ -190,6 +221,8 @@ def verify(method, raw_path, query_pairs, header_pairs, body):
     if len(scope) != 5 or scope[4] != "aws4_request":
         raise S3Error(400, "AuthorizationHeaderMalformed", "The authorization header is malformed")
     akid, date, region, service, _ = scope
+    if akid not in KEYS and ARGS.ec2:
+        learn_instance_key(akid)
     if akid not in KEYS:
         raise S3Error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
     signed = parts.get("SignedHeaders", "").split(";")
@@ -738,6 +771,11 @@ def main():
     ap.add_argument("--faults")
     ap.add_argument("--log")
     ap.add_argument("--exit-on-stdin-eof", action="store_true")
+    ap.add_argument("--ec2", help="the booting fake EC2's URL: credentials it minted for nodes "
+                                  "are known, with their role's policy")
+    ap.add_argument("--listen", default="127.0.0.1",
+                    help="address to listen on (the booting fake EC2's host address, so that "
+                         "its nodes reach this fake)")
     ARGS = ap.parse_args()
     KEYS[ARGS.access_key] = (ARGS.secret_key, None)
     for r in ARGS.restrict:
@@ -747,7 +785,7 @@ def main():
     if ARGS.faults:
         with open(ARGS.faults, encoding="utf-8") as f:
             FAULTS[:] = json.load(f)
-    fakeserve.serve(fakeserve.listen(Handler), ARGS.exit_on_stdin_eof)
+    fakeserve.serve(fakeserve.listen(Handler, addr=ARGS.listen), ARGS.exit_on_stdin_eof)
 
 
 if __name__ == "__main__":

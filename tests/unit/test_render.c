@@ -2278,8 +2278,11 @@ static void test_run_modes(void **state)
     run_mode(&r, "msched2", &sched_name, 3, &mode_rules, "STUB_NODE_RANK=2");
     assert_outcome(&r, 0, "succeeded\n");
     assert_node_line(&r, "2", "3", "localhost:29400");
-    assert_non_null(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
-                                  "starting anyway\n"));
+    /* after 0 s, or 1 s when the second turned meanwhile (a loaded machine) */
+    assert_true(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
+                              "starting anyway\n") ||
+                strstr(r.log, "gpuctl: head localhost:29400 not reachable after 1s; "
+                              "starting anyway\n"));
     assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "2");
     assert_env(r.env, r.env_len, "GPUCTL_HEAD_IP", "localhost");
     assert_true(nul_list_has(r.args, r.args_len, "--rdzv_endpoint=localhost:29400"));
@@ -2374,8 +2377,10 @@ static void test_run_modes(void **state)
     run_mode(&r, "mrdzv", &rdzv_name, 4, &mode_rules, NULL);
     assert_outcome(&r, 0, "succeeded\n");
     assert_node_line(&r, "(rank from the rendezvous)", "4", "localhost:29400");
-    assert_non_null(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
-                                  "starting anyway\n"));
+    assert_true(strstr(r.log, "gpuctl: head localhost:29400 not reachable after 0s; "
+                              "starting anyway\n") ||
+                strstr(r.log, "gpuctl: head localhost:29400 not reachable after 1s; "
+                              "starting anyway\n"));
     assert_env(r.env, r.env_len, "GPUCTL_NODE_RANK", "");
     assert_true(nul_list_has(r.args, r.args_len, "--rdzv_conf=is_host=0"));
     assert_true(nul_list_has(r.args, r.args_len, "--nnodes=4"));

@@ -1,0 +1,142 @@
+#!/bin/bash
+# The real job loop on aws, end to end on the booting fake EC2 (ec2.py
+# --boot: every instance runs its user-data as a node in namespaces of its
+# own, with sshd and IMDS) and the fake S3 beside it, which the nodes reach
+# at the fake EC2's host address and which judges the nodes' instance-profile
+# credentials by the role's policy gpuctl wrote:
+#  1. `apply --wait` of the quickstart on 2 nodes x 2 processes with
+#     `workdir` (sent over ssh, .gpuctlignore honoured), `data` (pushed to
+#     the bucket, fetched by each node) and `checkpoint_dir` (restored from
+#     and saved to the bucket): the job reaches >= 95 % test accuracy, the
+#     streamed logs show both nodes, the checkpoints are in the bucket;
+#     `logs -f` followed both nodes to the job's exit status 0;
+#  2. destroy, then apply again: the new nodes (new instance ids, new role)
+#     resume from the checkpoint in the bucket ("resumed from epoch 20").
+# This is the one full training run of the aws tests (docs/testing.md).
+# Needs root, namespaces, sshd, rsync, the AWS CLI and /usr/bin/python3 with
+# torch and sklearn (else skipped, exit 77).
+source "$(dirname "$0")/lib.sh" || exit 1
+why=""
+[ "$(id -u)" = 0 ] || why="needs root"
+for t in unshare setpriv nsenter ip ssh ssh-keygen curl rsync aws; do
+    command -v "$t" >/dev/null || why="${why:+$why, }needs $t"
+done
+[ -x /usr/sbin/sshd ] || why="${why:+$why, }needs /usr/sbin/sshd"
+/usr/bin/python3 -c 'import torch, yaml, sklearn' 2>/dev/null ||
+    why="${why:+$why, }needs /usr/bin/python3 with torch, yaml and sklearn"
+if [ -z "$why" ] && ! unshare --net --mount --pid --fork true 2>/dev/null; then
+    why="cannot make namespaces (unshare --net --mount --pid)"
+fi
+if [ -n "$why" ]; then
+    echo "skip: $why"
+    exit 77
+fi
+mkdir -p "$T/work" "$T/home" "$T/bin"
+cd "$T/work"
+export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
+export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+export GPUCTL_AWS_POLL_S=0.2 GPUCTL_SSH_HOSTKEY_WAIT_S=30 GPUCTL_AWS_SSH_USER=root
+start_fake ec2 ec2.py --boot "$T/boot"
+EC2="http://127.0.0.1:$FAKE_PORT"
+export AWS_ENDPOINT_URL_EC2="$EC2" AWS_ENDPOINT_URL_IAM="$EC2"
+export GPUCTL_CHECKIP_URL="$EC2/_fake/checkip"
+fake() { curl -sS --noproxy '*' "$@"; }
+HOST_IP=$(fake "$EC2/_fake/boot" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_ip"])')
+# the fake S3 where the nodes reach it, knowing the credentials the fake EC2
+# mints for them and their role's policy
+start_fake s3 s3.py --listen "$HOST_IP" --ec2 "$EC2"
+S3URL="http://$HOST_IP:$FAKE_PORT"
+export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
+BUCKET=gpuctl-123456789012-us-east-1
+printf 'Host *\n  BatchMode yes\n  ConnectTimeout 10\n' > "$T/ssh_config"
+printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
+chmod +x "$T/bin/ssh"
+export PATH="$T/bin:$PATH"
+cleanup_extra() {
+    for s in "$STATE"/ssh/cm/*; do
+        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
+    done
+}
+
+cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" .
+mkdir -p scratch ds
+head -c 100000 /dev/zero > scratch/big.bin      # ignored: never sent
+printf 'scratch/\n' > .gpuctlignore
+printf 'digits of sklearn\n' > ds/README
+cat > job.yaml <<'YAML'
+name: qs
+provider: aws
+nodes: 2
+resources:
+  gpu: A10G:1
+  instance_types: g5.xlarge
+region: us-east-1
+env:
+  OMP_NUM_THREADS: "1"
+workdir: .
+data:
+  ds: ./ds
+checkpoint_dir: /var/lib/gpuctl/ckpt
+run:
+  command: test -s "$GPUCTL_DATA_DIR/ds/README" && python3 train_ddp.py --epochs 20
+  nproc_per_node: 2
+YAML
+
+# ---- 1. the quickstart on two booted nodes -----------------------------------
+g -y apply -f job.yaml --wait --timeout 900 > "$T/apply.out" 2> "$T/apply.err" &
+APPLY=$!
+# follow the logs as soon as the cluster is recorded
+for _ in $(seq 1 300); do
+    g status qs > /dev/null 2>&1 && break
+    sleep 0.2
+done
+run_rc lrc g logs qs -f > "$T/follow.out" 2> "$T/follow.err"
+run_rc rc wait "$APPLY"
+expect_eq "apply --wait: both nodes exit 0" 0 "$rc"
+[ "$rc" = 0 ] || { tail -30 "$T/apply.err"; for f in "$T"/boot/i-*/console; do tail -20 "$f"; done; }
+expect_eq "logs -f ends with the job's exit status" 0 "$lrc"
+expect_match "logs -f followed node 0" '^\[node 0\] .*rank 0/4 ready' "$(cat "$T/follow.out")"
+expect_match "logs -f followed node 1" '^\[node 1\] .*rank [23]/4 ready' "$(cat "$T/follow.out")"
+out="$(cat "$T/apply.out" "$T/apply.err")"
+# train_ddp.py, job.yaml, .gpuctlignore, ds/README; scratch/ ignored
+expect_eq "the workdir went over ssh to both nodes, the ignored directory not" \
+    "workdir: 4 files|workdir: 4 files" \
+    "$(grep -Eo '^workdir: [0-9]+ files' <<<"$out" | paste -sd'|')"
+expect_match "the data set was pushed to the bucket before the nodes started" \
+    "data ds: 1 file\\(s\\) sent" "$out"
+acc=$(grep -Eo 'final test_accuracy [0-9.]+' <<<"$out" | awk '{print $3}' | tail -1)
+echo "# final test accuracy on the booted nodes: $acc"
+expect_eq "the quickstart reaches >= 95 % test accuracy" yes \
+    "$(/usr/bin/python3 -c "print('yes' if float('${acc:-0}') >= 0.95 else 'no')")"
+expect_match "apply --wait streamed both nodes' logs" '\[node 1\] ' "$out"
+expect_match "each node fetched the data set before setup" "\\[node 1\\] .*data ds: fetching s3://$BUCKET/data/ds" \
+    "$(cat "$T/follow.out")"
+keys=$(fake "$S3URL/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+objs = d["buckets"].get(sys.argv[1], {}).get("objects", {})
+print(sum(1 for k in objs if k.startswith("clusters/qs/checkpoints/ckpt-epoch-")))' "$BUCKET")
+expect_eq "the head saved every epoch's checkpoint to the bucket" 20 "$keys"
+expect_eq "the nodes ended and powered themselves off" "terminated terminated" \
+    "$(fake "$EC2/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(sorted(i["state"] for i in json.load(sys.stdin)["instances"])))')"
+
+# ---- 2. destroy, apply again: resumed from the bucket ----------------------------
+cleanup_extra
+run_rc rc g -y destroy qs > /dev/null 2> "$T/destroy.err"
+expect_eq "destroy" 0 "$rc"
+run_rc rc g -y apply -f job.yaml --wait --timeout 900 > "$T/apply2.out" 2> "$T/apply2.err"
+expect_eq "apply again: exit 0" 0 "$rc"
+expect_match "the new nodes resumed from the checkpoint in the bucket" "resumed from epoch 20" \
+    "$(cat "$T/apply2.out" "$T/apply2.err")"
+cleanup_extra
+run_rc rc g -y destroy qs > /dev/null 2>> "$T/destroy.err"
+expect_eq "destroy again" 0 "$rc"
+expect_eq "destroy keeps the checkpoints" 20 "$(fake "$S3URL/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+objs = d["buckets"].get(sys.argv[1], {}).get("objects", {})
+print(sum(1 for k in objs if k.startswith("clusters/qs/checkpoints/ckpt-epoch-")))' "$BUCKET")"
+finish
