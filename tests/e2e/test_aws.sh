@@ -13,7 +13,7 @@
 #  4. plan --live reads DescribeSpotPriceHistory; check reports working and
 #     refused credentials; a quota error moves to the next region, and a
 #     pool that just had no capacity is skipped.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"

@@ -103,8 +103,10 @@ ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"
 ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
 fake "$EC2/_fake/boot" > "$T/boot.json"
 VPC_PID=$(json_get "$T/boot.json" 'd["vpc_pid"]')
-links() {   # this machine's links of the fake, then those of its bridge's namespace
-    echo "$(ip -br link | awk '{print $1}' | grep -E "^gpe" | sed 's/@.*//' | paste -sd' ')" \
+# this machine's links of this fake (another test's fake may run beside it,
+# with an uplink of its own port), then those of its bridge's namespace
+links() {
+    echo "$(ip -br link | awk '{print $1}' | sed 's/@.*//' | grep -Ex "gpe${EC2##*:}" | paste -sd' ')" \
         "$(nsenter --net="/proc/$VPC_PID/ns/net" ip -br link | awk '{print $1}' | sed 's/@.*//' | sort | paste -sd' ')"
 }
 IP0=$(json_get "$T/boot.json" "[n['ip'] for n in d['nodes'] if n['instance_id'] == '$ID0'][0]")

@@ -20,7 +20,7 @@
 #     job's end, a key outside the prefix refused; then the cluster
 #     destroyed and applied again (a new uid and role): its new head
 #     resumes from what the old one saved.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 unset GPUCTL_AWS_BUCKET
 

@@ -11,7 +11,7 @@
 #     apply pushes (every file) and the user-data of every node names the
 #     URLs it fetches; a later apply sends nothing again;
 #  c. data pull from the bucket: the round trip, exact counts.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 
 mkdir -p ds/sub

@@ -20,7 +20,7 @@
 #     runs in the delivered workdir with the secrets exported, and node.log
 #     names them without their values.
 # Needs root, /usr/sbin/sshd, unshare and rsync (else skipped, exit 77).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null ||
    ! command -v unshare >/dev/null || ! command -v rsync >/dev/null; then
     echo "skip: needs root, /usr/sbin/sshd, ssh, unshare and rsync"

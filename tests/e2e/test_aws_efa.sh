@@ -28,7 +28,7 @@
 #     after destroy first listed them; DescribeAddresses refused: exit 8,
 #     naming the permission; TerminateInstances refused: exit 20, naming
 #     the instances left.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 # nothing_left: instances, gpuctl groups, placement groups, key pairs, addresses
 NOTHING='" ".join(str(x) for x in (sum(1 for i in d["instances"] if i["state"] != "terminated"), sum(1 for g in d["security_groups"] if not g.get("default")), len(d["placement_groups"]), len(d["key_pairs"]), len(d["addresses"])))'

@@ -38,7 +38,7 @@
 #  q. a type that no zone of the region offers: exit 22, nothing made
 #     (regression: an empty zone list was sorted as qsort(NULL, 0), which
 #     the sanitizer build aborts on).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 no_secret() {
     if grep -rqF -- "$1" "$STATE" "$T"/*.json "$T"/*.txt "$T"/*.err "$T/$2.log" 2>/dev/null; then

@@ -14,7 +14,7 @@
 #  6. `apply --wait` streams a node's log as it runs, then ends with the
 #     job (exit 10 for its status 3).
 # Needs root, /usr/sbin/sshd and unshare (else skipped, exit 77).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null ||
     ! unshare -m --propagation private true 2>/dev/null; then
     echo "skip: needs root, /usr/sbin/sshd, ssh and unshare -m"

@@ -15,7 +15,7 @@
 #     not count against an On-Demand quota;
 #  e. EC2 at the fake without a Service Quotas endpoint: not asked (public
 #     Service Quotas would answer for another account).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 
 cat > job.yaml <<'EOF'

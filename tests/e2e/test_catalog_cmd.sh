@@ -4,7 +4,7 @@
 # tests/fake/azure_prices.py and its fixture azure_prices.items.json, and
 # (update --provider aws) the fake EC2 and Price List endpoints. The
 # user override lives in $GPUCTL_CONFIG_DIR, a directory of this test's own.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"   # not created: update must make it
 unset GPUCTL_CATALOG XDG_CONFIG_HOME GPUCTL_AZURE_PRICES_ENDPOINT

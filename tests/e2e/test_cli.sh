@@ -5,7 +5,7 @@
 # shellcheck and cloud-init accept.  Help from the option tables,
 # did-you-mean, durations, a declined prompt, and no escape sequences on a
 # dumb terminal or with NO_COLOR.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 
 run_rc rc g version > "$T/v.txt"

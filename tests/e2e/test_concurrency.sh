@@ -3,7 +3,7 @@
 # same spec at once make one cluster with exactly its nodes (the others
 # find it unchanged or are told it is locked, exit 9); twenty concurrent
 # status readers and a destroy race leave a consistent state.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 cat > job.yaml <<'YAML'
 name: racer

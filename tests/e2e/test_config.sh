@@ -3,7 +3,7 @@
 # config file reaches the fake EC2; GPUCTL_AWS_ENDPOINT beats the file and
 # --endpoint beats both; the file's region is the one used; a config file
 # in error stops a command with exit 3 naming FILE:LINE.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
 
 part cfg

@@ -12,7 +12,7 @@
 #     encrypted, tagged, with the abort-incomplete-multipart rule; a 9 MiB
 #     file goes by multipart upload; a second push sends nothing; rm deletes
 #     every object.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work"
 cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"

@@ -2,7 +2,7 @@
 # Hostile env values travel byte for byte through a real (local) node: the
 # spec's env reaches the training processes unchanged and nothing in them
 # executes on the node.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 cat > dump_env.py <<'PY'
 import json, os

@@ -2,7 +2,7 @@
 # One case per exit status of docs/exit-codes.md, each triggered for real
 # (local provider, tiny one-node specs), and the JSON error's code name
 # where -o json applies.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"   # never the user's catalog override
 unset GPUCTL_CATALOG XDG_CONFIG_HOME

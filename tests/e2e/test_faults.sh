@@ -8,7 +8,7 @@
 #    directory (user-data, env values) goes on re-apply and on destroy;
 #  - a create that fails removes what the apply made; nothing stays running;
 #  - a job that fails: apply --wait exits 10 and reports rank 0's status.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 cat > job.yaml <<'YAML'
 name: faulty

@@ -3,7 +3,7 @@
 # its job the node stays up (status: ended_at null) until no job has run
 # for idle_timeout, then stops itself (its process group ends: ended_at set)
 # and says why (the node's `stopped` record and log).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work"
 cd "$T/work"
 cat > idle.yaml <<'SPEC'

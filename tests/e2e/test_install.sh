@@ -3,7 +3,7 @@
 # temporary prefix: a working binary, the man page, and bash and zsh
 # completions written from gpuctl's own command and option tables, so that
 # the bash one completes what the parser accepts.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 
 BUILD=$(dirname "$GPUCTL_BIN")
 P="$T/prefix"

@@ -5,7 +5,7 @@
 # planned with it.  Regression: any finite price EC2 gave (2,000,000 USD/hour
 # here; an infinite or NaN one from strtod of "inf" or "nan") replaced the
 # catalog's, and the plan file written with it could not be read back.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" "$T/home"
 cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"

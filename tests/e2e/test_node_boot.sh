@@ -7,7 +7,7 @@
 # - every node advertises its own IP literal: GPUCTL_NODE_IP in the job's
 #   environment, and torchrun's --local_addr where its torch has it (torch
 #   2.0 and later; the node log says so where it has not).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work"
 cd "$T/work"
 

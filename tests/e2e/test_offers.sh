@@ -3,7 +3,7 @@
 # (docs/offers.md). Every number asserted here was checked by hand against
 # providers/*/catalog.csv and catalog/gpus.csv; the arithmetic is in the
 # comments. No network, no provider: offers only reads the catalog.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 # Never the user's ~/.config/gpuctl/catalog.csv: an empty config dir, so the
 # built-in catalog is in effect.

@@ -4,7 +4,7 @@
 # to hand-checked catalog values, budget and capacity failures, the CI
 # contract of --detailed-exitcode, and a saved plan carried out on the
 # quickstart, refused once stale (13), when edited (3) or not a plan (3).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 copy_examples
 cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"   # never the user's catalog override

@@ -2,7 +2,7 @@
 # The quickstart end to end on the local provider: 2 nodes x 2 processes
 # train on the sklearn digits to >= 95 % test accuracy; every rank is seen
 # in the logs; re-apply is a no-op; destroy twice is fine.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 copy_examples
 cd "$T/work"
 

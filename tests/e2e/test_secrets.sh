@@ -6,7 +6,7 @@
 # deliver them, and a name in env too are refused before anything is made.
 # Also: a relative --state-dir runs local nodes (their script was looked up
 # relative to the node's own directory; regression).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work" && cd "$T/work"
 unset MY_TOKEN SRC_VAR
 

@@ -10,7 +10,7 @@
 # runs a step of the job on a node); a login over ssh.
 # Skipped (77) without Slurm or root.
 # shellcheck source=tests/e2e/lib.sh
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 # shellcheck source=tests/e2e/slurm_cluster.sh
 source "$(dirname "$0")/slurm_cluster.sh"
 slurm_available || exit 77

@@ -5,7 +5,7 @@
 # nodes than a partition has pends with PartitionNodeLimit, and slurm_down
 # leaves no process and no listener.  Skipped (77) without Slurm or root.
 # shellcheck source=tests/e2e/lib.sh
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 # shellcheck source=tests/e2e/slurm_cluster.sh
 source "$(dirname "$0")/slurm_cluster.sh"
 slurm_available || exit 77

@@ -9,7 +9,7 @@
 #     $GPUCTL_DATA_DIR/ds/file; destroy, change one file, apply again:
 #     exactly that file moves, and the job reads its new content;
 #  4. data pull NAME DIR: the round trip, incremental, with exact counts.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work/ds/sub"
 cd "$T/work"
 export GPUCTL_CONFIG_DIR="$T/config"

@@ -14,7 +14,7 @@
 #     working directory; a node that is not there or not running, an
 #     unknown cluster.
 # Needs root and /usr/sbin/sshd (else skipped, exit 77).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
     echo "skip: needs root, /usr/sbin/sshd and ssh"
     exit 77

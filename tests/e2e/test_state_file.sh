@@ -9,7 +9,7 @@
 #  - (regression) on a full disk every command failed with "disk I/O
 #    error (PRAGMA journal_mode=WAL)": see state_full_disk.sh, run here on
 #    a real full file system where this test may mount one.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib.sh" || exit 1
 body="$(cd "$(dirname "$0")" && pwd)/state_full_disk.sh"
 mkdir -p "$T/work" && cd "$T/work"
 cat > job.yaml <<'YAML'
