@@ -277,6 +277,21 @@ static int logs_round(gpc_out *o, gpc_session *s, const gpc_open_provider *op, g
     return rc;
 }
 
+/* Does every followed node have an exit status (read with its log, or
+ * recorded)? */
+static int status_known(const gpc_node_rec *nodes, size_t n, long only, const log_follow *lf,
+                        uint32_t nr)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = nodes[i].rank;
+        if ((only >= 0 && r != (uint32_t)only) || r >= nr)
+            continue;
+        if (lf[r].exit_status < 0 && nodes[i].exit_code < 0)
+            return 0;
+    }
+    return 1;
+}
+
 /*
  * `logs -f`'s exit status once every followed node ended, into *status:
  * the first non-zero exit status of the followed nodes (by rank), else 0.
@@ -420,6 +435,20 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     for (uint32_t r = 0; lf && r < nr; r++) {
         gpc_log_flush(r, prefix, &lf[r].part, &o->log);
         gpc_buf_free(&lf[r].part);
+    }
+    /* A node that powered itself off right after its job (a cloud node)
+     * may be gone before a read brought its exit status: the provider
+     * still knows it (EC2: the console's gpuctl-node-exit line), so ask
+     * once more before calling it lost. */
+    if (!rc && a.follow && !gpc_interrupted && !status_known(nodes, n, a.node, lf, nr)) {
+        if (gpc_cluster_refresh(&s, &cr, &err) == 0) {
+            gpc_node_list_free(nodes, n);
+            nodes = NULL;
+            n = 0;
+            rc = gpc_node_list(s.st, cr.id, 0, &nodes, &n, &err);
+        } else {
+            gpc_error_clear(&err); /* what is recorded decides */
+        }
     }
     if (!rc && a.follow && gpc_interrupted)
         rc = gpc_fail(&err, GPC_ERR_INTERRUPTED, "interrupted; the job keeps running");

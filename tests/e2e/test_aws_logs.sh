@@ -159,6 +159,11 @@ run_rc rc g logs la --node 0 > "$T/gone.out" 2> "$T/gone.err"
 expect_eq "logs of a terminated node: exit 7, saying its log went with it" \
     "7 gpuctl: error: aws: node 0 ($ID0) is terminated: its log went with it (its exit status, read from its console output, is in gpuctl status)" \
     "$rc $(cat "$T/gone.err")"
+# regression (test_aws_job): a node that powered itself off before a read
+# brought its exit status is not "lost" while its console has the status
+run_rc rc g logs la -f --node 0 > "$T/f0.out" 2> "$T/f0.err"
+expect_eq "logs -f of the gone node: its exit status from the console (0), not node lost (11)" \
+    0 "$rc"
 run_rc rc g logs la -f > "$T/f2.out" 2> "$T/f2.err"
 expect_eq "logs -f of the cluster: node 1's exit status 3 (node 0 ended with 0)" 3 "$rc"
 expect_match "... warning that node 0's log is gone" \
