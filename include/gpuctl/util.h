@@ -74,6 +74,11 @@ int gpc_realpath(const char *path, char **out, gpc_error *err);
  */
 size_t gpc_edit_distance(const char *a, const char *b);
 
+/* A size of `n` bytes for people into out (size bytes): "512 B" below
+ * 1 KiB, else one decimal and a binary unit: "1.5 KiB", "12.0 MiB",
+ * "3.2 GiB", "1.0 TiB" (TiB the largest).  Truncated to fit. */
+void gpc_format_bytes(uint64_t n, char *out, size_t size);
+
 /* 0-15 for a hex digit of either case, -1 for any other byte. */
 int gpc_hex_value(int c);
 

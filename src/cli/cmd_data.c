@@ -15,6 +15,7 @@
 #include "gpuctl/cluster.h"
 #include "gpuctl/data.h"
 #include "gpuctl/store.h"
+#include "gpuctl/util.h"
 
 typedef struct data_args {
     const char *name;
@@ -40,23 +41,6 @@ static int data_opt(int opt, const char *arg, void *ud)
     case 'r': return gpc_opt_once(&a->region, arg);
     }
     return -1;
-}
-
-/* "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB" */
-static void fmt_bytes(uint64_t b, char *out, size_t size)
-{
-    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-    if (b < 1024) {
-        snprintf(out, size, "%llu B", (unsigned long long)b);
-        return;
-    }
-    double v = (double)b / 1024.0;
-    size_t u = 0;
-    while (v >= 1024.0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(out, size, "%.1f %s", v, unit[u]);
 }
 
 /* The JSON document's common members. */
@@ -92,7 +76,7 @@ static int data_push(gpc_out *o, gpc_session *s, const gpc_provider *p, const da
         gpc_print_json(doc);
     } else {
         char sz[32];
-        fmt_bytes(st.bytes_sent, sz, sizeof(sz));
+        gpc_format_bytes(st.bytes_sent, sz, sizeof(sz));
         printf("data %s: %lu file(s) sent (%s), %lu unchanged\n", a->name, st.files_sent, sz,
                st.files_skipped);
         printf("  %s\n", url);
@@ -118,7 +102,7 @@ static int data_pull(gpc_out *o, gpc_session *s, const gpc_provider *p, const da
         gpc_print_json(doc);
     } else {
         char sz[32];
-        fmt_bytes(st.bytes_sent, sz, sizeof(sz));
+        gpc_format_bytes(st.bytes_sent, sz, sizeof(sz));
         printf("data %s: %lu file(s) received (%s), %lu unchanged\n", name, st.files_sent, sz,
                st.files_skipped);
         printf("  %s\n", dir);
@@ -221,7 +205,7 @@ static int data_ls(gpc_out *o, gpc_session *s, const gpc_provider *p, const data
         for (size_t i = 0; i < n_sets; i++) {
             char files[32], sz[32];
             snprintf(files, sizeof(files), "%zu", sets[i].files);
-            fmt_bytes(sets[i].bytes, sz, sizeof(sz));
+            gpc_format_bytes(sets[i].bytes, sz, sizeof(sz));
             gpc_table_add(&t, (const char *const[]){sets[i].name, files, sz});
         }
         gpc_table_print(o, &t, stdout);

@@ -12,6 +12,7 @@
 #include "gpuctl/data.h"
 #include "gpuctl/log.h"
 #include "gpuctl/store.h"
+#include "gpuctl/util.h"
 
 void gpc_data_placed_free(gpc_data_placed *d)
 {
@@ -51,23 +52,6 @@ int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error
                         d->name, offer->provider, (int)sl, d->source);
     }
     return 0;
-}
-
-/* "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB" */
-static void fmt_bytes(uint64_t b, char *out, size_t size)
-{
-    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-    if (b < 1024) {
-        snprintf(out, size, "%llu B", (unsigned long long)b);
-        return;
-    }
-    double v = (double)b / 1024.0;
-    size_t u = 0;
-    while (v >= 1024.0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(out, size, "%.1f %s", v, unit[u]);
 }
 
 int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
@@ -111,7 +95,7 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
                 return rc;
             }
             char sz[32];
-            fmt_bytes(st.bytes_sent, sz, sizeof(sz));
+            gpc_format_bytes(st.bytes_sent, sz, sizeof(sz));
             gpc_info(s->log, "gpuctl: data %s: %lu file(s) sent (%s), %lu unchanged -> %s",
                      d->name, st.files_sent, sz, st.files_skipped, url);
         }
@@ -194,7 +178,7 @@ cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen)
             else
                 cJSON_AddNullToObject(j, "region");
             char sz[32];
-            fmt_bytes(bytes, sz, sizeof(sz));
+            gpc_format_bytes(bytes, sz, sizeof(sz));
             if (chosen)
                 snprintf(note, sizeof(note), "data %s: %s (%zu file(s), %s) is uploaded to "
                          "%s's store in %s at apply (only files changed since the last push "

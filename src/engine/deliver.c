@@ -353,19 +353,6 @@ static void step_finish(gpc_session *s, node_job *j, int step)
 
 /* ---- the size warning ---------------------------------------------------- */
 
-/* A size in bytes as "120 B", "1.5 KiB", "2.0 MiB", "3.1 GiB". */
-static void human(uint64_t n, char *out, size_t size)
-{
-    if (n < 1024)
-        snprintf(out, size, "%" PRIu64 " B", n);
-    else if (n < 1024u * 1024u)
-        snprintf(out, size, "%.1f KiB", (double)n / 1024);
-    else if (n < 1024u * 1024u * 1024u)
-        snprintf(out, size, "%.1f MiB", (double)n / (1024 * 1024));
-    else
-        snprintf(out, size, "%.1f GiB", (double)n / (1024.0 * 1024 * 1024));
-}
-
 typedef struct entry {
     char name[256];
     uint64_t bytes;
@@ -468,10 +455,10 @@ static void size_warning(gpc_session *s, const char *workdir)
     if (total > (uint64_t)mb * 1024u * 1024u) {
         qsort(top, nt, sizeof(*top), by_size);
         char t[32], big[1024] = "";
-        human(total, t, sizeof(t));
+        gpc_format_bytes(total, t, sizeof(t));
         for (size_t k = 0; k < nt && k < 3; k++) {
             char h[32];
-            human(top[k].bytes, h, sizeof(h));
+            gpc_format_bytes(top[k].bytes, h, sizeof(h));
             size_t bl = strlen(big);
             snprintf(big + bl, sizeof(big) - bl, "%s%s (%s)", k ? ", " : "", top[k].name, h);
         }
@@ -551,7 +538,7 @@ int gpc_lc_deliver(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec 
             continue;
         }
         char b[32], del[64] = "";
-        human(j->bytes, b, sizeof(b));
+        gpc_format_bytes(j->bytes, b, sizeof(b));
         if (j->deleted)
             snprintf(del, sizeof(del), ", %" PRIu64 " deleted", j->deleted);
         if (workdir)

@@ -369,3 +369,19 @@ const char *gpc_json_str(const cJSON *o, const char *k)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
+
+void gpc_format_bytes(uint64_t n, char *out, size_t size)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (n < 1024) {
+        snprintf(out, size, "%llu B", (unsigned long long)n);
+        return;
+    }
+    double v = (double)n / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(out, size, "%.1f %s", v, unit[u]);
+}

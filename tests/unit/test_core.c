@@ -275,6 +275,29 @@ static void test_gzip_round_trip(void **state)
 }
 
 /* Did-you-mean distances, up to the longest cluster name (63). */
+/* gpc_format_bytes: bytes below 1 KiB, one decimal above, TiB the largest */
+static void test_format_bytes(void **state)
+{
+    (void)state;
+    char b[32];
+    gpc_format_bytes(0, b, sizeof(b));
+    assert_string_equal(b, "0 B");
+    gpc_format_bytes(1023, b, sizeof(b));
+    assert_string_equal(b, "1023 B");
+    gpc_format_bytes(1024, b, sizeof(b));
+    assert_string_equal(b, "1.0 KiB");
+    gpc_format_bytes(15053, b, sizeof(b)); /* 14.70 KiB */
+    assert_string_equal(b, "14.7 KiB");
+    gpc_format_bytes(12582912, b, sizeof(b)); /* 12 MiB */
+    assert_string_equal(b, "12.0 MiB");
+    gpc_format_bytes(3435973837ull, b, sizeof(b)); /* 3.2 GiB */
+    assert_string_equal(b, "3.2 GiB");
+    gpc_format_bytes(2048ull << 40, b, sizeof(b)); /* 2048 TiB: no larger unit */
+    assert_string_equal(b, "2048.0 TiB");
+    gpc_format_bytes(1536, b, 4); /* truncated to fit */
+    assert_string_equal(b, "1.5");
+}
+
 static void test_edit_distance(void **state)
 {
     (void)state;
@@ -570,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_base64_rfc4648),
         cmocka_unit_test(test_gzip_round_trip),
         cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_files),
         cmocka_unit_test_setup_teardown(test_settings_order, settings_setup, settings_teardown),
         cmocka_unit_test_setup_teardown(test_settings_file_errors, settings_setup,
