@@ -366,7 +366,7 @@ int aws_iam_call(aws_ctx *c, const char *region, const char *action, const gpc_e
 /*
  * Before the first RunInstances of req's cluster in `region` (once per
  * process and region): the cluster's role (CreateRole, tagged), its
- * policy for the region's bucket (PutRolePolicy "gpuctl-checkpoints-
+ * policy for the region's bucket (PutRolePolicy "gpuctl-store-
  * REGION", aws_iam_policy), its instance profile (CreateInstanceProfile,
  * tagged) holding the role (AddRoleToInstanceProfile); what exists already
  * counts.  The profile's name goes to req->ref->data first (see iam.c) and

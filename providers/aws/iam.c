@@ -1,18 +1,21 @@
 /*
  * iam.c - the cluster's instance profile: how its nodes reach the
- * cluster's checkpoints in the bucket without the user's own keys.
+ * cluster's checkpoints and data sets in the bucket without the user's own
+ * keys.
  *
- * A cluster whose spec has checkpoint_dir gets, before its first
+ * A cluster whose spec has checkpoint_dir or data gets, before its first
  * RunInstances, an IAM role and an instance profile of the same name,
  * "gpuctl-<cluster, at most 48 characters>-<uid8>" (IAM role names are at
  * most 64 characters), both tagged gpuctl:cluster and gpuctl:cluster-uid
  * like the cluster's EC2 resources.  The role may be assumed by EC2
  * (ec2.amazonaws.com) only, and holds one inline policy per region the
- * cluster launched in, "gpuctl-checkpoints-<region>" (aws_iam_policy):
+ * cluster launched in, "gpuctl-store-<region>" (aws_iam_policy):
  * the node script's `aws s3 sync` of the checkpoints (node.sh) may read,
  * write and abort multipart uploads of the objects under
  * "clusters/<cluster name>/checkpoints/" in that region's bucket, and list
- * that prefix only.  The prefix is the cluster's name, not its uid, so a
+ * that prefix only; and read (get, list) each data set it fetches: the
+ * bucket's "data/NAME/" for a set gpuctl pushed, the spec's s3:// URL
+ * for one read where it is.  The checkpoints' prefix is the cluster's name, not its uid, so a
  * cluster destroyed and applied again finds its checkpoints.  Nodes get
  * the role's temporary credentials from the instance metadata service;
  * nothing of the user's own keys reaches them.
@@ -400,7 +403,7 @@ int aws_iam_ensure(aws_ctx *c, const gpc_node_request *req, const char *region, 
     rc = call_ok(c, region, "CreateRole", &p, exists, err);
     if (!rc) {
         char pname[96];
-        snprintf(pname, sizeof(pname), "gpuctl-checkpoints-%s", region);
+        snprintf(pname, sizeof(pname), "gpuctl-store-%s", region);
         gpc_ec2_params_init(&p);
         gpc_ec2_param(&p, name, "RoleName");
         gpc_ec2_param(&p, pname, "PolicyName");

@@ -1003,25 +1003,16 @@ static int env_has_prefix(const char *e, size_t len, const char *prefix)
     return 0;
 }
 
-/* A shell variable name ([A-Za-z_][A-Za-z0-9_]*) of length n? */
-static int shell_name(const char *s, size_t n)
-{
-    if (!n || (s[0] >= '0' && s[0] <= '9'))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-            return 0;
-    return 1;
-}
 
 /*
  * The job's environment and working directory on a local node: those of
  * its first worker (the process torchrun started with LOCAL_RANK=0, which
  * holds RANK, WORLD_SIZE, MASTER_ADDR and the job env), else of any of its
  * processes that has the bootstrap's GPUCTL_NODE_RANK (the job is still in
- * setup), written to dir/shell.env (0600) as `export NAME='value'` lines
- * and a `cd` to that directory.
+ * setup).  dir/shell.env (0600) holds no value: it imports that process's
+ * environment when the shell sources it (/proc/PID/environ: the job's
+ * secrets stay in no file, docs/spec.md#secrets), then does a `cd` to its
+ * directory; a process gone meanwhile fails the shell, saying so.
  */
 static int write_shell_env(const char *dir, const char *id, char *env_path, size_t size,
                            gpc_error *err)
@@ -1045,36 +1036,31 @@ static int write_shell_env(const char *dir, const char *id, char *env_path, size
         if (env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK=") && (any < 0 || pids[i] < any))
             any = pids[i];
     }
+    gpc_buf_free(&e);
     long pid = best >= 0 ? best : any;
-    gpc_buf_reset(&e);
     char cwd[PATH_MAX], link[64];
     snprintf(link, sizeof(link), "/proc/%ld/cwd", pid);
     ssize_t cl = pid < 0 ? -1 : readlink(link, cwd, sizeof(cwd) - 1);
-    if (cl <= 0 || read_environ(pid, &e) != 0 || !e.len) {
-        gpc_buf_free(&e);
+    if (cl <= 0)
         return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s runs no process of its job "
                         "(yet): no environment to open a shell in", id);
-    }
     cwd[cl] = '\0';
     gpc_buf f;
-    gpc_buf_init(&f, 8u << 20);
-    int rc = gpc_buf_adds(&f, "# the job's environment on this node (gpuctl ssh)\n", err);
-    for (size_t i = 0; !rc && i < e.len; i += strlen(e.data + i) + 1) {
-        const char *kv = e.data + i, *eq = strchr(kv, '=');
-        size_t nl = eq ? (size_t)(eq - kv) : 0;
-        /* the shell's own bookkeeping is not the job's */
-        if (!eq || !shell_name(kv, nl) || (nl == 1 && kv[0] == '_') ||
-            (nl == 5 && strncmp(kv, "SHLVL", 5) == 0) || (nl == 3 && strncmp(kv, "PWD", 3) == 0) ||
-            (nl == 6 && strncmp(kv, "OLDPWD", 6) == 0))
-            continue;
-        rc = gpc_buf_addf(&f, err, "export %.*s=", (int)nl, kv);
-        if (!rc)
-            rc = gpc_shell_quote(&f, eq + 1, err);
-        if (!rc)
-            rc = gpc_buf_adds(&f, "\n", err);
-    }
-    if (!rc)
-        rc = gpc_buf_adds(&f, "cd -- ", err);
+    gpc_buf_init(&f, 1u << 16);
+    /* the shell's own bookkeeping (_, SHLVL, PWD, OLDPWD) is not the job's */
+    int rc = gpc_buf_addf(&f, err,
+                          "# the job's environment on this node (gpuctl ssh), read from its\n"
+                          "# process %ld when the shell starts: no value is kept here\n"
+                          "[ -r /proc/%ld/environ ] || { echo \"gpuctl: the job's process %ld "
+                          "ended\" >&2; return 1; }\n"
+                          "while IFS= read -r -d '' gpuctl_kv; do\n"
+                          "  case ${gpuctl_kv%%%%=*} in _ | SHLVL | PWD | OLDPWD) continue ;; esac\n"
+                          "  [[ ${gpuctl_kv%%%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && "
+                          "export \"$gpuctl_kv\"\n"
+                          "done </proc/%ld/environ\n"
+                          "unset gpuctl_kv\n"
+                          "cd -- ",
+                          pid, pid, pid, pid);
     if (!rc)
         rc = gpc_shell_quote(&f, cwd, err);
     if (!rc)
@@ -1084,7 +1070,6 @@ static int write_shell_env(const char *dir, const char *id, char *env_path, size
     if (!rc)
         rc = gpc_write_file_atomic(env_path, f.data, f.len, 0600, err);
     gpc_buf_free(&f);
-    gpc_buf_free(&e);
     return rc;
 }
 

@@ -62,11 +62,11 @@ expect_eq "a: EC2 only may assume it" \
     "$(iam "json.dumps(d['roles']['$NAME']['assume'])")"
 expect_eq "a: the role's tags" "{'gpuctl:cluster': 'ck', 'gpuctl:cluster-uid': '$(db "select uid from clusters where name = 'ck'")'}" \
     "$(iam "d['roles']['$NAME']['tags']")"
-expect_eq "a: one inline policy, for the region's bucket" "['gpuctl-checkpoints-us-east-1']" \
+expect_eq "a: one inline policy, for the region's bucket" "['gpuctl-store-us-east-1']" \
     "$(iam "sorted(d['roles']['$NAME']['policies'])")"
 expect_eq "a: the policy, exactly" \
     '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], "Resource": "arn:aws:s3:::gpuctl-123456789012-us-east-1/clusters/ck/checkpoints/*"}, {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": "arn:aws:s3:::gpuctl-123456789012-us-east-1", "Condition": {"StringLike": {"s3:prefix": "clusters/ck/checkpoints/*"}}}]}' \
-    "$(iam "json.dumps(d['roles']['$NAME']['policies']['gpuctl-checkpoints-us-east-1'])")"
+    "$(iam "json.dumps(d['roles']['$NAME']['policies']['gpuctl-store-us-east-1'])")"
 expect_eq "a: the profile holds the role, tagged alike" "['$NAME'] ck" \
     "$(iam "d['profiles']['$NAME']['roles'], d['profiles']['$NAME']['tags']['gpuctl:cluster']" | tr -d '(),')"
 expect_eq "a: every RunInstances names the profile" "$NAME $NAME" \
@@ -216,7 +216,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print(json.dumps({"access_key": "ASIAROLEEXAMPLE", "secret_key": "roleSecretExample",
                   "session_token": "roleSessionToken",
-                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-checkpoints-us-east-1"]}))
+                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-store-us-east-1"]}))
 PY
 fake -X POST --data-binary @"$T/principal.json" "$S3URL/_fake/principals" > /dev/null
 # the head's bootstrap out of its #cloud-config (the block under content: |1)
@@ -273,13 +273,13 @@ run_rc rc g -y apply -f d.yaml "${P[@]}" > /dev/null 2> "$T/d5.err"
 expect_eq "d: applied again: exit 0" 0 "$rc"
 NAME2=$(iam 'list(d["roles"])[0]')
 expect_eq "d: a new role, for the same prefix" "yes clusters/ck/checkpoints/*" \
-    "$(iam "('yes' if '$NAME2' != '$NAME' else 'no') + ' ' + d['roles']['$NAME2']['policies']['gpuctl-checkpoints-us-east-1']['Statement'][1]['Condition']['StringLike']['s3:prefix']")"
+    "$(iam "('yes' if '$NAME2' != '$NAME' else 'no') + ' ' + d['roles']['$NAME2']['policies']['gpuctl-store-us-east-1']['Statement'][1]['Condition']['StringLike']['s3:prefix']")"
 python3 - "$T/iam.json" "$NAME2" > "$T/principal.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(json.dumps({"access_key": "ASIAROLEEXAMPLE2", "secret_key": "roleSecretExample2",
                   "session_token": "roleSessionToken2",
-                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-checkpoints-us-east-1"]}))
+                  "policy": d["roles"][sys.argv[2]]["policies"]["gpuctl-store-us-east-1"]}))
 PY
 fake -X POST --data-binary @"$T/principal.json" "$S3URL/_fake/principals" > /dev/null
 world '[i for i in d["instances"] if i["state"] != "terminated"][0]["user_data"]' > "$T/ud2.txt"

@@ -71,6 +71,23 @@ expect_eq "the same spec applied again changes nothing (same hash)" "$spec_hash"
     "$(json_get "$T/st.json" 'd["clusters"][0]["spec_hash"] if "clusters" in d else d["cluster"]["spec_hash"]')"
 "$GPUCTL_BIN" --state-dir ./rel-state -y destroy sec > /dev/null 2>&1
 
+# ---- gpuctl ssh into a local node: the job's secrets, and still no file
+# holding them (regression: shell.env once kept `export NAME='value'`)
+sed -e 's/^name: sec$/name: sec2/' -e 's/^  command: >-$/  command: >-\n    while [ ! -e release ]; do sleep 0.2; done;/' \
+    s.yaml > s2.yaml
+run_rc rc "$GPUCTL_BIN" --state-dir "$T/s2" apply -f s2.yaml -y > /dev/null 2> "$T/s2.err"
+expect_eq "apply of a job that waits: exit 0" 0 "$rc"
+got=""
+for _ in $(seq 1 100); do
+    got=$("$GPUCTL_BIN" --state-dir "$T/s2" ssh sec2 -- 'printf %s "$MY_TOKEN" | sha256sum | cut -c1-16' \
+          2>> "$T/s2.err") && [ -n "$got" ] && break
+    sleep 0.2
+done
+expect_eq "ssh into the node: the job's secret in its environment" "$H1" "$got"
+expect_eq "... and no value in any file of the state (shell.env included)" "" "$(grep_values "$T/s2")"
+touch release
+"$GPUCTL_BIN" --state-dir "$T/s2" -y destroy sec2 > /dev/null 2>&1
+
 # ---- a provider that sends them over ssh (aws, test_aws_deliver.sh): taken
 # by plan; one that can neither is refused (test_engine_queue.c)
 sed 's/^name: sec$/name: sec-aws\nprovider: aws\nresources: {gpu: T4:1}/' s.yaml > aws.yaml
