@@ -80,6 +80,25 @@ int gpc_lc_precheck_provider(const gpc_plan *plan, gpc_error *err)
  * host name of 253 bytes); a group's nodes share one payload (rank 0, the
  * provider's rank source).  And the provider takes the spec (aws: the
  * image). */
+/* Is `p` (absolute) the root, a top-level directory of the system, or
+ * the bootstrap's own home (trailing '/' ignored)?  A checkpoint_dir kept
+ * in a store must be a directory of its own: the node restores the whole
+ * prefix into it and saves all of it back. */
+static int system_dir(const char *p)
+{
+    static const char *const dirs[] = {"", "/bin", "/boot", "/dev", "/etc", "/home", "/lib",
+                                       "/lib64", "/opt", "/proc", "/root", "/run", "/sbin",
+                                       "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib",
+                                       "/var/lib/gpuctl", NULL};
+    size_t n = strlen(p);
+    while (n && p[n - 1] == '/')
+        n--;
+    for (size_t i = 0; dirs[i]; i++)
+        if (strlen(dirs[i]) == n && strncmp(p, dirs[i], n) == 0)
+            return 1;
+    return 0;
+}
+
 static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *workdir,
                         const char *ckpt, int deliver, gpc_error *err)
 {
@@ -196,6 +215,11 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
         if (spec->checkpoint_dir[0] != '/')
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
                           "on the %s nodes", spec->source, spec->checkpoint_dir, target);
+        else if (system_dir(spec->checkpoint_dir))
+            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' is a directory of the "
+                          "node's system: its whole contents would be restored onto and saved "
+                          "from every node; name a directory of its own (e.g. /var/lib/gpuctl/"
+                          "checkpoints)", spec->source, spec->checkpoint_dir);
         else if (!(d->ckpt = strdup(spec->checkpoint_dir)))
             rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     } else if (!rc && spec->checkpoint_dir && make_dirs && plan->action != GPC_PLAN_NONE) {

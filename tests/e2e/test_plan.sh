@@ -469,6 +469,19 @@ sed 's|./code|./no-code|' awswd.yaml > awsnowd.yaml
 run_rc rc g plan -f awsnowd.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "plan of a missing workdir on aws: exit 4" 4 "$rc"
 expect_match "says why" "awsnowd.yaml: workdir: directory './no-code' does not exist" "$(cat "$T/e.txt")"
+# A checkpoint_dir kept in the bucket must be a directory of its own: the
+# root or a system directory would be restored onto and saved from every
+# node (found by a user trial: `checkpoint_dir: /` was planned)
+for d in / /etc/ /var/lib/gpuctl; do
+    printf 'name: awsck\nprovider: aws\nresources: {gpu: T4:1}\ncheckpoint_dir: %s\nrun: echo hi\n' "$d" > awsck.yaml
+    run_rc rc g plan -f awsck.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "plan of checkpoint_dir $d on aws: exit 4, said why" \
+        "4 gpuctl: error: awsck.yaml: checkpoint_dir: '$d' is a directory of the node's system: its whole contents would be restored onto and saved from every node; name a directory of its own (e.g. /var/lib/gpuctl/checkpoints)" \
+        "$rc $(cat "$T/e.txt")"
+done
+printf 'name: awsck\nprovider: aws\nresources: {gpu: T4:1}\ncheckpoint_dir: /var/lib/gpuctl/checkpoints\nrun: echo hi\n' > awsck.yaml
+run_rc rc g plan -f awsck.yaml > /dev/null 2>&1
+expect_eq "plan of a directory of its own: exit 0" 0 "$rc"
 # A spec naming only plan-only providers: validate refuses it (exit 6),
 # plan still shows the offers (exit 0) but does not approve them.
 printf 'name: az\nprovider: [azure, aliyun]\nresources: {gpu: T4:1}\nrun: echo hi\n' > az.yaml
