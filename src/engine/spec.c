@@ -828,8 +828,14 @@ static int f_secrets(walk *w, const ynode *k, const ynode *v, const char *path)
             continue;
         if (strncmp(src, "file:", 5) == 0 && src[5])
             continue;
+        if (strncmp(src, "env:", 4) == 0)
+            return failn(w, val, kpath, "env:VAR: %s is not a variable name (letters, digits "
+                         "and '_', not starting with a digit)",
+                         spec_quote(src + 4, strlen(src + 4), q));
+        /* never the value: it may be the secret itself, written in by mistake */
         return failn(w, val, kpath, "expected null (the environment variable %s), env:VAR "
-                     "or file:PATH, got %s", key->text, spec_quote(val->text, val->len, q));
+                     "or file:PATH; the value is not shown, as it may be the secret itself, "
+                     "which belongs in the environment or a file", key->text);
     }
     return 0;
 }

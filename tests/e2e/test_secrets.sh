@@ -103,7 +103,12 @@ expect_eq "said at the secret" "gpuctl: error: dup.yaml:4:3: secrets.TOKEN: TOKE
 printf 'name: bad\nsecrets:\n  TOKEN: vault:x\nrun: "true"\n' > src.yaml
 run_rc rc g validate -f src.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "an unknown source: exit 4" 4 "$rc"
-expect_eq "names the forms" "gpuctl: error: src.yaml:3:10: secrets.TOKEN: expected null (the environment variable TOKEN), env:VAR or file:PATH, got 'vault:x'" "$(cat "$T/e.txt")"
+expect_eq "names the forms, never the value (it may be the secret)" "gpuctl: error: src.yaml:3:10: secrets.TOKEN: expected null (the environment variable TOKEN), env:VAR or file:PATH; the value is not shown, as it may be the secret itself, which belongs in the environment or a file" "$(cat "$T/e.txt")"
+printf 'name: bad\nsecrets:\n  TOKEN: env:1BAD\nrun: "true"\n' > src2.yaml
+run_rc rc g validate -f src2.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "env: with a name that is not a variable's: exit 4, said so" \
+    "4 gpuctl: error: src2.yaml:3:10: secrets.TOKEN: env:VAR: '1BAD' is not a variable name (letters, digits and '_', not starting with a digit)" \
+    "$rc $(cat "$T/e.txt")"
 printf 'name: bad\nsecrets:\n  GPUCTL_X:\nrun: "true"\n' > res.yaml
 run_rc rc g validate -f res.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "a reserved name: exit 4" 4 "$rc"
