@@ -141,4 +141,15 @@ int gpc_spec_changes_shape(const gpc_spec_change *c, size_t n);
 
 void gpc_spec_changes_free(gpc_spec_change *c, size_t n);
 
+/*
+ * The changes of gpc_spec_diff as one line appended to `out`: the fields
+ * separated by ", ", a shape field followed by " OLD -> NEW" (each value
+ * cut to 40 bytes and "..."), a job field by its name only (its values may
+ * be long, or private: env).  *job_only: 1 when something changed and only
+ * the job's fields did.  Errors: gpc_spec_diff's, the buffer's.
+ */
+struct gpc_buf;
+int gpc_spec_diff_summary(const char *old_json, const gpc_spec *spec, struct gpc_buf *out,
+                          int *job_only, gpc_error *err);
+
 #endif /* GPUCTL_PLAN_H */

@@ -135,3 +135,24 @@ void gpc_spec_changes_free(gpc_spec_change *c, size_t n)
     }
     free(c);
 }
+
+int gpc_spec_diff_summary(const char *old_json, const gpc_spec *spec, gpc_buf *out,
+                          int *job_only, gpc_error *err)
+{
+    gpc_spec_change *c = NULL;
+    size_t n = 0;
+    *job_only = 0;
+    int rc = gpc_spec_diff(old_json, spec, &c, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = gpc_buf_addf(out, err, "%s%s", i ? ", " : "", c[i].field);
+        /* a job field's values may be long or private (env): its name only */
+        if (!rc && !c[i].job)
+            rc = gpc_buf_addf(out, err, " %.40s%s -> %.40s%s", c[i].old_value,
+                              strlen(c[i].old_value) > 40 ? "..." : "", c[i].new_value,
+                              strlen(c[i].new_value) > 40 ? "..." : "");
+    }
+    if (!rc)
+        *job_only = n > 0 && !gpc_spec_changes_shape(c, n);
+    gpc_spec_changes_free(c, n);
+    return rc;
+}
