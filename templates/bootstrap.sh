@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpuctl node bootstrap: job env, interconnect env, setup, then torchrun.
-## Files in GPUCTL_HOME: node.log, phase, exit_status.
+## Files in GPUCTL_HOME: node.log, phase, exit_status, job, node.env, job.sh.
 ## Rendered by src/engine/render.c; lines starting with `##` are template comments
 ## and do not reach the node.
 ##
@@ -29,6 +29,16 @@
 ##                `gpuctl exec` starts) runs, "ended EPOCH" after it
 ##   stopped      "idle N s" once the node stopped itself (lifecycle.idle_timeout)
 ##   ckpt.lock    held while checkpoint_dir is saved to the store (CKPT_STORE=1)
+##   node.env     the node's wiring (rank, world size, head endpoint, nproc,
+##                backend, interconnect env, workdir), sourced by job.sh (0600)
+##   job.sh       the job runner: the first job and every later one
+##                (`gpuctl exec`, a re-run by `apply`) run the same functions
+##   job.env      the env of the latest job that brought one (0600)
+##   jobs/ID.sh   a job: GPUCTL_JOB_ID, GPUCTL_SETUP, GPUCTL_RUN_COMMAND and,
+##                optionally, gpuctl_user_env and gpuctl_job_env (0600)
+##   job.lock     flock(1): one job at a time; a later one waits (queued)
+##   job_id       the id of the latest job
+## phase, exit_status and job describe the latest job.
 ##
 ## Template rules: placeholders are upper-case names in double braces.  Every
 ## value is an integer, a fixed word, or a string already quoted for the
@@ -107,26 +117,31 @@ gpuctl_md_curl() {
 {{NODE_SCRIPT}}
 
 ## Whatever the job left behind (processes that moved to sessions of their
-## own, as torch 2.x workers do, or that ignored SIGTERM) still carries this
-## node's GPUCTL_HOME in its environment: kill it, so that a finished node
-## holds no GPU (local nodes and clouds with GPUCTL_POWEROFF=0 stay up).
+## own, as torch 2.x workers do, or that ignored SIGTERM) still carries the
+## node's GPUCTL_HOME and the job's GPUCTL_JOB_ID in its environment (nodes
+## may share a machine, jobs a node): kill it, so that a finished node
+## holds no GPU (local nodes and clouds with GPUCTL_POWEROFF=0 stay up).  A
+## later job waiting for the lock (job.sh) carries GPUCTL_HOME only.
 ## Builtins only, so that the sweep never meets a child of its own.
 ## shellcheck: called from gpuctl_on_exit, run by `trap ... EXIT`
 # shellcheck disable=SC2317
 gpuctl_sweep() {
-  local p pid e
+  local p pid e n
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}
     if [ "$pid" = "$$" ] || [ "$pid" = "$PPID" ]; then
       continue
     fi
+    n=0
     while IFS= read -r -d '' e; do
-      if [ "$e" = "GPUCTL_HOME=$GPUCTL_HOME" ]; then
-        gpuctl_say "killing process $pid left behind by the job"
-        kill -KILL "$pid" 2>/dev/null || true
-        break
+      if [ "$e" = "GPUCTL_JOB_ID=$GPUCTL_JOB_ID" ] || [ "$e" = "GPUCTL_HOME=$GPUCTL_HOME" ]; then
+        n=$((n + 1))
       fi
     done 2>/dev/null <"$p/environ" || true
+    if [ "$n" = 2 ]; then
+      gpuctl_say "killing process $pid left behind by the job"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
   done
 }
 
@@ -238,6 +253,50 @@ gpuctl_ckpt_stop() {
   fi
 }
 ##endif
+## The end of a job: kill what it left behind, then record its outcome
+## (phase, exit_status, job) once.  gpuctl_done: 1 once recorded.
+# shellcheck disable=SC2317
+gpuctl_job_record() {
+  gpuctl_done=1
+  ## checkpoints kept in the store (CKPT_STORE=1): the saver first (the
+  ## sweep would kill it mid-save), the last save once nothing of the job
+  ## writes any more; a job runner without them (job.sh) skips both
+  if declare -F gpuctl_ckpt_stop >/dev/null; then
+    gpuctl_ckpt_stop
+  fi
+  gpuctl_sweep
+  if declare -F gpuctl_ckpt_save >/dev/null; then
+    gpuctl_ckpt_save final
+  fi
+  if [ "$1" -eq 0 ]; then
+    gpuctl_phase succeeded
+  else
+    gpuctl_phase failed
+  fi
+  gpuctl_write exit_status "$1"
+  gpuctl_write job "ended $(printf '%(%s)T' -1)"
+  gpuctl_say "exit status $1"
+}
+
+## One job at a time on a node: take job.lock (flock(1)), saying so when
+## another job holds it; gpuctl_lock_fd is its descriptor, which no command
+## of the job inherits (gpuctl_run_limited).
+gpuctl_lock_fd=
+gpuctl_lock() {
+  exec {gpuctl_lock_fd}>>"$GPUCTL_HOME/job.lock"
+  if ! flock -n "$gpuctl_lock_fd"; then
+    gpuctl_say "job $GPUCTL_JOB_ID queued: waiting for the running job to end"
+    flock "$gpuctl_lock_fd"
+  fi
+}
+
+# shellcheck disable=SC2317
+gpuctl_unlock() {
+  if [ -n "$gpuctl_lock_fd" ]; then
+    exec {gpuctl_lock_fd}>&-
+    gpuctl_lock_fd=
+  fi
+}
 
 ## On any exit (normal end, `set -e` failure, signal): record the outcome
 ## once, then power a cloud node off so that it stops billing (the instances
@@ -252,24 +311,7 @@ gpuctl_on_exit() {
   ## tasks of a job as this one ends) must not replace it half-recorded.
   trap '' TERM INT HUP
   if [ "$gpuctl_done" = 0 ]; then
-    gpuctl_done=1
-##if CKPT_STORE=1
-    ## the saver first (the sweep would kill it mid-save), the last save
-    ## once nothing of the job writes any more
-    gpuctl_ckpt_stop
-##endif
-    gpuctl_sweep
-##if CKPT_STORE=1
-    gpuctl_ckpt_save final
-##endif
-    if [ "$rc" -eq 0 ]; then
-      gpuctl_phase succeeded
-    else
-      gpuctl_phase failed
-    fi
-    gpuctl_write exit_status "$rc"
-    gpuctl_write job "ended $(printf '%(%s)T' -1)"
-    gpuctl_say "exit status $rc"
+    gpuctl_job_record "$rc"
     if [ "$gpuctl_md_machine" = 1 ]; then
       ## The control plane reads this line back from the serial console
       ## (EC2 GetConsoleOutput) once the node has powered itself off.
@@ -280,7 +322,9 @@ gpuctl_on_exit() {
   fi
 ##if IDLE=1
   ## Not after a signal (the node is being stopped), nor on a machine kept up.
+  ## A later job (job.sh) may now take the lock.
   if [ "$rc" -lt 128 ] && { [ "$gpuctl_md_machine" = 0 ] || [ "${GPUCTL_POWEROFF:-1}" != 0 ]; }; then
+    gpuctl_unlock
     gpuctl_idle
     exit "$rc"
   fi
@@ -364,7 +408,11 @@ gpuctl_run_limited() {
       limit=1
     fi
   fi
-  timeout --signal=TERM --kill-after=30 "$limit" "$@" </dev/null &
+  if [ -n "$gpuctl_lock_fd" ]; then
+    timeout --signal=TERM --kill-after=30 "$limit" "$@" </dev/null {gpuctl_lock_fd}>&- &
+  else
+    timeout --signal=TERM --kill-after=30 "$limit" "$@" </dev/null &
+  fi
   gpuctl_child=$!
   gpuctl_rc=0
   wait "$gpuctl_child" || gpuctl_rc=$?
@@ -402,12 +450,14 @@ fi
 
 # --- job env (begin) ---
 ## Values are single-quoted on purpose: $, backquotes and backslashes in them
-## are text, never expanded.
+## are text, never expanded.  A function, so that job.sh keeps it (job.env)
+## for later jobs that bring no env of their own.
 # shellcheck disable=SC2016,SC1003
-{
+gpuctl_job_env() {
   :
 {{JOB_ENV}}
 }
+gpuctl_job_env
 # --- job env (end) ---
 
 ## Node identity, after the job env so that it cannot be overridden.  The
@@ -417,6 +467,10 @@ fi
 ## is an IP literal or a host name.
 export GPUCTL_CLUSTER={{CLUSTER}}
 export GPUCTL_CLUSTER_ID={{CLUSTER_ID}}
+## The first job's id; a later job's comes with it (job.sh).  Its processes
+## carry it (gpuctl_sweep); the rendezvous id is CLUSTER_ID-JOB_ID, so that
+## two jobs' rendezvous never mix.
+export GPUCTL_JOB_ID=1
 export GPUCTL_NODE_RANK={{NODE_RANK}}
 export GPUCTL_NUM_NODES={{NUM_NODES}}
 export GPUCTL_INSTANCE_TYPE={{INSTANCE_TYPE}}
@@ -754,13 +808,8 @@ else
 fi
 if [ -n "$GPUCTL_WORKDIR" ]; then
   export GPUCTL_WORKDIR
-  if ! cd "$GPUCTL_WORKDIR"; then
-    gpuctl_say "error: workdir '$GPUCTL_WORKDIR' is missing"
-    exit 1
-  fi
 else
   unset GPUCTL_WORKDIR
-  cd "$GPUCTL_HOME"
 fi
 
 ## --- data ---
@@ -798,6 +847,27 @@ if ! command -v torchrun >/dev/null 2>&1; then
     fi
   done
 fi
+
+## --- the job ---
+## gpuctl_job: one job on this node with the wiring above: the job's
+## workdir, setup, then torchrun; leaves torchrun's (or a worker's) exit
+## status in gpuctl_rc, or exits with setup's.  The bootstrap runs the first
+## job with it; job.sh (below) every later one.
+gpuctl_job() {
+  gpuctl_say "=== job $GPUCTL_JOB_ID: rendezvous id $GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID ==="
+  ## workers/ holds this job's statuses only (gpuctl_worker_failed)
+  rm -f "$GPUCTL_HOME/workers/"*.status
+  if [ -n "${GPUCTL_WORKDIR:-}" ]; then
+    if ! cd "$GPUCTL_WORKDIR"; then
+      gpuctl_say "error: workdir '$GPUCTL_WORKDIR' is missing"
+      exit 1
+    fi
+  else
+    cd "$GPUCTL_HOME"
+  fi
+
+  ## --- before setup ---
+  ## (what the job needs before its setup: delivered files, restored state)
 
 ## --- setup ---
 
@@ -873,7 +943,7 @@ gpuctl_args=(
   --nproc_per_node="$GPUCTL_NPROC_PER_NODE"
   --rdzv_backend=c10d
   --rdzv_endpoint="$gpuctl_endpoint"
-  --rdzv_id="$GPUCTL_CLUSTER_ID"
+  --rdzv_id="$GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID"
   --rdzv_conf="is_host=$gpuctl_is_head"
   --max_restarts=0
   --log_dir "$GPUCTL_HOME/torchrun"
@@ -933,4 +1003,139 @@ if [ "$gpuctl_rc" -ne 0 ] && [ "$gpuctl_rc" -ne 124 ] && gpuctl_w=$(gpuctl_worke
   gpuctl_say "torchrun exited $gpuctl_rc; local rank ${gpuctl_w% *} exited ${gpuctl_w#* }"
   gpuctl_rc=${gpuctl_w#* }
 fi
+
+  ## --- after the job ---
+  ## (what follows the job, whatever its status: gpuctl_rc holds it)
+}
+
+## --- job runner ---
+## The node's wiring for later jobs: every exported variable but the job
+## env's own names (a later job brings its env) and the job id, and the
+## bootstrap's own values the job functions read.  0600: it may hold what
+## the provider passed the node in its environment.
+gpuctl_node_save() {
+  (
+    umask 077
+    for gpuctl_n in $gpuctl_user_env GPUCTL_JOB_ID PWD OLDPWD SHLVL; do
+      unset "$gpuctl_n"
+    done
+    export -p
+    declare -p gpuctl_endpoint gpuctl_is_head GPUCTL_HEAD_IP GPUCTL_MAX_DURATION_S \
+      GPUCTL_NPROC_PER_NODE gpuctl_md_machine GPUCTL_METADATA
+    printf 'gpuctl_boot_epoch=%s\n' "$(($(printf '%(%s)T' -1) - SECONDS))"
+  ) >"$GPUCTL_HOME/.node.env.tmp"
+  mv -f "$GPUCTL_HOME/.node.env.tmp" "$GPUCTL_HOME/node.env"
+}
+
+## The env of the latest job that brought one, for later jobs without one.
+gpuctl_env_save() {
+  (
+    umask 077
+    printf 'gpuctl_user_env=%q\n' "$gpuctl_user_env"
+    declare -f gpuctl_job_env
+  ) >"$GPUCTL_HOME/.job.env.tmp"
+  mv -f "$GPUCTL_HOME/.job.env.tmp" "$GPUCTL_HOME/job.env"
+}
+
+## job.sh [FILE]: run the job in FILE (default: read from standard input, as
+## `gpuctl exec` sends it), after the running job, if any, has ended.  Its
+## output goes to node.log and to standard output; its exit status is the
+## job's.  The job file sets GPUCTL_JOB_ID ([A-Za-z0-9._-], 1 to 64),
+## GPUCTL_SETUP and GPUCTL_RUN_COMMAND, and may define gpuctl_job_env (and
+## set gpuctl_user_env, the names it exports), which then replaces job.env.
+# shellcheck disable=SC2317
+gpuctl_runner_main() {
+  local f="$GPUCTL_HOME/jobs/.new.$$"
+  mkdir -p "$GPUCTL_HOME/jobs"
+  if [ $# -gt 0 ] && [ "$1" != - ]; then
+    cat -- "$1" >"$f"
+  else
+    cat >"$f"
+  fi
+  GPUCTL_JOB_ID='' GPUCTL_SETUP='' GPUCTL_RUN_COMMAND=''
+  unset -f gpuctl_job_env
+  # shellcheck disable=SC1090
+  . "$f"
+  if ! [[ $GPUCTL_JOB_ID =~ ^[A-Za-z0-9._-]{1,64}$ ]] || [ -z "$GPUCTL_RUN_COMMAND" ]; then
+    rm -f "$f"
+    printf 'gpuctl: job file without a valid GPUCTL_JOB_ID or GPUCTL_RUN_COMMAND\n' >&2
+    exit 2
+  fi
+  mv -f "$f" "$GPUCTL_HOME/jobs/$GPUCTL_JOB_ID.sh"
+  ## output to node.log and the caller (before the job id is exported: the
+  ## sweep must not kill tee)
+  exec > >(exec tee -a "$GPUCTL_HOME/node.log") 2>&1
+  export GPUCTL_JOB_ID
+  gpuctl_lock
+  if declare -F gpuctl_job_env >/dev/null; then
+    gpuctl_env_save
+  fi
+  # shellcheck disable=SC1091
+  . "$GPUCTL_HOME/job.env"
+  gpuctl_job_env
+  ## lifecycle.max_duration counts from the node's boot, as the OS's
+  ## shutdown on a cloud does (gpuctl_boot_epoch: node.env)
+  # shellcheck disable=SC2154
+  SECONDS=$(($(printf '%(%s)T' -1) - gpuctl_boot_epoch))
+  gpuctl_write job_id "$GPUCTL_JOB_ID"
+  gpuctl_write job "running $(printf '%(%s)T' -1)"
+  rm -f "$GPUCTL_HOME/exit_status"
+  trap gpuctl_runner_exit EXIT
+  trap 'gpuctl_on_signal TERM 143' TERM
+  trap 'gpuctl_on_signal INT 130' INT
+  trap 'gpuctl_on_signal HUP 129' HUP
+  gpuctl_default DEBIAN_FRONTEND noninteractive
+  export GPUCTL_RUN_COMMAND
+  gpuctl_job
+  exit "$gpuctl_rc"
+}
+
+# shellcheck disable=SC2317
+gpuctl_runner_exit() {
+  local rc=$?
+  set +e
+  trap - EXIT
+  trap '' TERM INT HUP
+  if [ "$gpuctl_done" = 0 ]; then
+    gpuctl_job_record "$rc"
+  fi
+  gpuctl_unlock
+  exit "$rc"
+}
+
+## Install job.sh: the node's GPUCTL_HOME, its wiring (node.env) and the
+## functions a job runs, as this script has them.
+gpuctl_runner_install() {
+  {
+    printf '#!/bin/bash\n# gpuctl job runner (written by the bootstrap): job.sh [FILE|-]\n'
+    printf 'set -euo pipefail\numask 022\nGPUCTL_HOME=%q\n' "$GPUCTL_HOME"
+    ## a clean environment: the node's own, from node.env
+    # shellcheck disable=SC2016
+    printf '%s\n' '[ "${gpuctl_clean:-}" = 1 ] ||' \
+      '  exec env -i gpuctl_clean=1 GPUCTL_HOME="$GPUCTL_HOME" /bin/bash "$0" "$@"' \
+      'unset gpuctl_clean' '. "$GPUCTL_HOME/node.env"' \
+      'gpuctl_done=0 gpuctl_child=0 gpuctl_rc=0 gpuctl_lock_fd='
+    declare -f gpuctl_say gpuctl_write gpuctl_phase gpuctl_sweep gpuctl_job_record \
+      gpuctl_lock gpuctl_unlock gpuctl_worker_failed gpuctl_on_signal gpuctl_over_time \
+      gpuctl_run_limited gpuctl_default gpuctl_job gpuctl_env_save gpuctl_runner_main \
+      gpuctl_runner_exit
+    printf 'gpuctl_runner_main "$@"\n'
+  } >"$GPUCTL_HOME/.job.sh.tmp"
+  chmod 0755 "$GPUCTL_HOME/.job.sh.tmp"
+  mv -f "$GPUCTL_HOME/.job.sh.tmp" "$GPUCTL_HOME/job.sh"
+}
+
+gpuctl_node_save
+gpuctl_env_save
+gpuctl_runner_install
+## The first job's file, as a later one's (job.sh reads the same form).
+mkdir -p "$GPUCTL_HOME/jobs"
+(
+  umask 077
+  printf 'GPUCTL_JOB_ID=%q\nGPUCTL_SETUP=%q\nGPUCTL_RUN_COMMAND=%q\n' "$GPUCTL_JOB_ID" \
+    "$GPUCTL_SETUP" "$GPUCTL_RUN_COMMAND"
+) >"$GPUCTL_HOME/jobs/$GPUCTL_JOB_ID.sh"
+gpuctl_write job_id "$GPUCTL_JOB_ID"
+gpuctl_lock
+gpuctl_job
 exit "$gpuctl_rc"

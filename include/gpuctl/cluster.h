@@ -267,6 +267,27 @@ int gpc_log_pump(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c
                  struct gpc_buf *partial, const gpc_log *log, gpc_error *err);
 void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 
+/*
+ * Run `job` (render.h) on every node of live cluster `name` (exec.c): the
+ * job file goes to each node's job runner over the node's shell (shell.h,
+ * gpc_cluster_shell, which refreshes the cluster and needs every node
+ * running), all nodes at once; on each node the job waits until the job
+ * running there, if any, has ended (queued after it, never beside it),
+ * then runs with the node's rendezvous wiring and the rendezvous id
+ * CLUSTER_UID-JOB_ID.  job->id NULL: a new id "x" + 12 hex digits.  The
+ * nodes' output goes to the session's log as output, "[node N] line" when
+ * the cluster has several nodes.  *status: the job's exit status, the
+ * first non-zero one by rank (a node's shell that failed counts: ssh's
+ * 255, 127 for a command not found), else 0.  An "exec" event records the
+ * job.  Errors: GPC_ERR_NOT_FOUND (no live cluster `name`, a node not
+ * running), GPC_ERR_PROVIDER (no shell access), GPC_ERR_RENDER (the job),
+ * GPC_ERR_IO (pipes, fork), GPC_ERR_NOMEM; *status is then 0 and nothing
+ * ran, or, when a later node's command could not be made, nothing either.
+ */
+struct gpc_job_def;
+int gpc_cluster_exec(gpc_session *s, const char *name, const struct gpc_job_def *job,
+                     int *status, gpc_error *err);
+
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
  * left (still recorded) when some deletes fail. *deleted counts nodes. */
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);

@@ -111,4 +111,45 @@ int gpc_price_decimals(double v, int min_decimals);
  */
 double gpc_saving_pct_round(double pct, int min_decimals, int *decimals);
 
+/*
+ * What changed from the spec a cluster was applied with (its canonical JSON,
+ * gpc_cluster_rec.spec_json) to `spec` (spec_diff.c): one entry per field
+ * that differs, named by its dotted path in the canonical JSON
+ * ("nodes", "resources.cpus.min", "run.command"), in the JSON's order;
+ * old_value and new_value are the values as compact JSON, "(none)" for a
+ * field one side lacks.  A job field (gpc_spec_field_is_job: env, secrets,
+ * setup, run.command) is one entry as a whole; every other field is the
+ * cluster's shape.  *out (gpc_spec_changes_free) holds *n entries, NULL
+ * and 0 when nothing changed.  Errors: GPC_ERR_STATE (old_json is not a
+ * JSON object), GPC_ERR_NOMEM.
+ */
+typedef struct gpc_spec_change {
+    char *field;
+    char *old_value;
+    char *new_value;
+    int job;           /* 1: the job's field (a re-run); 0: the shape's */
+} gpc_spec_change;
+
+int gpc_spec_diff(const char *old_json, const gpc_spec *spec, gpc_spec_change **out, size_t *n,
+                  gpc_error *err);
+
+/* 1 when `field` (a dotted path as gpc_spec_diff names it) is the job's. */
+int gpc_spec_field_is_job(const char *field);
+
+/* 1 when some change is of the cluster's shape (not the job's). */
+int gpc_spec_changes_shape(const gpc_spec_change *c, size_t n);
+
+void gpc_spec_changes_free(gpc_spec_change *c, size_t n);
+
+/*
+ * The changes of gpc_spec_diff as one line appended to `out`: the fields
+ * separated by ", ", a shape field followed by " OLD -> NEW" (each value
+ * cut to 40 bytes and "..."), a job field by its name only (its values may
+ * be long, or private: env).  *job_only: 1 when something changed and only
+ * the job's fields did.  Errors: gpc_spec_diff's, the buffer's.
+ */
+struct gpc_buf;
+int gpc_spec_diff_summary(const char *old_json, const gpc_spec *spec, struct gpc_buf *out,
+                          int *job_only, gpc_error *err);
+
 #endif /* GPUCTL_PLAN_H */

@@ -468,4 +468,30 @@ int gpc_template_render(const char *tname, const char *text, size_t len,
                         const gpc_tpl_var *vars, size_t n_vars,
                         struct gpc_buf *out, gpc_error *err);
 
+/*
+ * A job for a live node's job runner (GPUCTL_HOME/job.sh, installed by the
+ * bootstrap): `gpuctl exec` and a re-run by `apply` send it on the node's
+ * standard input.  The bootstrap's first job is the same form.
+ */
+typedef struct gpc_job_def {
+    const char *id;            /* 1 to 64 of [A-Za-z0-9._-]; the rendezvous id
+                                  on the node is CLUSTER_UID-ID */
+    const char *setup;         /* shell text run before, or NULL/"" for none */
+    const char *run;           /* the command each worker runs (required) */
+    const gpc_env_var *env;    /* the job env, when with_env */
+    size_t n_env;
+    int with_env;              /* 1: env replaces the node's job env (an empty
+                                  env too); 0: the latest job env stays */
+} gpc_job_def;
+
+/*
+ * The job file of `job` appended to `out`: GPUCTL_JOB_ID, GPUCTL_SETUP and
+ * GPUCTL_RUN_COMMAND assignments and, with with_env, gpuctl_user_env and
+ * a gpuctl_job_env function of `export NAME='value'` lines, every value
+ * quoted by gpc_shell_quote (data, never code).  Errors: GPC_ERR_RENDER (a
+ * bad id, no run command, an env name that is not a shell name, an env
+ * value NULL or holding bytes the quoting refuses); the buffer's.
+ */
+int gpc_render_job(const gpc_job_def *job, struct gpc_buf *out, gpc_error *err);
+
 #endif /* GPUCTL_RENDER_H */

@@ -28,6 +28,14 @@
 #include "gpuctl/cluster.h"
 #include "gpuctl/plan.h"
 
+/* ---- shell.c ----------------------------------------------------------- */
+
+/* gpc_cluster_shell (shell.h); idle_ok 1: also a node whose job ended that
+ * is still up (succeeded or failed, no ended_at: lifecycle.idle_timeout),
+ * as a later job (exec.c) reaches it. */
+int gpc_lc_shell(gpc_session *s, const char *name, uint32_t rank, const char *const *cmd,
+                 size_t n_cmd, int tty, int idle_ok, char ***argv, gpc_error *err);
+
 /* ---- precheck.c -------------------------------------------------------- */
 
 /* The job's directories as a node sees them (heap paths, NULL = not set

@@ -665,10 +665,23 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
         return gpc_fail(err, nf.code, "%s", nf.msg);
     if (out->cluster_exists) {
         if (strcmp(c.spec_hash, out->spec_hash) != 0) {
+            /* what changed; only the job: exec runs it on the same nodes */
+            gpc_buf d;
+            gpc_buf_init(&d, 768);
+            int job_only = 0;
+            if (gpc_spec_diff_summary(c.spec_json, spec, &d, &job_only, NULL))
+                job_only = 0;
+            char hint[512] = "";
+            if (job_only)
+                snprintf(hint, sizeof(hint), "only its job changed: gpuctl exec %s -f %s runs "
+                         "it on the same nodes; or ", c.name,
+                         po && po->spec_path ? po->spec_path : "FILE");
             rc = gpc_fail(err, GPC_ERR_USAGE,
                           "cluster '%s' exists with a different spec (applied %.12s, now "
-                          "%.12s); destroy it first: gpuctl destroy %s",
-                          c.name, c.spec_hash, out->spec_hash, c.name);
+                          "%.12s; changed: %s); %sdestroy it first: gpuctl destroy %s",
+                          c.name, c.spec_hash, out->spec_hash, d.len ? gpc_buf_str(&d) : "?",
+                          hint, c.name);
+            gpc_buf_free(&d);
             gpc_cluster_rec_free(&c);
             return rc;
         }

@@ -991,3 +991,57 @@ int gpc_userdata_encode(const char *userdata, size_t len,
     free(gz);
     return rc;
 }
+
+/* ---- a later job's file (job.sh on the node) ------------------------- */
+
+int gpc_render_job(const gpc_job_def *job, gpc_buf *out, gpc_error *err)
+{
+    const char *id = job->id;
+    size_t idl = id ? strlen(id) : 0;
+    if (idl == 0 || idl > 64)
+        return gpc_fail(err, GPC_ERR_RENDER, "job id must be 1 to 64 characters");
+    for (size_t i = 0; i < idl; i++)
+        if (!((id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= 'a' && id[i] <= 'z') ||
+              (id[i] >= '0' && id[i] <= '9') || id[i] == '_' || id[i] == '.' || id[i] == '-'))
+            return gpc_fail(err, GPC_ERR_RENDER, "job id '%s' has a character other than "
+                            "[A-Za-z0-9._-]", id);
+    if (!job->run || !*job->run)
+        return gpc_fail(err, GPC_ERR_RENDER, "the job has no run command");
+    int rc = gpc_buf_addf(out, err, "GPUCTL_JOB_ID=%s\nGPUCTL_SETUP=", id);
+    if (!rc)
+        rc = gpc_shell_quote(out, job->setup ? job->setup : "", err);
+    if (!rc)
+        rc = gpc_buf_adds(out, "\nGPUCTL_RUN_COMMAND=", err);
+    if (!rc)
+        rc = gpc_shell_quote(out, job->run, err);
+    if (!rc)
+        rc = gpc_buf_adds(out, "\n", err);
+    if (rc || !job->with_env)
+        return rc;
+    gpc_buf names;
+    gpc_buf_init(&names, GPC_BUF_SCRIPT_MAX);
+    for (size_t i = 0; !rc && i < job->n_env; i++) {
+        if (!is_env_name(job->env[i].name) || !job->env[i].value)
+            rc = gpc_fail(err, GPC_ERR_RENDER, "env name '%.64s' is not a shell name, or has "
+                          "no value", job->env[i].name ? job->env[i].name : "");
+        else
+            rc = gpc_buf_addf(&names, err, "%s%s", i ? " " : "", job->env[i].name);
+    }
+    if (!rc)
+        rc = gpc_buf_adds(out, "gpuctl_user_env=", err);
+    if (!rc)
+        rc = gpc_shell_quote(out, gpc_buf_str(&names), err);
+    gpc_buf_free(&names);
+    if (!rc)
+        rc = gpc_buf_adds(out, "\ngpuctl_job_env() {\n  :\n", err);
+    for (size_t i = 0; !rc && i < job->n_env; i++) {
+        rc = gpc_buf_addf(out, err, "export %s=", job->env[i].name);
+        if (!rc)
+            rc = gpc_shell_quote(out, job->env[i].value, err);
+        if (!rc)
+            rc = gpc_buf_adds(out, "\n", err);
+    }
+    if (!rc)
+        rc = gpc_buf_adds(out, "}\n", err);
+    return rc;
+}

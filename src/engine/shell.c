@@ -83,6 +83,12 @@ int gpc_cluster_shell(gpc_session *s, const char *name, uint32_t rank,
                       const char *const *cmd, size_t n_cmd, int tty, char ***argv,
                       gpc_error *err)
 {
+    return gpc_lc_shell(s, name, rank, cmd, n_cmd, tty, 0, argv, err);
+}
+
+int gpc_lc_shell(gpc_session *s, const char *name, uint32_t rank, const char *const *cmd,
+                 size_t n_cmd, int tty, int idle_ok, char ***argv, gpc_error *err)
+{
     *argv = NULL;
     gpc_cluster_rec c;
     memset(&c, 0, sizeof(c));
@@ -106,7 +112,11 @@ int gpc_cluster_shell(gpc_session *s, const char *name, uint32_t rank,
     if (!rc && !nd)
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "cluster %s has no node %u (it has %u node%s)",
                       name, rank, c.nodes, c.nodes == 1 ? "" : "s");
-    if (!rc && (nd->phase != GPC_PHASE_RUNNING || !nd->provider_id[0]))
+    /* idle_ok: a node whose job ended but which stays up (lifecycle.idle_timeout) */
+    int up = nd && (nd->phase == GPC_PHASE_RUNNING ||
+                    (idle_ok && !nd->ended_at && (nd->phase == GPC_PHASE_SUCCEEDED ||
+                                                  nd->phase == GPC_PHASE_FAILED)));
+    if (!rc && (!up || !nd->provider_id[0]))
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "node %u of cluster %s is in phase %s, not "
                       "running: no shell to open there", rank, name, gpc_phase_name(nd->phase));
     gpc_lc_ref r;

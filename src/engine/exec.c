@@ -1,0 +1,238 @@
+/*
+ * exec.c - a new job on the live nodes of a cluster (`gpuctl exec`, and the
+ * re-run of `apply` when only the job changed): the job file (render.h,
+ * gpc_render_job) goes to every node's job runner (GPUCTL_HOME/job.sh,
+ * installed by the bootstrap) over the node's shell (the provider's
+ * shell_argv, shell.h), on its standard input, never on a command line.
+ * The runners start at once on every node; each waits there until the
+ * node's running job, if any, has ended (queued), then runs the job with
+ * the node's rendezvous wiring.  Their output comes back as the nodes'
+ * logs do ("[node N] line"), and the job's exit status is the first
+ * non-zero one by rank.
+ */
+#define _GNU_SOURCE 1 /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/render.h"
+#include "gpuctl/shell.h"
+#include "gpuctl/util.h"
+#include "lifecycle.h"
+
+/* What the node's shell runs: the runner of the node's GPUCTL_HOME (the
+ * bootstrap's default where the shell does not set it), in a clean
+ * environment (the runner takes the node's from node.env), the job file on
+ * its standard input. */
+static const char runner_cmd[] =
+    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; "
+    "exec env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" -";
+
+typedef struct exec_node {
+    uint32_t rank;
+    pid_t pid;
+    int out;          /* read end of its stdout+stderr, -1 once at EOF */
+    gpc_buf partial;  /* an unfinished last line */
+    int status;       /* exit status, 128+N for signal N */
+} exec_node;
+
+static int spawn(char **argv, const char *in, size_t in_len, exec_node *n, gpc_error *err)
+{
+    int pin[2], pout[2];
+    if (pipe2(pin, O_CLOEXEC) != 0)
+        return gpc_fail(err, GPC_ERR_IO, "pipe: %s", strerror(errno));
+    if (pipe2(pout, O_CLOEXEC) != 0) {
+        close(pin[0]);
+        close(pin[1]);
+        return gpc_fail(err, GPC_ERR_IO, "pipe: %s", strerror(errno));
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pin[0]);
+        close(pin[1]);
+        close(pout[0]);
+        close(pout[1]);
+        return gpc_fail(err, GPC_ERR_IO, "fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        if (dup2(pin[0], 0) < 0 || dup2(pout[1], 1) < 0 || dup2(pout[1], 2) < 0)
+            _exit(127);
+        execvp(argv[0], argv);
+        dprintf(2, "gpuctl: could not run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pin[0]);
+    close(pout[1]);
+    n->pid = pid;
+    n->out = pout[0];
+    /* the runner reads the whole file before it prints anything */
+    size_t off = 0;
+    while (off < in_len) {
+        ssize_t w = write(pin[1], in + off, in_len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break; /* the node's command ended early: its status says why */
+        off += (size_t)w;
+    }
+    close(pin[1]);
+    return 0;
+}
+
+/* Print the whole lines of what node n sent, keep the rest. */
+static void lines(gpc_session *s, exec_node *n, const char *data, size_t len, int prefix)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] == '\n') {
+            if (prefix)
+                gpc_outputf(s->log, "[node %u] %s\n", n->rank, gpc_buf_str(&n->partial));
+            else
+                gpc_outputf(s->log, "%s\n", gpc_buf_str(&n->partial));
+            gpc_buf_reset(&n->partial);
+        } else if (gpc_buf_add(&n->partial, data + i, 1, NULL) != 0) {
+            gpc_log_flush(n->rank, prefix, &n->partial, s->log);
+        }
+    }
+}
+
+/* Read every node's output to its end, then reap them. */
+static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
+{
+    struct pollfd *fds = calloc(n, sizeof(*fds));
+    size_t open_n = n;
+    char chunk[8192];
+    while (fds && open_n) {
+        for (size_t i = 0; i < n; i++) {
+            fds[i].fd = nodes[i].out;
+            fds[i].events = POLLIN;
+            fds[i].revents = 0;
+        }
+        int r = poll(fds, (nfds_t)n, 1000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            if (nodes[i].out < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t got = read(nodes[i].out, chunk, sizeof(chunk));
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got > 0) {
+                lines(s, &nodes[i], chunk, (size_t)got, prefix);
+                continue;
+            }
+            close(nodes[i].out);
+            nodes[i].out = -1;
+            open_n--;
+        }
+    }
+    free(fds);
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].out >= 0)
+            close(nodes[i].out);
+        nodes[i].out = -1;
+        gpc_log_flush(nodes[i].rank, prefix, &nodes[i].partial, s->log);
+        int st = 0;
+        pid_t w;
+        do
+            w = waitpid(nodes[i].pid, &st, 0);
+        while (w < 0 && errno == EINTR);
+        if (w < 0)
+            nodes[i].status = 255;
+        else if (WIFEXITED(st))
+            nodes[i].status = WEXITSTATUS(st);
+        else if (WIFSIGNALED(st))
+            nodes[i].status = 128 + WTERMSIG(st);
+    }
+}
+
+int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_job_def *job, int *status,
+                     gpc_error *err)
+{
+    *status = 0;
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    int rc = gpc_cluster_get(s->st, name, &c, err);
+    if (rc) {
+        gpc_cluster_rec_free(&c);
+        return rc;
+    }
+    gpc_job_def j = *job;
+    char rnd[33], id[24];
+    if (!j.id) {
+        rc = gpc_random_hex(rnd, err);
+        snprintf(id, sizeof(id), "x%.12s", rnd);
+        j.id = id;
+    }
+    gpc_buf file;
+    gpc_buf_init(&file, GPC_BUF_SCRIPT_MAX);
+    if (!rc)
+        rc = gpc_render_job(&j, &file, err);
+
+    /*
+     * WORKDIR RE-SYNC (call point): a provider whose nodes do not share
+     * this machine's files (aws) gets the spec's workdir synchronised to
+     * every node here, before the job is sent; local and slurm nodes read
+     * the workdir where it is, so there is nothing to do for them.  The
+     * engine function that syncs (branch `deliver`) is called here when
+     * it is merged.
+     */
+
+    size_t n = c.nodes;
+    if (!rc && n > 1024)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "cluster %s has %zu nodes; exec reaches 1024 at most",
+                      name, n);
+    exec_node *nodes = rc ? NULL : calloc(n ? n : 1, sizeof(*nodes));
+    if (!rc && !nodes)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    char **argvs[1024];
+    size_t n_argv = 0;
+    const char *cmd[] = {runner_cmd};
+    /* first every node's command (each asks the provider), then start all */
+    for (uint32_t r = 0; !rc && r < n; r++) {
+        rc = gpc_lc_shell(s, name, r, cmd, 1, 0, 1, &argvs[r], err);
+        if (!rc)
+            n_argv++;
+    }
+    size_t started = 0;
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+    for (size_t i = 0; !rc && i < n_argv; i++) {
+        nodes[i].rank = (uint32_t)i;
+        nodes[i].out = -1;
+        gpc_buf_init(&nodes[i].partial, 1u << 20);
+        rc = spawn(argvs[i], file.data, file.len, &nodes[i], err);
+        if (!rc)
+            started++;
+    }
+    if (started) {
+        gpc_info(s->log, "job %s on %zu node%s of cluster %s", j.id, started,
+                 started == 1 ? "" : "s", name);
+        pump(s, nodes, started, n > 1);
+    }
+    signal(SIGPIPE, old_pipe);
+    for (size_t i = 0; i < started; i++)
+        if (nodes[i].status && !*status)
+            *status = nodes[i].status;
+    if (started)
+        gpc_lc_event(s, c.id, -1, "exec", "job %s on %zu node%s: exit status %d", j.id, started,
+                     started == 1 ? "" : "s", *status);
+    for (size_t i = 0; nodes && i < n_argv; i++)
+        gpc_buf_free(&nodes[i].partial);
+    for (size_t i = 0; i < n_argv; i++)
+        gpc_argv_free(argvs[i]);
+    free(nodes);
+    gpc_buf_free(&file);
+    gpc_cluster_rec_free(&c);
+    return rc;
+}

@@ -1,0 +1,106 @@
+#!/bin/bash
+# `gpuctl exec` on the local provider: a new job on the live nodes of a
+# 2-node cluster (lifecycle.idle_timeout keeps them up after their job),
+# with the same rendezvous wiring:
+# - issued while the first job runs, it is queued after it on every node
+#   (it starts after the first job ended: the nodes' records and node.log);
+# - its output comes back as `[node N] ...`, RANK and WORLD_SIZE are the
+#   nodes' own, the job env of the spec stays;
+# - the exit status is the job's (`-- 'exit 3'` gives 3);
+# - the same nodes run it (no new node directory, the bootstrap's pid the
+#   same), with a rendezvous id of its own;
+# - -f with a spec whose shape differs is refused, pointing at apply;
+# - plan of a changed spec lists the changed fields (a shape field as
+#   old -> new) and, when only the job changed, points at exec.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work"
+cd "$T/work"
+cat > ex.yaml <<'SPEC'
+name: ex
+provider: local
+nodes: 2
+resources:
+  cpus: 1+
+env:
+  FOO: bar
+lifecycle:
+  idle_timeout: 300s
+run:
+  command: sleep 4; date +%s%N > "$GPUCTL_HOME/job1.end"
+  nproc_per_node: 1
+SPEC
+
+all_running() {
+    g -o json status ex | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if all(n["phase"] == "running" for n in d["clusters"][0]["nodes"]) else 1)'
+}
+
+run_rc rc g -y apply -f ex.yaml > "$T/apply.txt"
+expect_eq "apply starts the cluster" 0 "$rc"
+for _ in $(seq 240); do all_running && break; sleep 0.25; done
+expect_eq "both nodes run their first job" 0 "$(all_running && echo 0 || echo 1)"
+h0=$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'ex-0-*')
+h1=$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'ex-1-*')
+pid0=$(cat "$h0/pid")
+
+# 1. queued after the running job, on every node
+run_rc rc g exec ex -- 'date +%s%N > "$GPUCTL_HOME/job2.start"; echo $RANK $WORLD_SIZE $FOO' > "$T/exec1.txt" 2>&1
+expect_eq "exec exits with the job's status 0" 0 "$rc"
+out=$(cat "$T/exec1.txt")
+# torch 1.x's torchrun prefixes a worker's lines with [default0]:
+expect_match "node 0 printed its rank, the world size and the spec's env" '^\[node 0\] (\[default0\]:)?0 2 bar$' "$out"
+expect_match "node 1 printed its rank, the world size and the spec's env" '^\[node 1\] (\[default0\]:)?1 2 bar$' "$out"
+expect_match "exec said it waited for the running job" '^\[node 0\] .* gpuctl: job x[0-9a-f]{12} queued: waiting for the running job to end$' "$out"
+for h in "$h0" "$h1"; do
+    end=$(cat "$h/job1.end")
+    start=$(cat "$h/job2.start")
+    expect_eq "node $(basename "$h"): the exec'd job started after the first ended" yes \
+        "$([ "$start" -gt "$end" ] && echo yes || echo no)"
+done
+id=$(cat "$h0/job_id")
+expect_match "the job id is the exec's" '^x[0-9a-f]{12}$' "$id"
+# node.log: the first job's end, then the new job's header
+log=$(grep -n -e 'gpuctl: exit status 0$' -e "gpuctl: === job $id: rendezvous id [0-9a-f]*-$id ===\$" "$h0/node.log" | cut -d: -f1 | tr '\n' ' ')
+expect_match "node.log: the first job's end before the new job's header" '^[0-9]+ [0-9]+ [0-9]+ $' "$log"
+expect_eq "the records describe the latest job" "succeeded 0" "$(cat "$h0/phase") $(cat "$h0/exit_status")"
+expect_match "the job record says it ended" '^ended [0-9]+$' "$(cat "$h0/job")"
+expect_eq "the same node process (no new node)" "$pid0" "$(cat "$h0/pid")"
+expect_eq "no new node directory" 2 "$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'ex-*' | wc -l)"
+events=$(python3 -c 'import sqlite3, sys; print("\n".join(r[0] + " " + r[1] for r in sqlite3.connect(sys.argv[1]).execute("SELECT kind, message FROM events WHERE kind = '"'exec'"'")))' "$STATE/gpuctl.db")
+expect_eq "an exec event records the job" "exec job $id on 2 nodes: exit status 0" "$events"
+
+# 2. the job's exit status passes through
+run_rc rc g exec ex -- 'exit 3' > "$T/exec2.txt" 2>&1
+expect_eq "exec -- 'exit 3' exits 3" 3 "$rc"
+expect_eq "the node records the failed job" "failed 3" "$(cat "$h0/phase") $(cat "$h0/exit_status")"
+
+# 3. -f: the spec's job, refused when the cluster's shape differs
+sed -e 's/^nodes: 2/nodes: 3/' ex.yaml > ex3.yaml
+run_rc rc g exec ex -f ex3.yaml > "$T/exec3.txt" 2>&1
+expect_eq "exec -f with another node count is a usage error" 3 "$rc"
+expect_match "and says to apply" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job: that is gpuctl apply$' "$(cat "$T/exec3.txt")"
+sed -e 's/^  command: .*/  command: echo "from-spec $RANK $FOO"/' -e 's/FOO: bar/FOO: baz/' ex.yaml > ex2.yaml
+run_rc rc g exec ex -f ex2.yaml > "$T/exec4.txt" 2>&1
+expect_eq "exec -f with only the job changed runs it" 0 "$rc"
+expect_match "with the spec's new env" '^\[node 1\] (\[default0\]:)?from-spec 1 baz$' "$(cat "$T/exec4.txt")"
+
+# 4. plan of a changed spec names what changed: only the job (exec runs
+# it), or the cluster's shape (old -> new)
+run_rc rc g plan -f ex2.yaml > "$T/plan2.txt" 2>&1
+expect_eq "plan of a job change: exit 3 (apply does not re-run yet)" 3 "$rc"
+expect_match "it lists the job's fields and points at exec" \
+    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: env, run\.command\); only its job changed: gpuctl exec ex -f ex2\.yaml runs it on the same nodes; or destroy it first: gpuctl destroy ex\$" \
+    "$(cat "$T/plan2.txt")"
+run_rc rc g plan -f ex3.yaml > "$T/plan3.txt" 2>&1
+expect_eq "plan of a node-count change: exit 3" 3 "$rc"
+expect_match "it shows the diff" \
+    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\); destroy it first: gpuctl destroy ex\$" \
+    "$(cat "$T/plan3.txt")"
+
+# 5. usage
+run_rc rc g exec ex > "$T/exec5.txt" 2>&1
+expect_eq "exec without a command is a usage error" 3 "$rc"
+run_rc rc g exec nosuch -- true > "$T/exec6.txt" 2>&1
+expect_eq "exec on no cluster: not found" 7 "$rc"
+
+g -y destroy ex >/dev/null
+finish
