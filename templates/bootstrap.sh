@@ -258,16 +258,15 @@ gpuctl_ckpt_stop() {
 # shellcheck disable=SC2317
 gpuctl_job_record() {
   gpuctl_done=1
-  ## checkpoints kept in the store (CKPT_STORE=1): the saver first (the
-  ## sweep would kill it mid-save), the last save once nothing of the job
-  ## writes any more; a job runner without them (job.sh) skips both
-  if declare -F gpuctl_ckpt_stop >/dev/null; then
-    gpuctl_ckpt_stop
-  fi
+##if CKPT_STORE=1
+  ## checkpoints kept in the store: the saver first (the sweep would kill
+  ## it mid-save), the last save once nothing of the job writes any more
+  gpuctl_ckpt_stop
+##endif
   gpuctl_sweep
-  if declare -F gpuctl_ckpt_save >/dev/null; then
-    gpuctl_ckpt_save final
-  fi
+##if CKPT_STORE=1
+  gpuctl_ckpt_save final
+##endif
   if [ "$1" -eq 0 ]; then
     gpuctl_phase succeeded
   else
@@ -771,23 +770,30 @@ until [ -e "$GPUCTL_HOME/delivered" ]; do
   fi
   sleep 1
 done
+## The spec's secrets, by name; each job reads their values anew from the
+## file gpuctl delivered last (a re-run or `gpuctl exec` delivers it again
+## first), so that no value is ever kept on the node's disk (node.env).
 gpuctl_secret_names={{SECRET_NAMES}}
-if [ -n "$gpuctl_secret_names" ]; then
-  gpuctl_secrets="${GPUCTL_RUN_DIR:-/run/gpuctl}/secrets.env"
-  if [ ! -r "$gpuctl_secrets" ]; then
-    gpuctl_say "error: the delivered secrets file $gpuctl_secrets is missing"
+gpuctl_secrets_load() {
+  local f="${GPUCTL_RUN_DIR:-/run/gpuctl}/secrets.env" n
+  if [ -z "$gpuctl_secret_names" ]; then
+    return 0
+  fi
+  if [ ! -r "$f" ]; then
+    gpuctl_say "error: the delivered secrets file $f is missing"
     exit 1
   fi
   # shellcheck disable=SC1090
-  . "$gpuctl_secrets"
-  for gpuctl_s in $gpuctl_secret_names; do
-    if [ -z "${!gpuctl_s+x}" ]; then
-      gpuctl_say "error: secret $gpuctl_s is not in the delivered $gpuctl_secrets"
+  . "$f"
+  for n in $gpuctl_secret_names; do
+    if [ -z "${!n+x}" ]; then
+      gpuctl_say "error: secret $n is not in the delivered $f"
       exit 1
     fi
+    export "${n?}"
   done
   gpuctl_say "secrets set: $gpuctl_secret_names"
-fi
+}
 gpuctl_deliver_workdir={{DELIVER_WORKDIR}}
 if [ "$gpuctl_deliver_workdir" = 1 ]; then
   GPUCTL_WORKDIR=$GPUCTL_HOME/workdir
@@ -833,7 +839,12 @@ gpuctl_data_fetch() {
     exit 1
   fi
 }
+## Every data set, before each job's setup (`aws s3 sync` moves only
+## what changed since the last job's fetch).
+gpuctl_data_all() {
+  :
 {{DATA_FETCH}}
+}
 ##endif
 
 ## Deep-learning images keep torch in an environment off cloud-init's PATH
@@ -867,7 +878,13 @@ gpuctl_job() {
   fi
 
   ## --- before setup ---
-  ## (what the job needs before its setup: delivered files, restored state)
+  ## (what the job needs before its setup: delivered secrets, data sets)
+##if DELIVER=1
+  gpuctl_secrets_load
+##endif
+##if DATA=fetch
+  gpuctl_data_all
+##endif
 
 ## --- setup ---
 
@@ -1016,12 +1033,22 @@ fi
 gpuctl_node_save() {
   (
     umask 077
-    for gpuctl_n in $gpuctl_user_env GPUCTL_JOB_ID PWD OLDPWD SHLVL; do
+    for gpuctl_n in $gpuctl_user_env ${gpuctl_secret_names:-} GPUCTL_JOB_ID PWD OLDPWD SHLVL; do
       unset "$gpuctl_n"
     done
     export -p
     declare -p gpuctl_endpoint gpuctl_is_head GPUCTL_HEAD_IP GPUCTL_MAX_DURATION_S \
       GPUCTL_NPROC_PER_NODE gpuctl_md_machine GPUCTL_METADATA
+    ## what a section above set (idle, secrets, the store, checkpoints)
+    for gpuctl_n in GPUCTL_IDLE_TIMEOUT_S gpuctl_secret_names GPUCTL_STORE_ENDPOINT; do
+      if [ -n "${!gpuctl_n+x}" ]; then
+        declare -p "$gpuctl_n"
+      fi
+    done
+##if CKPT_STORE=1
+    declare -p gpuctl_ckpt_ok GPUCTL_CKPT_URL
+    printf 'gpuctl_ckpt_saver=0\n'
+##endif
     printf 'gpuctl_boot_epoch=%s\n' "$(($(printf '%(%s)T' -1) - SECONDS))"
   ) >"$GPUCTL_HOME/.node.env.tmp"
   mv -f "$GPUCTL_HOME/.node.env.tmp" "$GPUCTL_HOME/node.env"
@@ -1115,10 +1142,9 @@ gpuctl_runner_install() {
       '  exec env -i gpuctl_clean=1 GPUCTL_HOME="$GPUCTL_HOME" /bin/bash "$0" "$@"' \
       'unset gpuctl_clean' '. "$GPUCTL_HOME/node.env"' \
       'gpuctl_done=0 gpuctl_child=0 gpuctl_rc=0 gpuctl_lock_fd='
-    declare -f gpuctl_say gpuctl_write gpuctl_phase gpuctl_sweep gpuctl_job_record \
-      gpuctl_lock gpuctl_unlock gpuctl_worker_failed gpuctl_on_signal gpuctl_over_time \
-      gpuctl_run_limited gpuctl_default gpuctl_job gpuctl_env_save gpuctl_runner_main \
-      gpuctl_runner_exit
+    ## every function: the node script's and the sections' too (the
+    ## checkpoint saver, the data fetch, the secrets)
+    declare -f
     printf 'gpuctl_runner_main "$@"\n'
   } >"$GPUCTL_HOME/.job.sh.tmp"
   chmod 0755 "$GPUCTL_HOME/.job.sh.tmp"

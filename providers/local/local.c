@@ -1012,7 +1012,10 @@ static int env_has_prefix(const char *e, size_t len, const char *prefix)
  * setup).  dir/shell.env (0600) holds no value: it imports that process's
  * environment when the shell sources it (/proc/PID/environ: the job's
  * secrets stay in no file, docs/spec.md#secrets), then does a `cd` to its
- * directory; a process gone meanwhile fails the shell, saying so.
+ * directory.  Several such processes are tried in that order (the first
+ * worker, then the oldest): one may end between now and the shell's start
+ * (a job that `gpuctl exec` queued takes over from the one that ends); the
+ * shell fails, saying so, only when all have gone.
  */
 static int write_shell_env(const char *dir, const char *id, char *env_path, size_t size,
                            gpc_error *err)
@@ -1023,48 +1026,81 @@ static int write_shell_env(const char *dir, const char *id, char *env_path, size
         return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s has not started", id);
     static long pids[4096];
     size_t n = node_procs(sid, start, dir, pids, sizeof(pids) / sizeof(pids[0]));
-    long best = -1, any = -1;
+    /* candidates: first workers (LOCAL_RANK=0), then the others, each by pid */
+    enum { N_CAND = 16 };
+    long cand[2][N_CAND];
+    size_t nc[2] = {0, 0};
     gpc_buf e;
     gpc_buf_init(&e, 4u << 20);
     for (size_t i = 0; i < n; i++) {
         gpc_buf_reset(&e);
-        if (read_environ(pids[i], &e) != 0 || !e.len)
+        if (read_environ(pids[i], &e) != 0 || !e.len ||
+            !env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK="))
             continue;
-        if (env_has_prefix(e.data, e.len, "LOCAL_RANK=0") &&
-            env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK=") && (best < 0 || pids[i] < best))
-            best = pids[i];
-        if (env_has_prefix(e.data, e.len, "GPUCTL_NODE_RANK=") && (any < 0 || pids[i] < any))
-            any = pids[i];
+        int k = env_has_prefix(e.data, e.len, "LOCAL_RANK=0") ? 0 : 1;
+        size_t at = nc[k];
+        while (at > 0 && cand[k][at - 1] > pids[i])
+            at--;
+        if (at >= N_CAND)
+            continue;
+        size_t last = nc[k] < N_CAND ? nc[k] : N_CAND - 1;
+        memmove(&cand[k][at + 1], &cand[k][at], (last - at) * sizeof(long));
+        cand[k][at] = pids[i];
+        if (nc[k] < N_CAND)
+            nc[k]++;
     }
     gpc_buf_free(&e);
-    long pid = best >= 0 ? best : any;
+    long pid = nc[0] ? cand[0][0] : nc[1] ? cand[1][0] : -1;
     char cwd[PATH_MAX], link[64];
     snprintf(link, sizeof(link), "/proc/%ld/cwd", pid);
     ssize_t cl = pid < 0 ? -1 : readlink(link, cwd, sizeof(cwd) - 1);
-    if (cl <= 0)
-        return gpc_fail(err, GPC_ERR_PROVIDER, "local: node %s runs no process of its job "
-                        "(yet): no environment to open a shell in", id);
-    cwd[cl] = '\0';
+    if (cl <= 0 && snprintf(cwd, sizeof(cwd), "%s", dir) >= (int)sizeof(cwd))
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
+    if (cl > 0)
+        cwd[cl] = '\0';
+    char node_env[PATH_MAX];
+    if (join(node_env, sizeof(node_env), dir, "node.env") != 0)
+        return gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
     gpc_buf f;
     gpc_buf_init(&f, 1u << 16);
     /* the shell's own bookkeeping (_, SHLVL, PWD, OLDPWD) is not the job's */
-    int rc = gpc_buf_addf(&f, err,
-                          "# the job's environment on this node (gpuctl ssh), read from its\n"
-                          "# process %ld when the shell starts: no value is kept here\n"
-                          "[ -r /proc/%ld/environ ] || { echo \"gpuctl: the job's process %ld "
-                          "ended\" >&2; return 1; }\n"
-                          "while IFS= read -r -d '' gpuctl_kv; do\n"
-                          "  case ${gpuctl_kv%%%%=*} in _ | SHLVL | PWD | OLDPWD) continue ;; esac\n"
-                          "  [[ ${gpuctl_kv%%%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && "
+    int rc = gpc_buf_adds(&f, "# the job's environment on this node (gpuctl ssh), read from "
+                              "the first of its\n# processes still there when the shell starts: "
+                              "no value is kept here\ngpuctl_p=\nfor gpuctl_c in", err);
+    for (int k = 0; !rc && k < 2; k++)
+        for (size_t i = 0; !rc && i < nc[k]; i++)
+            rc = gpc_buf_addf(&f, err, " %ld", cand[k][i]);
+    if (!rc)
+        rc = gpc_buf_adds(&f, "; do\n", err);
+    if (!rc)
+        rc = gpc_buf_addf(&f, err,
+                          "  [ -r /proc/$gpuctl_c/environ ] && { gpuctl_p=$gpuctl_c; break; }\n"
+                          "done\n"
+                          "unset gpuctl_c\n"
+                          "if [ -n \"$gpuctl_p\" ]; then\n"
+                          "  while IFS= read -r -d '' gpuctl_kv; do\n"
+                          "    case ${gpuctl_kv%%%%=*} in _ | SHLVL | PWD | OLDPWD) continue ;; esac\n"
+                          "    [[ ${gpuctl_kv%%%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && "
                           "export \"$gpuctl_kv\"\n"
-                          "done </proc/%ld/environ\n"
-                          "unset gpuctl_kv\n"
-                          "cd -- ",
-                          pid, pid, pid, pid);
+                          "  done </proc/$gpuctl_p/environ\n"
+                          "  unset gpuctl_kv\n"
+                          "  cd -- \"$(readlink /proc/$gpuctl_p/cwd 2>/dev/null || echo ");
     if (!rc)
         rc = gpc_shell_quote(&f, cwd, err);
+    /* between jobs (lifecycle.idle_timeout): the node's wiring the
+     * bootstrap keeps in node.env (no job env, no secret) */
     if (!rc)
-        rc = gpc_buf_adds(&f, "\n", err);
+        rc = gpc_buf_adds(&f, ")\"\nelif [ -r ", err);
+    if (!rc)
+        rc = gpc_shell_quote(&f, node_env, err);
+    if (!rc)
+        rc = gpc_buf_adds(&f, " ]; then\n  . ", err);
+    if (!rc)
+        rc = gpc_shell_quote(&f, node_env, err);
+    if (!rc)
+        rc = gpc_buf_adds(&f, "\n  cd -- \"${GPUCTL_WORKDIR:-$GPUCTL_HOME}\"\nelse\n"
+                              "  echo \"gpuctl: node runs no process of its job and has no "
+                              "node.env (yet)\" >&2\n  false\nfi && unset gpuctl_p\n", err);
     if (!rc && join(env_path, size, dir, "shell.env") != 0)
         rc = gpc_fail(err, GPC_ERR_PROVIDER, "local: path too long");
     if (!rc)

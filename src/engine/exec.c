@@ -30,10 +30,13 @@
 /* What the node's shell runs: the runner of the node's GPUCTL_HOME (the
  * bootstrap's default where the shell does not set it), in a clean
  * environment (the runner takes the node's from node.env), the job file on
- * its standard input. */
+ * its standard input; through `sudo -n` where the shell's user may not
+ * write GPUCTL_HOME (a cloud node's login user: the bootstrap ran as root,
+ * node.env is 0600). */
 static const char runner_cmd[] =
-    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; "
-    "exec env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" -";
+    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "
+    "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "
+    "exec $s env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" -";
 
 typedef struct exec_node {
     uint32_t rank;

@@ -376,7 +376,7 @@ answer is decided (concurrent requests may land out of n order):
   the request had none; region is the credential scope's (null when the
   Authorization header could not be parsed); params are all form and query
   parameters except Action and Version, decoded, with UserData replaced by
-  its decoded text (kept as sent when not valid base64); status is the HTTP
+  its decoded text, gunzipped when gzip (kept as sent when not valid base64); status is the HTTP
   status (0 when the connection was dropped); error the EC2 error code or
   null; client_token the ClientToken parameter or null; fault null or the
   effect applied ("code", "drop", "lose_reply", "partial", "capacity",
@@ -2691,8 +2691,8 @@ def log_params(params):
             continue
         if k == "UserData":
             try:
-                v = base64.b64decode(v, validate=True).decode("utf-8", "replace")
-            except (binascii.Error, ValueError):
+                v = user_data_text(base64.b64decode(v, validate=True))
+            except (binascii.Error, ValueError, OSError, EOFError):
                 pass
         out[k] = v
     return out

@@ -72,8 +72,7 @@ static void test_section_with_store(void **state)
     assert_int_equal(count(b, "\ngpuctl_md_store_put() {\n"), 1);
     assert_int_equal(count(b, "\n  gpuctl_ckpt_restore || exit 1\n"), 1);
     assert_int_equal(count(b, "\ngpuctl_ckpt_start\ngpuctl_phase running\n"), 1);
-    assert_int_equal(count(b, "\n    gpuctl_ckpt_stop\n    gpuctl_sweep\n    gpuctl_ckpt_save final\n"),
-                     1);
+    assert_int_equal(count(b, "\n  gpuctl_ckpt_stop\n  gpuctl_sweep\n  gpuctl_ckpt_save final\n"), 1);
     const char *mk = strstr(b, "mkdir -p \"$GPUCTL_CHECKPOINT_DIR\"\n  gpuctl_ckpt_restore");
     assert_non_null(mk);
     free(b);
