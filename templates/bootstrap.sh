@@ -1076,6 +1076,8 @@ gpuctl_runner_main() {
   mkdir -p "$GPUCTL_HOME/jobs"
   if [ $# -gt 0 ] && [ "$1" != - ]; then
     cat -- "$1" >"$f"
+    ## a job gpuctl left here to start in the background is taken
+    case $1 in "$GPUCTL_HOME/jobs/.sent."*) rm -f -- "$1" ;; esac
   else
     cat >"$f"
   fi

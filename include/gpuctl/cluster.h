@@ -205,6 +205,9 @@ typedef struct gpc_apply_result {
     int waited;           /* --wait ran to the job's end */
     gpc_phase phase;      /* cluster phase at the end */
     int exit_code;        /* rank 0's exit status, -1 when unknown */
+    char rerun[512];      /* only the job changed (plan GPC_PLAN_RERUN): what
+                             ("run.command, workdir (its files)"), else "" */
+    char rerun_job[16];   /* the re-run's job id, "" when none ran */
 } gpc_apply_result;
 
 /* Apply a parsed spec (see docs/cli.md for the contract). */
@@ -268,8 +271,11 @@ int gpc_log_pump(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c
 void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc_log *log);
 
 /*
- * Run `job` (render.h) on every node of live cluster `name` (exec.c): the
- * job file goes to each node's job runner over the node's shell (shell.h,
+ * Run `job` (render.h) on every node of live cluster `name` (exec.c).
+ * Nodes that do not see this machine's files first get the workdir and
+ * secrets of `spec` (NULL: of the spec the cluster was applied with) over
+ * the provider's transport (deliver.c), each once the job running there,
+ * if any, has ended.  Then the job file goes to each node's job runner over the node's shell (shell.h,
  * gpc_cluster_shell, which refreshes the cluster and needs every node
  * running), all nodes at once; on each node the job waits until the job
  * running there, if any, has ended (queued after it, never beside it),
@@ -285,8 +291,8 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
  * ran, or, when a later node's command could not be made, nothing either.
  */
 struct gpc_job_def;
-int gpc_cluster_exec(gpc_session *s, const char *name, const struct gpc_job_def *job,
-                     int *status, gpc_error *err);
+int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
+                     const struct gpc_job_def *job, int *status, gpc_error *err);
 
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
  * left (still recorded) when some deletes fail. *deleted counts nodes. */

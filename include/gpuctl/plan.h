@@ -35,7 +35,9 @@ typedef struct gpc_plan_offer {
 typedef enum gpc_plan_action {
     GPC_PLAN_NONE = 0,   /* everything the spec asks for exists */
     GPC_PLAN_CREATE,     /* a new cluster and all its nodes */
-    GPC_PLAN_RESUME      /* the cluster exists; some nodes are still to create */
+    GPC_PLAN_RESUME,     /* the cluster exists; some nodes are still to create */
+    GPC_PLAN_RERUN       /* the cluster exists with all its nodes; its job changed
+                            (rerun.c): it runs again on the same nodes */
 } gpc_plan_action;
 
 typedef struct gpc_plan {
@@ -47,6 +49,8 @@ typedef struct gpc_plan {
     gpc_plan_offer *offers;   /* chosen first, then the failover order */
     size_t n_offers;
     struct cJSON *doc;        /* the plan document (owned) */
+    char rerun[512];          /* GPC_PLAN_RERUN: what changed ("run.command,
+                                 workdir (its files)") */
 } gpc_plan;
 
 typedef struct gpc_plan_opts {

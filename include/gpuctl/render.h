@@ -480,6 +480,10 @@ typedef struct gpc_job_def {
     const char *run;           /* the command each worker runs (required) */
     const gpc_env_var *env;    /* the job env, when with_env */
     size_t n_env;
+    int detach;                /* gpc_cluster_exec: 1 = started in the background
+                                  on each node, output to node.log only */
+    int quiet;                 /* gpc_cluster_exec: 1 = the nodes' output is not
+                                  printed (it is in node.log) */
     int with_env;              /* 1: env replaces the node's job env (an empty
                                   env too); 0: the latest job env stays */
 } gpc_job_def;

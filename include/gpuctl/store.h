@@ -118,4 +118,11 @@ const gpc_provider *gpc_data_provider(const gpc_data_where *w, gpc_error *err);
  * aws, slurm" in registry order (a static buffer). */
 const char *gpc_data_store_names(void);
 
+/*
+ * The hex SHA-256 of the bytes of regular file `path` (not followed when a
+ * symbolic link) into hex (64 digits and NUL).  Errors: GPC_ERR_IO naming
+ * the path, GPC_ERR_NOMEM.
+ */
+int gpc_store_file_sha256(const char *path, char hex[65], gpc_error *err);
+
 #endif /* GPUCTL_STORE_H */

@@ -71,6 +71,17 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
     cJSON_AddNumberToObject(doc, "adopted", res->adopted);
     cJSON_AddBoolToObject(doc, "unchanged", res->unchanged);
     cJSON_AddBoolToObject(doc, "waited", res->waited);
+    /* only the job changed: what, and the job that ran it again */
+    if (res->rerun[0]) {
+        cJSON *rr = cJSON_AddObjectToObject(doc, "rerun");
+        cJSON_AddStringToObject(rr, "changed", res->rerun);
+        if (res->rerun_job[0])
+            cJSON_AddStringToObject(rr, "job", res->rerun_job);
+        else
+            cJSON_AddNullToObject(rr, "job");
+    } else {
+        cJSON_AddNullToObject(doc, "rerun");
+    }
     cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
     if (res->exit_code >= 0)
         cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);
@@ -170,9 +181,16 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (rc)
             fprintf(stderr, "gpuctl: error: %s\n", err.msg);
     } else if (s.st && (!rc || res.waited)) {
-        if (a.opts.dry_run)
+        if (a.opts.dry_run && res.rerun[0])
+            printf("cluster %s: would run its job again on the same nodes (changed: %s) "
+                   "(dry run, nothing changed)\n", spec->name, res.rerun);
+        else if (a.opts.dry_run)
             printf("cluster %s: would create %d node(s)%s (dry run, nothing changed)\n",
                    spec->name, res.created, res.unchanged ? "; unchanged" : "");
+        else if (res.rerun_job[0])
+            printf("cluster %s: job %s %s on the same nodes (changed: %s)%s\n", spec->name,
+                   res.rerun_job, res.waited ? "ran" : "started", res.rerun,
+                   res.waited ? "" : "; gpuctl logs -f follows it");
         else if (res.unchanged)
             printf("cluster %s: unchanged (%s)\n", spec->name, gpc_phase_name(res.phase));
         else if (res.adopted)

@@ -114,7 +114,7 @@ int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc && spec)
         rc = same_shape(&s, name, spec, &err);
     if (!rc)
-        rc = gpc_cluster_exec(&s, name, &job, &status, &err);
+        rc = gpc_cluster_exec(&s, name, spec, &job, &status, &err);
     gpc_session_close(&s);
     gpc_spec_free(spec);
     gpc_buf_free(&run);

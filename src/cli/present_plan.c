@@ -220,7 +220,11 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     int nodes = 0, clusters = 0;
     for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
         const char *res = gpc_json_str(it, "resource");
-        if (strcmp(res, "cluster") == 0) {
+        if (strcmp(res, "job") == 0) {
+            printf("  ~ job of cluster '%s': runs again on the same nodes, after the job "
+                   "running there (changed: %s)\n", gpc_json_str(it, "name"),
+                   gpc_json_str(it, "changed"));
+        } else if (strcmp(res, "cluster") == 0) {
             clusters++;
             printf("  + cluster %s on %s\n", gpc_json_str(it, "name"), gpc_json_str(it, "provider"));
         } else {
@@ -243,6 +247,6 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(d, "notes");
     for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
         printf("\nnote: %s\n", it->valuestring);
-    printf("\nPlan: %d to create (%d cluster, %d node%s).\n", clusters + nodes, clusters, nodes,
-           nodes == 1 ? "" : "s");
+    printf("\nPlan: %d to create (%d cluster, %d node%s)%s.\n", clusters + nodes, clusters, nodes,
+           nodes == 1 ? "" : "s", p->action == GPC_PLAN_RERUN ? ", 1 job to run again" : "");
 }

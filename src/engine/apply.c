@@ -208,7 +208,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                       plan->cluster_exists ? "existed" : "did not exist");
     if (rc)
         goto out_c;
-    if (plan->action != GPC_PLAN_NONE && plan->n_offers == 0) {
+    if (plan->action != GPC_PLAN_NONE && plan->action != GPC_PLAN_RERUN && plan->n_offers == 0) {
         rc = gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
         goto out_c;
     }
@@ -224,6 +224,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     s->n_secrets = dirs.n_secrets;
     s->deliver = dirs.deliver; /* deliver.c, once the nodes run */
     s->deliver_workdir = dirs.send_workdir;
+    if (plan->action == GPC_PLAN_RERUN)
+        snprintf(res->rerun, sizeof(res->rerun), "%s", plan->rerun);
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
@@ -234,6 +236,29 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             rc = gpc_lc_precheck_provider(plan, err);
         if (opts->dry_run)
             goto out_c;
+    }
+    /* Only the job changed: it runs again on the same nodes (rerun.c), after
+     * the job running there; with --wait this waits for it (the cluster is
+     * unlocked: destroy may come in meanwhile). */
+    if (plan->action == GPC_PLAN_RERUN) {
+        int status = 0;
+        if (opts->wait) {
+            gpc_cluster_unlock(lockfd);
+            lockfd = -1;
+        }
+        res->cluster_id = c.id;
+        res->phase = c.phase;
+        rc = gpc_lc_rerun(s, spec, spec_path, &c, opts->wait, opts->stream_logs, &status,
+                          res->rerun_job, err);
+        if (!rc && opts->wait) {
+            res->waited = 1;
+            res->exit_code = status;
+            res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
+            if (status)
+                rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
+                              "status %d", c.name, res->rerun_job, status);
+        }
+        goto out_c;
     }
     /* Nodes go to the plan's offers in order: the chosen one, then, when a
      * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),
@@ -338,6 +363,12 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (rc && !res->cluster_id)
         goto out_c;
     res->unchanged = !rc && res->created == 0 && res->adopted == 0;
+    /* what the first job runs with: the next apply compares (rerun.c) */
+    if (!rc && plan->action != GPC_PLAN_NONE) {
+        char wd[65];
+        gpc_lc_spec_workdir_digest(s, spec, wd);
+        rc = gpc_lc_job_record(s, c.id, "1", hash, wd, err);
+    }
     if (!rc)
         rc = gpc_cluster_refresh(s, &c, err);
     /* Waiting only reads: let destroy (or another apply) in meanwhile. */

@@ -8,7 +8,10 @@
  * For each running node, in parallel, three steps (each one command over
  * the transport, all nodes at once, then the next step):
  *   1. prepare: the node runs rsync (when a workdir goes), NODE_HOME/workdir
- *      exists, and the secrets arrive through the command's standard input
+ *      exists, a job running there has ended (the node's job runner holds
+ *      NODE_HOME/job.lock while a job runs; the rsync below holds it too,
+ *      so that a re-run's or `gpuctl exec`'s files never change under the
+ *      job before it: they are queued after it), and the secrets arrive through the command's standard input
  *      (a memfd: never a file of this machine, never an argument of any
  *      process) into RUN_DIR/secrets.env, mode 0600, in a directory of
  *      mode 0700 on /run (tmpfs); with no secrets the file is removed;
@@ -28,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -42,6 +46,7 @@
 
 #include "gpuctl/render.h"
 #include "gpuctl/shell.h"
+#include "gpuctl/store.h"
 #include "gpuctl/util.h"
 #include "lifecycle.h"
 
@@ -57,6 +62,10 @@ extern char **environ;
 #define OUT_MAX (256u * 1024u)
 /* rsync gives up on a connection silent this long, s. */
 #define RSYNC_IO_TIMEOUT_S 300
+/* How long the node's rsync waits for job.lock, which the prepare step
+ * found free (a job started between the two holds it), s: less than the
+ * above. */
+#define LOCK_WAIT_S "240"
 /* The default size warning threshold, MiB ($GPUCTL_WORKDIR_WARN_MB). */
 #define WARN_MB_DEFAULT 100
 
@@ -208,7 +217,7 @@ static int rsync_argv(const node_job *j, const char *workdir, char ***argv, gpc_
     const char *fixed[] = {
         "rsync", "-a", "--no-owner", "--no-group", "--delete", "--stats",
         "--no-human-readable", "--filter=:- .gitignore", "--filter=:- .gpuctlignore",
-        "--rsync-path=" AS_ROOT "$s rsync",
+        "--rsync-path=" AS_ROOT "$s flock -w " LOCK_WAIT_S " " NODE_HOME "/job.lock rsync",
     };
     for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
         rc = gpc_argv_add(&a, fixed[i], err);
@@ -282,8 +291,11 @@ static void step_start(gpc_session *s, node_job *j, int step, const char *workdi
     gpc_error *err = &j->err;
     if (step == STEP_PREPARE) {
         char cmd[1024];
+        /* a job running on the node (its job runner holds job.lock) ends
+         * before its files change: a re-run or `gpuctl exec` is queued */
         snprintf(cmd, sizeof(cmd),
                  AS_ROOT "%s$s mkdir -p " NODE_HOME "/workdir && "
+                 "$s flock " NODE_HOME "/job.lock true && "
                  "$s sh -c 'umask 077 && mkdir -p " RUN_DIR " && %s'",
                  workdir ? "rsync --version >/dev/null 2>&1 || { echo 'rsync is not "
                            "installed on the node (rsync --version failed there)' >&2; exit 3; }; "
@@ -365,6 +377,85 @@ static int by_size(const void *a, const void *b)
 }
 
 /*
+ * What the workdir sends: `rsync --list-only` with the delivery's filters
+ * into *out, "-rw-r--r--   SIZE YYYY/MM/DD HH:MM:SS NAME" for a regular
+ * file.  Errors: GPC_ERR_IO (rsync could not run or failed), the buffer's.
+ */
+static int list_workdir(const char *workdir, gpc_buf *out, gpc_error *e)
+{
+    gpc_argv a = {0};
+    const char *fixed[] = {"rsync", "-a", "--list-only", "--no-human-readable",
+                           "--filter=:- .gitignore", "--filter=:- .gpuctlignore"};
+    int rc = 0, fd = -1;
+    for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        rc = gpc_argv_add(&a, fixed[i], e);
+    if (!rc)
+        rc = gpc_argv_addf(&a, e, "%s/", workdir);
+    pid_t pid = 0;
+    if (!rc)
+        rc = mem_file("gpuctl-list", &fd, e);
+    if (!rc)
+        rc = spawn(a.v, -1, fd, &pid, e);
+    gpc_argv_reset(&a);
+    int status = 0;
+    if (!rc)
+        reap(pid, &status);
+    if (!rc && status)
+        rc = gpc_fail(e, GPC_ERR_IO, "rsync --list-only %s/ failed", workdir);
+    /* read it all: the listing may be long */
+    char chunk[65536];
+    off_t off = 0;
+    ssize_t r;
+    while (!rc && (r = pread(fd, chunk, sizeof(chunk), off)) > 0) {
+        rc = gpc_buf_add(out, chunk, (size_t)r, e);
+        off += r;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* The name of a regular file's line of list_workdir, else NULL. */
+static const char *listed_file(const char *l, unsigned long long *size)
+{
+    char perms[16], day[16], tod[16];
+    int name_at = 0;
+    if (l[0] == '-' && sscanf(l, "%15s %llu %15s %15s %n", perms, size, day, tod, &name_at) == 4 &&
+        name_at > 0)
+        return l + name_at;
+    return NULL;
+}
+
+int gpc_lc_workdir_digest(const char *workdir, char hex[65], gpc_error *err)
+{
+    hex[0] = '\0';
+    gpc_buf out, lines;
+    gpc_buf_init(&out, 64u << 20);
+    gpc_buf_init(&lines, 256u << 20);
+    int rc = list_workdir(workdir, &out, err);
+    for (char *l = out.data; !rc && l && *l;) {
+        char *eol = strchr(l, '\n');
+        if (eol)
+            *eol = '\0';
+        unsigned long long size;
+        const char *name = listed_file(l, &size);
+        char path[PATH_MAX], h[65];
+        if (name && snprintf(path, sizeof(path), "%s/%s", workdir, name) >= (int)sizeof(path))
+            rc = gpc_fail(err, GPC_ERR_IO, "%s/%s: path too long", workdir, name);
+        else if (name)
+            rc = gpc_store_file_sha256(path, h, err);
+        if (!rc && name)
+            rc = gpc_buf_addf(&lines, err, "%s\t%llu\t%s\n", name, size, h);
+        l = eol ? eol + 1 : NULL;
+    }
+    if (!rc)
+        gpc_sha256_hex(lines.data ? lines.data : "", lines.len, hex);
+    gpc_buf_free(&out);
+    gpc_buf_free(&lines);
+    return rc;
+}
+
+/*
  * Warn when what the workdir sends (its files less the ignored ones, as
  * `rsync --list-only` with the same filters lists them) is larger than
  * $GPUCTL_WORKDIR_WARN_MB MiB (default 100; 0 = never), naming its three
@@ -382,39 +473,10 @@ static void size_warning(gpc_session *s, const char *workdir)
         return;
     gpc_error e;
     gpc_error_clear(&e);
-    gpc_argv a = {0};
-    const char *fixed[] = {"rsync", "-a", "--list-only", "--no-human-readable",
-                           "--filter=:- .gitignore", "--filter=:- .gpuctlignore"};
-    int rc = 0, fd = -1;
-    for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
-        rc = gpc_argv_add(&a, fixed[i], &e);
-    if (!rc)
-        rc = gpc_argv_addf(&a, &e, "%s/", workdir);
-    pid_t pid = 0;
-    if (!rc)
-        rc = mem_file("gpuctl-list", &fd, &e);
-    if (!rc)
-        rc = spawn(a.v, -1, fd, &pid, &e);
-    gpc_argv_reset(&a);
-    int status = 0;
-    if (!rc)
-        reap(pid, &status);
     gpc_buf out;
     gpc_buf_init(&out, 64u << 20);
-    if (!rc && !status) {
-        /* read it all: the listing may be long */
-        char chunk[65536];
-        off_t off = 0;
-        ssize_t r;
-        while ((r = pread(fd, chunk, sizeof(chunk), off)) > 0 && !gpc_buf_add(&out, chunk,
-                                                                             (size_t)r, NULL))
-            off += r;
-    }
-    if (fd >= 0)
-        close(fd);
-    if (rc || status) {
-        gpc_debug(s->log, "deliver: listing %s for its size: %s", workdir,
-                  rc ? e.msg : "rsync --list-only failed");
+    if (list_workdir(workdir, &out, &e)) {
+        gpc_debug(s->log, "deliver: listing %s for its size: %s", workdir, e.msg);
         gpc_buf_free(&out);
         return;
     }
@@ -426,13 +488,10 @@ static void size_warning(gpc_session *s, const char *workdir)
         char *eol = strchr(l, '\n');
         if (eol)
             *eol = '\0';
-        char perms[16], day[16], tod[16];
         unsigned long long size;
-        int name_at = 0;
-        if (l[0] == '-' &&
-            sscanf(l, "%15s %llu %15s %15s %n", perms, &size, day, tod, &name_at) == 4 &&
-            name_at > 0) {
-            const char *name = l + name_at, *slash = strchr(name, '/');
+        const char *name = listed_file(l, &size);
+        if (name) {
+            const char *slash = strchr(name, '/');
             size_t tl = slash ? (size_t)(slash - name) : strlen(name);
             total += size;
             size_t k = 0;
@@ -491,7 +550,11 @@ int gpc_lc_deliver(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec 
     memset(&r, 0, sizeof(r));
     int opened = 0;
     for (size_t i = 0; !rc && i < n; i++) {
-        if (!have[i] || ns[i].phase != GPC_PHASE_RUNNING || !nodes[i].provider_id[0])
+        /* running, or up between jobs (lifecycle.idle_timeout) */
+        int up = ns[i].phase == GPC_PHASE_RUNNING ||
+                 (!nodes[i].ended_at &&
+                  (ns[i].phase == GPC_PHASE_SUCCEEDED || ns[i].phase == GPC_PHASE_FAILED));
+        if (!have[i] || !up || !nodes[i].provider_id[0])
             continue;
         if (!opened) {
             opened = 1;

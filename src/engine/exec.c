@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/render.h"
 #include "gpuctl/shell.h"
+#include "gpuctl/spec.h"
 #include "gpuctl/util.h"
 #include "lifecycle.h"
 
@@ -37,6 +39,17 @@ static const char runner_cmd[] =
     "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "
     "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "
     "exec $s env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" -";
+
+/* The same, started in the background (gpc_job_def.detach): the job file
+ * is kept as jobs/.sent.PID, which the runner takes (and removes), in a
+ * session of its own that outlives the shell; its output goes to node.log
+ * only. */
+static const char runner_bg_cmd[] =
+    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "
+    "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; f=\"$h/jobs/.sent.$$\"; "
+    "$s mkdir -p \"$h/jobs\" && $s sh -c 'umask 077 && cat > \"$1\"' sh \"$f\" && "
+    "{ $s setsid env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" \"$f\" "
+    "</dev/null >/dev/null 2>&1 & } && echo \"gpuctl: job started\"";
 
 typedef struct exec_node {
     uint32_t rank;
@@ -92,18 +105,21 @@ static int spawn(char **argv, const char *in, size_t in_len, exec_node *n, gpc_e
     return 0;
 }
 
-/* Print the whole lines of what node n sent, keep the rest. */
+/* Print the whole lines of what node n sent (prefix: 1 "[node N] ", 0
+ * none, -1 print nothing), keep the rest. */
 static void lines(gpc_session *s, exec_node *n, const char *data, size_t len, int prefix)
 {
     for (size_t i = 0; i < len; i++) {
         if (data[i] == '\n') {
-            if (prefix)
+            if (prefix > 0)
                 gpc_outputf(s->log, "[node %u] %s\n", n->rank, gpc_buf_str(&n->partial));
-            else
+            else if (prefix == 0)
                 gpc_outputf(s->log, "%s\n", gpc_buf_str(&n->partial));
             gpc_buf_reset(&n->partial);
         } else if (gpc_buf_add(&n->partial, data + i, 1, NULL) != 0) {
-            gpc_log_flush(n->rank, prefix, &n->partial, s->log);
+            if (prefix >= 0)
+                gpc_log_flush(n->rank, prefix, &n->partial, s->log);
+            gpc_buf_reset(&n->partial);
         }
     }
 }
@@ -145,7 +161,8 @@ static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
         if (nodes[i].out >= 0)
             close(nodes[i].out);
         nodes[i].out = -1;
-        gpc_log_flush(nodes[i].rank, prefix, &nodes[i].partial, s->log);
+        if (prefix >= 0)
+            gpc_log_flush(nodes[i].rank, prefix, &nodes[i].partial, s->log);
         int st = 0;
         pid_t w;
         do
@@ -160,8 +177,38 @@ static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
     }
 }
 
-int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_job_def *job, int *status,
-                     gpc_error *err)
+/*
+ * Nodes that do not see this machine's files (deliver.c) get the spec's
+ * workdir and secrets again: `spec`, or the one the cluster was applied
+ * with (its canonical JSON, paths resolved from the spec file's directory).
+ * Each node's side waits for the job running there to end first.
+ */
+static int redeliver(gpc_session *s, gpc_cluster_rec *c, const gpc_spec *spec, gpc_error *err)
+{
+    gpc_spec *own = NULL;
+    int rc = 0;
+    if (!spec) {
+        char dir[PATH_MAX] = ".";
+        const char *p = c->spec_path;
+        const char *sl = p[0] ? strrchr(p, '/') : NULL;
+        if (sl)
+            snprintf(dir, sizeof(dir), "%.*s", sl == p ? 1 : (int)(sl - p), p);
+        rc = gpc_spec_load_string(p[0] ? p : c->name, dir, c->spec_json, strlen(c->spec_json),
+                                  &own, err);
+        spec = own;
+    }
+    gpc_open_provider op;
+    if (!rc)
+        rc = gpc_session_provider(s, c->provider, &op, err);
+    int delivers = 0;
+    if (!rc)
+        rc = gpc_deliver_nodes(s, &op, c, spec, &delivers, err);
+    gpc_spec_free(own);
+    return rc;
+}
+
+int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
+                     const gpc_job_def *job, int *status, gpc_error *err)
 {
     *status = 0;
     gpc_cluster_rec c;
@@ -183,14 +230,9 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_job_def *job, i
     if (!rc)
         rc = gpc_render_job(&j, &file, err);
 
-    /*
-     * WORKDIR RE-SYNC (call point): a provider whose nodes do not share
-     * this machine's files (aws) gets the spec's workdir synchronised to
-     * every node here, before the job is sent; local and slurm nodes read
-     * the workdir where it is, so there is nothing to do for them.  The
-     * engine function that syncs (branch `deliver`) is called here when
-     * it is merged.
-     */
+    /* the workdir and secrets again, before the job is sent */
+    if (!rc)
+        rc = redeliver(s, &c, spec, err);
 
     size_t n = c.nodes;
     if (!rc && n > 1024)
@@ -201,7 +243,7 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_job_def *job, i
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     char **argvs[1024];
     size_t n_argv = 0;
-    const char *cmd[] = {runner_cmd};
+    const char *cmd[] = {j.detach ? runner_bg_cmd : runner_cmd};
     /* first every node's command (each asks the provider), then start all */
     for (uint32_t r = 0; !rc && r < n; r++) {
         rc = gpc_lc_shell(s, name, r, cmd, 1, 0, 1, &argvs[r], err);
@@ -221,7 +263,7 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_job_def *job, i
     if (started) {
         gpc_info(s->log, "job %s on %zu node%s of cluster %s", j.id, started,
                  started == 1 ? "" : "s", name);
-        pump(s, nodes, started, n > 1);
+        pump(s, nodes, started, j.quiet ? -1 : n > 1);
     }
     signal(SIGPIPE, old_pipe);
     for (size_t i = 0; i < started; i++)

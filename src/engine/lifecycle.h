@@ -210,6 +210,47 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
 int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
                              gpc_cluster_rec *c, gpc_error *err);
 
+/* ---- rerun.c ----------------------------------------------------------- */
+
+/*
+ * Record in the cluster's events that job `job_id` runs with spec
+ * `spec_hash` and workdir digest `workdir_digest` (gpc_lc_workdir_digest;
+ * NULL or "" = none): what the next apply compares with.  Errors: the
+ * state's.
+ */
+int gpc_lc_job_record(gpc_session *s, int64_t cluster_id, const char *job_id,
+                      const char *spec_hash, const char *workdir_digest, gpc_error *err);
+
+/* The digest of spec's workdir (gpc_lc_workdir_digest) into hex, "none"
+ * when it has none or none could be made (then GPC_ERR_IO, logged). */
+int gpc_lc_spec_workdir_digest(gpc_session *s, const gpc_spec *spec, char hex[65]);
+
+/*
+ * `plan` of `spec` for live cluster `c`, which has `missing` nodes still to
+ * create: a change of the cluster's shape is refused with the diff
+ * (GPC_ERR_USAGE); a change of only its job (the job's fields, the
+ * workdir's files since the latest recorded job) sets out->action to
+ * GPC_PLAN_RERUN and out->rerun to what changed, or is refused while nodes
+ * are missing; no change leaves *out as it is.  Errors: the state's, the
+ * above.
+ */
+int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                         uint32_t missing, gpc_plan *out, gpc_error *err);
+
+/*
+ * Re-run `spec`'s job on the live nodes of `c` (apply of a plan
+ * GPC_PLAN_RERUN): the cluster's spec becomes `spec` (spec_path: its file),
+ * a "job" event records it, then gpc_cluster_exec runs it with the new
+ * workdir and secrets, queued after a running job: attached with `wait`
+ * (*status: the job's exit status; the nodes' output printed with
+ * `stream`), else started in the background on every node.  job_id receives the new job's id ("r" + 12 hex digits).  A
+ * job that could not start leaves the old spec recorded.  Errors:
+ * gpc_cluster_exec's, the state's.
+ */
+int gpc_lc_rerun(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                 const gpc_cluster_rec *c, int wait, int stream, int *status,
+                 char job_id[16], gpc_error *err);
+
 /* ---- deliver.c --------------------------------------------------------- */
 
 /*
@@ -240,6 +281,14 @@ int gpc_lc_deliver(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec 
  * that is not a directory, a secret that cannot be read). */
 int gpc_deliver_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
                       const gpc_spec *spec, int *delivers, gpc_error *err);
+
+/*
+ * The content digest of `workdir` as the delivery sends it (rsync
+ * --list-only with its filters): the hex SHA-256 of one line "PATH\tSIZE\t
+ * SHA256" per regular file, in rsync's order.  Errors: GPC_ERR_IO (rsync
+ * missing or failing, a file unreadable), GPC_ERR_NOMEM.
+ */
+int gpc_lc_workdir_digest(const char *workdir, char hex[65], gpc_error *err);
 
 /* gpc_lc_deliver with what gpc_apply holds in the session (s->deliver,
  * s->deliver_workdir, s->secrets); 0 and nothing done when s->deliver is

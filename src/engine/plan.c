@@ -15,6 +15,7 @@
 #include "gpuctl/util.h"
 #include "gpuctl/data.h"
 #include "gpuctl/plan.h"
+#include "lifecycle.h"
 
 #define PLAN_KIND "plan"
 #define PLAN_FORMAT 1          /* bumped when an older gpuctl could misread it */
@@ -477,7 +478,15 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
                            size_t n_nodes)
 {
     cJSON *a = cJSON_CreateArray();
-    if (p->action == GPC_PLAN_NONE || !p->n_offers)
+    cJSON *job = p->action == GPC_PLAN_RERUN ? cJSON_CreateObject() : NULL;
+    if (job) {
+        cJSON_AddStringToObject(job, "action", "rerun");
+        cJSON_AddStringToObject(job, "resource", "job");
+        cJSON_AddStringToObject(job, "name", spec->name);
+        cJSON_AddStringToObject(job, "changed", p->rerun);
+        cJSON_AddItemToArray(a, job);
+    }
+    if (p->action == GPC_PLAN_NONE || p->action == GPC_PLAN_RERUN || !p->n_offers)
         return a;
     const gpc_plan_offer *o = &p->offers[0];
     if (p->action == GPC_PLAN_CREATE) {
@@ -523,6 +532,7 @@ static const char *action_name(gpc_plan_action a)
     case GPC_PLAN_NONE: return "none";
     case GPC_PLAN_CREATE: return "create";
     case GPC_PLAN_RESUME: return "resume";
+    case GPC_PLAN_RERUN: return "rerun";
     }
     return "none";
 }
@@ -577,6 +587,8 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
     cJSON_AddStringToObject(rq, "head_policy", gpc_spot_policy_name(q->head));
 
     cJSON_AddStringToObject(d, "action", action_name(p->action));
+    if (p->action == GPC_PLAN_RERUN)
+        cJSON_AddStringToObject(d, "rerun", p->rerun);
     cJSON_AddBoolToObject(d, "changes_pending", p->action != GPC_PLAN_NONE);
     cJSON_AddItemToObject(d, "changes", changes_json(spec, p, nodes, n_nodes));
 
@@ -664,31 +676,18 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
     if (!out->cluster_exists && nf.code != GPC_ERR_NOT_FOUND)
         return gpc_fail(err, nf.code, "%s", nf.msg);
     if (out->cluster_exists) {
-        if (strcmp(c.spec_hash, out->spec_hash) != 0) {
-            /* what changed; only the job: exec runs it on the same nodes */
-            gpc_buf d;
-            gpc_buf_init(&d, 768);
-            int job_only = 0;
-            if (gpc_spec_diff_summary(c.spec_json, spec, &d, &job_only, NULL))
-                job_only = 0;
-            char hint[512] = "";
-            if (job_only)
-                snprintf(hint, sizeof(hint), "only its job changed: gpuctl exec %s -f %s runs "
-                         "it on the same nodes; or ", c.name,
-                         po && po->spec_path ? po->spec_path : "FILE");
-            rc = gpc_fail(err, GPC_ERR_USAGE,
-                          "cluster '%s' exists with a different spec (applied %.12s, now "
-                          "%.12s; changed: %s); %sdestroy it first: gpuctl destroy %s",
-                          c.name, c.spec_hash, out->spec_hash, d.len ? gpc_buf_str(&d) : "?",
-                          hint, c.name);
-            gpc_buf_free(&d);
-            gpc_cluster_rec_free(&c);
-            return rc;
-        }
         rc = gpc_node_list(s->st, c.id, 0, &nodes, &n_nodes, err);
         for (size_t i = 0; !rc && i < n_nodes; i++)
             out->n_create += !nodes[i].provider_id[0];
         out->action = out->n_create ? GPC_PLAN_RESUME : GPC_PLAN_NONE;
+        /* its shape must stay; its job may change (rerun.c) */
+        if (!rc)
+            rc = gpc_lc_plan_existing(s, spec, &c, out->n_create, out, err);
+        if (rc) {
+            gpc_node_list_free(nodes, n_nodes);
+            gpc_cluster_rec_free(&c);
+            return rc;
+        }
     } else {
         out->action = GPC_PLAN_CREATE;
         out->n_create = spec->nodes;
@@ -765,7 +764,7 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
                  gpc_provider_names(), n_missing > 1 ? "their" : "its");
         cJSON_AddItemToArray(own.notes, cJSON_CreateString(note));
     }
-    if (!rc && sel.n_fit == 0 && out->action != GPC_PLAN_NONE) {
+    if (!rc && sel.n_fit == 0 && out->action != GPC_PLAN_NONE && out->action != GPC_PLAN_RERUN) {
         /* Say why, including what a provider said of its own offers. */
         gpc_error e;
         gpc_error_clear(&e);
@@ -1232,6 +1231,10 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
         out->action = GPC_PLAN_RESUME;
     else if (strcmp(action, "none") == 0)
         out->action = GPC_PLAN_NONE;
+    else if (strcmp(action, "rerun") == 0 && gpc_json_str(d, "rerun")) {
+        out->action = GPC_PLAN_RERUN;
+        snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_json_str(d, "rerun"));
+    }
     else {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: unknown plan action '%.32s'; make the plan again",
                       path, action);

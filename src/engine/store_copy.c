@@ -108,6 +108,11 @@ static int sha256_path(const char *path, char hex[65], gpc_error *err)
     return rc;
 }
 
+int gpc_store_file_sha256(const char *path, char hex[65], gpc_error *err)
+{
+    return sha256_path(path, hex, err);
+}
+
 static int write_all(int fd, const unsigned char *p, size_t n)
 {
     while (n) {

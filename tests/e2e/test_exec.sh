@@ -10,8 +10,8 @@
 # - the same nodes run it (no new node directory, the bootstrap's pid the
 #   same), with a rendezvous id of its own;
 # - -f with a spec whose shape differs is refused, pointing at apply;
-# - plan of a changed spec lists the changed fields (a shape field as
-#   old -> new) and, when only the job changed, points at exec.
+# - plan of a changed spec: only the job's fields, a job to run again;
+#   a shape field, refused with the diff (old -> new).
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work"
 cd "$T/work"
@@ -83,17 +83,17 @@ run_rc rc g exec ex -f ex2.yaml > "$T/exec4.txt" 2>&1
 expect_eq "exec -f with only the job changed runs it" 0 "$rc"
 expect_match "with the spec's new env" '^\[node 1\] (\[default0\]:)?from-spec 1 baz$' "$(cat "$T/exec4.txt")"
 
-# 4. plan of a changed spec names what changed: only the job (exec runs
-# it), or the cluster's shape (old -> new)
+# 4. plan of a changed spec: only the job (apply runs it again on the same
+# nodes), or the cluster's shape (old -> new, refused)
 run_rc rc g plan -f ex2.yaml > "$T/plan2.txt" 2>&1
-expect_eq "plan of a job change: exit 3 (apply does not re-run yet)" 3 "$rc"
-expect_match "it lists the job's fields and points at exec" \
-    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: env, run\.command\); only its job changed: gpuctl exec ex -f ex2\.yaml runs it on the same nodes; or destroy it first: gpuctl destroy ex\$" \
+expect_eq "plan of a job change: exit 0" 0 "$rc"
+expect_match "it shows the job running again and what changed" \
+    "^  ~ job of cluster 'ex': runs again on the same nodes, after the job running there \(changed: env, run\.command\)\$" \
     "$(cat "$T/plan2.txt")"
 run_rc rc g plan -f ex3.yaml > "$T/plan3.txt" 2>&1
 expect_eq "plan of a node-count change: exit 3" 3 "$rc"
 expect_match "it shows the diff" \
-    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\); destroy it first: gpuctl destroy ex\$" \
+    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\): its nodes would have to be replaced, which apply does not do; destroy it first: gpuctl destroy ex\$" \
     "$(cat "$T/plan3.txt")"
 
 # 5. usage

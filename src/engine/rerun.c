@@ -1,0 +1,177 @@
+/*
+ * rerun.c - a spec applied again to a live cluster: what changed since the
+ * cluster's latest job, and whether `plan` and `apply` re-run the job on
+ * the same nodes or refuse.
+ *
+ * A job is what spec_diff.c calls the job's fields (env, secrets, setup,
+ * run.command) plus the contents of the workdir: the files the delivery
+ * would send (.gitignore and .gpuctlignore applied), by path, size and
+ * SHA-256, so that an edit of a file re-runs and a `touch` or a file the
+ * job writes under an ignored directory does not.  Every job a cluster
+ * runs (its first, each re-run, each `gpuctl exec -f`) leaves a "job"
+ * event with the spec hash and the workdir digest it ran with; the latest
+ * one is what a new apply compares with.
+ *
+ * Everything else of the spec is the cluster's shape: a change there is
+ * refused with the diff (old -> new), as the nodes would have to be
+ * replaced.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/plan.h"
+#include "gpuctl/render.h"
+#include "gpuctl/spec.h"
+#include "gpuctl/util.h"
+#include "lifecycle.h"
+
+/* The event message of a job: its id, the spec hash, the workdir digest
+ * ("none": no workdir, or none could be made). */
+#define JOB_FMT "job %s: spec %s, workdir %s"
+#define WORKDIR_AT ", workdir "
+
+int gpc_lc_job_record(gpc_session *s, int64_t cluster_id, const char *job_id,
+                      const char *spec_hash, const char *workdir_digest, gpc_error *err)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg), JOB_FMT, job_id, spec_hash,
+             workdir_digest && *workdir_digest ? workdir_digest : "none");
+    return gpc_event_add(s->st, cluster_id, -1, "job", msg, err);
+}
+
+/* The workdir digest the cluster's latest job recorded: 64 hex digits,
+ * "none", or "" when no job was recorded (a cluster an older gpuctl made). */
+static int recorded_workdir(gpc_session *s, int64_t cluster_id, char out[65], gpc_error *err)
+{
+    out[0] = '\0';
+    gpc_event_rec *ev = NULL;
+    size_t n = 0;
+    int rc = gpc_event_list(s->st, cluster_id, &ev, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *at = strcmp(ev[i].kind, "job") == 0 ? strstr(ev[i].message, WORKDIR_AT)
+                                                        : NULL;
+        if (at && strlen(at + strlen(WORKDIR_AT)) <= 64)
+            snprintf(out, 65, "%s", at + strlen(WORKDIR_AT)); /* the last one wins */
+    }
+    gpc_event_list_free(ev, n);
+    return rc;
+}
+
+int gpc_lc_spec_workdir_digest(gpc_session *s, const gpc_spec *spec, char hex[65])
+{
+    snprintf(hex, 65, "none");
+    if (!spec->workdir)
+        return 0;
+    char *wd = NULL;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_spec_path(spec, spec->workdir, &wd, &e);
+    if (!rc)
+        rc = gpc_lc_workdir_digest(wd, hex, &e);
+    if (rc) {
+        /* the checks before apply say what is wrong with the directory */
+        gpc_debug(s->log, "workdir digest: %s", e.msg);
+        snprintf(hex, 65, "none");
+    }
+    free(wd);
+    return rc;
+}
+
+int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c, uint32_t missing, gpc_plan *out,
+                         gpc_error *err)
+{
+    gpc_buf d;
+    gpc_buf_init(&d, 1024);
+    int job_only = 0, rc = 0;
+    int spec_changed = strcmp(c->spec_hash, out->spec_hash) != 0;
+    if (spec_changed && gpc_spec_diff_summary(c->spec_json, spec, &d, &job_only, NULL))
+        job_only = 0;
+    if (spec_changed && !job_only) {
+        rc = gpc_fail(err, GPC_ERR_USAGE,
+                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s; "
+                      "changed: %s): its nodes would have to be replaced, which apply does not "
+                      "do; destroy it first: gpuctl destroy %s",
+                      c->name, c->spec_hash, out->spec_hash, d.len ? gpc_buf_str(&d) : "?",
+                      c->name);
+        gpc_buf_free(&d);
+        return rc;
+    }
+    /* the workdir's files, when the cluster's latest job recorded them */
+    char was[65], now[65];
+    rc = recorded_workdir(s, c->id, was, err);
+    int wd_changed = 0;
+    if (!rc && was[0]) {
+        gpc_lc_spec_workdir_digest(s, spec, now);
+        wd_changed = strcmp(was, now) != 0;
+    }
+    if (!rc && wd_changed)
+        rc = gpc_buf_addf(&d, err, "%sworkdir (its files)", d.len ? ", " : "");
+    if (!rc && (spec_changed || wd_changed)) {
+        if (missing)
+            rc = gpc_fail(err, GPC_ERR_USAGE,
+                          "cluster '%s' has %u node%s still to create and its job changed "
+                          "(%s): apply the spec it was applied with first, then this one; or "
+                          "destroy it: gpuctl destroy %s",
+                          c->name, missing, missing == 1 ? "" : "s", gpc_buf_str(&d), c->name);
+        else {
+            out->action = GPC_PLAN_RERUN;
+            snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_buf_str(&d));
+        }
+    }
+    gpc_buf_free(&d);
+    return rc;
+}
+
+int gpc_lc_rerun(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                 const gpc_cluster_rec *c, int wait, int stream, int *status,
+                 char job_id[16], gpc_error *err)
+{
+    *status = 0;
+    char rnd[33], hash[65], wd[65], was[65] = "";
+    int rc = gpc_random_hex(rnd, err);
+    snprintf(job_id, 16, "r%.12s", rnd);
+    if (!rc)
+        rc = gpc_spec_hash(spec, hash, err);
+    gpc_lc_spec_workdir_digest(s, spec, wd);
+    cJSON *j = rc ? NULL : gpc_spec_to_json(spec);
+    char *json = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    char *path = !rc && spec_path ? realpath(spec_path, NULL) : NULL;
+    if (!rc && !json)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = recorded_workdir(s, c->id, was, err);
+    /* the new spec is the cluster's from now on (an apply meanwhile finds
+     * nothing to re-run); the old one again when the job could not start */
+    int recorded = 0;
+    if (!rc) {
+        gpc_cluster_rec upd = *c;
+        upd.spec_hash = hash;
+        upd.spec_json = json;
+        upd.spec_path = path ? path : c->spec_path;
+        rc = gpc_cluster_update(s->st, &upd, err);
+        recorded = !rc;
+        if (!rc)
+            rc = gpc_lc_job_record(s, c->id, job_id, hash, wd, err);
+    }
+    gpc_job_def job = {.id = job_id, .setup = spec->setup, .run = spec->run.command,
+                       .env = spec->env, .n_env = spec->n_env, .with_env = 1,
+                       .detach = !wait, .quiet = !stream};
+    if (!rc)
+        rc = gpc_cluster_exec(s, c->name, spec, &job, status, err);
+    if (rc && recorded) {
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (gpc_cluster_update(s->st, c, &e) ||
+            gpc_lc_job_record(s, c->id, "-", c->spec_hash, was[0] ? was : "none", &e))
+            gpc_warn(s->log, "cluster %s: the spec it had could not be recorded again: %s",
+                     c->name, e.msg);
+    }
+    free(json);
+    free(path);
+    return rc;
+}

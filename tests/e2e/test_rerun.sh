@@ -1,0 +1,98 @@
+#!/bin/bash
+# apply of a changed spec to a live cluster (local provider, 2 nodes kept
+# up by lifecycle.idle_timeout):
+# - nothing changed, a file only touched, a file the job wrote under an
+#   ignored directory: unchanged (the workdir counts by content, with the
+#   delivery's .gitignore);
+# - a changed file of the workdir: plan says the job runs again (exit 2 with
+#   --detailed-exitcode), apply --wait runs it on the same nodes (same
+#   bootstrap process, no new node directory) with the new code;
+# - a changed run.command: the same, and its exit status 3 is apply's 10;
+# - without --wait: started on the nodes, apply returns;
+# - a changed node count: refused with the diff, nothing runs;
+# - --dry-run says what would run and changes nothing.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$T/work/code/out"
+cd "$T/work"
+printf 'print("v1")\n' > code/a.py
+printf 'out/\n' > code/.gitignore
+cat > rr.yaml <<'SPEC'
+name: rr
+provider: local
+nodes: 2
+resources:
+  cpus: 1+
+workdir: ./code
+lifecycle:
+  idle_timeout: 300s
+run:
+  command: python3 a.py; echo "$GPUCTL_JOB_ID" >> "out/jobs-$RANK"
+  nproc_per_node: 1
+SPEC
+
+action() { g -o json plan -f "${1:-rr.yaml}" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["action"], d.get("rerun", "-"))'; }
+
+run_rc rc g -y apply -f rr.yaml --wait > "$T/a1.txt" 2>&1
+expect_eq "the first apply runs the job" 0 "$rc"
+h0=$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-0-*')
+pid0=$(cat "$h0/pid")
+expect_eq "job 1 ran on both nodes" "1|1" "$(cat code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
+
+# 1. nothing that counts changed
+expect_eq "no change: plan has nothing to do" "none -" "$(action)"
+touch code/a.py
+expect_eq "a file only touched: nothing to do" "none -" "$(action)"
+run_rc rc g -y apply -f rr.yaml > "$T/a2.txt" 2>&1
+expect_eq "apply with nothing changed: exit 0" 0 "$rc"
+expect_match "it says so" '^cluster rr: unchanged \(succeeded\)$' "$(cat "$T/a2.txt")"
+
+# 2. the code changed: the job runs again on the same nodes
+printf 'print("v2")\n' > code/a.py
+expect_eq "a changed file: the job runs again" "rerun workdir (its files)" "$(action)"
+run_rc rc g plan -f rr.yaml --detailed-exitcode > "$T/p3.txt" 2>&1
+expect_eq "plan --detailed-exitcode: 2 (changes)" 2 "$rc"
+expect_match "plan shows it" "^  ~ job of cluster 'rr': runs again on the same nodes, after the job running there \(changed: workdir \(its files\)\)$" "$(cat "$T/p3.txt")"
+expect_match "and counts it" '^Plan: 0 to create \(0 cluster, 0 nodes\), 1 job to run again\.$' "$(cat "$T/p3.txt")"
+run_rc rc g -y apply -f rr.yaml --dry-run > "$T/d3.txt" 2>&1
+expect_match "--dry-run says what would run" '^cluster rr: would run its job again on the same nodes \(changed: workdir \(its files\)\) \(dry run, nothing changed\)$' "$(cat "$T/d3.txt")"
+expect_eq "and runs nothing" "1" "$(cat code/out/jobs-0)"
+run_rc rc g -y apply -f rr.yaml --wait > "$T/a3.txt" 2>&1
+expect_eq "apply --wait of the change: exit 0" 0 "$rc"
+out=$(cat "$T/a3.txt")
+expect_match "the nodes ran the new code" '^\[node 1\] (\[default0\]:)?v2$' "$out"
+expect_match "apply names the job and what changed" '^cluster rr: job r[0-9a-f]{12} ran on the same nodes \(changed: workdir \(its files\)\)$' "$out"
+job2=$(sed -n 's/^cluster rr: job \(r[0-9a-f]*\) ran .*/\1/p' "$T/a3.txt")
+expect_eq "each node ran it once more" "1 $job2|1 $job2" "$(paste -sd' ' code/out/jobs-0)|$(paste -sd' ' code/out/jobs-1)"
+expect_eq "on the same node process" "$pid0" "$(cat "$h0/pid")"
+expect_eq "no new node directory" 2 "$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-*' | wc -l)"
+expect_eq "then nothing to do" "none -" "$(action)"
+
+# 3. the run command changed, and fails: apply's exit status is the job's
+sed -e 's/^  command: .*/  command: echo "$GPUCTL_JOB_ID" >> "out\/jobs-$RANK"; exit 3/' rr.yaml > rr3.yaml
+expect_eq "run.command changed: the job runs again" "rerun run.command" "$(action rr3.yaml)"
+run_rc rc g -y -o json apply -f rr3.yaml --wait > "$T/a4.json" 2> "$T/a4.err"
+expect_eq "a re-run that exits 3: apply exits 10 (job_failed)" 10 "$rc"
+check_schema "$T/a4.json" apply
+expect_match "apply -o json names the re-run" '^run.command r[0-9a-f]{12} 3$' \
+    "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["rerun"]["changed"], d["rerun"]["job"], d["exit_code"])' "$T/a4.json")"
+
+# 4. without --wait: started, apply returns
+sed -e 's/^  command: .*/  command: sleep 1; echo "$GPUCTL_JOB_ID" >> "out\/jobs-$RANK"/' rr.yaml > rr4.yaml
+run_rc rc g -y apply -f rr4.yaml > "$T/a5.txt" 2>&1
+expect_eq "apply of a job change without --wait: exit 0" 0 "$rc"
+expect_match "it says the job started" '^cluster rr: job r[0-9a-f]{12} started on the same nodes \(changed: run\.command\); gpuctl logs -f follows it$' "$(cat "$T/a5.txt")"
+job4=$(sed -n 's/^cluster rr: job \(r[0-9a-f]*\) started .*/\1/p' "$T/a5.txt")
+for _ in $(seq 120); do [ "$(tail -n1 code/out/jobs-1 2>/dev/null)" = "$job4" ] && break; sleep 0.5; done
+expect_eq "both nodes ran it" "$job4|$job4" "$(tail -qn1 code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
+expect_eq "the job file handed over is gone" "" "$(find "$h0/jobs" -name '.sent.*')"
+
+# 5. the cluster's shape changed: refused, nothing runs
+sed -e 's/^nodes: 2/nodes: 3/' rr4.yaml > rr5.yaml
+n_before=$(wc -l < code/out/jobs-0)
+run_rc rc g -y apply -f rr5.yaml > "$T/a6.txt" 2>&1
+expect_eq "a node-count change: exit 3" 3 "$rc"
+expect_match "refused with the diff" "^gpuctl: error: cluster 'rr' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\): its nodes would have to be replaced, which apply does not do; destroy it first: gpuctl destroy rr$" "$(cat "$T/a6.txt")"
+expect_eq "nothing ran" "$n_before" "$(wc -l < code/out/jobs-0)"
+
+g -y destroy rr > /dev/null
+finish
