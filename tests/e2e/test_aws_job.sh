@@ -11,7 +11,11 @@
 #     streamed logs show both nodes, the checkpoints are in the bucket;
 #     `logs -f` followed both nodes to the job's exit status 0;
 #  2. destroy, then apply again: the new nodes (new instance ids, new role)
-#     resume from the checkpoint in the bucket ("resumed from epoch 20").
+#     resume from the checkpoint in the bucket ("resumed from epoch 20"),
+#     and stay up after their job (lifecycle.idle_timeout);
+#  3. a change of the code: apply --wait runs the job again on the same
+#     instances, the changed file the only one sent; `gpuctl exec` runs a
+#     command there with the rendezvous wiring.
 # This is the one full training run of the aws tests (docs/testing.md).
 # Needs root, namespaces, sshd, rsync, the AWS CLI and /usr/bin/python3 with
 # torch and sklearn (else skipped, exit 77).
@@ -124,13 +128,42 @@ import json, sys
 print(" ".join(sorted(i["state"] for i in json.load(sys.stdin)["instances"])))')"
 
 # ---- 2. destroy, apply again: resumed from the bucket ----------------------------
+# (the nodes now stay up after their job: lifecycle.idle_timeout)
 cleanup_extra
 run_rc rc g -y destroy qs > /dev/null 2> "$T/destroy.err"
 expect_eq "destroy" 0 "$rc"
-run_rc rc g -y apply -f job.yaml --wait --timeout 900 > "$T/apply2.out" 2> "$T/apply2.err"
+sed -e 's/^checkpoint_dir: .*/&\nlifecycle:\n  idle_timeout: 900s/' job.yaml > job2.yaml
+run_rc rc g -y apply -f job2.yaml > "$T/apply2.out" 2> "$T/apply2.err"
 expect_eq "apply again: exit 0" 0 "$rc"
+run_rc rc g logs qs -f > "$T/follow2.out" 2>&1
+expect_eq "logs -f: the job ended with exit status 0" 0 "$rc"
 expect_match "the new nodes resumed from the checkpoint in the bucket" "resumed from epoch 20" \
-    "$(cat "$T/apply2.out" "$T/apply2.err")"
+    "$(cat "$T/follow2.out")"
+ids() { fake "$EC2/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(sorted(i["id"] + ":" + i["state"] for i in json.load(sys.stdin)["instances"] if i["state"] != "terminated")))'; }
+ids2=$(ids)
+expect_match "two nodes stay up after their job" '^i-[0-9a-f]+:running i-[0-9a-f]+:running$' "$ids2"
+
+# ---- 3. a code change: apply runs the job again on the same nodes -------------
+printf '# v2: a change of the code\n' >> train_ddp.py
+expect_eq "plan: the job runs again, as the workdir's files changed" "rerun workdir (its files)" \
+    "$(g -o json plan -f job2.yaml | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["action"], d.get("rerun"))')"
+run_rc rc g -y apply -f job2.yaml --wait > "$T/apply3.out" 2> "$T/apply3.err"
+expect_eq "apply --wait of the change: exit 0" 0 "$rc"
+[ "$rc" = 0 ] || tail -30 "$T/apply3.err"
+expect_match "only the changed file moved, to each node" \
+    '^workdir: 1 file, [0-9.]+ KiB sent to node 0\|workdir: 1 file, [0-9.]+ KiB sent to node 1$' \
+    "$(grep '^workdir:' "$T/apply3.err" | sort | paste -sd'|')"
+expect_match "the job ran again on the nodes, from the checkpoint on their disk" \
+    '^\[node 0\] .*resumed from epoch 20' "$(cat "$T/apply3.out")"
+expect_match "apply names the job" '^cluster qs: job r[0-9a-f]{12} ran on the same nodes \(changed: workdir \(its files\)\)$' \
+    "$(cat "$T/apply3.out")"
+expect_eq "on the same instances" "$ids2" "$(ids)"
+run_rc rc g exec qs -- 'echo "hello from $RANK of $WORLD_SIZE"' > "$T/exec.out" 2>&1
+expect_eq "exec on the aws nodes: exit 0" 0 "$rc"
+expect_match "exec ran on node 1 with the rendezvous wiring" '^\[node 1\] (\[default[01]\]:)?hello from [23] of 4$' \
+    "$(cat "$T/exec.out")"
 cleanup_extra
 run_rc rc g -y destroy qs > /dev/null 2>> "$T/destroy.err"
 expect_eq "destroy again" 0 "$rc"
