@@ -272,6 +272,19 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
 
 /*
+ * The checkpoints cluster `c` (live or destroyed) keeps in its provider's
+ * store, which outlive its nodes (GPC_CKPT_STORE_PATH_FMT, in the store of
+ * its nodes' region): *n receives how many files are there and `url`
+ * (size bytes) their URL (s3://BUCKET/clusters/NAME/checkpoints, or a
+ * directory), "" when none; with `purge`, they are removed and *n counts
+ * the files removed.  A provider without a store: 0, no error.  Data sets
+ * are not the cluster's and are never touched.  Errors: the provider's
+ * (store_list, store_url, store_remove), the state's.
+ */
+int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, int purge, char *url,
+                            size_t size, size_t *n, gpc_error *err);
+
+/*
  * What provider `provider` still keeps for gpuctl (its list_orphans,
  * wherever it can look) that no live cluster of the state owns: nodes and
  * resources of destroyed clusters, of clusters never recorded, or with no

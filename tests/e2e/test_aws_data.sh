@@ -67,7 +67,7 @@ run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b2.out" 2> "$T/b2.err"
 [ "$rc" = 0 ] || cat "$T/b2.err"
 expect_eq "b: apply exits 0" 0 "$rc"
 expect_eq "b: the data set pushed (the file S3 refused once, too)" \
-    "gpuctl: data ds: 2 file(s) sent (11 B), 0 unchanged -> s3://$BUCKET/data/ds|gpuctl: data imgs: s3://shared-data/imagenet (used where it is)" \
+    "gpuctl: data ds: 2 file(s) sent (11 B), 0 unchanged, 0 deleted -> s3://$BUCKET/data/ds|gpuctl: data imgs: s3://shared-data/imagenet (used where it is)" \
     "$(grep '^gpuctl: data ' "$T/b2.err" | paste -sd'|')"
 expect_eq "b: into the bucket of the chosen region" "us-west-2|data/ds/file:4 data/ds/sub/b:7" \
     "$(s3state "d['buckets']['$BUCKET']['region'] + '|' + ' '.join('%s:%d' % (k, o['size']) for k, o in sorted(d['buckets']['$BUCKET']['objects'].items()))")"
@@ -80,7 +80,7 @@ g -y destroy dq > /dev/null 2>&1
 puts=$(s3state 'd["counts"].get("PutObject", 0)')
 run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b3.out" 2> "$T/b3.err"
 expect_eq "b: apply after destroy: the data set is still there, nothing sent" \
-    "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged -> s3://$BUCKET/data/ds $puts" \
+    "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged, 0 deleted -> s3://$BUCKET/data/ds $puts" \
     "$rc $(grep '^gpuctl: data ds' "$T/b3.err") $(s3state 'd["counts"].get("PutObject", 0)')"
 g -y destroy dq > /dev/null 2>&1
 
