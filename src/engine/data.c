@@ -75,9 +75,9 @@ static int guard_place(gpc_session *s, const gpc_data_where *w, const gpc_spec *
         if (strcmp(u[i].digest, digest) == 0)
             continue; /* the same files: shared, nothing moves */
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s:%u:%u: data.%s: live cluster '%s' uses data set "
-                      "'%s' in the store of %s %s, and %s %s; applying would change the files "
-                      "under its job. Destroy it first (gpuctl destroy %s), or give this data "
-                      "set a name of its own", spec->source, d->line, d->col, d->name,
+                      "'%s' in the store of %s region %s, and %s %s; applying would change "
+                      "the files under its job. Destroy it first (gpuctl destroy %s), or give "
+                      "this data set a name of its own", spec->source, d->line, d->col, d->name,
                       u[i].cluster, d->name, w->provider, w->region, d->source,
                       u[i].digest[0] ? "holds other files than it does"
                                      : "the state does not say what it placed there",
