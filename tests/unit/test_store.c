@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -298,6 +299,89 @@ static void test_local_store(void **unused)
     assert_int_equal(gpc_rm_rf(t, &err), 0);
 }
 
+/* ---- the mirror's deletion, the content digest, pull's modes ------------ */
+
+#define DIGEST_XY "d41f17fd87adba1ab3bb190b960d6e0bc427448094d07a717d9a1c773ff9017c"
+
+static void test_delete_digest_modes(void **unused)
+{
+    (void)unused;
+    char tmpl[] = "/tmp/gpuctl-sdel-XXXXXX";
+    char *t = mkdtemp(tmpl);
+    assert_non_null(t);
+    char a[512], b[512], p[700];
+    snprintf(a, sizeof(a), "%s/a", t);
+    snprintf(b, sizeof(b), "%s/b", t);
+    put(a, "x", "1");
+    put(a, "d/e/y", "22");
+    put(b, "x", "1");
+    put(b, "d/e/y", "22");
+    gpc_error err;
+    gpc_error_clear(&err);
+
+    /* the digest: SHA-256 of "KEY\tSIZE\tSHA256\n" lines in key order,
+     * computed by hand: sha256("1") and sha256("22") are
+     * 6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b and
+     * 785f3ec7eb32f30b90cd0fcf3657d388b5ff4297f2f9716ff66e9b69c05ddd09; the
+     * digest of the two lines ("d/e/y" sorts before "x") is the constant
+     * below (printf '%s\t2\t%s\n%s\t1\t%s\n' ... | sha256sum) */
+    char ha[65], hb[65];
+    unsigned long files = 0;
+    assert_int_equal(gpc_store_dir_digest(a, ha, &files, &err), 0);
+    assert_int_equal(files, 2);
+    assert_string_equal(ha, DIGEST_XY);
+    assert_int_equal(gpc_store_dir_digest(b, hb, NULL, &err), 0);
+    assert_string_equal(ha, hb);
+    put(b, "x", "2");                               /* same size, other bytes */
+    assert_int_equal(gpc_store_dir_digest(b, hb, NULL, &err), 0);
+    assert_string_not_equal(ha, hb);
+    snprintf(p, sizeof(p), "%s/nothing", t);
+    assert_int_equal(gpc_store_dir_digest(p, hb, NULL, &err), GPC_ERR_USAGE);
+    assert_string_equal(hb, "");
+
+    /* deletion: exact keys, a missing one skipped, emptied directories go */
+    const char *keys[] = {"d/e/y", "gone"};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_store_delete_files(a, keys, 2, &err), 0);
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/d", a);
+    assert_int_equal(lstat(p, &sb), -1);            /* d/e and d removed, empty */
+    snprintf(p, sizeof(p), "%s/x", a);
+    assert_int_equal(lstat(p, &sb), 0);
+    assert_int_equal(lstat(a, &sb), 0);             /* the root stays */
+    const char *bad[] = {"../b/x"};
+    assert_int_equal(gpc_store_delete_files(a, bad, 1, &err), GPC_ERR_INTERNAL);
+    assert_string_equal(err.msg, "store: unsafe key '../b/x'");
+    snprintf(p, sizeof(p), "%s/x", b);
+    assert_int_equal(lstat(p, &sb), 0);             /* untouched */
+
+    /* pull's modes: 0666/0777 less the umask; the store's copy stays private */
+    char out[600];
+    snprintf(out, sizeof(out), "%s/out", t);
+    gpc_store_stats st;
+    mode_t old = umask(022);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_store_pull_dir(b, out, &st, &err), 0);
+    umask(old);
+    assert_int_equal(st.files_sent, 2);
+    assert_int_equal(stat(out, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0755);
+    snprintf(p, sizeof(p), "%s/d/e", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0755);
+    snprintf(p, sizeof(p), "%s/d/e/y", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    snprintf(out, sizeof(out), "%s/store", t);
+    old = umask(022);
+    assert_int_equal(gpc_store_copy_dir(b, out, &st, &err), 0);
+    umask(old);
+    snprintf(p, sizeof(p), "%s/x", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(gpc_rm_rf(t, &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_copy_incremental),
         cmocka_unit_test(test_seam_all_or_none),
         cmocka_unit_test(test_local_store),
+        cmocka_unit_test(test_delete_digest_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
