@@ -267,7 +267,7 @@ static int last_destroyed(gpc_session *s, const char *name, gpc_cluster_rec *out
 
 int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    destroy_args a = {NULL};
+    destroy_args a = {NULL, 0};
     int done;
     int rc = gpc_parse_options(o, c, argc, argv, destroy_opt, &a, &done);
     if (done)

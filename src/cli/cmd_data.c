@@ -31,7 +31,7 @@ const gpc_option gpc_data_options[] = {
      "provider)"},
     {"region", 0, "R", 'r', "the region of the store (default: the provider's region)"},
     {"delete", 0, NULL, 'D', "push: also delete the data set's files that DIR no longer has "
-     "(a mirror, as aws s3 sync --delete); without it push never deletes"},
+     "(a mirror, as an S3 sync with --delete); without it push never deletes"},
     {NULL, 0, NULL, 0, NULL}
 };
 
