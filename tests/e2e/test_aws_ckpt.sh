@@ -8,7 +8,8 @@
 #     tagged), its inline policy (exactly the S3 actions the node uses, on
 #     the cluster's prefix of the region's bucket), the instance profile
 #     holding it; every instance launched with it; destroy removes them all
-#     (and the checkpoints stay in the bucket);
+#     (and the checkpoints stay in the bucket, said so); destroy --purge
+#     then removes them;
 #  b. IAM not yet consistent: RunInstances refuses the fresh profile twice,
 #     the launch is retried; a failed apply (IAM refuses AddRoleToInstance-
 #     Profile) leaves the profile recorded, and destroy removes what was made;
@@ -96,9 +97,16 @@ expect_eq "a: destroy's IAM calls" \
 expect_eq "a: nothing of IAM is left" "{} {}" "$(iam 'json.dumps(d["roles"]) + " " + json.dumps(d["profiles"])')"
 expect_eq "a: the checkpoints stay in the bucket" "['clusters/ck/checkpoints/step-1.pt']" \
     "$(fake "$S3URL/_fake/state" | json_get /dev/stdin "sorted(d['buckets']['$BUCKET']['objects'])")"
+expect_eq "a: destroy says where they are kept" \
+    "checkpoints kept: 1 file(s) at s3://$BUCKET/clusters/ck/checkpoints; gpuctl destroy --purge ck removes them" \
+    "$(sed -n 2p "$T/a2.out")"
 from=$(log_lines)
 run_rc rc g -y destroy ck > /dev/null 2>&1
 expect_eq "a: a second destroy asks IAM nothing" "" "$(iam_calls "$from")"
+run_rc rc g -y destroy --purge ck > "$T/a3.out" 2> "$T/a3.err"
+expect_eq "a: destroy --purge after the destroy: the checkpoints removed from the bucket" \
+    "0|checkpoints removed: 1 file(s) at s3://$BUCKET/clusters/ck/checkpoints|[]" \
+    "$rc|$(sed -n 2p "$T/a3.out")|$(fake "$S3URL/_fake/state" | json_get /dev/stdin "sorted(d['buckets']['$BUCKET']['objects'])")"
 
 # ---- b. IAM's delay; a failed apply --------------------------------------------
 part b
