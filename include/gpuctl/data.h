@@ -105,7 +105,8 @@ struct cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen);
  * get mode 0666 and directories 0777, less the umask (as cp gives).  Each
  * file is written to FILE.gpuctl-part and renamed, so none is ever half
  * written under its name.  *st receives the counts.  Errors: GPC_ERR_USAGE
- * (a bad name, an unknown provider, one without a store),
+ * (a bad name, an unknown provider, one without a store, a `dir` that
+ * exists and is not a directory: "DIR: not a directory"),
  * GPC_ERR_NOT_FOUND "no data set 'NAME' in the store of P[ region R]"
  * (nothing is made then), the provider's, with "data pull NAME: K of N
  * file(s) (B) arrived in DIR before this failure" in front.

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -272,6 +273,11 @@ int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name, con
     if (!gpc_data_name_ok(name))
         return gpc_fail(err, GPC_ERR_USAGE, "invalid data set name '%s': 1 to 63 letters, "
                         "digits, '.', '_' and '-', starting with a letter or digit", name);
+    /* a DIR that cannot be one is the caller's mistake, said before anything
+     * is fetched (exit 3, as push's) */
+    struct stat sb;
+    if (lstat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: not a directory", dir);
     /* ls says whether there is one (NOT_FOUND) before anything is made */
     gpc_store_entry *v = NULL;
     size_t n = 0;

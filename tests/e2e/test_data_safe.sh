@@ -142,6 +142,10 @@ mkdir -p src1/sub && printf 'c\n' > src1/sub/c && g data push src1 --name m > /d
 run_rc rc bash -c "umask 002 && exec \"\$GPUCTL_BIN\" --state-dir \"$STATE\" data pull m \"$T/o2\"" > /dev/null
 expect_eq "pull with umask 002: 664 and 775, sub-directories too" "0 775 664 775 664" \
     "$rc $(stat -c %a "$T/o2") $(stat -c %a "$T/o2/a") $(stat -c %a "$T/o2/sub") $(stat -c %a "$T/o2/sub/c")"
+printf 'f' > "$T/afile"
+run_rc rc g data pull m "$T/afile" 2> "$T/e.txt"
+expect_eq "pull into a file that is not a directory: exit 3 (as push), before anything" \
+    "3 gpuctl: error: $T/afile: not a directory|f" "$rc $(cat "$T/e.txt")|$(cat "$T/afile")"
 mkdir -p "$T/o3/b/x"            # b cannot land: a directory is in its way
 run_rc rc g data pull m "$T/o3" 2> "$T/e.txt"
 expect_eq "a pull failing half-way: says what arrived, exit 5" \
