@@ -231,10 +231,13 @@ static int data_rm(gpc_out *o, gpc_session *s, const gpc_provider *p, const data
 {
     gpc_data_where w = {.provider = p->name, .region = a->region};
     if (!o->assume_yes) {
-        /* say how much goes before asking (and fail as ls does when none) */
+        /* say how much goes before asking (and fail as ls does when none,
+         * or as rm would when a live cluster uses it) */
         gpc_store_entry *v = NULL;
         size_t n = 0;
         int rc = gpc_data_list(s, &w, name, &v, &n, err);
+        if (!rc)
+            rc = gpc_data_guard(s, &w, name, "remove", err);
         free(v);
         if (rc)
             return rc;

@@ -17,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "gpuctl/cluster.h"
 #include "gpuctl/provider.h"
+#include "gpuctl/state.h"
 #include "gpuctl/store.h"
 #include "gpuctl/util.h"
 
@@ -382,6 +384,97 @@ static void test_delete_digest_modes(void **unused)
     assert_int_equal(gpc_rm_rf(t, &err), 0);
 }
 
+/* ---- which live clusters use a data set (gpc_data_users, _guard) -------- */
+
+/* A cluster of provider local whose spec's data is `data_json`, one node
+ * in region local; destroyed when `dead`; its id. */
+static int64_t add_cluster(gpc_session *s, const char *name, const char *data_json, int dead)
+{
+    char json[256];
+    snprintf(json, sizeof(json), "{\"name\":\"%s\",\"data\":%s}", name, data_json);
+    gpc_cluster_rec c = {.name = (char *)name, .uid = "u1", .provider = "local",
+                         .spec_hash = "h", .spec_json = json, .spec_path = "", .nodes = 1,
+                         .phase = GPC_PHASE_RUNNING, .exit_code = -1, .created_at = 1,
+                         .updated_at = 1, .provider_data = ""};
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_cluster_insert(s->st, &c, &err), 0);
+    gpc_node_rec nd = {.cluster_id = c.id, .rank = 0, .name = "n0", .provider = "local",
+                       .provider_id = "p", .client_token = "", .region = "local", .zone = "",
+                       .instance_type = "local", .private_ip = "", .phase = GPC_PHASE_RUNNING,
+                       .exit_code = -1, .created_at = 1, .provider_data = ""};
+    assert_int_equal(gpc_node_insert(s->st, &nd, &err), 0);
+    if (dead) {
+        c.destroyed_at = 2;
+        c.phase = GPC_PHASE_TERMINATED;
+        assert_int_equal(gpc_cluster_update(s->st, &c, &err), 0);
+    }
+    return c.id;
+}
+
+static void test_data_users(void **unused)
+{
+    (void)unused;
+    char tmpl[] = "/tmp/gpuctl-susers-XXXXXX";
+    char *t = mkdtemp(tmpl);
+    assert_non_null(t);
+    char state[512];
+    snprintf(state, sizeof(state), "%s/state", t);
+    gpc_settings cfg = {.state_dir = state};
+    gpc_session s;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_session_open(&s, &cfg, &err), 0);
+    const char *dg = "1111111111111111111111111111111111111111111111111111111111111111";
+    int64_t aa = add_cluster(&s, "aa", "{\"ds\":\"./x\"}", 0);
+    assert_int_equal(gpc_data_record(&s, aa, "ds", "00", &err), 0);
+    assert_int_equal(gpc_data_record(&s, aa, "ds", dg, &err), 0);     /* the last wins */
+    /* a set aa's spec does not push: an event alone makes no user */
+    assert_int_equal(gpc_data_record(&s, aa, "ds2", dg, &err), 0);
+    add_cluster(&s, "bb", "{\"ds\":\"s3://b/p\"}", 0);    /* a URL: not pushed */
+    add_cluster(&s, "cc", "{\"other\":\"./y\"}", 0);      /* another name */
+    add_cluster(&s, "dd", "{\"ds\":\"./z\"}", 1);         /* destroyed */
+    add_cluster(&s, "ee", "{\"ds\":\"./w\"}", 0);         /* no digest recorded */
+
+    gpc_data_where w = {.provider = "local", .region = NULL};
+    gpc_data_user *u = NULL;
+    size_t n = 0;
+    assert_int_equal(gpc_data_users(&s, &w, "ds", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(u[0].cluster, "aa");
+    assert_string_equal(u[0].digest, dg);
+    assert_string_equal(u[1].cluster, "ee");
+    assert_string_equal(u[1].digest, "");
+    free(u);
+    /* a cluster's own apply does not count itself */
+    assert_int_equal(gpc_data_users(&s, &w, "ds", "aa", &u, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(u[0].cluster, "ee");
+    free(u);
+    assert_int_equal(gpc_data_users(&s, &w, "nobody", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_null(u);
+    /* another store (local has one region, so another region is refused) */
+    w.region = "us-east-1";
+    assert_int_equal(gpc_data_users(&s, &w, "ds", NULL, &u, &n, &err), GPC_ERR_USAGE);
+    w.region = NULL;
+    gpc_error_clear(&err);
+
+    assert_int_equal(gpc_data_guard(&s, &w, "ds", "push to", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "refusing to push to data set 'ds' in the store of local: "
+                                 "live cluster(s) 'aa', 'ee' use it, and their job reads it; "
+                                 "destroy them first (gpuctl destroy aa), or use another name");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_data_guard(&s, &w, "other", "remove", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "refusing to remove data set 'other' in the store of local: "
+                                 "live cluster(s) 'cc' use it, and their job reads it; destroy "
+                                 "them first (gpuctl destroy cc), or use another name");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_data_guard(&s, &w, "ds2", "remove", &err), 0);
+    gpc_session_close(&s);
+    assert_int_equal(gpc_rm_rf(t, &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_seam_all_or_none),
         cmocka_unit_test(test_local_store),
         cmocka_unit_test(test_delete_digest_modes),
+        cmocka_unit_test(test_data_users),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
