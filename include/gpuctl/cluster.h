@@ -271,18 +271,26 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
  * left (still recorded) when some deletes fail. *deleted counts nodes. */
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
 
+/* What gpc_cluster_checkpoints does. */
+typedef enum gpc_ckpt_mode {
+    GPC_CKPT_LOOK,  /* list them when the cluster's spec has checkpoint_dir
+                       (else ask the store nothing) */
+    GPC_CKPT_LIST,  /* list them whatever the spec says */
+    GPC_CKPT_PURGE  /* remove them */
+} gpc_ckpt_mode;
+
 /*
  * The checkpoints cluster `c` (live or destroyed) keeps in its provider's
  * store, which outlive its nodes (GPC_CKPT_STORE_PATH_FMT, in the store of
  * its nodes' region): *n receives how many files are there and `url`
  * (size bytes) their URL (s3://BUCKET/clusters/NAME/checkpoints, or a
- * directory), "" when none; with `purge`, they are removed and *n counts
- * the files removed.  A provider without a store: 0, no error.  Data sets
- * are not the cluster's and are never touched.  Errors: the provider's
- * (store_list, store_url, store_remove), the state's.
+ * directory), "" when none; with GPC_CKPT_PURGE they are removed and *n
+ * counts the files removed.  A provider without a store: 0, no error.
+ * Data sets are not the cluster's and are never touched.  Errors: the
+ * provider's (store_list, store_url, store_remove), the state's.
  */
-int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, int purge, char *url,
-                            size_t size, size_t *n, gpc_error *err);
+int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_mode mode,
+                            char *url, size_t size, size_t *n, gpc_error *err);
 
 /*
  * What provider `provider` still keeps for gpuctl (its list_orphans,

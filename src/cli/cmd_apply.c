@@ -323,7 +323,8 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc && !found && destroyed_before && a.purge) {
         rc = last_destroyed(&s, name, &cr, &err);
         if (!rc)
-            rc = gpc_cluster_checkpoints(&s, &cr, 0, ckpt_url, sizeof(ckpt_url), &ckpt_n, &err);
+            rc = gpc_cluster_checkpoints(&s, &cr, GPC_CKPT_LIST, ckpt_url, sizeof(ckpt_url),
+                                         &ckpt_n, &err);
     }
     if (!rc && (found || ckpt_n) && !o->assume_yes) {
         char q[1400];
@@ -349,8 +350,20 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rc = gpc_cluster_destroy(&s, &cr, &deleted, &err);
     /* once the nodes are gone (none writes a checkpoint any more) */
     if (!rc && (found || ckpt_n)) {
-        rc = gpc_cluster_checkpoints(&s, &cr, a.purge, ckpt_url, sizeof(ckpt_url), &ckpt_n,
-                                     &err);
+        gpc_error ce;
+        gpc_error_clear(&ce);
+        int crc = gpc_cluster_checkpoints(&s, &cr, a.purge ? GPC_CKPT_PURGE : GPC_CKPT_LOOK,
+                                          ckpt_url, sizeof(ckpt_url), &ckpt_n, &ce);
+        if (crc && a.purge) {
+            rc = gpc_error_wrap(&err, &ce, "cluster '%s' is destroyed, but its checkpoints "
+                                "were not removed", name);
+        } else if (crc) {
+            /* the destroy itself succeeded: say what could not be told */
+            fprintf(stderr, "gpuctl: note: could not look for the checkpoints of '%s' in the "
+                    "store: %s\n", name, ce.msg);
+            ckpt_url[0] = '\0';
+            ckpt_n = 0;
+        }
         purged = a.purge && ckpt_n;
     }
     if (o->format == GPC_OUT_JSON && s.st) {

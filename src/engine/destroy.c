@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
@@ -123,9 +125,10 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
 
 /* ---- checkpoints in the store (destroy --purge) ----------------------- */
 
-int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, int purge, char *url,
-                            size_t size, size_t *n, gpc_error *err)
+int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_mode mode,
+                            char *url, size_t size, size_t *n, gpc_error *err)
 {
+    int purge = mode == GPC_CKPT_PURGE;
     *n = 0;
     if (size)
         url[0] = '\0';
@@ -135,6 +138,14 @@ int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, int purge,
         return rc;
     if (!op.prov->store_url || !op.prov->store_list || !op.prov->store_remove)
         return 0;
+    /* a plain destroy asks the store only about a spec with checkpoint_dir */
+    if (mode == GPC_CKPT_LOOK) {
+        cJSON *spec = cJSON_Parse(c->spec_json ? c->spec_json : "");
+        int has = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "checkpoint_dir"));
+        cJSON_Delete(spec);
+        if (!has)
+            return 0;
+    }
     /* the store of the cluster's region: its nodes' (destroyed ones too) */
     gpc_node_rec *nodes = NULL;
     size_t nn = 0;

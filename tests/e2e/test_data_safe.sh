@@ -106,7 +106,10 @@ expect_eq "--delete belongs to push: exit 3" "3" "$rc"
 
 # ---- 3. destroy keeps the checkpoints; --purge removes them ------------------------
 # (what a cloud node saves with gpuctl_md_store_put; local's nodes write
-# checkpoint_dir in place, so the test puts two files where a node would)
+# checkpoint_dir in place, so the test puts two files where a node would;
+# a plain destroy looks only when the spec has checkpoint_dir)
+printf 'checkpoint_dir: ./ck\n' >> aa.yaml
+mkdir -p ck
 g -y apply -f aa.yaml > /dev/null 2>&1
 CK="$STATE/store/clusters/aa/checkpoints"
 mkdir -p "$CK/step-2"
