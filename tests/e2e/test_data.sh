@@ -124,6 +124,14 @@ run_rc rc g data push d --name ds2 --provider slurm --region far 2> "$T/e.txt"
 expect_eq "slurm over ssh: not supported yet, said so (exit 3), nothing made" \
     "3 gpuctl: error: slurm: the store of Slurm cluster 'far' is on its shared filesystem, which gpuctl reaches only when it runs on a login node (login = local); over ssh (login = alice@login.example) it is not supported yet|no" \
     "$rc $(cat "$T/e.txt")|$([ -e "$T/jobs/store/data/ds2" ] && echo yes || echo no)"
+mkdir -p ds4/s && printf 'k' > ds4/keep && printf 'g' > ds4/s/gone
+g data push ds4 --name ds4 --provider slurm --region lab > /dev/null
+rm -r ds4/s
+run_rc rc g data push ds4 --name ds4 --provider slurm --region lab --delete > "$T/s3.txt"
+expect_eq "slurm push --delete: the file gone from DIR is deleted, its emptied directory too" \
+    "0 data ds4: 0 file(s) sent (0 B), 1 unchanged, 1 deleted|keep" \
+    "$rc $(head -1 "$T/s3.txt")|$(cd "$T/jobs/store/data/ds4" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ')"
+g -y data rm ds4 --provider slurm --region lab > /dev/null
 run_rc rc g -y data rm ds1 --provider slurm --region lab > "$T/srm.txt"
 expect_eq "slurm rm" "0 data ds1: 3 file(s) removed" "$rc $(cat "$T/srm.txt")"
 unset GPUCTL_CONFIG
