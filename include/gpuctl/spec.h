@@ -289,14 +289,16 @@ const char *gpc_spec_at(const gpc_spec *spec, unsigned line, unsigned col,
  *   what gpc_spec_check_targets does.
  * gpc_spec_check_targets: what `plan` and `apply` refuse on the chosen
  *   offer's provider (gpc_plan_check) when every provider of the spec
- *   would refuse it, so known without a catalog: a checkpoint_dir that
+ *   would refuse it, so known without a catalog: what the providers'
+ *   check_spec refuses (aws: an image that is no AMI id; the first
+ *   one's error), a checkpoint_dir that
  *   is relative or a system directory when no provider's nodes may see
  *   this machine's files ("FILE:LINE:COL: checkpoint_dir: 'ckpt' must be
  *   an absolute path on the aws nodes"), secrets that no provider can
  *   deliver ("FILE:LINE:COL: secrets: slurm cannot deliver secrets ..."),
  *   data sets where no provider has an object store ("FILE:LINE:COL:
  *   data.NAME: azure has no object store in this release ...").  All
- *   GPC_ERR_SPEC, at the field's place.
+ *   GPC_ERR_SPEC, at the field's place where the spec keeps it.
  */
 int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err);
 int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err);

@@ -244,7 +244,9 @@ int gpc_spec_check_targets(const gpc_spec *spec, gpc_error *err)
     /* what any of the spec's providers can take, as gpc_lc_precheck
      * judges for one (a provider not built in takes everything here: it is
      * refused as such) */
-    int may_share = 0, secrets_ok = 0, store = 0;
+    int may_share = 0, secrets_ok = 0, store = 0, spec_ok = 0, refused = 0;
+    gpc_error why; /* the first provider's check_spec refusal */
+    gpc_error_clear(&why);
     char names[256] = "";
     size_t len = 0;
     for (size_t i = 0; i < spec->n_providers; i++) {
@@ -254,10 +256,22 @@ int gpc_spec_check_targets(const gpc_spec *spec, gpc_error *err)
         if (k > 0 && (size_t)k < sizeof(names) - len)
             len += (size_t)k;
         if (!p) {
-            may_share = secrets_ok = store = 1;
+            may_share = secrets_ok = store = spec_ok = 1;
             continue;
         }
         int plan_only = (p->caps & GPC_CAP_PLAN_ONLY) != 0;
+        /* what the provider itself refuses (aws: the image); plan does not
+         * ask a plan-only one */
+        if (plan_only || !p->check_spec) {
+            spec_ok = 1;
+        } else if (!spec_ok) {
+            gpc_error e;
+            gpc_error_clear(&e);
+            if (p->check_spec(spec, &e) == 0)
+                spec_ok = 1;
+            else if (!refused++)
+                why = e;
+        }
         may_share |= (p->caps & GPC_CAP_SHARED_FILES) || p->shares_files;
         /* plan does not refuse secrets on a plan-only provider's offer */
         secrets_ok |= (p->caps & GPC_CAP_SECRETS) || plan_only ||
@@ -265,6 +279,8 @@ int gpc_spec_check_targets(const gpc_spec *spec, gpc_error *err)
         store |= !plan_only && p->store_url && p->store_push;
     }
     char at[GPC_SPEC_AT_MAX];
+    if (!spec_ok && refused)
+        return gpc_error_wrap(err, &why, NULL);
     if (!may_share && spec->checkpoint_dir) {
         int rc = spec_check_node_ckpt(spec, names, err);
         if (rc)

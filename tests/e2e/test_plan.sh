@@ -489,6 +489,15 @@ for c in validate plan; do
         "4 gpuctl: error: awsck.yaml:4:17: checkpoint_dir: 'ckpt' must be an absolute path on the aws nodes" \
         "$rc $(cat "$T/e.txt")"
 done
+# what aws itself refuses (check_spec: the image), validate too when aws
+# is the spec's only provider
+printf 'name: awsim\nprovider: aws\nresources: {gpu: T4:1}\nimage: ubuntu\nrun: echo hi\n' > awsim.yaml
+for c in validate plan; do
+    run_rc rc g $c -f awsim.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "$c of an image aws cannot use: exit 4" \
+        "4 gpuctl: error: awsim.yaml: image: 'ubuntu' is neither 'pytorch' (the AWS Deep Learning AMI with PyTorch) nor an AMI id (ami- and 8 or 17 hex digits)" \
+        "$rc $(cat "$T/e.txt")"
+done
 printf 'name: awsck\nprovider: [aws, local]\nresources: {gpu: T4:1}\ncheckpoint_dir: ckpt\nrun: echo hi\n' > awsck2.yaml
 run_rc rc g validate -f awsck2.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "validate with a provider whose nodes see this machine's files (local): exit 0" "0 " "$rc $(cat "$T/e.txt")"
