@@ -349,6 +349,41 @@ static void test_home(void **state)
     free(saved);
 }
 
+/* workdir, checkpoint_dir and each secret keep where the spec writes them
+ * (a secret without a value: its name), for messages (gpc_spec_at); '~'
+ * in checkpoint_dir, a path on the nodes, is refused there. */
+static void test_positions(void **state)
+{
+    (void)state;
+    gpc_spec *s = load_in(tmp_root, "name: x\nworkdir: ./code\ncheckpoint_dir:   /ck\n"
+                                    "secrets:\n  A:\n  B: file:./b\nrun: a\n");
+    assert_int_equal(s->workdir_line, 2);
+    assert_int_equal(s->workdir_col, 10);
+    assert_int_equal(s->checkpoint_dir_line, 3);
+    assert_int_equal(s->checkpoint_dir_col, 19);
+    assert_int_equal(s->secrets[0].line, 5);
+    assert_int_equal(s->secrets[0].col, 3);
+    assert_int_equal(s->secrets[1].line, 6);
+    assert_int_equal(s->secrets[1].col, 6);
+    char at[GPC_SPEC_AT_MAX];
+    assert_string_equal(gpc_spec_at(s, 3, 19, at), "job.yaml:3:19");
+    assert_string_equal(gpc_spec_at(s, 0, 0, at), "job.yaml");
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    char want[512];
+    snprintf(want, sizeof(want), "job.yaml:2:10: workdir: directory './code' does not exist "
+             "(resolved: %s/code)", tmp_root);
+    assert_string_equal(e.msg, want);
+    gpc_spec_free(s);
+    expect_error("name: x\ncheckpoint_dir: ~/ck\nrun: a\n",
+                 "job.yaml:2:17: checkpoint_dir: '~/ck': '~' is not expanded in "
+                 "checkpoint_dir, which is a path on the nodes (this machine's home is not "
+                 "theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, "
+                 "where the nodes see this machine's files, one relative to the spec's "
+                 "directory");
+}
+
 static void test_plan_json(void **state)
 {
     (void)state;
@@ -471,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_store_url_rules),
         cmocka_unit_test(test_check_offer_no_store),
         cmocka_unit_test(test_home),
+        cmocka_unit_test(test_positions),
         cmocka_unit_test(test_plan_json),
         cmocka_unit_test(test_render),
     };
