@@ -228,8 +228,18 @@ int gpc_plan_check(gpc_session *s, const gpc_spec *spec, const struct gpc_plan *
                    gpc_error *err);
 
 /* Ask the provider about every live node of a cluster and record what
- * changed (phases, exit codes, IPs, ledger).  Reloads *c. */
+ * changed (phases, exit codes, IPs, ledger), and the cluster's phase
+ * derived from them: rank 0's while it runs or when it ends other than
+ * with 0; once rank 0 exited 0, `failed` when another node's job exited
+ * non-zero (gpc_cluster_failed_node says which), else `succeeded`.  The
+ * cluster's exit_code stays rank 0's.  Reloads *c. */
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
+
+/* Of a cluster's node rows ordered by rank then id (gpc_node_list with
+ * terminated ones), the newest row of the first rank whose job failed with
+ * an exit status (phase failed, exit_code > 0); NULL when none.  Points
+ * into `nodes`. */
+const gpc_node_rec *gpc_cluster_failed_node(const gpc_node_rec *nodes, size_t n);
 
 /* Block until rank 0 ends (or timeout / interrupt), sending a status line
  * to the session's log every poll and, when stream_logs, every node's log

@@ -50,8 +50,11 @@ void gpc_data_placed_free(gpc_data_placed *d);
 
 /*
  * What apply refuses of the spec's data for `offer` (the chosen one),
- * known offline: a source URL whose scheme is not the store of the
- * offer's provider (GPC_ERR_SPEC "FILE:LINE:COL: data.NAME: ...").
+ * known offline: an offer on a provider without an object store (a
+ * plan-only one) for a spec with any data set, and a source URL whose
+ * scheme is not the store of the offer's provider (GPC_ERR_SPEC
+ * "FILE:LINE:COL: data.NAME: ...", at the first data set for the
+ * former).
  * The directories themselves are judged by gpc_spec_check_paths.
  */
 int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);

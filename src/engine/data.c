@@ -41,6 +41,17 @@ static size_t scheme_len(const char *url)
 int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err)
 {
     const gpc_provider *p = gpc_provider_find(offer->provider);
+    /* a provider without a store (plan-only ones: azure, aliyun in this
+     * release) has nowhere to place a data set nor nodes that fetch one */
+    if (spec->n_data && (!p || (p->caps & GPC_CAP_PLAN_ONLY) || !p->store_url ||
+                         !p->store_push)) {
+        const gpc_data_src *d = &spec->data[0];
+        return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: the chosen offer is on %s, "
+                        "which has no object store in this release, so the data set cannot "
+                        "be placed where its nodes read it; name in `provider` only providers "
+                        "with one (%s), or drop `data` and fetch the data in `setup`", spec->source, d->line, d->col, d->name,
+                        offer->provider, gpc_data_store_names());
+    }
     for (size_t i = 0; i < spec->n_data; i++) {
         const gpc_data_src *d = &spec->data[i];
         if (!d->is_url)
