@@ -231,8 +231,18 @@ int gpc_plan_check(gpc_session *s, const gpc_spec *spec, const struct gpc_plan *
                    gpc_error *err);
 
 /* Ask the provider about every live node of a cluster and record what
- * changed (phases, exit codes, IPs, ledger).  Reloads *c. */
+ * changed (phases, exit codes, IPs, ledger), and the cluster's phase
+ * derived from them: rank 0's while it runs or when it ends other than
+ * with 0; once rank 0 exited 0, `failed` when another node's job exited
+ * non-zero (gpc_cluster_failed_node says which), else `succeeded`.  The
+ * cluster's exit_code stays rank 0's.  Reloads *c. */
 int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
+
+/* Of a cluster's node rows ordered by rank then id (gpc_node_list with
+ * terminated ones), the newest row of the first rank whose job failed with
+ * an exit status (phase failed, exit_code > 0); NULL when none.  Points
+ * into `nodes`. */
+const gpc_node_rec *gpc_cluster_failed_node(const gpc_node_rec *nodes, size_t n);
 
 /* Block until rank 0 ends (or timeout / interrupt), sending a status line
  * to the session's log every poll and, when stream_logs, every node's log
@@ -297,6 +307,27 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
 /* Delete every node of a live cluster; GPC_ERR_PARTIAL naming what is
  * left (still recorded) when some deletes fail. *deleted counts nodes. */
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err);
+
+/* What gpc_cluster_checkpoints does. */
+typedef enum gpc_ckpt_mode {
+    GPC_CKPT_LOOK,  /* list them when the cluster's spec has checkpoint_dir
+                       (else ask the store nothing) */
+    GPC_CKPT_LIST,  /* list them whatever the spec says */
+    GPC_CKPT_PURGE  /* remove them */
+} gpc_ckpt_mode;
+
+/*
+ * The checkpoints cluster `c` (live or destroyed) keeps in its provider's
+ * store, which outlive its nodes (GPC_CKPT_STORE_PATH_FMT, in the store of
+ * its nodes' region): *n receives how many files are there and `url`
+ * (size bytes) their URL (s3://BUCKET/clusters/NAME/checkpoints, or a
+ * directory), "" when none; with GPC_CKPT_PURGE they are removed and *n
+ * counts the files removed.  A provider without a store: 0, no error.
+ * Data sets are not the cluster's and are never touched.  Errors: the
+ * provider's (store_list, store_url, store_remove), the state's.
+ */
+int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_mode mode,
+                            char *url, size_t size, size_t *n, gpc_error *err);
 
 /*
  * What provider `provider` still keeps for gpuctl (its list_orphans,

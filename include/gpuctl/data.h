@@ -40,6 +40,8 @@ typedef struct gpc_data_placed {
     char **names;   /* the data sets, in the spec's order */
     char **urls;    /* where each is: a store URL (s3://BUCKET/data/NAME,
                        the spec's own URL) or, with fetch 0, a directory */
+    char **digests; /* each pushed set's content digest
+                       (gpc_store_dir_digest), "" for a URL */
     size_t n;
 } gpc_data_placed;
 
@@ -48,8 +50,11 @@ void gpc_data_placed_free(gpc_data_placed *d);
 
 /*
  * What apply refuses of the spec's data for `offer` (the chosen one),
- * known offline: a source URL whose scheme is not the store of the
- * offer's provider (GPC_ERR_SPEC "FILE:LINE:COL: data.NAME: ...").
+ * known offline: an offer on a provider without an object store (a
+ * plan-only one) for a spec with any data set, and a source URL whose
+ * scheme is not the store of the offer's provider (GPC_ERR_SPEC
+ * "FILE:LINE:COL: data.NAME: ...", at the first data set for the
+ * former).
  * The directories themselves are judged by gpc_spec_check_paths.
  */
 int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);
@@ -57,16 +62,31 @@ int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error
 /*
  * Place the spec's data sets for nodes of `offer` on provider `pv` (the
  * offer's, opened in the session), `shares_files` saying whether those
- * nodes see this machine's files (gpc_lc_offer_shares): push each local
- * directory to data/NAME in the store of the offer's region (one info
- * line per data set on the session's log: files sent, bytes, unchanged,
- * where), and fill *out (zeroed first; the caller frees it).  Errors:
- * those of gpc_data_check_offer, gpc_data_push (the store's), and
+ * nodes see this machine's files (gpc_lc_offer_shares): mirror each local
+ * directory to data/NAME in the store of the offer's region (a push, then
+ * the objects the directory has no file for deleted; one info line per
+ * data set on the session's log: files sent, bytes, unchanged, deleted,
+ * where), and fill *out (zeroed first; the caller frees it).
+ * Before anything is pushed, each set is refused that another live
+ * cluster (not spec->name: a cluster's own re-apply may change its sets)
+ * uses in the same store with other content (gpc_data_users, by content
+ * digest): GPC_ERR_USAGE "FILE:LINE:COL: data.NAME: live cluster 'Y' uses
+ * ...", naming what to do.  The same content is shared: nothing moves.
+ * Errors: those of gpc_data_check_offer, gpc_data_push (the store's), and
  * GPC_ERR_USAGE for a provider without a store.
  */
 int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
                    const gpc_offer *offer, int shares_files, gpc_data_placed *out,
                    gpc_error *err);
+
+/*
+ * Record in the state what `d` placed for cluster `cluster_id` (each
+ * pushed set's digest: gpc_data_record), after apply recorded the cluster
+ * and before its nodes start, so that other clusters' applies and `gpuctl
+ * data push/rm` know the set is in use and with what.  Errors: the state's.
+ */
+int gpc_data_record_placed(gpc_session *s, int64_t cluster_id, const gpc_data_placed *d,
+                           gpc_error *err);
 
 /*
  * The plan's `data` array (docs/schema/plan.schema.json), offline: for
@@ -84,10 +104,15 @@ struct cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen);
  * `gpuctl data pull NAME DIR`: copy data set `name` (data/NAME of the
  * store of w's provider and region, store.h) into directory `dir` (made
  * when missing), incremental: a file already in `dir` with the same size
- * and SHA-256 is not fetched again; nothing in `dir` is deleted.  *st
- * receives the counts.  Errors: GPC_ERR_USAGE (a bad name, an unknown
- * provider, one without a store), GPC_ERR_NOT_FOUND "no data set 'NAME'
- * in the store of P[ region R]" (nothing is made then), the provider's.
+ * and SHA-256 is not fetched again; nothing in `dir` is deleted.  Files
+ * get mode 0666 and directories 0777, less the umask (as cp gives).  Each
+ * file is written to FILE.gpuctl-part and renamed, so none is ever half
+ * written under its name.  *st receives the counts.  Errors: GPC_ERR_USAGE
+ * (a bad name, an unknown provider, one without a store, a `dir` that
+ * exists and is not a directory: "DIR: not a directory"),
+ * GPC_ERR_NOT_FOUND "no data set 'NAME' in the store of P[ region R]"
+ * (nothing is made then), the provider's, with "data pull NAME: K of N
+ * file(s) (B) arrived in DIR before this failure" in front.
  */
 int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name,
                   const char *dir, gpc_store_stats *st, gpc_error *err);

@@ -202,6 +202,10 @@ typedef struct gpc_store_stats {
     unsigned long files_skipped; /* unchanged: same size and SHA-256 there */
     uint64_t bytes_sent;         /* bytes copied (over the network for a
                                     remote store) */
+    unsigned long files_deleted; /* objects deleted because the source has
+                                    no such file (a mirror: store.h,
+                                    gpc_data_push with GPC_DATA_DELETE);
+                                    0 from the provider's own store_push */
 } gpc_store_stats;
 
 /* One object of a store (store_list). */
@@ -614,6 +618,14 @@ typedef struct gpc_provider {
      * how many.  Nothing there: 0, no error. */
     int (*store_remove)(void *ctx, const char *region, const char *path, size_t *removed,
                         gpc_error *err);
+
+    /* Delete the objects `path` + "/" + keys[i] (i < n; keys as
+     * store_list gives them, relative to `path`), each exactly (not as a
+     * prefix); a key with no object is no error.  Optional (NULL: the
+     * provider cannot mirror a directory, and `data push --delete` and
+     * apply's mirror are refused there). */
+    int (*store_delete)(void *ctx, const char *region, const char *path,
+                        const char *const *keys, size_t n, gpc_error *err);
 
     /* The scheme of the store's URLs that name a bucket of its own
      * ("s3" for s3://BUCKET/KEY), or NULL when the store's URLs are

@@ -101,6 +101,9 @@ typedef struct gpc_secret_ref {
                       (PATH as written: "~/" is the home directory, a
                       relative path is relative to the spec's directory);
                       a null value in the YAML is "env:NAME" */
+    unsigned line, col; /* where the spec file writes the source (1-based; of
+                      the key when the value is null), for messages; 0 when
+                      not read from a spec; not part of the canonical form */
 } gpc_secret_ref;
 
 /* A data set of the job (spec field `data`, docs/spec.md#data): placed in
@@ -176,6 +179,11 @@ typedef struct gpc_spec {
 
     char *workdir;         /* local directory made available on each node, or NULL */
     char *checkpoint_dir;  /* directory for checkpoints (shared by nodes), or NULL */
+    /* Where the spec file writes workdir and checkpoint_dir (1-based line
+     * and column of the value), for messages (gpc_spec_at); 0 when not
+     * read from a spec.  Not part of the canonical form. */
+    unsigned workdir_line, workdir_col;
+    unsigned checkpoint_dir_line, checkpoint_dir_col;
     gpc_data_src *data;    /* data sets (spec field `data`), in document order */
     size_t n_data;
     char *setup;           /* shell commands run once per node before `run`, or NULL */
@@ -241,13 +249,30 @@ struct cJSON *gpc_spec_to_json(const gpc_spec *spec);
 int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err);
 
 /*
- * The absolute path of a spec path `p` (workdir, checkpoint_dir): as is
- * when absolute, else under the spec file's directory; canonical
- * (realpath) when it exists.  Caller frees *out.
- * Errors: GPC_ERR_SPEC (the path is longer than PATH_MAX), GPC_ERR_NOMEM;
- * err may be NULL.
+ * The absolute path of a spec path `p` on this machine (workdir, a data
+ * set's directory, a secret's file:PATH, checkpoint_dir where the nodes
+ * see this machine's files): a leading "~/" is $HOME's (the user's home
+ * directory on this machine); else as is when absolute, else under the
+ * spec file's directory; canonical (realpath) when it exists.  Caller
+ * frees *out.
+ * Errors: GPC_ERR_SPEC (the path is longer than PATH_MAX; "~/" with HOME
+ * unset or empty: "FILE: ~/...: HOME is not set"), GPC_ERR_NOMEM; err may
+ * be NULL.
  */
 int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
+
+/* Longest text gpc_spec_at writes, NUL included. */
+#define GPC_SPEC_AT_MAX 320
+
+/*
+ * "FILE:LINE:COL" of a place in the spec (spec->source, then the 1-based
+ * line and column), or "FILE" alone when line is 0 (not read from a spec
+ * file), into buf (GPC_SPEC_AT_MAX bytes; a longer file name is cut).
+ * Returns buf.  Messages about a field begin with it: "FILE:3:10:
+ * workdir: ...".
+ */
+const char *gpc_spec_at(const gpc_spec *spec, unsigned line, unsigned col,
+                        char buf[GPC_SPEC_AT_MAX]);
 
 /*
  * What validate, plan and apply refuse in a spec that the schema allows,
@@ -260,10 +285,24 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
  * gpc_spec_check_providers: a spec that names only providers this gpuctl
  *   cannot create nodes with (plan-only: Azure, Alibaba Cloud) is
  *   GPC_ERR_PROVIDER naming them and those available; `plan` still shows
- *   their offers, so it does not call this one.
+ *   their offers, so it does not call this one.  Otherwise it returns
+ *   what gpc_spec_check_targets does.
+ * gpc_spec_check_targets: what `plan` and `apply` refuse on the chosen
+ *   offer's provider (gpc_plan_check) when every provider of the spec
+ *   would refuse it, so known without a catalog: what the providers'
+ *   check_spec refuses (aws: an image that is no AMI id; the first
+ *   one's error), a checkpoint_dir that
+ *   is relative or a system directory when no provider's nodes may see
+ *   this machine's files ("FILE:LINE:COL: checkpoint_dir: 'ckpt' must be
+ *   an absolute path on the aws nodes"), secrets that no provider can
+ *   deliver ("FILE:LINE:COL: secrets: slurm cannot deliver secrets ..."),
+ *   data sets where no provider has an object store ("FILE:LINE:COL:
+ *   data.NAME: azure has no object store in this release ...").  All
+ *   GPC_ERR_SPEC, at the field's place where the spec keeps it.
  */
 int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err);
 int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err);
+int gpc_spec_check_targets(const gpc_spec *spec, gpc_error *err);
 
 /*
  * The values of the spec's secrets, read now: out[i] (name and value, both

@@ -52,8 +52,11 @@ int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gp
 
 /*
  * A directory store's pull: gpc_store_copy_dir from `store` to
- * `local_dir`, where a `store` that does not exist yet (nothing pushed)
- * only makes `local_dir` (0700), with *st zeroed.  Errors as
+ * `local_dir`, but the files and directories it makes get the modes cp
+ * gives (0666 and 0777, less the umask) instead of the store's private
+ * 0600 and 0700; a `store` that does not exist yet (nothing pushed) only
+ * makes `local_dir`, with *st zeroed.  *st counts as the copy goes, so
+ * after an error it says what arrived (each file whole).  Errors as
  * gpc_store_copy_dir.
  */
 int gpc_store_pull_dir(const char *store, const char *local_dir, gpc_store_stats *st,
@@ -74,6 +77,26 @@ int gpc_store_list_dir(const char *dir, gpc_store_entry **out, size_t *n, gpc_er
  */
 int gpc_store_remove_dir(const char *dir, size_t *removed, gpc_error *err);
 
+/*
+ * A directory store's store_delete: unlink `dir` + "/" + keys[i] for each
+ * i < n (a key with no file is skipped), then each directory that leaves
+ * empty below `dir`.  Errors: GPC_ERR_INTERNAL (a key that is not a store
+ * path), GPC_ERR_IO naming the file.
+ */
+int gpc_store_delete_files(const char *dir, const char *const *keys, size_t n, gpc_error *err);
+
+/*
+ * The content digest of directory `dir`: the hex SHA-256 of the lines
+ * "KEY\tSIZE\tSHA256\n" of its regular files (as gpc_store_list_dir sees
+ * them: keys relative to `dir`, in bytewise order; SIZE in bytes, decimal;
+ * SHA256 the file's, hex) into hex; *files (may be NULL) receives how
+ * many.  Two directories with the same digest hold the same files with the
+ * same bytes, so a push of one over a mirror of the other moves nothing.
+ * Errors: GPC_ERR_USAGE ("DIR: no such directory", "not a directory"),
+ * GPC_ERR_IO, GPC_ERR_NOMEM.
+ */
+int gpc_store_dir_digest(const char *dir, char hex[65], unsigned long *files, gpc_error *err);
+
 /* ---- `gpuctl data` (store.c) ------------------------------------------- */
 
 /* Where a data command runs: the provider (its name; NULL = the default
@@ -84,15 +107,61 @@ typedef struct gpc_data_where {
     const char *region;
 } gpc_data_where;
 
+/* gpc_data_push's flags. */
+#define GPC_DATA_DELETE 1u   /* mirror: delete the objects of the set that
+                                `dir` has no file for (aws s3 sync --delete) */
+#define GPC_DATA_GUARD  2u   /* refuse (gpc_data_guard) while a live
+                                cluster uses the set: `gpuctl data push` */
+
 /*
  * Push directory `dir` to data set `name` (data/NAME) of the store:
- * incremental (store_push).  *st receives the counts; `url` (size bytes,
+ * incremental (store_push), then with GPC_DATA_DELETE each object of the
+ * set whose key `dir` has no regular file for is deleted (store_delete).
+ * *st receives the counts (files_deleted among them); `url` (size bytes,
  * may be NULL) the data set's URL as the nodes name it (store_url).
  * Errors: GPC_ERR_USAGE (a bad name, an unknown provider, one without a
- * store: "provider P has no object storage"), what the provider returns.
+ * store: "provider P has no object storage", GPC_DATA_DELETE on one
+ * without store_delete; with GPC_DATA_GUARD, the set in use:
+ * gpc_data_guard), what the provider returns.
  */
 int gpc_data_push(gpc_session *s, const gpc_data_where *w, const char *dir, const char *name,
-                  gpc_store_stats *st, char *url, size_t size, gpc_error *err);
+                  unsigned flags, gpc_store_stats *st, char *url, size_t size, gpc_error *err);
+
+/* A live cluster that uses a data set (gpc_data_users). */
+typedef struct gpc_data_user {
+    char cluster[64];   /* its name */
+    char digest[65];    /* the content digest (gpc_store_dir_digest) of what
+                           its last apply placed in the set, "" when the
+                           state does not say (an apply of an earlier
+                           gpuctl) */
+} gpc_data_user;
+
+/*
+ * The live clusters (not destroyed) other than `except` (NULL: none
+ * excepted) whose spec pushes a directory to data set `name` in the same
+ * store as `w` (the provider's, the store URL of their nodes' region
+ * equal to w's): into *out (caller frees with free()), *n of them, in the
+ * state's order.  Errors: those of the state and of the provider's
+ * store_url.
+ */
+int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
+                   const char *except, gpc_data_user **out, size_t *n, gpc_error *err);
+
+/*
+ * Refuse to change data set `name` (verb: what would: "push to", "remove")
+ * while a live cluster uses it (gpc_data_users): GPC_ERR_USAGE naming the
+ * set, the clusters and what to do; 0 when none does.
+ */
+int gpc_data_guard(gpc_session *s, const gpc_data_where *w, const char *name,
+                   const char *verb, gpc_error *err);
+
+/*
+ * Record in the state, as an event of cluster `cluster_id` (kind "data"),
+ * that its apply placed data set `name` with content `digest`
+ * (gpc_store_dir_digest), which gpc_data_users reads back.
+ */
+int gpc_data_record(gpc_session *s, int64_t cluster_id, const char *name, const char *digest,
+                    gpc_error *err);
 
 /*
  * The objects of data set `name` (keys relative to data/NAME), or with
@@ -105,7 +174,9 @@ int gpc_data_list(gpc_session *s, const gpc_data_where *w, const char *name,
 
 /*
  * Remove every object of data set `name`; *removed receives how many.
- * Errors: as gpc_data_list (GPC_ERR_NOT_FOUND when there was none).
+ * Refused while a live cluster uses the set (gpc_data_guard).  Errors: as
+ * gpc_data_list (GPC_ERR_NOT_FOUND when there was none), GPC_ERR_USAGE
+ * (in use).
  */
 int gpc_data_remove(gpc_session *s, const gpc_data_where *w, const char *name,
                     size_t *removed, gpc_error *err);

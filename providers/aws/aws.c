@@ -431,6 +431,7 @@ const gpc_provider gpc_provider_aws = {
     .store_pull = aws_store_pull,
     .store_list = aws_store_list,
     .store_remove = aws_store_remove,
+    .store_delete = aws_store_delete,
     .store_scheme = "s3",
     .store_endpoint = aws_store_endpoint,
 };

@@ -150,6 +150,8 @@ int aws_store_pull(void *ctx, const char *region, const char *path, const char *
                    gpc_store_stats *st, gpc_error *err);
 int aws_store_list(void *ctx, const char *region, const char *path, gpc_store_entry **out,
                    size_t *n, gpc_error *err);
+int aws_store_delete(void *ctx, const char *region, const char *path, const char *const *keys,
+                     size_t n, gpc_error *err);
 int aws_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
                      gpc_error *err);
 /* The S3 endpoint for nodes (provider.h store_endpoint; iam.c): the

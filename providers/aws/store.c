@@ -246,6 +246,37 @@ int aws_store_list(void *ctx, const char *region, const char *path, gpc_store_en
     return 0;
 }
 
+int aws_store_delete(void *ctx, const char *region, const char *path, const char *const *keys,
+                     size_t n, gpc_error *err)
+{
+    store_slot *sl;
+    char prefix[1100];
+    int rc = prefix_of(path, prefix, sizeof(prefix), err);
+    if (!rc)
+        rc = store_get(ctx, region, 0, &sl, err);
+    if (rc == GPC_ERR_NOT_FOUND) { /* no bucket: nothing to delete */
+        gpc_error_clear(err);
+        return 0;
+    }
+    char **full = rc || !n ? NULL : calloc(n, sizeof(*full));
+    if (!rc && n && !full)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (; !rc && k < n; k++) {
+        size_t len = strlen(prefix) + strlen(keys[k]) + 1;
+        if (!(full[k] = malloc(len)))
+            rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        else
+            snprintf(full[k], len, "%s%s", prefix, keys[k]);
+    }
+    if (!rc && n)
+        rc = gpc_s3_delete(&sl->s3, sl->bucket, (const char *const *)full, n, err);
+    for (size_t i = 0; full && i < k; i++)
+        free(full[i]);
+    free(full);
+    return rc;
+}
+
 int aws_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
                      gpc_error *err)
 {

@@ -1210,4 +1210,5 @@ const gpc_provider gpc_provider_local = {
     .store_pull = local_store_pull,
     .store_list = local_store_list,
     .store_remove = local_store_remove,
+    .store_delete = local_store_delete,
 };

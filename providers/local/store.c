@@ -70,6 +70,14 @@ int local_store_list(void *ctx, const char *region, const char *path, gpc_store_
     return rc ? rc : gpc_store_list_dir(dir, out, n, err);
 }
 
+int local_store_delete(void *ctx, const char *region, const char *path,
+                       const char *const *keys, size_t n, gpc_error *err)
+{
+    char dir[PATH_MAX];
+    int rc = store_dir(ctx, region, path, 0, dir, sizeof(dir), err);
+    return rc ? rc : gpc_store_delete_files(dir, keys, n, err);
+}
+
 int local_store_remove(void *ctx, const char *region, const char *path, size_t *removed,
                        gpc_error *err)
 {

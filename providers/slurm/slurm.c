@@ -339,4 +339,5 @@ const gpc_provider gpc_provider_slurm = {
     .store_pull = slurm_store_pull,
     .store_list = slurm_store_list,
     .store_remove = slurm_store_remove,
+    .store_delete = slurm_store_delete,
 };

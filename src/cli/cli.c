@@ -66,7 +66,7 @@ const gpc_command gpc_commands[] = {
     {"exec", NULL, "run a new job on every node of a cluster, after the running one",
      "exec NAME (-f FILE | -- CMD...)", gpc_exec_options, NULL, 0, gpc_cmd_exec},
     {"destroy", NULL, "delete a cluster's nodes (idempotent)",
-     "destroy NAME | -f FILE [-y]", gpc_destroy_options, NULL, 0, gpc_cmd_destroy},
+     "destroy NAME | -f FILE [--purge] [-y]", gpc_destroy_options, NULL, 0, gpc_cmd_destroy},
     {"render", NULL, "print a node's user-data as it would be sent (decoded)",
      "render -f FILE [--node N] [--provider P] [--head-ip IP] [--encoded]", gpc_render_options,
      NULL, 0, gpc_cmd_render},
@@ -75,7 +75,7 @@ const gpc_command gpc_commands[] = {
      "[--from FILE] [--dry-run] | reset]", gpc_catalog_options, "show export update reset", 0,
      gpc_cmd_catalog},
     {"data", NULL, "push, list, pull or remove data sets in a provider's object storage",
-     "data push DIR --name NAME | ls [NAME] | pull NAME DIR | rm NAME [-y]; [--provider P] "
+     "data push DIR --name NAME [--delete] | ls [NAME] | pull NAME DIR | rm NAME [-y]; [--provider P] "
      "[--region R]", gpc_data_options, "push ls pull rm", 0, gpc_cmd_data},
     {"check", NULL, "check that each provider's credentials resolve and work",
      "check [PROVIDER...]", NULL, "@provider", 0, gpc_cmd_check},

@@ -33,6 +33,9 @@ const gpc_option gpc_apply_options[] = {
 
 const gpc_option gpc_destroy_options[] = {
     {"file", 'f', "FILE", 'f', "take the cluster's name from this job spec"},
+    {"purge", 0, NULL, 'u', "also remove the checkpoints the cluster keeps in its provider's "
+     "store (clusters/NAME/checkpoints), which otherwise outlive it; also after an earlier "
+     "destroy. Data sets are never removed"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -225,6 +228,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
 
 typedef struct destroy_args {
     const char *file;
+    int purge;
 } destroy_args;
 
 /*
@@ -252,14 +256,36 @@ static int never_recorded(gpc_session *s, const char *name, int *destroyed, cJSO
 
 static int destroy_opt(int opt, const char *arg, void *ud)
 {
+    if (opt == 'u') {
+        ((destroy_args *)ud)->purge = 1;
+        return 0;
+    }
     if (opt != 'f')
         return -1;
     return gpc_opt_once(&((destroy_args *)ud)->file, arg);
 }
 
+/* The last destroyed record of `name` into *out (for --purge after an
+ * earlier destroy); GPC_ERR_NOT_FOUND when none. */
+static int last_destroyed(gpc_session *s, const char *name, gpc_cluster_rec *out,
+                          gpc_error *err)
+{
+    gpc_cluster_rec *v = NULL;
+    size_t n = 0;
+    int rc = gpc_cluster_list(s->st, 1, &v, &n, err);
+    int64_t id = 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        if (strcmp(v[i].name, name) == 0 && v[i].destroyed_at && v[i].id > id)
+            id = v[i].id;
+    gpc_cluster_list_free(v, n);
+    if (!rc && !id)
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no destroyed cluster '%s'", name);
+    return rc ? rc : gpc_cluster_get_by_id(s->st, id, out, err);
+}
+
 int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    destroy_args a = {NULL};
+    destroy_args a = {NULL, 0};
     int done;
     int rc = gpc_parse_options(o, c, argc, argv, destroy_opt, &a, &done);
     if (done)
@@ -308,25 +334,68 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
             found = 1;
         }
     }
-    if (!rc && found && !o->assume_yes) {
-        char q[256];
-        snprintf(q, sizeof(q), "Destroy cluster '%s' and its %u node(s)?", name, cr.nodes);
+    /* the checkpoints in the store: kept unless --purge */
+    char ckpt_url[1024] = "";
+    size_t ckpt_n = 0;
+    int purged = 0;
+    if (!rc && !found && destroyed_before && a.purge) {
+        rc = last_destroyed(&s, name, &cr, &err);
+        if (!rc)
+            rc = gpc_cluster_checkpoints(&s, &cr, GPC_CKPT_LIST, ckpt_url, sizeof(ckpt_url),
+                                         &ckpt_n, &err);
+    }
+    if (!rc && (found || ckpt_n) && !o->assume_yes) {
+        char q[1400];
+        if (!found)
+            snprintf(q, sizeof(q), "Remove the %zu checkpoint file(s) of destroyed cluster "
+                     "'%s' at %s?", ckpt_n, name, ckpt_url);
+        else
+            snprintf(q, sizeof(q), "Destroy cluster '%s' and its %u node(s)%s?", name,
+                     cr.nodes, a.purge ? ", and remove its checkpoints from the store" : "");
         if (gpc_confirm(o, q) == 0) {
             /* answered no: what was not done, not an error */
-            snprintf(q, sizeof(q), "destroy cancelled; cluster '%s' and its %u node(s) are left "
-                     "as they are", name, cr.nodes);
+            if (found)
+                snprintf(q, sizeof(q), "destroy cancelled; cluster '%s' and its %u node(s) are "
+                         "left as they are", name, cr.nodes);
+            else
+                snprintf(q, sizeof(q), "destroy cancelled; the checkpoints of '%s' are left as "
+                         "they are", name);
             rc = gpc_fail(&err, GPC_ERR_USAGE, "%s", q);
             cancelled = 1;
         }
     }
     if (!rc && found)
         rc = gpc_cluster_destroy(&s, &cr, &deleted, &err);
+    /* once the nodes are gone (none writes a checkpoint any more) */
+    if (!rc && (found || ckpt_n)) {
+        gpc_error ce;
+        gpc_error_clear(&ce);
+        int crc = gpc_cluster_checkpoints(&s, &cr, a.purge ? GPC_CKPT_PURGE : GPC_CKPT_LOOK,
+                                          ckpt_url, sizeof(ckpt_url), &ckpt_n, &ce);
+        if (crc && a.purge) {
+            rc = gpc_error_wrap(&err, &ce, "cluster '%s' is destroyed, but its checkpoints "
+                                "were not removed", name);
+        } else if (crc) {
+            /* the destroy itself succeeded: say what could not be told */
+            fprintf(stderr, "gpuctl: note: could not look for the checkpoints of '%s' in the "
+                    "store: %s\n", name, ce.msg);
+            ckpt_url[0] = '\0';
+            ckpt_n = 0;
+        }
+        purged = a.purge && ckpt_n;
+    }
     if (o->format == GPC_OUT_JSON && s.st) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "destroy");
         cJSON_AddStringToObject(doc, "cluster", name);
         cJSON_AddBoolToObject(doc, "found", found);
         cJSON_AddNumberToObject(doc, "deleted", deleted);
+        if (ckpt_url[0])
+            cJSON_AddStringToObject(doc, "checkpoints", ckpt_url);
+        else
+            cJSON_AddNullToObject(doc, "checkpoints");
+        cJSON_AddNumberToObject(doc, "checkpoint_files", (double)ckpt_n);
+        cJSON_AddBoolToObject(doc, "purged", purged);
         cJSON_AddItemToObject(doc, "suggestions", sugg);
         sugg = NULL;
         if (rc) {
@@ -340,10 +409,18 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
     } else if (rc) {
         gpc_report_error(o, &err);
-    } else if (!found) {
-        printf("cluster %s: already destroyed, nothing to destroy\n", name);
     } else {
-        printf("cluster %s: destroyed (%d node(s) deleted)\n", name, deleted);
+        if (!found)
+            printf("cluster %s: already destroyed, nothing to destroy\n", name);
+        else
+            printf("cluster %s: destroyed (%d node(s) deleted)\n", name, deleted);
+        if (purged)
+            printf("checkpoints removed: %zu file(s) at %s\n", ckpt_n, ckpt_url);
+        else if (ckpt_n)
+            printf("checkpoints kept: %zu file(s) at %s; gpuctl destroy --purge %s removes "
+                   "them\n", ckpt_n, ckpt_url, name);
+        else if (a.purge)
+            printf("no checkpoints in the store to remove\n");
     }
     gpc_cluster_rec_free(&cr);
     gpc_cluster_unlock(lockfd);

@@ -21,6 +21,7 @@ typedef struct data_args {
     const char *name;
     const char *provider;
     const char *region;
+    int delete_extra; /* push --delete */
 } data_args;
 
 const gpc_option gpc_data_options[] = {
@@ -29,6 +30,8 @@ const gpc_option gpc_data_options[] = {
     {"provider", 0, "P", 'P', "the provider whose store holds the data (default: the default "
      "provider)"},
     {"region", 0, "R", 'r', "the region of the store (default: the provider's region)"},
+    {"delete", 0, NULL, 'D', "push: also delete the data set's files that DIR no longer has "
+     "(a mirror, as an S3 sync with --delete); without it push never deletes"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -39,6 +42,7 @@ static int data_opt(int opt, const char *arg, void *ud)
     case 'n': return gpc_opt_once(&a->name, arg);
     case 'P': return gpc_opt_once(&a->provider, arg);
     case 'r': return gpc_opt_once(&a->region, arg);
+    case 'D': a->delete_extra = 1; return 0;
     }
     return -1;
 }
@@ -63,7 +67,8 @@ static int data_push(gpc_out *o, gpc_session *s, const gpc_provider *p, const da
     gpc_data_where w = {.provider = p->name, .region = a->region};
     gpc_store_stats st;
     char url[1024];
-    int rc = gpc_data_push(s, &w, dir, a->name, &st, url, sizeof(url), err);
+    unsigned flags = GPC_DATA_GUARD | (a->delete_extra ? GPC_DATA_DELETE : 0);
+    int rc = gpc_data_push(s, &w, dir, a->name, flags, &st, url, sizeof(url), err);
     if (rc)
         return rc;
     if (o->format == GPC_OUT_JSON) {
@@ -73,12 +78,17 @@ static int data_push(gpc_out *o, gpc_session *s, const gpc_provider *p, const da
         cJSON_AddNumberToObject(doc, "files_sent", (double)st.files_sent);
         cJSON_AddNumberToObject(doc, "files_unchanged", (double)st.files_skipped);
         cJSON_AddNumberToObject(doc, "bytes_sent", (double)st.bytes_sent);
+        cJSON_AddNumberToObject(doc, "files_deleted", (double)st.files_deleted);
         gpc_print_json(doc);
     } else {
         char sz[32];
         gpc_format_bytes(st.bytes_sent, sz, sizeof(sz));
-        printf("data %s: %lu file(s) sent (%s), %lu unchanged\n", a->name, st.files_sent, sz,
-               st.files_skipped);
+        if (a->delete_extra)
+            printf("data %s: %lu file(s) sent (%s), %lu unchanged, %lu deleted\n", a->name,
+                   st.files_sent, sz, st.files_skipped, st.files_deleted);
+        else
+            printf("data %s: %lu file(s) sent (%s), %lu unchanged\n", a->name, st.files_sent,
+                   sz, st.files_skipped);
         printf("  %s\n", url);
     }
     return 0;
@@ -221,10 +231,13 @@ static int data_rm(gpc_out *o, gpc_session *s, const gpc_provider *p, const data
 {
     gpc_data_where w = {.provider = p->name, .region = a->region};
     if (!o->assume_yes) {
-        /* say how much goes before asking (and fail as ls does when none) */
+        /* say how much goes before asking (and fail as ls does when none,
+         * or as rm would when a live cluster uses it) */
         gpc_store_entry *v = NULL;
         size_t n = 0;
         int rc = gpc_data_list(s, &w, name, &v, &n, err);
+        if (!rc)
+            rc = gpc_data_guard(s, &w, name, "remove", err);
         free(v);
         if (rc)
             return rc;
@@ -272,6 +285,8 @@ int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv)
                                    "--name NAME)");
         if (!a.name)
             return gpc_usage_error(o, c, "data push needs --name NAME");
+    } else if (a.delete_extra) {
+        return gpc_usage_error(o, c, "--delete belongs to 'data push'");
     } else if (strcmp(verb, "pull") == 0) {
         if (a.name)
             return gpc_usage_error(o, c, "--name belongs to 'data push'; give the name as "

@@ -38,6 +38,17 @@ cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err
         cJSON_AddNumberToObject(o, "exit_code", c->exit_code);
     else
         cJSON_AddNullToObject(o, "exit_code");
+    /* which node failed the job (rank 0 may have exited 0) */
+    const gpc_node_rec *bad = c->phase == GPC_PHASE_FAILED ? gpc_cluster_failed_node(nodes, n)
+                                                           : NULL;
+    if (bad) {
+        cJSON *f = cJSON_AddObjectToObject(o, "failed_node");
+        cJSON_AddNumberToObject(f, "rank", bad->rank);
+        cJSON_AddStringToObject(f, "name", bad->name);
+        cJSON_AddNumberToObject(f, "exit_code", bad->exit_code);
+    } else {
+        cJSON_AddNullToObject(o, "failed_node");
+    }
     cJSON_AddNumberToObject(o, "nodes_desired", c->nodes);
     cJSON_AddStringToObject(o, "spec_hash", c->spec_hash);
     cJSON_AddStringToObject(o, "spec_path", c->spec_path);
@@ -131,6 +142,11 @@ int gpc_cluster_print_nodes(const gpc_out *o, gpc_session *s, const gpc_cluster_
     }
     gpc_table_print(o, &t, stdout);
     gpc_table_free(&t);
+    const gpc_node_rec *bad = c->phase == GPC_PHASE_FAILED ? gpc_cluster_failed_node(nodes, n)
+                                                           : NULL;
+    if (bad)
+        printf("\njob failed: node %s (rank %u) exited with status %d\n", bad->name, bad->rank,
+               bad->exit_code);
     gpc_node_list_free(nodes, n);
     return 0;
 }

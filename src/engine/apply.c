@@ -283,6 +283,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             rc = place_data(s, pv, spec, chosen, &placed, &e);
         if (!rc && fresh)
             rc = new_cluster(s, pv, spec, spec_path, hash, &c, &e);
+        if (!rc && placed.n) /* which data sets it uses, with what (store.h) */
+            rc = gpc_data_record_placed(s, c.id, &placed, &e);
         if (!rc) {
             res->cluster_id = c.id;
             rc = gpc_lc_create_missing(s, pv, spec, &c, chosen, workdir, ckpt,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -21,7 +22,9 @@ void gpc_data_placed_free(gpc_data_placed *d)
     for (size_t i = 0; i < d->n; i++) {
         free(d->names ? d->names[i] : NULL);
         free(d->urls ? d->urls[i] : NULL);
+        free(d->digests ? d->digests[i] : NULL);
     }
+    free(d->digests);
     free(d->names);
     free(d->urls);
     free(d->dir);
@@ -38,6 +41,17 @@ static size_t scheme_len(const char *url)
 int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err)
 {
     const gpc_provider *p = gpc_provider_find(offer->provider);
+    /* a provider without a store (plan-only ones: azure, aliyun in this
+     * release) has nowhere to place a data set nor nodes that fetch one */
+    if (spec->n_data && (!p || (p->caps & GPC_CAP_PLAN_ONLY) || !p->store_url ||
+                         !p->store_push)) {
+        const gpc_data_src *d = &spec->data[0];
+        return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: the chosen offer is on %s, "
+                        "which has no object store in this release, so the data set cannot "
+                        "be placed where its nodes read it; name in `provider` only providers "
+                        "with one (%s), or drop `data` and fetch the data in `setup`", spec->source, d->line, d->col, d->name,
+                        offer->provider, gpc_data_store_names());
+    }
     for (size_t i = 0; i < spec->n_data; i++) {
         const gpc_data_src *d = &spec->data[i];
         if (!d->is_url)
@@ -52,6 +66,37 @@ int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error
                         d->name, offer->provider, (int)sl, d->source);
     }
     return 0;
+}
+
+/*
+ * Before data set `d` (a directory, at `dir`) is pushed for cluster
+ * spec->name: refuse when another live cluster uses the set in the same
+ * store and the push would change it (the content digests differ).
+ * `digest` receives dir's.
+ */
+static int guard_place(gpc_session *s, const gpc_data_where *w, const gpc_spec *spec,
+                       const gpc_data_src *d, const char *dir, char digest[65], gpc_error *err)
+{
+    gpc_data_user *u = NULL;
+    size_t n = 0;
+    unsigned long files = 0;
+    int rc = gpc_store_dir_digest(dir, digest, &files, err);
+    if (!rc)
+        rc = gpc_data_users(s, w, d->name, spec->name, &u, &n, err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (strcmp(u[i].digest, digest) == 0)
+            continue; /* the same files: shared, nothing moves */
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s:%u:%u: data.%s: live cluster '%s' uses data set "
+                      "'%s' in the store of %s region %s, and %s %s; applying would change "
+                      "the files under its job. Destroy it first (gpuctl destroy %s), or give "
+                      "this data set a name of its own", spec->source, d->line, d->col, d->name,
+                      u[i].cluster, d->name, w->provider, w->region, d->source,
+                      u[i].digest[0] ? "holds other files than it does"
+                                     : "the state does not say what it placed there",
+                      u[i].cluster);
+    }
+    free(u);
+    return rc;
 }
 
 int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *spec,
@@ -70,9 +115,29 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
                         pv->prov->name, gpc_data_store_names());
     out->fetch = !shares_files;
     if (!(out->names = calloc(spec->n_data, sizeof(char *))) ||
-        !(out->urls = calloc(spec->n_data, sizeof(char *))))
+        !(out->urls = calloc(spec->n_data, sizeof(char *))) ||
+        !(out->digests = calloc(spec->n_data, sizeof(char *))))
         goto nomem;
     gpc_data_where w = {.provider = pv->prov->name, .region = offer->region};
+    /* every set is checked before any is pushed */
+    char (*digest)[65] = calloc(spec->n_data, sizeof(*digest));
+    if (!digest)
+        goto nomem;
+    for (size_t i = 0; !rc && i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        char *dir = NULL;
+        if (d->is_url)
+            continue;
+        rc = gpc_spec_path(spec, d->source, &dir, err);
+        if (!rc)
+            rc = guard_place(s, &w, spec, d, dir, digest[i], err);
+        free(dir);
+    }
+    if (rc) {
+        free(digest);
+        gpc_data_placed_free(out);
+        return rc;
+    }
     for (size_t i = 0; i < spec->n_data; i++) {
         const gpc_data_src *d = &spec->data[i];
         char url[1024];
@@ -83,26 +148,33 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
             char *dir = NULL;
             gpc_store_stats st;
             rc = gpc_spec_path(spec, d->source, &dir, err);
+            /* the job sees the directory as it is now: a mirror */
             if (!rc)
-                rc = gpc_data_push(s, &w, dir, d->name, &st, url, sizeof(url), err);
+                rc = gpc_data_push(s, &w, dir, d->name, GPC_DATA_DELETE, &st, url,
+                                   sizeof(url), err);
             free(dir);
             if (rc) {
                 gpc_error inner = *err;
                 gpc_error_clear(err);
                 gpc_error_wrap(err, &inner, "data.%s: placing %s in the store of %s %s",
                                d->name, d->source, offer->provider, offer->region);
+                free(digest);
                 gpc_data_placed_free(out);
                 return rc;
             }
             char sz[32];
             gpc_format_bytes(st.bytes_sent, sz, sizeof(sz));
-            gpc_info(s->log, "gpuctl: data %s: %lu file(s) sent (%s), %lu unchanged -> %s",
-                     d->name, st.files_sent, sz, st.files_skipped, url);
+            gpc_info(s->log, "gpuctl: data %s: %lu file(s) sent (%s), %lu unchanged, %lu "
+                     "deleted -> %s", d->name, st.files_sent, sz, st.files_skipped,
+                     st.files_deleted, url);
         }
-        if (!(out->names[i] = strdup(d->name)) || !(out->urls[i] = strdup(url)))
-            goto nomem;
+        if (!(out->names[i] = strdup(d->name)) || !(out->urls[i] = strdup(url)) ||
+            !(out->digests[i] = strdup(digest[i])))
+            goto nomem_d;
         out->n = i + 1;
     }
+    free(digest);
+    digest = NULL;
     if (out->fetch) {
         out->dir = strdup("");
     } else {
@@ -117,9 +189,21 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
     }
     if (out->dir)
         return 0;
+nomem_d:
+    free(digest);
 nomem:
     gpc_data_placed_free(out);
     return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+}
+
+int gpc_data_record_placed(gpc_session *s, int64_t cluster_id, const gpc_data_placed *d,
+                           gpc_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; d && !rc && i < d->n; i++)
+        if (d->digests && d->digests[i] && d->digests[i][0])
+            rc = gpc_data_record(s, cluster_id, d->names[i], d->digests[i], err);
+    return rc;
 }
 
 cJSON *gpc_data_plan_json(const gpc_spec *spec, const gpc_offer *chosen)
@@ -200,6 +284,11 @@ int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name, con
     if (!gpc_data_name_ok(name))
         return gpc_fail(err, GPC_ERR_USAGE, "invalid data set name '%s': 1 to 63 letters, "
                         "digits, '.', '_' and '-', starting with a letter or digit", name);
+    /* a DIR that cannot be one is the caller's mistake, said before anything
+     * is fetched (exit 3, as push's) */
+    struct stat sb;
+    if (lstat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: not a directory", dir);
     /* ls says whether there is one (NOT_FOUND) before anything is made */
     gpc_store_entry *v = NULL;
     size_t n = 0;
@@ -210,7 +299,18 @@ int gpc_data_pull(gpc_session *s, const gpc_data_where *w, const char *name, con
         rc = gpc_session_provider(s, gpc_data_provider(w, err)->name, &op, err);
     char path[GPC_STORE_PATH_MAX + 1];
     snprintf(path, sizeof(path), "data/%s", name);
-    if (!rc)
-        rc = op.prov->store_pull(op.ctx, w->region, path, dir, st, err);
+    if (rc)
+        return rc;
+    rc = op.prov->store_pull(op.ctx, w->region, path, dir, st, err);
+    if (rc) {
+        /* each file arrives whole (FILE.gpuctl-part, renamed): say how many did */
+        char sz[32];
+        gpc_format_bytes(st->bytes_sent, sz, sizeof(sz));
+        gpc_error inner = *err;
+        gpc_error_clear(err);
+        gpc_error_wrap(err, &inner, "data pull %s: %lu of %zu file(s) (%s) arrived in %s "
+                       "before this failure, each whole; pull again to fetch the rest", name,
+                       st->files_sent + st->files_skipped, n, sz, dir);
+    }
     return rc;
 }

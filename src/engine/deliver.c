@@ -653,10 +653,13 @@ int gpc_deliver_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_r
     int rc = 0;
     if (spec->workdir && !shares) {
         struct stat sb;
+        char at[GPC_SPEC_AT_MAX];
         rc = gpc_spec_path(spec, spec->workdir, &wd, err);
         if (!rc && (stat(wd, &sb) != 0 || !S_ISDIR(sb.st_mode)))
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: directory '%s' does not exist "
-                          "(resolved: %s)", spec->source, spec->workdir, wd);
+                          "(resolved: %s)",
+                          gpc_spec_at(spec, spec->workdir_line, spec->workdir_col, at),
+                          spec->workdir, wd);
     }
     if (!rc && send_secrets)
         rc = gpc_secrets_read(spec, &sec, &n_sec, err);

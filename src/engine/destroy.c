@@ -1,6 +1,9 @@
 /* destroy.c - gpc_cluster_destroy and the provider's cluster clean-up */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
@@ -117,5 +120,60 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
                                "recorded: %s", c->name, nleft, gpc_buf_str(&left));
     }
     gpc_buf_free(&left);
+    return rc;
+}
+
+/* ---- checkpoints in the store (destroy --purge) ----------------------- */
+
+int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_mode mode,
+                            char *url, size_t size, size_t *n, gpc_error *err)
+{
+    int purge = mode == GPC_CKPT_PURGE;
+    *n = 0;
+    if (size)
+        url[0] = '\0';
+    gpc_open_provider op;
+    int rc = gpc_session_provider(s, c->provider, &op, err);
+    if (rc)
+        return rc;
+    if (!op.prov->store_url || !op.prov->store_list || !op.prov->store_remove)
+        return 0;
+    /* a plain destroy asks the store only about a spec with checkpoint_dir */
+    if (mode == GPC_CKPT_LOOK) {
+        cJSON *spec = cJSON_Parse(c->spec_json ? c->spec_json : "");
+        int has = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "checkpoint_dir"));
+        cJSON_Delete(spec);
+        if (!has)
+            return 0;
+    }
+    /* the store of the cluster's region: its nodes' (destroyed ones too) */
+    gpc_node_rec *nodes = NULL;
+    size_t nn = 0;
+    char region[64] = "", path[256];
+    rc = gpc_node_list(s->st, c->id, 1, &nodes, &nn, err);
+    for (size_t i = 0; !rc && i < nn && !region[0]; i++)
+        snprintf(region, sizeof(region), "%s", nodes[i].region);
+    gpc_node_list_free(nodes, nn);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), GPC_CKPT_STORE_PATH_FMT, c->name);
+    gpc_store_entry *v = NULL;
+    size_t nv = 0;
+    rc = op.prov->store_list(op.ctx, region[0] ? region : NULL, path, &v, &nv, err);
+    free(v);
+    if (rc || !nv)
+        return rc;
+    rc = op.prov->store_url(op.ctx, region[0] ? region : NULL, path, url, size, err);
+    if (!rc && purge) {
+        size_t removed = 0;
+        rc = op.prov->store_remove(op.ctx, region[0] ? region : NULL, path, &removed, err);
+        if (!rc) {
+            gpc_lc_event(s, c->id, -1, "purge", "%zu checkpoint file(s) removed from %s",
+                         removed, url);
+            nv = removed;
+        }
+    }
+    if (!rc)
+        *n = nv;
     return rc;
 }

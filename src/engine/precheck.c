@@ -8,23 +8,24 @@
 #include <sys/stat.h>
 
 #include "lifecycle.h"
+#include "spec_int.h"
 #include "gpuctl/data.h"
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
 
 /* The absolute path of directory `field` (created when `create`); it must
- * exist. */
-static int resolve_path(const gpc_spec *spec, const char *field, const char *p, int create,
-                        char **out, gpc_error *err)
+ * exist.  `line`, `col`: where the spec writes it. */
+static int resolve_path(const gpc_spec *spec, const char *field, const char *p, unsigned line,
+                        unsigned col, int create, char **out, gpc_error *err)
 {
-    char *path = NULL;
+    char *path = NULL, at[GPC_SPEC_AT_MAX];
     int rc = gpc_spec_path(spec, p, &path, err);
     if (!rc && create)
         rc = gpc_mkdir_p(path, 0755, err);
     struct stat sb;
     if (!rc && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: %s: directory '%s' does not exist (resolved: %s)",
-                      spec->source, field, p, path);
+                      gpc_spec_at(spec, line, col, at), field, p, path);
     free(path);
     return rc ? rc : gpc_spec_path(spec, p, out, err); /* canonical once it exists */
 }
@@ -80,25 +81,6 @@ int gpc_lc_precheck_provider(const gpc_plan *plan, gpc_error *err)
  * host name of 253 bytes); a group's nodes share one payload (rank 0, the
  * provider's rank source).  And the provider takes the spec (aws: the
  * image). */
-/* Is `p` (absolute) the root, a top-level directory of the system, or
- * the bootstrap's own home (trailing '/' ignored)?  A checkpoint_dir kept
- * in a store must be a directory of its own: the node restores the whole
- * prefix into it and saves all of it back. */
-static int system_dir(const char *p)
-{
-    static const char *const dirs[] = {"", "/bin", "/boot", "/dev", "/etc", "/home", "/lib",
-                                       "/lib64", "/opt", "/proc", "/root", "/run", "/sbin",
-                                       "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib",
-                                       "/var/lib/gpuctl", NULL};
-    size_t n = strlen(p);
-    while (n && p[n - 1] == '/')
-        n--;
-    for (size_t i = 0; dirs[i]; i++)
-        if (strlen(dirs[i]) == n && strncmp(p, dirs[i], n) == 0)
-            return 1;
-    return 0;
-}
-
 static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *workdir,
                         const char *ckpt, int deliver, gpc_error *err)
 {
@@ -170,6 +152,7 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
                     const char *have_provider, int make_dirs, gpc_lc_dirs *d, gpc_error *err)
 {
     memset(d, 0, sizeof(*d));
+    char at[GPC_SPEC_AT_MAX];
     /* Where the job's directories are, as the node sees them.  The local
      * provider's nodes share this machine's files, and so do those of a
      * place its provider says so of (shares_files: a Slurm cluster whose
@@ -195,14 +178,17 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
     if (rc)
         ;
     else if (spec->workdir && d->shares_files)
-        rc = resolve_path(spec, "workdir", spec->workdir, 0, &d->workdir, err);
+        rc = resolve_path(spec, "workdir", spec->workdir, spec->workdir_line,
+                          spec->workdir_col, 0, &d->workdir, err);
     else if (spec->workdir && transport && (plan->action != GPC_PLAN_NONE || make_dirs))
-        rc = resolve_path(spec, "workdir", spec->workdir, 0, &d->send_workdir, err);
+        rc = resolve_path(spec, "workdir", spec->workdir, spec->workdir_line,
+                          spec->workdir_col, 0, &d->send_workdir, err);
     else if (spec->workdir && plan->action != GPC_PLAN_NONE)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: the chosen offer is on %s, whose nodes "
                       "cannot see this machine's files%s%s%s and which cannot send it to them "
                       "(providers that can: %s); put the code in the image or fetch it in "
-                      "setup", spec->source, target,
+                      "setup", gpc_spec_at(spec, spec->workdir_line, spec->workdir_col, at),
+                      target,
                       tp && tp->shares_files ? " there" : " (only the ",
                       tp && tp->shares_files ? "" : gpc_provider_names_with(GPC_CAP_SHARED_FILES),
                       tp && tp->shares_files ? "" : " provider shares them)",
@@ -212,18 +198,14 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
      * already applied whose provider now offers nothing (no offer to ask
      * shares_files of) keeps the path its apply resolved. */
     if (!rc && spec->checkpoint_dir && !d->shares_files && plan->action != GPC_PLAN_NONE) {
-        if (spec->checkpoint_dir[0] != '/')
-            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
-                          "on the %s nodes", spec->source, spec->checkpoint_dir, target);
-        else if (system_dir(spec->checkpoint_dir))
-            rc = gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' is a directory of the "
-                          "node's system: its whole contents would be restored onto and saved "
-                          "from every node; name a directory of its own (e.g. /var/lib/gpuctl/"
-                          "checkpoints)", spec->source, spec->checkpoint_dir);
+        rc = spec_check_node_ckpt(spec, target, err);
+        if (rc)
+            ;
         else if (!(d->ckpt = strdup(spec->checkpoint_dir)))
             rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     } else if (!rc && spec->checkpoint_dir && make_dirs && plan->action != GPC_PLAN_NONE) {
-        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir, 1, &d->ckpt, err);
+        rc = resolve_path(spec, "checkpoint_dir", spec->checkpoint_dir,
+                          spec->checkpoint_dir_line, spec->checkpoint_dir_col, 1, &d->ckpt, err);
     }
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
         rc = gpc_data_check_offer(spec, &plan->offers[0].worker, err);
@@ -236,7 +218,9 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets: the chosen offer is on %s, which "
                           "cannot deliver secrets to its nodes without writing them where "
                           "they are kept (providers that can: %s; over ssh: %s); pass them "
-                          "another way, or choose such a provider", spec->source, target,
+                          "another way, or choose such a provider",
+                          gpc_spec_at(spec, spec->secrets[0].line, spec->secrets[0].col, at),
+                          target,
                           gpc_provider_names_with(GPC_CAP_SECRETS), transport_names());
         if (!rc)
             rc = gpc_secrets_read(spec, &d->secrets, &d->n_secrets, err);
@@ -253,6 +237,69 @@ void gpc_lc_dirs_free(gpc_lc_dirs *d)
     free(d->send_workdir);
     gpc_secrets_free(d->secrets, d->n_secrets);
     memset(d, 0, sizeof(*d));
+}
+
+int gpc_spec_check_targets(const gpc_spec *spec, gpc_error *err)
+{
+    /* what any of the spec's providers can take, as gpc_lc_precheck
+     * judges for one (a provider not built in takes everything here: it is
+     * refused as such) */
+    int may_share = 0, secrets_ok = 0, store = 0, spec_ok = 0, refused = 0;
+    gpc_error why; /* the first provider's check_spec refusal */
+    gpc_error_clear(&why);
+    char names[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < spec->n_providers; i++) {
+        const gpc_provider *p = gpc_provider_find(spec->providers[i]);
+        int k = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+                         spec->providers[i]);
+        if (k > 0 && (size_t)k < sizeof(names) - len)
+            len += (size_t)k;
+        if (!p) {
+            may_share = secrets_ok = store = spec_ok = 1;
+            continue;
+        }
+        int plan_only = (p->caps & GPC_CAP_PLAN_ONLY) != 0;
+        /* what the provider itself refuses (aws: the image); plan does not
+         * ask a plan-only one */
+        if (plan_only || !p->check_spec) {
+            spec_ok = 1;
+        } else if (!spec_ok) {
+            gpc_error e;
+            gpc_error_clear(&e);
+            if (p->check_spec(spec, &e) == 0)
+                spec_ok = 1;
+            else if (!refused++)
+                why = e;
+        }
+        may_share |= (p->caps & GPC_CAP_SHARED_FILES) || p->shares_files;
+        /* plan does not refuse secrets on a plan-only provider's offer */
+        secrets_ok |= (p->caps & GPC_CAP_SECRETS) || plan_only ||
+                      (p->transport_argv && !plan_only);
+        store |= !plan_only && p->store_url && p->store_push;
+    }
+    char at[GPC_SPEC_AT_MAX];
+    if (!spec_ok && refused)
+        return gpc_error_wrap(err, &why, NULL);
+    if (!may_share && spec->checkpoint_dir) {
+        int rc = spec_check_node_ckpt(spec, names, err);
+        if (rc)
+            return rc;
+    }
+    if (!secrets_ok && spec->n_secrets)
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: secrets: %s cannot deliver secrets to the "
+                        "nodes without writing them where they are kept (providers that can: "
+                        "%s; over ssh: %s); pass them another way, or choose such a provider",
+                        gpc_spec_at(spec, spec->secrets[0].line, spec->secrets[0].col, at),
+                        names, gpc_provider_names_with(GPC_CAP_SECRETS), transport_names());
+    if (!store && spec->n_data)
+        return gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: %s %s no object store in this "
+                        "release, so the data set cannot be placed where the nodes read it; "
+                        "name in `provider` only providers with one (%s), or drop `data` and "
+                        "fetch the data in `setup`", spec->source, spec->data[0].line,
+                        spec->data[0].col, spec->data[0].name, names,
+                        spec->n_providers > 1 ? "have" : "has", gpc_data_store_names());
+    return 0;
 }
 
 int gpc_plan_check(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan, gpc_error *err)

@@ -6,18 +6,31 @@
 #include "lifecycle.h"
 #include "gpuctl/util.h"
 
-/* Derive the cluster's phase from its nodes: rank 0 decides the job.  A
- * cluster some of whose nodes are not made while its last launch attempt
- * failed (launch_failed: an apply that failed and could not close the
- * record, or left nodes it could not remove) is `failed` until an apply
- * makes them; one with none made and no failure yet is `pending`. */
+const gpc_node_rec *gpc_cluster_failed_node(const gpc_node_rec *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((i + 1 == n || nodes[i + 1].rank != nodes[i].rank) &&
+            nodes[i].phase == GPC_PHASE_FAILED && nodes[i].exit_code > 0)
+            return &nodes[i];
+    return NULL;
+}
+
+/* Derive the cluster's phase from its nodes, and its exit code (rank
+ * 0's): rank 0 decides the job while it runs and when it ends other than
+ * with 0; once it exited 0, the job succeeded only if no node's job
+ * failed: a node whose job exited non-zero makes it failed
+ * (gpc_cluster_failed_node says which).  A cluster some of whose nodes are not made while its last
+ * launch attempt failed (launch_failed: an apply that failed and could
+ * not close the record, or left nodes it could not remove) is `failed`
+ * until an apply makes them; one with none made and no failure yet is
+ * `pending`. */
 static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, size_t n,
                            int launch_failed, int *exit_code)
 {
     *exit_code = -1;
     if (c->destroyed_at)
         return GPC_PHASE_TERMINATED;
-    const gpc_node_rec *head = NULL;
+    const gpc_node_rec *head = NULL, *bad = gpc_cluster_failed_node(nodes, n);
     int any_created = 0, missing = 0;
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].rank == 0)
@@ -33,6 +46,7 @@ static gpc_phase summarise(const gpc_cluster_rec *c, const gpc_node_rec *nodes, 
     *exit_code = head->exit_code;
     switch (head->phase) {
     case GPC_PHASE_SUCCEEDED:
+        return bad ? GPC_PHASE_FAILED : head->phase;
     case GPC_PHASE_FAILED:
     case GPC_PHASE_PREEMPTED:
         return head->phase;

@@ -27,22 +27,15 @@ void gpc_secrets_free(gpc_env_var *vals, size_t n)
     free(vals);
 }
 
-/* PATH of "file:PATH": "~/..." under $HOME, a relative one under the
- * spec's directory. */
-static int secret_path(const gpc_spec *spec, const gpc_secret_ref *r, const char *p,
-                       char **out, gpc_error *err)
+/* PATH of "file:PATH", as gpc_spec_path resolves a path on this machine:
+ * "~/..." under $HOME, a relative one under the spec's directory. */
+static int secret_path(const gpc_spec *spec, const gpc_secret_ref *r, const char *at,
+                       const char *p, char **out, gpc_error *err)
 {
-    if (p[0] == '~' && p[1] == '/') {
-        const char *home = getenv("HOME");
-        if (!home || !*home)
-            return gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: %s: HOME is not set",
-                            spec->source, r->name, r->source);
-        size_t n = strlen(home) + strlen(p);
-        if (!(*out = malloc(n)))
-            return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        snprintf(*out, n, "%s%s", home, p + 1);
-        return 0;
-    }
+    const char *home = getenv("HOME");
+    if (p[0] == '~' && p[1] == '/' && (!home || !*home))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: %s: HOME is not set", at,
+                        r->name, r->source);
     return gpc_spec_path(spec, p, out, err);
 }
 
@@ -50,14 +43,16 @@ static int read_one(const gpc_spec *spec, const gpc_secret_ref *r, char **value,
                     gpc_error *err)
 {
     *value = NULL;
+    char at[GPC_SPEC_AT_MAX];
+    gpc_spec_at(spec, r->line, r->col, at);
     if (strncmp(r->source, "env:", 4) == 0) {
         const char *v = getenv(r->source + 4);
         if (!v)
             return gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: environment variable %s is "
-                            "not set", spec->source, r->name, r->source + 4);
+                            "not set", at, r->name, r->source + 4);
         if (strlen(v) > SECRET_MAX)
             return gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: environment variable %s is "
-                            "longer than %u bytes", spec->source, r->name, r->source + 4,
+                            "longer than %u bytes", at, r->name, r->source + 4,
                             SECRET_MAX);
         *value = strdup(v);
         return *value ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
@@ -65,25 +60,25 @@ static int read_one(const gpc_spec *spec, const gpc_secret_ref *r, char **value,
     if (strncmp(r->source, "file:", 5) != 0)
         return gpc_fail(err, GPC_ERR_INTERNAL, "secrets.%s: unknown source", r->name);
     char *path = NULL;
-    int rc = secret_path(spec, r, r->source + 5, &path, err);
+    int rc = secret_path(spec, r, at, r->source + 5, &path, err);
     if (rc)
         return rc;
     struct stat sb;
     if (stat(path, &sb) != 0)
-        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: file %s: %s", spec->source, r->name,
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: file %s: %s", at, r->name,
                       path, strerror(errno));
     else if (!S_ISREG(sb.st_mode))
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: %s is not a regular file",
-                      spec->source, r->name, path);
+                      at, r->name, path);
     char *data = NULL;
     size_t len = 0;
     gpc_error fe;
     gpc_error_clear(&fe);
     if (!rc && gpc_read_file(path, SECRET_MAX, &data, &len, &fe) != 0)
-        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: %s", spec->source, r->name, fe.msg);
+        rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: %s", at, r->name, fe.msg);
     if (!rc && memchr(data, '\0', len))
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: secrets.%s: file %s holds a NUL byte, which no "
-                      "environment variable can", spec->source, r->name, path);
+                      "environment variable can", at, r->name, path);
     if (!rc) {
         if (len && data[len - 1] == '\n')
             data[--len] = '\0';

@@ -810,6 +810,8 @@ static int f_secrets(walk *w, const ynode *k, const ynode *v, const char *path)
         if (!(r->name = strdup(key->text)))
             return spec_nomem(w->err);
         s->n_secrets++;
+        r->line = (unsigned)(is_null(val) ? key->line : val->line);
+        r->col = (unsigned)(is_null(val) ? key->col : val->col);
         if (is_null(val)) {
             size_t n = strlen(key->text) + 5;
             if (!(r->source = malloc(n)))
@@ -847,12 +849,26 @@ static int f_labels(walk *w, const ynode *k, const ynode *v, const char *path)
 
 static int f_workdir(walk *w, const ynode *k, const ynode *v, const char *path)
 {
+    w->s->workdir_line = (unsigned)v->line;
+    w->s->workdir_col = (unsigned)v->col;
     return get_str(w, v, path, true, &w->s->workdir);
 }
 
+/* A path of the nodes where they do not see this machine's files: "~" is
+ * not this machine's home there, nor expanded by anyone (docs/spec.md). */
 static int f_checkpoint_dir(walk *w, const ynode *k, const ynode *v, const char *path)
 {
-    return get_str(w, v, path, true, &w->s->checkpoint_dir);
+    w->s->checkpoint_dir_line = (unsigned)v->line;
+    w->s->checkpoint_dir_col = (unsigned)v->col;
+    char q[SHOW_MAX];
+    int rc = get_str(w, v, path, true, &w->s->checkpoint_dir);
+    if (!rc && w->s->checkpoint_dir[0] == '~')
+        return failn(w, v, path, "%s: '~' is not expanded in checkpoint_dir, which is a "
+                     "path on the nodes (this machine's home is not theirs); write an "
+                     "absolute path (e.g. /var/lib/gpuctl/checkpoints) or, where the nodes "
+                     "see this machine's files, one relative to the spec's directory",
+                     spec_quote(v->text, v->len, q));
+    return rc;
 }
 
 /* data: NAME: DIR | SCHEME://BUCKET[/PREFIX] (gpc_data_src); the URL's
@@ -900,17 +916,11 @@ static int f_data(walk *w, const ynode *k, const ynode *v, const char *path)
         if (!sl)
             continue;
         d->is_url = 1;
-        const char *host = d->source + sl + 3;
-        size_t hl = strcspn(host, "/");
-        int bad = hl == 0;
-        for (size_t j = 0; j < hl && !bad; j++)
-            bad = !(is_lower(host[j]) || is_digit(host[j]) || host[j] == '.' || host[j] == '-');
-        for (const char *c = host + hl; *c && !bad; c++)
-            bad = *c == ' ';
-        if (bad)
-            return failn(w, val, kpath, "%s: expected %.*s://BUCKET/PREFIX (a bucket of "
-                         "lower-case letters, digits, '.' and '-'; no spaces)",
-                         spec_quote(val->text, val->len, q), (int)sl, d->source);
+        const char *why = spec_store_url_problem(d->source, sl);
+        if (why)
+            return failn(w, val, kpath, "%s: %s; expected %.*s://BUCKET or %.*s://BUCKET/PREFIX",
+                         spec_quote(val->text, val->len, q), why, (int)sl, d->source, (int)sl,
+                         d->source);
     }
     return 0;
 }

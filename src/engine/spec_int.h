@@ -78,6 +78,22 @@ size_t spec_url_scheme_len(const char *s);
  * "FILE:LINE:COL: data.NAME: ..." at the source otherwise. */
 int spec_check_data_urls(const gpc_spec *s, gpc_error *err);
 
+/* checkpoint_dir as a path on nodes that do not see this machine's files
+ * (`where`: their provider, or the spec's providers, "aws"): it must be
+ * absolute and not a system directory (/, /etc, /var/lib/gpuctl, ...),
+ * whose whole contents a store would restore and save.  GPC_ERR_SPEC
+ * "FILE:LINE:COL: checkpoint_dir: ..."; 0 also without checkpoint_dir. */
+int spec_check_node_ckpt(const gpc_spec *spec, const char *where, gpc_error *err);
+
+/* A store URL's bucket and prefix, `url` being "SCHEME://REST" with a
+ * scheme of `sl` bytes: the bucket follows S3's naming rules (3 to 63
+ * lower-case letters, digits, '.' and '-', beginning and ending with a
+ * letter or digit, no "..", not an IPv4 address); an optional "/PREFIX"
+ * is not empty and holds no "//"; no '?', '#', space or control
+ * character anywhere.  NULL when it is one, else what is wrong (static
+ * text, for a message "data.NAME: 'URL': WHAT"). */
+const char *spec_store_url_problem(const char *url, size_t sl);
+
 /* ------------------------------------------------------------------ */
 /* spec_yaml.c                                                        */
 

@@ -1,4 +1,5 @@
 /* spec_path.c - paths of a spec, resolved against its file (spec.h) */
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,13 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
 {
     char buf[PATH_MAX];
     int n;
-    if (p[0] == '/') {
+    if (p[0] == '~' && p[1] == '/') {
+        /* this machine's home, as a shell would expand it */
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: HOME is not set", spec->source, p);
+        n = snprintf(buf, sizeof(buf), "%s%s", home, p + 1);
+    } else if (p[0] == '/') {
         n = snprintf(buf, sizeof(buf), "%s", p);
     } else {
         /* the spec's directory exists even when `p` does not yet */
@@ -29,6 +36,17 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
     return *out ? 0 : gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
 }
 
+const char *gpc_spec_at(const gpc_spec *spec, unsigned line, unsigned col,
+                        char buf[GPC_SPEC_AT_MAX])
+{
+    const char *src = spec->source ? spec->source : "-";
+    if (line)
+        snprintf(buf, GPC_SPEC_AT_MAX, "%.280s:%u:%u", src, line, col);
+    else
+        snprintf(buf, GPC_SPEC_AT_MAX, "%.280s", src);
+    return buf;
+}
+
 size_t spec_url_scheme_len(const char *s)
 {
     size_t i = 0;
@@ -37,6 +55,42 @@ size_t spec_url_scheme_len(const char *s)
     while (is_alnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')
         i++;
     return strncmp(s + i, "://", 3) == 0 ? i : 0;
+}
+
+const char *spec_store_url_problem(const char *url, size_t sl)
+{
+    for (const char *c = url; *c; c++) {
+        if (*c == '?' || *c == '#')
+            return "a store URL holds no '?' or '#' (query or fragment)";
+        if (*c == ' ' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            return "a store URL holds no spaces or control characters";
+    }
+    const char *b = url + sl + 3;
+    size_t bl = strcspn(b, "/");
+    if (bl == 0)
+        return "the bucket is empty";
+    if (bl < 3 || bl > 63)
+        return "a bucket name has 3 to 63 characters";
+    for (size_t i = 0; i < bl; i++)
+        if (!(is_lower((unsigned char)b[i]) || is_digit((unsigned char)b[i]) || b[i] == '.' ||
+              b[i] == '-'))
+            return "a bucket name has only lower-case letters, digits, '.' and '-'";
+    if (!is_alnum((unsigned char)b[0]) || !is_alnum((unsigned char)b[bl - 1]))
+        return "a bucket name begins and ends with a letter or digit";
+    char bucket[64];
+    memcpy(bucket, b, bl);
+    bucket[bl] = '\0';
+    if (strstr(bucket, ".."))
+        return "a bucket name has no two adjacent dots";
+    struct in_addr a;
+    if (inet_pton(AF_INET, bucket, &a) == 1)
+        return "a bucket name is not an IP address";
+    const char *prefix = b + bl;
+    if (*prefix == '/' && prefix[1] == '\0')
+        return "the prefix after the bucket's '/' is empty (write the bucket alone)";
+    if (strstr(prefix, "//"))
+        return "the prefix has an empty part ('//')";
+    return NULL;
 }
 
 /* "a, b, c" of n strings into buf. */
@@ -124,17 +178,55 @@ int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err)
 {
     if (!spec->workdir)
         return check_data_dirs(spec, err);
-    char *path = NULL;
+    char *path = NULL, at[GPC_SPEC_AT_MAX];
+    gpc_spec_at(spec, spec->workdir_line, spec->workdir_col, at);
     int rc = gpc_spec_path(spec, spec->workdir, &path, err);
     struct stat sb;
     if (!rc && stat(path, &sb) != 0)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: directory '%s' does not exist "
-                      "(resolved: %s)", spec->source, spec->workdir, path);
+                      "(resolved: %s)", at, spec->workdir, path);
     else if (!rc && !S_ISDIR(sb.st_mode))
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: '%s' is not a directory (resolved: %s)",
-                      spec->source, spec->workdir, path);
+                      at, spec->workdir, path);
     free(path);
     return rc ? rc : check_data_dirs(spec, err);
+}
+
+/* Is `p` (absolute) the root, a top-level directory of the system, or
+ * the bootstrap's own home (trailing '/' ignored)?  A checkpoint_dir kept
+ * in a store must be a directory of its own: the node restores the whole
+ * prefix into it and saves all of it back. */
+static int system_dir(const char *p)
+{
+    static const char *const dirs[] = {"", "/bin", "/boot", "/dev", "/etc", "/home", "/lib",
+                                       "/lib64", "/opt", "/proc", "/root", "/run", "/sbin",
+                                       "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib",
+                                       "/var/lib/gpuctl", NULL};
+    size_t n = strlen(p);
+    while (n && p[n - 1] == '/')
+        n--;
+    for (size_t i = 0; dirs[i]; i++)
+        if (strlen(dirs[i]) == n && strncmp(p, dirs[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+int spec_check_node_ckpt(const gpc_spec *spec, const char *where, gpc_error *err)
+{
+    char at[GPC_SPEC_AT_MAX];
+    const char *p = spec->checkpoint_dir;
+    if (!p)
+        return 0;
+    gpc_spec_at(spec, spec->checkpoint_dir_line, spec->checkpoint_dir_col, at);
+    if (p[0] != '/')
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' must be an absolute path "
+                        "on the %s nodes", at, p, where);
+    if (system_dir(p))
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: checkpoint_dir: '%s' is a directory of the "
+                        "node's system: its whole contents would be restored onto and saved "
+                        "from every node; name a directory of its own (e.g. /var/lib/gpuctl/"
+                        "checkpoints)", at, p);
+    return 0;
 }
 
 int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err)
@@ -144,14 +236,14 @@ int gpc_spec_check_providers(const gpc_spec *spec, gpc_error *err)
     for (size_t i = 0; i < spec->n_providers; i++) {
         const gpc_provider *p = gpc_provider_find(spec->providers[i]);
         if (p && !(p->caps & GPC_CAP_PLAN_ONLY))
-            return 0;
+            return gpc_spec_check_targets(spec, err);
         int n = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
                          spec->providers[i]);
         if (n > 0 && (size_t)n < sizeof(names) - len)
             len += (size_t)n;
     }
     if (!spec->n_providers)
-        return 0;
+        return gpc_spec_check_targets(spec, err);
     return gpc_fail(err, GPC_ERR_PROVIDER, "%s: provider: %s %s not built into this gpuctl "
                     "yet (available: %s); gpuctl plan shows %s offers, but apply cannot "
                     "create %s nodes", spec->source, names,

@@ -9,6 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
+#include "gpuctl/buf.h"
+#include "gpuctl/state.h"
 #include "gpuctl/store.h"
 
 const gpc_provider *gpc_data_provider(const gpc_data_where *w, gpc_error *err)
@@ -61,6 +65,7 @@ static int open_store(gpc_session *s, const gpc_data_where *w, const char *name,
     return gpc_session_provider(s, p->name, op, err);
 }
 
+
 static const char *region_words(const gpc_data_where *w, char *buf, size_t size)
 {
     const gpc_provider *p = w->provider ? gpc_provider_find(w->provider)
@@ -70,8 +75,38 @@ static const char *region_words(const gpc_data_where *w, char *buf, size_t size)
     return buf;
 }
 
+/* Delete the objects of data/NAME (at `path`) that directory `dir` has no
+ * regular file for; st->files_deleted counts them. */
+static int mirror_delete(gpc_open_provider *op, const gpc_data_where *w, const char *dir,
+                         const char *path, gpc_store_stats *st, gpc_error *err)
+{
+    gpc_store_entry *have = NULL, *want = NULL;
+    size_t nh = 0, nw = 0, nd = 0;
+    int rc = op->prov->store_list(op->ctx, w->region, path, &have, &nh, err);
+    if (!rc)
+        rc = gpc_store_list_dir(dir, &want, &nw, err);
+    const char **gone = !rc && nh ? calloc(nh, sizeof(*gone)) : NULL;
+    if (!rc && nh && !gone)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    /* both sorted bytewise: one merge */
+    for (size_t i = 0, j = 0; !rc && i < nh; i++) {
+        while (j < nw && strcmp(want[j].key, have[i].key) < 0)
+            j++;
+        if (j == nw || strcmp(want[j].key, have[i].key) != 0)
+            gone[nd++] = have[i].key;
+    }
+    if (!rc && nd)
+        rc = op->prov->store_delete(op->ctx, w->region, path, gone, nd, err);
+    if (!rc)
+        st->files_deleted = nd;
+    free(gone);
+    free(have);
+    free(want);
+    return rc;
+}
+
 int gpc_data_push(gpc_session *s, const gpc_data_where *w, const char *dir, const char *name,
-                  gpc_store_stats *st, char *url, size_t size, gpc_error *err)
+                  unsigned flags, gpc_store_stats *st, char *url, size_t size, gpc_error *err)
 {
     memset(st, 0, sizeof(*st));
     struct stat sb;
@@ -82,10 +117,131 @@ int gpc_data_push(gpc_session *s, const gpc_data_where *w, const char *dir, cons
     gpc_open_provider op;
     char path[GPC_STORE_PATH_MAX + 1];
     int rc = open_store(s, w, name, &op, path, err);
+    if (!rc && (flags & GPC_DATA_DELETE) && !op.prov->store_delete)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "provider %s cannot delete single objects of its "
+                      "store: data set '%s' cannot be mirrored there", op.prov->name, name);
+    if (!rc && (flags & GPC_DATA_GUARD))
+        rc = gpc_data_guard(s, w, name, "push to", err);
     if (!rc)
         rc = op.prov->store_push(op.ctx, w->region, dir, path, st, err);
+    if (!rc && (flags & GPC_DATA_DELETE))
+        rc = mirror_delete(&op, w, dir, path, st, err);
     if (!rc && url)
         rc = op.prov->store_url(op.ctx, w->region, path, url, size, err);
+    return rc;
+}
+
+/* The event message that records a data set's digest (gpc_data_record). */
+#define RECORD_FMT "data set %s placed: content sha256 %s"
+
+int gpc_data_record(gpc_session *s, int64_t cluster_id, const char *name, const char *digest,
+                    gpc_error *err)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg), RECORD_FMT, name, digest);
+    return gpc_event_add(s->st, cluster_id, -1, "data", msg, err);
+}
+
+/* The digest cluster `cid`'s last apply recorded for `name`, "" if none. */
+static int recorded_digest(gpc_session *s, int64_t cid, const char *name, char out[65],
+                           gpc_error *err)
+{
+    out[0] = '\0';
+    gpc_event_rec *ev = NULL;
+    size_t n = 0;
+    int rc = gpc_event_list(s->st, cid, &ev, &n, err);
+    char head[128];
+    int hl = snprintf(head, sizeof(head), RECORD_FMT, name, "");
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *m = ev[i].message;
+        if (strcmp(ev[i].kind, "data") == 0 && hl > 0 && strncmp(m, head, (size_t)hl) == 0 &&
+            strlen(m + hl) == 64)
+            memcpy(out, m + hl, 65); /* the last one wins */
+    }
+    gpc_event_list_free(ev, n);
+    return rc;
+}
+
+/* Does the canonical spec JSON push a directory to data set `name`? */
+static int spec_pushes(const char *spec_json, const char *name)
+{
+    cJSON *j = spec_json && spec_json[0] ? cJSON_Parse(spec_json) : NULL;
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j,
+                                                        "data"), name);
+    int yes = cJSON_IsString(src) && !strstr(src->valuestring, "://");
+    cJSON_Delete(j);
+    return yes;
+}
+
+int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
+                   const char *except, gpc_data_user **out, size_t *n, gpc_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    gpc_open_provider op;
+    char path[GPC_STORE_PATH_MAX + 1], here[1024] = "";
+    int rc = open_store(s, w, name, &op, path, err);
+    gpc_cluster_rec *cl = NULL;
+    size_t ncl = 0;
+    if (!rc)
+        rc = gpc_cluster_list(s->st, 0, &cl, &ncl, err);
+    gpc_data_user *v = !rc && ncl ? calloc(ncl, sizeof(*v)) : NULL;
+    if (!rc && ncl && !v)
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; !rc && i < ncl; i++) {
+        const gpc_cluster_rec *c = &cl[i];
+        if (c->destroyed_at || strcmp(c->provider, op.prov->name) != 0 ||
+            (except && strcmp(c->name, except) == 0) || !spec_pushes(c->spec_json, name))
+            continue;
+        /* its store: the one of its nodes' region */
+        gpc_node_rec *nodes = NULL;
+        size_t nn = 0;
+        char region[64] = "", there[1024];
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &nn, err);
+        for (size_t r = 0; !rc && r < nn && !region[0]; r++)
+            snprintf(region, sizeof(region), "%s", nodes[r].region);
+        gpc_node_list_free(nodes, nn);
+        if (!rc && !here[0])
+            rc = op.prov->store_url(op.ctx, w->region, path, here, sizeof(here), err);
+        if (!rc)
+            rc = op.prov->store_url(op.ctx, region[0] ? region : w->region, path, there,
+                                    sizeof(there), err);
+        if (rc || strcmp(here, there) != 0)
+            continue;
+        snprintf(v[k].cluster, sizeof(v[k].cluster), "%s", c->name);
+        rc = recorded_digest(s, c->id, name, v[k].digest, err);
+        k++;
+    }
+    gpc_cluster_list_free(cl, ncl);
+    if (rc || !k) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+int gpc_data_guard(gpc_session *s, const gpc_data_where *w, const char *name,
+                   const char *verb, gpc_error *err)
+{
+    gpc_data_user *u = NULL;
+    size_t n = 0;
+    int rc = gpc_data_users(s, w, name, NULL, &u, &n, err);
+    if (rc || !n)
+        return rc;
+    gpc_buf who;
+    gpc_buf_init(&who, 512);
+    for (size_t i = 0; i < n; i++)
+        gpc_buf_addf(&who, NULL, "%s'%s'", i ? ", " : "", u[i].cluster);
+    char where[128];
+    rc = gpc_fail(err, GPC_ERR_USAGE, "refusing to %s data set '%s' in the store of %s: "
+                  "live cluster(s) %s use it, and their job reads it; destroy them first "
+                  "(gpuctl destroy %s), or use another name", verb, name,
+                  region_words(w, where, sizeof(where)), gpc_buf_str(&who), u[0].cluster);
+    gpc_buf_free(&who);
+    free(u);
     return rc;
 }
 
@@ -116,6 +272,8 @@ int gpc_data_remove(gpc_session *s, const gpc_data_where *w, const char *name,
     gpc_open_provider op;
     char path[GPC_STORE_PATH_MAX + 1];
     int rc = open_store(s, w, name, &op, path, err);
+    if (!rc)
+        rc = gpc_data_guard(s, w, name, "remove", err);
     if (!rc)
         rc = op.prov->store_remove(op.ctx, w->region, path, removed, err);
     if (!rc && *removed == 0) {

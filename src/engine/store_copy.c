@@ -127,8 +127,10 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
-/* Copy src to dst through "dst.gpuctl-part"; *bytes receives the size. */
-static int copy_file(const char *src, const char *dst, uint64_t *bytes, gpc_error *err)
+/* Copy src to dst through "dst.gpuctl-part" (made with `mode`, less the
+ * umask); *bytes receives the size. */
+static int copy_file(const char *src, const char *dst, mode_t mode, uint64_t *bytes,
+                     gpc_error *err)
 {
     char part[PATH_MAX];
     if (snprintf(part, sizeof(part), "%s.gpuctl-part", dst) >= (int)sizeof(part))
@@ -136,7 +138,7 @@ static int copy_file(const char *src, const char *dst, uint64_t *bytes, gpc_erro
     int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (in < 0)
         return gpc_fail(err, GPC_ERR_IO, "%s: %s", src, strerror(errno));
-    int out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (out < 0) {
         int e = errno;
         close(in);
@@ -225,6 +227,7 @@ static int walk(const char *root, const char *rel, walk_fn fn, void *ud, gpc_err
 typedef struct copy_walk {
     const char *dst;
     gpc_store_stats *st;
+    mode_t file_mode, dir_mode; /* less the umask */
 } copy_walk;
 
 static int copy_one(const char *path, const char *rel, const struct stat *sb, void *ud,
@@ -250,11 +253,11 @@ static int copy_one(const char *path, const char *rel, const struct stat *sb, vo
     /* the file's directory */
     char *slash = strrchr(to, '/');
     *slash = '\0';
-    int rc = gpc_mkdir_p(to, 0700, err);
+    int rc = gpc_mkdir_p(to, cw->dir_mode, err);
     *slash = '/';
     uint64_t bytes = 0;
     if (!rc)
-        rc = copy_file(path, to, &bytes, err);
+        rc = copy_file(path, to, cw->file_mode, &bytes, err);
     if (!rc) {
         cw->st->files_sent++;
         cw->st->bytes_sent += bytes;
@@ -262,7 +265,8 @@ static int copy_one(const char *path, const char *rel, const struct stat *sb, vo
     return rc;
 }
 
-int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gpc_error *err)
+static int copy_dir(const char *src, const char *dst, mode_t file_mode, mode_t dir_mode,
+                    gpc_store_stats *st, gpc_error *err)
 {
     memset(st, 0, sizeof(*st));
     struct stat sb;
@@ -271,11 +275,16 @@ int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gp
                                : gpc_fail(err, GPC_ERR_IO, "%s: %s", src, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return gpc_fail(err, GPC_ERR_USAGE, "%s: not a directory", src);
-    int rc = gpc_mkdir_p(dst, 0700, err);
+    int rc = gpc_mkdir_p(dst, dir_mode, err);
     if (rc)
         return rc;
-    copy_walk cw = {.dst = dst, .st = st};
+    copy_walk cw = {.dst = dst, .st = st, .file_mode = file_mode, .dir_mode = dir_mode};
     return walk(src, "", copy_one, &cw, err);
+}
+
+int gpc_store_copy_dir(const char *src, const char *dst, gpc_store_stats *st, gpc_error *err)
+{
+    return copy_dir(src, dst, 0600, 0700, st, err);
 }
 
 int gpc_store_pull_dir(const char *store, const char *local_dir, gpc_store_stats *st,
@@ -283,9 +292,10 @@ int gpc_store_pull_dir(const char *store, const char *local_dir, gpc_store_stats
 {
     struct stat sb;
     memset(st, 0, sizeof(*st));
+    /* what cp and aws s3 cp give: the umask decides */
     if (stat(store, &sb) != 0 && errno == ENOENT)   /* nothing stored yet */
-        return gpc_mkdir_p(local_dir, 0700, err);
-    return gpc_store_copy_dir(store, local_dir, st, err);
+        return gpc_mkdir_p(local_dir, 0777, err);
+    return copy_dir(store, local_dir, 0666, 0777, st, err);
 }
 
 typedef struct list_walk {
@@ -354,4 +364,84 @@ int gpc_store_remove_dir(const char *dir, size_t *removed, gpc_error *err)
     if (!rc && removed)
         *removed = n;
     return rc;
+}
+
+int gpc_store_delete_files(const char *dir, const char *const *keys, size_t n, gpc_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!gpc_store_path_ok(keys[i]))
+            return gpc_fail(err, GPC_ERR_INTERNAL, "store: unsafe key '%s'", keys[i]);
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, keys[i]) >= (int)sizeof(path))
+            return gpc_fail(err, GPC_ERR_IO, "%s/%s: path too long", dir, keys[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return gpc_fail(err, GPC_ERR_IO, "%s: %s", path, strerror(errno));
+        /* the directories it leaves empty, up to (not including) dir */
+        size_t dl = strlen(dir);
+        for (char *slash = strrchr(path, '/'); slash && (size_t)(slash - path) > dl;
+             slash = strrchr(path, '/')) {
+            *slash = '\0';
+            if (rmdir(path) != 0)
+                break; /* not empty (or gone): keep it */
+        }
+    }
+    return 0;
+}
+
+typedef struct digest_walk {
+    EVP_MD_CTX *md;
+    unsigned long files;
+} digest_walk;
+
+static int digest_one(const char *path, const char *rel, const struct stat *sb, void *ud,
+                      gpc_error *err)
+{
+    digest_walk *dw = ud;
+    char hex[65], line[PATH_MAX + 128];
+    int rc = sha256_path(path, hex, err);
+    if (rc)
+        return rc;
+    int k = snprintf(line, sizeof(line), "%s\t%llu\t%s\n", rel,
+                     (unsigned long long)sb->st_size, hex);
+    if (k < 0 || k >= (int)sizeof(line))
+        return gpc_fail(err, GPC_ERR_IO, "%s: path too long", path);
+    if (!EVP_DigestUpdate(dw->md, line, (size_t)k))
+        return gpc_fail(err, GPC_ERR_INTERNAL, "SHA-256 failed");
+    dw->files++;
+    return 0;
+}
+
+int gpc_store_dir_digest(const char *dir, char hex[65], unsigned long *files, gpc_error *err)
+{
+    hex[0] = '\0';
+    if (files)
+        *files = 0;
+    struct stat sb;
+    if (stat(dir, &sb))
+        return errno == ENOENT ? gpc_fail(err, GPC_ERR_USAGE, "%s: no such directory", dir)
+                               : gpc_fail(err, GPC_ERR_IO, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return gpc_fail(err, GPC_ERR_USAGE, "%s: not a directory", dir);
+    digest_walk dw = {.md = EVP_MD_CTX_new()};
+    if (!dw.md || !EVP_DigestInit_ex(dw.md, EVP_sha256(), NULL)) {
+        EVP_MD_CTX_free(dw.md);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    int rc = walk(dir, "", digest_one, &dw, err);
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned dl = 0;
+    if (!rc && (!EVP_DigestFinal_ex(dw.md, d, &dl) || dl != 32))
+        rc = gpc_fail(err, GPC_ERR_INTERNAL, "SHA-256 failed");
+    EVP_MD_CTX_free(dw.md);
+    if (rc)
+        return rc;
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 32; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    hex[64] = '\0';
+    if (files)
+        *files = dw.files;
+    return 0;
 }

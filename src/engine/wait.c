@@ -125,6 +125,29 @@ static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
     gpc_node_list_free(nodes, n);
 }
 
+/* GPC_ERR_JOB_FAILED naming the node whose job failed: rank 0, or the
+ * first other node that exited non-zero after rank 0 exited 0
+ * (gpc_cluster_failed_node, as refresh derives the cluster's phase). */
+static int job_failed(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    const gpc_node_rec *bad = gpc_node_list(s->st, c->id, 1, &nodes, &n, &e) == 0
+                                  ? gpc_cluster_failed_node(nodes, n) : NULL;
+    int rc;
+    if (bad && bad->rank != 0)
+        rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, node %s (rank %u) "
+                      "exit status %d (rank 0 exited 0)", c->name, bad->name, bad->rank,
+                      bad->exit_code);
+    else
+        rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, rank 0 exit status %d",
+                      c->name, c->exit_code);
+    gpc_node_list_free(nodes, n);
+    return rc;
+}
+
 /*
  * Ask the provider for interruption notices of the live nodes
  * (poll_interruptions, when it has it) and record each new one as an
@@ -318,8 +341,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
         if (c->exit_code < 0)
             return gpc_fail(err, GPC_ERR_NODE_LOST,
                             "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
-        return gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, rank 0 exit status %d",
-                        c->name, c->exit_code);
+        return job_failed(s, c, err);
     case GPC_PHASE_PREEMPTED:
         return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
     default:

@@ -9,7 +9,9 @@
 #     any instance is asked for: with S3 refusing the upload, apply fails
 #     (exit 20) and EC2 saw no RunInstances, nothing is recorded; then
 #     apply pushes (every file) and the user-data of every node names the
-#     URLs it fetches; a later apply sends nothing again;
+#     URLs it fetches; a later apply sends nothing again; a data push to
+#     the set while the cluster lives is refused; a file removed from the
+#     directory is deleted from the bucket by the next apply (exact count);
 #  c. data pull from the bucket: the round trip, exact counts.
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh"
@@ -67,7 +69,7 @@ run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b2.out" 2> "$T/b2.err"
 [ "$rc" = 0 ] || cat "$T/b2.err"
 expect_eq "b: apply exits 0" 0 "$rc"
 expect_eq "b: the data set pushed (the file S3 refused once, too)" \
-    "gpuctl: data ds: 2 file(s) sent (11 B), 0 unchanged -> s3://$BUCKET/data/ds|gpuctl: data imgs: s3://shared-data/imagenet (used where it is)" \
+    "gpuctl: data ds: 2 file(s) sent (11 B), 0 unchanged, 0 deleted -> s3://$BUCKET/data/ds|gpuctl: data imgs: s3://shared-data/imagenet (used where it is)" \
     "$(grep '^gpuctl: data ' "$T/b2.err" | paste -sd'|')"
 expect_eq "b: into the bucket of the chosen region" "us-west-2|data/ds/file:4 data/ds/sub/b:7" \
     "$(s3state "d['buckets']['$BUCKET']['region'] + '|' + ' '.join('%s:%d' % (k, o['size']) for k, o in sorted(d['buckets']['$BUCKET']['objects'].items()))")"
@@ -80,9 +82,22 @@ g -y destroy dq > /dev/null 2>&1
 puts=$(s3state 'd["counts"].get("PutObject", 0)')
 run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b3.out" 2> "$T/b3.err"
 expect_eq "b: apply after destroy: the data set is still there, nothing sent" \
-    "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged -> s3://$BUCKET/data/ds $puts" \
+    "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged, 0 deleted -> s3://$BUCKET/data/ds $puts" \
     "$rc $(grep '^gpuctl: data ds' "$T/b3.err") $(s3state 'd["counts"].get("PutObject", 0)')"
+run_rc rc g data push ds --name ds --provider aws --region us-west-2 2> "$T/b4.err"
+expect_eq "b: data push to the set the live cluster uses: refused (exit 3)" \
+    "3 gpuctl: error: refusing to push to data set 'ds' in the store of aws region us-west-2: live cluster(s) 'dq' use it, and their job reads it; destroy them first (gpuctl destroy dq), or use another name" \
+    "$rc $(cat "$T/b4.err")"
 g -y destroy dq > /dev/null 2>&1
+# apply mirrors the directory: a file removed from it is deleted from the bucket
+rm ds/sub/b
+run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b5.out" 2> "$T/b5.err"
+expect_eq "b: apply after a file was removed: it is deleted from the bucket" \
+    "0 gpuctl: data ds: 0 file(s) sent (0 B), 1 unchanged, 1 deleted -> s3://$BUCKET/data/ds|data/ds/file" \
+    "$rc $(grep '^gpuctl: data ds' "$T/b5.err")|$(s3state "' '.join(k for k in sorted(d['buckets']['$BUCKET']['objects']) if k.startswith('data/'))")"
+g -y destroy dq > /dev/null 2>&1
+printf 'twotwo\n' > ds/sub/b
+g data push ds --name ds --provider aws --region us-west-2 > /dev/null
 
 # ---- c. data pull ------------------------------------------------------------
 run_rc rc g data pull ds "$T/out" --provider aws --region us-west-2 > "$T/c1.txt"

@@ -221,7 +221,7 @@ expect_eq "spot message" "gpuctl: error: local: spot: this machine has no spot c
 printf 'name: wd\nworkdir: ./nope\nrun: {command: "true"}\n' > wd.yaml
 run_rc rc g apply -f wd.yaml --dry-run 2> "$T/wd.err"
 expect_eq "missing workdir: exit 4" 4 "$rc"
-expect_match "names the field" "^gpuctl: error: wd.yaml: workdir: directory './nope' does not exist" "$(cat "$T/wd.err")"
+expect_match "names the field" "^gpuctl: error: wd.yaml:2:10: workdir: directory './nope' does not exist" "$(cat "$T/wd.err")"
 
 # (regression) destroy of a name never recorded (a typo) exited 0 with
 # "not found, nothing to destroy", so a script carried on while the real

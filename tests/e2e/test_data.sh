@@ -10,8 +10,9 @@
 #  3. aws against the fake S3 (tests/fake/s3.py, signatures checked with
 #     botocore): the bucket gpuctl-<account>-<region> is made private,
 #     encrypted, tagged, with the abort-incomplete-multipart rule; a 9 MiB
-#     file goes by multipart upload; a second push sends nothing; rm deletes
-#     every object.
+#     file goes by multipart upload; a second push sends nothing; push
+#     --delete deletes exactly the file gone from DIR; rm deletes every
+#     object.
 source "$(dirname "$0")/lib.sh" || exit 1
 mkdir -p "$T/work"
 cd "$T/work"
@@ -123,6 +124,14 @@ run_rc rc g data push d --name ds2 --provider slurm --region far 2> "$T/e.txt"
 expect_eq "slurm over ssh: not supported yet, said so (exit 3), nothing made" \
     "3 gpuctl: error: slurm: the store of Slurm cluster 'far' is on its shared filesystem, which gpuctl reaches only when it runs on a login node (login = local); over ssh (login = alice@login.example) it is not supported yet|no" \
     "$rc $(cat "$T/e.txt")|$([ -e "$T/jobs/store/data/ds2" ] && echo yes || echo no)"
+mkdir -p ds4/s && printf 'k' > ds4/keep && printf 'g' > ds4/s/gone
+g data push ds4 --name ds4 --provider slurm --region lab > /dev/null
+rm -r ds4/s
+run_rc rc g data push ds4 --name ds4 --provider slurm --region lab --delete > "$T/s3.txt"
+expect_eq "slurm push --delete: the file gone from DIR is deleted, its emptied directory too" \
+    "0 data ds4: 0 file(s) sent (0 B), 1 unchanged, 1 deleted|keep" \
+    "$rc $(head -1 "$T/s3.txt")|$(cd "$T/jobs/store/data/ds4" && find . -mindepth 1 | sed 's|^\./||' | sort | paste -sd' ')"
+g -y data rm ds4 --provider slurm --region lab > /dev/null
 run_rc rc g -y data rm ds1 --provider slurm --region lab > "$T/srm.txt"
 expect_eq "slurm rm" "0 data ds1: 3 file(s) removed" "$rc $(cat "$T/srm.txt")"
 unset GPUCTL_CONFIG
@@ -187,6 +196,15 @@ fake_state
 expect_eq "  the bucket holds nothing" "{} 1" \
     "$(json_get "$T/state.json" "'%s %d' % (d['buckets']['$BUCKET']['objects'], d['counts']['DeleteObjects'])")"
 expect_eq "aws ls: empty" "no data sets in the store of aws" "$(g data ls --provider aws)"
+
+mkdir -p d3 && printf 'k\n' > d3/keep && printf 'g\n' > d3/gone
+g data push d3 --name ds3 --provider aws > /dev/null
+rm d3/gone
+run_rc rc g data push d3 --name ds3 --provider aws --delete > "$T/a4.txt"
+expect_eq "aws push --delete: the file gone from DIR is deleted" \
+    "0 data ds3: 0 file(s) sent (0 B), 1 unchanged, 1 deleted|data/ds3/keep" \
+    "$rc $(head -1 "$T/a4.txt")|$(fake_state; json_get "$T/state.json" "' '.join(k for k in sorted(d['buckets']['$BUCKET']['objects']) if k.startswith('data/ds3/'))")"
+g -y data rm ds3 --provider aws > /dev/null
 
 # An interrupted push resumes: part 2 of a new 9 MiB file is refused once
 # (AccessDenied is not retried), then the same push sends only that part.

@@ -448,13 +448,13 @@ printf 'name: nowd\nworkdir: ./missing-dir\nrun: echo hi\n' > nowd.yaml
 for c in validate plan "apply --dry-run"; do
     run_rc rc g $c -f nowd.yaml > /dev/null 2> "$T/e.txt"
     expect_eq "$c of a missing workdir: exit 4" 4 "$rc"
-    expect_eq "$c names file, field and path" "gpuctl: error: nowd.yaml: workdir: directory './missing-dir' does not exist (resolved: $PWD/missing-dir)" "$(cat "$T/e.txt")"
+    expect_eq "$c names file, field and path" "gpuctl: error: nowd.yaml:2:10: workdir: directory './missing-dir' does not exist (resolved: $PWD/missing-dir)" "$(cat "$T/e.txt")"
 done
 run_rc rc g plan -f nowd.yaml --detailed-exitcode > /dev/null 2>&1
 expect_eq "plan --detailed-exitcode of a missing workdir: exit 1" 1 "$rc"
 : > missing-dir   # a file where the directory should be
 run_rc rc g validate -f nowd.yaml > /dev/null 2> "$T/e.txt"
-expect_eq "a workdir that is a file: exit 4, said so" "4 gpuctl: error: nowd.yaml: workdir: './missing-dir' is not a directory (resolved: $PWD/missing-dir)" "$rc $(cat "$T/e.txt")"
+expect_eq "a workdir that is a file: exit 4, said so" "4 gpuctl: error: nowd.yaml:2:10: workdir: './missing-dir' is not a directory (resolved: $PWD/missing-dir)" "$rc $(cat "$T/e.txt")"
 rm missing-dir
 # A workdir on nodes that cannot see this machine's files but that gpuctl
 # reaches over ssh (aws): plan takes it, as apply does (it sends it,
@@ -468,7 +468,7 @@ expect_eq "approved by --detailed-exitcode: exit 2 (changes)" 2 "$rc"
 sed 's|./code|./no-code|' awswd.yaml > awsnowd.yaml
 run_rc rc g plan -f awsnowd.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "plan of a missing workdir on aws: exit 4" 4 "$rc"
-expect_match "says why" "awsnowd.yaml: workdir: directory './no-code' does not exist" "$(cat "$T/e.txt")"
+expect_match "says why" "awsnowd.yaml:4:10: workdir: directory './no-code' does not exist" "$(cat "$T/e.txt")"
 # A checkpoint_dir kept in the bucket must be a directory of its own: the
 # root or a system directory would be restored onto and saved from every
 # node (found by a user trial: `checkpoint_dir: /` was planned)
@@ -476,9 +476,44 @@ for d in / /etc/ /var/lib/gpuctl; do
     printf 'name: awsck\nprovider: aws\nresources: {gpu: T4:1}\ncheckpoint_dir: %s\nrun: echo hi\n' "$d" > awsck.yaml
     run_rc rc g plan -f awsck.yaml > /dev/null 2> "$T/e.txt"
     expect_eq "plan of checkpoint_dir $d on aws: exit 4, said why" \
-        "4 gpuctl: error: awsck.yaml: checkpoint_dir: '$d' is a directory of the node's system: its whole contents would be restored onto and saved from every node; name a directory of its own (e.g. /var/lib/gpuctl/checkpoints)" \
+        "4 gpuctl: error: awsck.yaml:4:17: checkpoint_dir: '$d' is a directory of the node's system: its whole contents would be restored onto and saved from every node; name a directory of its own (e.g. /var/lib/gpuctl/checkpoints)" \
         "$rc $(cat "$T/e.txt")"
 done
+# ... and so is a relative one or one under '~' (the node's home is not
+# this machine's), by validate too: no provider of the spec has nodes that
+# see this machine's files (a user trial: validate passed what plan refused)
+printf 'name: awsck\nprovider: aws\nresources: {gpu: T4:1}\ncheckpoint_dir: ckpt\nrun: echo hi\n' > awsck.yaml
+for c in validate plan; do
+    run_rc rc g $c -f awsck.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "$c of a relative checkpoint_dir on aws: exit 4, at its place" \
+        "4 gpuctl: error: awsck.yaml:4:17: checkpoint_dir: 'ckpt' must be an absolute path on the aws nodes" \
+        "$rc $(cat "$T/e.txt")"
+done
+# what aws itself refuses (check_spec: the image), validate too when aws
+# is the spec's only provider
+printf 'name: awsim\nprovider: aws\nresources: {gpu: T4:1}\nimage: ubuntu\nrun: echo hi\n' > awsim.yaml
+for c in validate plan; do
+    run_rc rc g $c -f awsim.yaml > /dev/null 2> "$T/e.txt"
+    expect_eq "$c of an image aws cannot use: exit 4" \
+        "4 gpuctl: error: awsim.yaml: image: 'ubuntu' is neither 'pytorch' (the AWS Deep Learning AMI with PyTorch) nor an AMI id (ami- and 8 or 17 hex digits)" \
+        "$rc $(cat "$T/e.txt")"
+done
+printf 'name: awsck\nprovider: [aws, local]\nresources: {gpu: T4:1}\ncheckpoint_dir: ckpt\nrun: echo hi\n' > awsck2.yaml
+run_rc rc g validate -f awsck2.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "validate with a provider whose nodes see this machine's files (local): exit 0" "0 " "$rc $(cat "$T/e.txt")"
+printf 'name: awsck\nprovider: local\ncheckpoint_dir: ~/ckpt\nrun: echo hi\n' > tilde.yaml
+run_rc rc g validate -f tilde.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "validate of checkpoint_dir under '~': exit 4, said why" \
+    "4 gpuctl: error: tilde.yaml:3:17: checkpoint_dir: '~/ckpt': '~' is not expanded in checkpoint_dir, which is a path on the nodes (this machine's home is not theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, where the nodes see this machine's files, one relative to the spec's directory" \
+    "$rc $(cat "$T/e.txt")"
+# data on a provider without an object store (azure, plan-only): plan says
+# so plainly (a user trial found "uploaded to azure's store")
+mkdir -p ds
+printf 'name: azd\nprovider: azure\nresources: {gpu: T4:1}\ndata: {mnist: ./ds}\nrun: echo hi\n' > azd.yaml
+run_rc rc g plan -f azd.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of data on azure: exit 4, said plainly with what to do" \
+    "4 gpuctl: error: azd.yaml:4:15: data.mnist: the chosen offer is on azure, which has no object store in this release, so the data set cannot be placed where its nodes read it; name in \`provider\` only providers with one (local, aws, slurm), or drop \`data\` and fetch the data in \`setup\`" \
+    "$rc $(cat "$T/e.txt")"
 printf 'name: awsck\nprovider: aws\nresources: {gpu: T4:1}\ncheckpoint_dir: /var/lib/gpuctl/checkpoints\nrun: echo hi\n' > awsck.yaml
 run_rc rc g plan -f awsck.yaml > /dev/null 2>&1
 expect_eq "plan of a directory of its own: exit 0" 0 "$rc"

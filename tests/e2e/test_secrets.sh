@@ -43,7 +43,7 @@ spec_hash=$(json_get "$T/v.json" 'd["spec_hash"]')
 # ---- plan and apply refuse a value they cannot read, naming it (exit 4)
 run_rc rc g plan -f s.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "plan with MY_TOKEN unset: exit 4" 4 "$rc"
-expect_eq "names the field and the variable" "gpuctl: error: s.yaml: secrets.MY_TOKEN: environment variable MY_TOKEN is not set" "$(cat "$T/e.txt")"
+expect_eq "names the field and the variable" "gpuctl: error: s.yaml:3:3: secrets.MY_TOKEN: environment variable MY_TOKEN is not set" "$(cat "$T/e.txt")"
 export MY_TOKEN="$V1" SRC_VAR="$V2"
 chmod 000 tok
 if [ "$(id -u)" != 0 ]; then
@@ -54,7 +54,7 @@ chmod 600 tok
 mv tok tok.away
 run_rc rc g apply -f s.yaml -y > /dev/null 2> "$T/e.txt"
 expect_eq "apply with a missing file: exit 4" 4 "$rc"
-expect_eq "names the field and the file" "gpuctl: error: s.yaml: secrets.FROMFILE: file $T/work/tok: No such file or directory" "$(cat "$T/e.txt")"
+expect_eq "names the field and the file" "gpuctl: error: s.yaml:5:13: secrets.FROMFILE: file $T/work/tok: No such file or directory" "$(cat "$T/e.txt")"
 expect_eq "nothing was made" "" "$(g status 2>/dev/null | grep sec)"
 mv tok.away tok
 
@@ -109,6 +109,23 @@ run_rc rc g validate -f src2.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "env: with a name that is not a variable's: exit 4, said so" \
     "4 gpuctl: error: src2.yaml:3:10: secrets.TOKEN: env:VAR: '1BAD' is not a variable name (letters, digits and '_', not starting with a digit)" \
     "$rc $(cat "$T/e.txt")"
+# file:~/PATH is this machine's home, as in workdir and data (spec.md)
+mkdir -p "$T/home" && printf 'v\n' > "$T/home/tok2"
+printf 'name: home\nsecrets:\n  A: file:~/tok2\n  B: file:~/none\nrun: "true"\n' > home.yaml
+HOME="$T/home" run_rc rc g plan -f home.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "file:~/: read under HOME; a missing one named at its place: exit 4" \
+    "4 gpuctl: error: home.yaml:4:6: secrets.B: file $T/home/none: No such file or directory" \
+    "$rc $(cat "$T/e.txt")"
+# secrets on providers none of which can deliver them: validate knows it
+# (a user trial: validate passed what plan then refused)
+printf 'name: sl\nprovider: slurm\nsecrets:\n  TOKEN:\nrun: "true"\n' > sl.yaml
+run_rc rc g validate -f sl.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "validate of secrets on slurm alone: exit 4, at the field" \
+    "4 gpuctl: error: sl.yaml:4:3: secrets: slurm cannot deliver secrets to the nodes without writing them where they are kept (providers that can: local; over ssh: aws); pass them another way, or choose such a provider" \
+    "$rc $(cat "$T/e.txt")"
+printf 'name: sl\nprovider: [slurm, aws]\nsecrets:\n  TOKEN:\nrun: "true"\n' > sl2.yaml
+run_rc rc g validate -f sl2.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "... and takes them when one provider can (aws): exit 0" "0 " "$rc $(cat "$T/e.txt")"
 printf 'name: bad\nsecrets:\n  GPUCTL_X:\nrun: "true"\n' > res.yaml
 run_rc rc g validate -f res.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "a reserved name: exit 4" 4 "$rc"

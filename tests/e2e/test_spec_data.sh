@@ -70,7 +70,7 @@ run_rc rc g -y apply -f job.yaml --wait > "$T/a1.out" 2> "$T/a1.err"
 [ "$rc" = 0 ] || cat "$T/a1.err" "$T/a1.out"
 expect_eq "apply --wait: exit 0" 0 "$rc"
 expect_eq "apply: the data set pushed, every file, before the first node" \
-    "gpuctl: data ds: 3 file(s) sent (12 B), 0 unchanged -> $STATE/store/data/ds|created node dd-0" \
+    "gpuctl: data ds: 3 file(s) sent (12 B), 0 unchanged, 0 deleted -> $STATE/store/data/ds|created node dd-0" \
     "$(grep -E '^gpuctl: data ds|^created node' "$T/a1.err" "$T/a1.out" -h | head -2 | sed 's/ (dd-.*//' | paste -sd'|')"
 expect_eq "both nodes read the data set at \$GPUCTL_DATA_DIR/ds" \
     "rank 0 read one from $STATE/store/data|rank 1 read one from $STATE/store/data" \
@@ -80,7 +80,7 @@ printf 'ONE!\n' > ds/file
 run_rc rc g -y apply -f job.yaml --wait > "$T/a2.out" 2> "$T/a2.err"
 [ "$rc" = 0 ] || cat "$T/a2.err" "$T/a2.out"
 expect_eq "apply again after one file changed: exactly it moved" \
-    "0 gpuctl: data ds: 1 file(s) sent (5 B), 2 unchanged -> $STATE/store/data/ds" \
+    "0 gpuctl: data ds: 1 file(s) sent (5 B), 2 unchanged, 0 deleted -> $STATE/store/data/ds" \
     "$rc $(grep '^gpuctl: data ds' "$T/a2.err")"
 expect_eq "the job read its new content on both nodes" \
     "rank 0 read ONE! from $STATE/store/data|rank 1 read ONE! from $STATE/store/data" \

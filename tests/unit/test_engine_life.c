@@ -183,6 +183,38 @@ static void test_wait_job_failed(void **state)
     gpc_cluster_rec_free(&c);
 }
 
+/* Rank 0 exits 0 but rank 1's job exits 3: the job failed, and says which
+ * node (a user trial: status showed `succeeded`); the cluster's exit code
+ * stays rank 0's. */
+static void test_wait_worker_exit_after_head(void **state)
+{
+    eng *e = *state;
+    scripted_timing(5, 10);
+    scripted_exit("job-1", 3, -1);
+    gpc_cluster_rec c;
+    eng_up(e, "scripted", 2, &c);
+    gpc_error err;
+    assert_int_equal(wait_job(e, &c, 0, &err), GPC_ERR_JOB_FAILED);
+    assert_string_equal(err.msg, "cluster 'job': job failed, node job-1 (rank 1) exit status 3 "
+                                 "(rank 0 exited 0)");
+    assert_string_equal(eng_calls(e),
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> succeeded(0),failed(3)\n");
+    assert_int_equal(c.phase, GPC_PHASE_FAILED);
+    assert_int_equal(c.exit_code, 0);
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    assert_int_equal(gpc_node_list(e->s.st, c.id, 1, &nodes, &n, &err), 0);
+    const gpc_node_rec *bad = gpc_cluster_failed_node(nodes, n);
+    assert_non_null(bad);
+    assert_int_equal(bad->rank, 1);
+    assert_string_equal(bad->name, "job-1");
+    assert_int_equal(bad->exit_code, 3);
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec_free(&c);
+}
+
 /* --timeout on the fixed clock: three polls (+0, +5, +10 s of waiting),
  * then the timeout; the nodes keep running. */
 static void test_wait_timeout(void **state)
@@ -401,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refresh_error, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_succeeds, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_job_failed, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_worker_exit_after_head, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_timeout, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_worker_failed, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_head_lost, eng_setup, eng_teardown),

@@ -297,7 +297,7 @@ static void test_workdir_refused(void **state)
     gpc_apply_result res;
     gpc_error err;
     assert_int_equal(apply_rc(e, &res, &err), GPC_ERR_SPEC);
-    assert_string_equal(err.msg, "job.yaml: workdir: the chosen offer is on scripted_group, whose "
+    assert_string_equal(err.msg, "job.yaml:4:10: workdir: the chosen offer is on scripted_group, whose "
                                  "nodes cannot see this machine's files there and which cannot "
                                  "send it to them (providers that can: aws); put the code in "
                                  "the image or fetch it in setup");
@@ -311,7 +311,7 @@ static void test_workdir_refused(void **state)
 
     eng_spec(e, SPEC("scripted", 1, "workdir: .\n"));
     assert_int_equal(apply_rc(e, &res, &err), GPC_ERR_SPEC);
-    assert_string_equal(err.msg, "job.yaml: workdir: the chosen offer is on scripted, whose "
+    assert_string_equal(err.msg, "job.yaml:4:10: workdir: the chosen offer is on scripted, whose "
                                  "nodes cannot see this machine's files (only the local "
                                  "provider shares them) and which cannot send it to them "
                                  "(providers that can: aws); put the code in the image or "
@@ -340,7 +340,7 @@ static void test_workdir_delivered(void **state)
     eng_spec(e, SPEC("scripted", 1, "secrets: {TOKEN: env:GPUCTL_TEST_TOKEN}\n"));
     assert_int_equal(gpc_plan_make(&e->s, e->spec, &po, &p, &err), 0);
     assert_int_equal(gpc_plan_check(&e->s, e->spec, &p, &err), GPC_ERR_SPEC);
-    assert_string_equal(err.msg, "job.yaml: secrets: the chosen offer is on scripted, which "
+    assert_string_equal(err.msg, "job.yaml:4:18: secrets: the chosen offer is on scripted, which "
                                  "cannot deliver secrets to its nodes without writing them where "
                                  "they are kept (providers that can: local; over ssh: aws); "
                                  "pass them another way, or choose such a provider");
@@ -406,7 +406,7 @@ static void test_checkpoint_dir(void **state)
 
     scripted_shares_files("r1", 0);
     assert_int_equal(apply_rc(e, &res, &err), GPC_ERR_SPEC);
-    assert_string_equal(err.msg, "job.yaml: checkpoint_dir: 'ckpt' must be an absolute path "
+    assert_string_equal(err.msg, "job.yaml:4:17: checkpoint_dir: 'ckpt' must be an absolute path "
                                  "on the scripted_group nodes");
     assert_string_equal(eng_calls(e),
         "list_offers -> 1\n"

@@ -1075,7 +1075,7 @@ static void test_bootstrap_lint(void **state)
         gpc_node_ctx n = base_node();
         char path[256];
         hostile_spec(&s, dir);
-        gpc_secret_ref sec[2] = {{"HF_TOKEN", "env:HF_TOKEN"}, {"API_KEY", "file:k"}};
+        gpc_secret_ref sec[2] = {{"HF_TOKEN", "env:HF_TOKEN", 0, 0}, {"API_KEY", "file:k", 0, 0}};
         s.workdir = "./code";
         s.secrets = sec;
         s.n_secrets = 2;

@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "gpuctl/cluster.h"
 #include "gpuctl/provider.h"
+#include "gpuctl/state.h"
 #include "gpuctl/store.h"
 #include "gpuctl/util.h"
 
@@ -298,6 +301,180 @@ static void test_local_store(void **unused)
     assert_int_equal(gpc_rm_rf(t, &err), 0);
 }
 
+/* ---- the mirror's deletion, the content digest, pull's modes ------------ */
+
+#define DIGEST_XY "d41f17fd87adba1ab3bb190b960d6e0bc427448094d07a717d9a1c773ff9017c"
+
+static void test_delete_digest_modes(void **unused)
+{
+    (void)unused;
+    char tmpl[] = "/tmp/gpuctl-sdel-XXXXXX";
+    char *t = mkdtemp(tmpl);
+    assert_non_null(t);
+    char a[512], b[512], p[700];
+    snprintf(a, sizeof(a), "%s/a", t);
+    snprintf(b, sizeof(b), "%s/b", t);
+    put(a, "x", "1");
+    put(a, "d/e/y", "22");
+    put(b, "x", "1");
+    put(b, "d/e/y", "22");
+    gpc_error err;
+    gpc_error_clear(&err);
+
+    /* the digest: SHA-256 of "KEY\tSIZE\tSHA256\n" lines in key order,
+     * computed by hand: sha256("1") and sha256("22") are
+     * 6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b and
+     * 785f3ec7eb32f30b90cd0fcf3657d388b5ff4297f2f9716ff66e9b69c05ddd09; the
+     * digest of the two lines ("d/e/y" sorts before "x") is the constant
+     * below (printf '%s\t2\t%s\n%s\t1\t%s\n' ... | sha256sum) */
+    char ha[65], hb[65];
+    unsigned long files = 0;
+    assert_int_equal(gpc_store_dir_digest(a, ha, &files, &err), 0);
+    assert_int_equal(files, 2);
+    assert_string_equal(ha, DIGEST_XY);
+    assert_int_equal(gpc_store_dir_digest(b, hb, NULL, &err), 0);
+    assert_string_equal(ha, hb);
+    put(b, "x", "2");                               /* same size, other bytes */
+    assert_int_equal(gpc_store_dir_digest(b, hb, NULL, &err), 0);
+    assert_string_not_equal(ha, hb);
+    snprintf(p, sizeof(p), "%s/nothing", t);
+    assert_int_equal(gpc_store_dir_digest(p, hb, NULL, &err), GPC_ERR_USAGE);
+    assert_string_equal(hb, "");
+
+    /* deletion: exact keys, a missing one skipped, emptied directories go */
+    const char *keys[] = {"d/e/y", "gone"};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_store_delete_files(a, keys, 2, &err), 0);
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/d", a);
+    assert_int_equal(lstat(p, &sb), -1);            /* d/e and d removed, empty */
+    snprintf(p, sizeof(p), "%s/x", a);
+    assert_int_equal(lstat(p, &sb), 0);
+    assert_int_equal(lstat(a, &sb), 0);             /* the root stays */
+    const char *bad[] = {"../b/x"};
+    assert_int_equal(gpc_store_delete_files(a, bad, 1, &err), GPC_ERR_INTERNAL);
+    assert_string_equal(err.msg, "store: unsafe key '../b/x'");
+    snprintf(p, sizeof(p), "%s/x", b);
+    assert_int_equal(lstat(p, &sb), 0);             /* untouched */
+
+    /* pull's modes: 0666/0777 less the umask; the store's copy stays private */
+    char out[600];
+    snprintf(out, sizeof(out), "%s/out", t);
+    gpc_store_stats st;
+    mode_t old = umask(022);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_store_pull_dir(b, out, &st, &err), 0);
+    umask(old);
+    assert_int_equal(st.files_sent, 2);
+    assert_int_equal(stat(out, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0755);
+    snprintf(p, sizeof(p), "%s/d/e", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0755);
+    snprintf(p, sizeof(p), "%s/d/e/y", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    snprintf(out, sizeof(out), "%s/store", t);
+    old = umask(022);
+    assert_int_equal(gpc_store_copy_dir(b, out, &st, &err), 0);
+    umask(old);
+    snprintf(p, sizeof(p), "%s/x", out);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(gpc_rm_rf(t, &err), 0);
+}
+
+/* ---- which live clusters use a data set (gpc_data_users, _guard) -------- */
+
+/* A cluster of provider local whose spec's data is `data_json`, one node
+ * in region local; destroyed when `dead`; its id. */
+static int64_t add_cluster(gpc_session *s, const char *name, const char *data_json, int dead)
+{
+    char json[256];
+    snprintf(json, sizeof(json), "{\"name\":\"%s\",\"data\":%s}", name, data_json);
+    gpc_cluster_rec c = {.name = (char *)name, .uid = "u1", .provider = "local",
+                         .spec_hash = "h", .spec_json = json, .spec_path = "", .nodes = 1,
+                         .phase = GPC_PHASE_RUNNING, .exit_code = -1, .created_at = 1,
+                         .updated_at = 1, .provider_data = ""};
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_cluster_insert(s->st, &c, &err), 0);
+    gpc_node_rec nd = {.cluster_id = c.id, .rank = 0, .name = "n0", .provider = "local",
+                       .provider_id = "p", .client_token = "", .region = "local", .zone = "",
+                       .instance_type = "local", .private_ip = "", .phase = GPC_PHASE_RUNNING,
+                       .exit_code = -1, .created_at = 1, .provider_data = ""};
+    assert_int_equal(gpc_node_insert(s->st, &nd, &err), 0);
+    if (dead) {
+        c.destroyed_at = 2;
+        c.phase = GPC_PHASE_TERMINATED;
+        assert_int_equal(gpc_cluster_update(s->st, &c, &err), 0);
+    }
+    return c.id;
+}
+
+static void test_data_users(void **unused)
+{
+    (void)unused;
+    char tmpl[] = "/tmp/gpuctl-susers-XXXXXX";
+    char *t = mkdtemp(tmpl);
+    assert_non_null(t);
+    char state[512];
+    snprintf(state, sizeof(state), "%s/state", t);
+    gpc_settings cfg = {.state_dir = state};
+    gpc_session s;
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_session_open(&s, &cfg, &err), 0);
+    const char *dg = "1111111111111111111111111111111111111111111111111111111111111111";
+    int64_t aa = add_cluster(&s, "aa", "{\"ds\":\"./x\"}", 0);
+    assert_int_equal(gpc_data_record(&s, aa, "ds", "00", &err), 0);
+    assert_int_equal(gpc_data_record(&s, aa, "ds", dg, &err), 0);     /* the last wins */
+    /* a set aa's spec does not push: an event alone makes no user */
+    assert_int_equal(gpc_data_record(&s, aa, "ds2", dg, &err), 0);
+    add_cluster(&s, "bb", "{\"ds\":\"s3://b/p\"}", 0);    /* a URL: not pushed */
+    add_cluster(&s, "cc", "{\"other\":\"./y\"}", 0);      /* another name */
+    add_cluster(&s, "dd", "{\"ds\":\"./z\"}", 1);         /* destroyed */
+    add_cluster(&s, "ee", "{\"ds\":\"./w\"}", 0);         /* no digest recorded */
+
+    gpc_data_where w = {.provider = "local", .region = NULL};
+    gpc_data_user *u = NULL;
+    size_t n = 0;
+    assert_int_equal(gpc_data_users(&s, &w, "ds", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(u[0].cluster, "aa");
+    assert_string_equal(u[0].digest, dg);
+    assert_string_equal(u[1].cluster, "ee");
+    assert_string_equal(u[1].digest, "");
+    free(u);
+    /* a cluster's own apply does not count itself */
+    assert_int_equal(gpc_data_users(&s, &w, "ds", "aa", &u, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(u[0].cluster, "ee");
+    free(u);
+    assert_int_equal(gpc_data_users(&s, &w, "nobody", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_null(u);
+    /* another store (local has one region, so another region is refused) */
+    w.region = "us-east-1";
+    assert_int_equal(gpc_data_users(&s, &w, "ds", NULL, &u, &n, &err), GPC_ERR_USAGE);
+    w.region = NULL;
+    gpc_error_clear(&err);
+
+    assert_int_equal(gpc_data_guard(&s, &w, "ds", "push to", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "refusing to push to data set 'ds' in the store of local: "
+                                 "live cluster(s) 'aa', 'ee' use it, and their job reads it; "
+                                 "destroy them first (gpuctl destroy aa), or use another name");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_data_guard(&s, &w, "other", "remove", &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "refusing to remove data set 'other' in the store of local: "
+                                 "live cluster(s) 'cc' use it, and their job reads it; destroy "
+                                 "them first (gpuctl destroy cc), or use another name");
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_data_guard(&s, &w, "ds2", "remove", &err), 0);
+    gpc_session_close(&s);
+    assert_int_equal(gpc_rm_rf(t, &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +482,8 @@ int main(void)
         cmocka_unit_test(test_copy_incremental),
         cmocka_unit_test(test_seam_all_or_none),
         cmocka_unit_test(test_local_store),
+        cmocka_unit_test(test_delete_digest_modes),
+        cmocka_unit_test(test_data_users),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
