@@ -164,6 +164,14 @@ int gpc_data_record(gpc_session *s, int64_t cluster_id, const char *name, const 
                     gpc_error *err);
 
 /*
+ * The content digest the latest apply (or re-run) of cluster `cluster_id`
+ * recorded for its data set `name` (gpc_data_record) into out, "" when
+ * none is recorded.  Errors: the state's.
+ */
+int gpc_data_recorded(gpc_session *s, int64_t cluster_id, const char *name, char out[65],
+                      gpc_error *err);
+
+/*
  * The objects of data set `name` (keys relative to data/NAME), or with
  * `name` NULL every object under data/ (keys "NAME/FILE").  *out (caller
  * frees with free()) holds *n.  Errors: as gpc_data_push;

@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +20,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "gpuctl/buf.h"
 #include "gpuctl/render.h"
@@ -180,26 +181,42 @@ static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
 /*
  * Nodes that do not see this machine's files (deliver.c) get the spec's
  * workdir and secrets again: `spec`, or the one the cluster was applied
- * with (its canonical JSON, paths resolved from the spec file's directory).
- * Each node's side waits for the job running there to end first.
+ * with, read again from its file (the recorded canonical JSON is not a
+ * spec to load), which must not have changed since (its hash).  Each
+ * node's side waits for the job running there to end first.
  */
 static int redeliver(gpc_session *s, gpc_cluster_rec *c, const gpc_spec *spec, gpc_error *err)
 {
     gpc_spec *own = NULL;
-    int rc = 0;
-    if (!spec) {
-        char dir[PATH_MAX] = ".";
-        const char *p = c->spec_path;
-        const char *sl = p[0] ? strrchr(p, '/') : NULL;
-        if (sl)
-            snprintf(dir, sizeof(dir), "%.*s", sl == p ? 1 : (int)(sl - p), p);
-        rc = gpc_spec_load_string(p[0] ? p : c->name, dir, c->spec_json, strlen(c->spec_json),
-                                  &own, err);
+    gpc_open_provider op;
+    int rc = gpc_session_provider(s, c->provider, &op, err);
+    if (!rc && !spec) {
+        /* nothing to send (gpc_deliver_nodes' rule): no need for the file */
+        const gpc_provider *p = op.prov;
+        cJSON *j = cJSON_Parse(c->spec_json);
+        int sends = p->transport_argv &&
+                    ((cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "workdir")) &&
+                      !(p->caps & GPC_CAP_SHARED_FILES)) ||
+                     (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "secrets")) > 0 &&
+                      !(p->caps & GPC_CAP_SECRETS)));
+        cJSON_Delete(j);
+        if (!sends)
+            return 0;
+        if (!c->spec_path[0])
+            return gpc_fail(err, GPC_ERR_USAGE, "cluster %s's spec sends a workdir or secrets "
+                            "and its file is not known: give it (gpuctl exec %s -f FILE)",
+                            c->name, c->name);
+        char hash[65];
+        rc = gpc_spec_load_file(c->spec_path, &own, err);
+        if (!rc)
+            rc = gpc_spec_hash(own, hash, err);
+        if (!rc && strcmp(hash, c->spec_hash) != 0)
+            rc = gpc_fail(err, GPC_ERR_USAGE, "%s changed since cluster %s was applied with it "
+                          "(applied %.12s, now %.12s): give the spec to send the workdir and "
+                          "secrets of (gpuctl exec %s -f %s), or apply it", c->spec_path,
+                          c->name, c->spec_hash, hash, c->name, c->spec_path);
         spec = own;
     }
-    gpc_open_provider op;
-    if (!rc)
-        rc = gpc_session_provider(s, c->provider, &op, err);
     int delivers = 0;
     if (!rc)
         rc = gpc_deliver_nodes(s, &op, c, spec, &delivers, err);

@@ -25,7 +25,9 @@
 #include "gpuctl/buf.h"
 #include "gpuctl/plan.h"
 #include "gpuctl/render.h"
+#include "gpuctl/data.h"
 #include "gpuctl/spec.h"
+#include "gpuctl/store.h"
 #include "gpuctl/util.h"
 #include "lifecycle.h"
 
@@ -110,7 +112,26 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
     }
     if (!rc && wd_changed)
         rc = gpc_buf_addf(&d, err, "%sworkdir (its files)", d.len ? ", " : "");
-    if (!rc && (spec_changed || wd_changed)) {
+    /* each data set pushed from a directory, by content (data.h) */
+    int data_changed = 0;
+    for (size_t i = 0; !rc && i < spec->n_data; i++) {
+        const gpc_data_src *ds = &spec->data[i];
+        char rec[65] = "", cur[65] = "";
+        if (!ds->is_url)
+            rc = gpc_data_recorded(s, c->id, ds->name, rec, err);
+        if (rc || !rec[0])
+            continue;
+        char *dir = NULL;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (gpc_spec_path(spec, ds->source, &dir, &e) == 0 &&
+            gpc_store_dir_digest(dir, cur, NULL, &e) == 0 && strcmp(rec, cur) != 0) {
+            data_changed = 1;
+            rc = gpc_buf_addf(&d, err, "%sdata.%s (its files)", d.len ? ", " : "", ds->name);
+        }
+        free(dir);
+    }
+    if (!rc && (spec_changed || wd_changed || data_changed)) {
         if (missing)
             rc = gpc_fail(err, GPC_ERR_USAGE,
                           "cluster '%s' has %u node%s still to create and its job changed "
@@ -123,6 +144,48 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
         }
     }
     gpc_buf_free(&d);
+    return rc;
+}
+
+/*
+ * The spec's data sets placed again where the cluster's nodes are (the
+ * head's provider and region): a push moves only what changed, and the
+ * nodes' next job fetches them again (the bootstrap's gpuctl_data_all).
+ */
+static int replace_data(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                        gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    const gpc_node_rec *head = NULL;
+    for (size_t i = 0; !rc && i < n; i++)
+        if (nodes[i].rank == 0)
+            head = &nodes[i];
+    gpc_offer at;
+    memset(&at, 0, sizeof(at));
+    if (!rc && !head)
+        rc = gpc_fail(err, GPC_ERR_STATE, "cluster %s has no node of rank 0", c->name);
+    if (!rc) {
+        snprintf(at.provider, sizeof(at.provider), "%s", head->provider);
+        snprintf(at.region, sizeof(at.region), "%s", head->region);
+        snprintf(at.zone, sizeof(at.zone), "%s", head->zone);
+        snprintf(at.instance_type, sizeof(at.instance_type), "%s", head->instance_type);
+    }
+    gpc_node_list_free(nodes, n);
+    gpc_open_provider op;
+    int shares = 0;
+    gpc_data_placed placed;
+    memset(&placed, 0, sizeof(placed));
+    if (!rc)
+        rc = gpc_session_provider(s, c->provider, &op, err);
+    if (!rc)
+        rc = gpc_lc_offer_shares(s, &at, &shares, err);
+    if (!rc)
+        rc = gpc_data_place(s, &op, spec, &at, shares, &placed, err);
+    if (!rc)
+        rc = gpc_data_record_placed(s, c->id, &placed, err);
+    gpc_data_placed_free(&placed);
     return rc;
 }
 
@@ -158,6 +221,8 @@ int gpc_lc_rerun(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         if (!rc)
             rc = gpc_lc_job_record(s, c->id, job_id, hash, wd, err);
     }
+    if (!rc && spec->n_data)
+        rc = replace_data(s, spec, c, err);
     gpc_job_def job = {.id = job_id, .setup = spec->setup, .run = spec->run.command,
                        .env = spec->env, .n_env = spec->n_env, .with_env = 1,
                        .detach = !wait, .quiet = !stream};

@@ -162,6 +162,12 @@ static int recorded_digest(gpc_session *s, int64_t cid, const char *name, char o
     return rc;
 }
 
+int gpc_data_recorded(gpc_session *s, int64_t cluster_id, const char *name, char out[65],
+                      gpc_error *err)
+{
+    return recorded_digest(s, cluster_id, name, out, err);
+}
+
 /* Does the canonical spec JSON push a directory to data set `name`? */
 static int spec_pushes(const char *spec_json, const char *name)
 {

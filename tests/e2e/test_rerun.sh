@@ -7,6 +7,7 @@
 # - a changed file of the workdir: plan says the job runs again (exit 2 with
 #   --detailed-exitcode), apply --wait runs it on the same nodes (same
 #   bootstrap process, no new node directory) with the new code;
+# - a changed file of a data set: pushed again, the job runs again;
 # - a changed run.command: the same, and its exit status 3 is apply's 10;
 # - without --wait: started on the nodes, apply returns;
 # - a changed node count: refused with the diff, nothing runs;
@@ -16,6 +17,8 @@ mkdir -p "$T/work/code/out"
 cd "$T/work"
 printf 'print("v1")\n' > code/a.py
 printf 'out/\n' > code/.gitignore
+mkdir -p ds
+printf 'd1\n' > ds/f
 cat > rr.yaml <<'SPEC'
 name: rr
 provider: local
@@ -23,10 +26,12 @@ nodes: 2
 resources:
   cpus: 1+
 workdir: ./code
+data:
+  ds: ./ds
 lifecycle:
   idle_timeout: 300s
 run:
-  command: python3 a.py; echo "$GPUCTL_JOB_ID" >> "out/jobs-$RANK"
+  command: python3 a.py; cat "$GPUCTL_DATA_DIR/ds/f"; echo "$GPUCTL_JOB_ID" >> "out/jobs-$RANK"
   nproc_per_node: 1
 SPEC
 
@@ -63,8 +68,18 @@ expect_match "the nodes ran the new code" '^\[node 1\] (\[default0\]:)?v2$' "$ou
 expect_match "apply names the job and what changed" '^cluster rr: job r[0-9a-f]{12} ran on the same nodes \(changed: workdir \(its files\)\)$' "$out"
 job2=$(sed -n 's/^cluster rr: job \(r[0-9a-f]*\) ran .*/\1/p' "$T/a3.txt")
 expect_eq "each node ran it once more" "1 $job2|1 $job2" "$(paste -sd' ' code/out/jobs-0)|$(paste -sd' ' code/out/jobs-1)"
+expect_match "with the data set" '^\[node 0\] (\[default0\]:)?d1$' "$out"
 expect_eq "on the same node process" "$pid0" "$(cat "$h0/pid")"
 expect_eq "no new node directory" 2 "$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-*' | wc -l)"
+expect_eq "then nothing to do" "none -" "$(action)"
+
+# 2b. a data set's files changed: pushed again, the job runs again
+printf 'd2\n' > ds/f
+expect_eq "a changed data set: the job runs again" "rerun data.ds (its files)" "$(action)"
+run_rc rc g -y apply -f rr.yaml --wait > "$T/a3b.txt" 2>&1
+expect_eq "apply --wait of the data change: exit 0" 0 "$rc"
+expect_match "the data set was pushed again" '^gpuctl: data ds: 1 file\(s\) sent \(3 B\), 0 unchanged, 0 deleted -> ' "$(cat "$T/a3b.txt")"
+expect_match "the job read the new data" '^\[node 1\] (\[default0\]:)?d2$' "$(cat "$T/a3b.txt")"
 expect_eq "then nothing to do" "none -" "$(action)"
 
 # 3. the run command changed, and fails: apply's exit status is the job's
