@@ -491,6 +491,8 @@ GPUCTL_SETUP={{SETUP}}
 GPUCTL_RUN_COMMAND={{RUN_COMMAND}}
 ## The names the job env sets; the interconnect defaults leave them alone.
 gpuctl_user_env={{USER_ENV_NAMES}}
+## The spec's secrets, by name (their values: gpuctl_secrets_load).
+gpuctl_secret_names={{SECRET_NAMES}}
 
 ## max_duration's second line of defence on a cloud: the OS powers the node
 ## off two minutes after the limit even if this script dies before it can.
@@ -770,10 +772,9 @@ until [ -e "$GPUCTL_HOME/delivered" ]; do
   fi
   sleep 1
 done
-## The spec's secrets, by name; each job reads their values anew from the
-## file gpuctl delivered last (a re-run or `gpuctl exec` delivers it again
-## first), so that no value is ever kept on the node's disk (node.env).
-gpuctl_secret_names={{SECRET_NAMES}}
+## Each job reads the secrets' values anew from the file gpuctl delivered
+## last (a re-run or `gpuctl exec` delivers it again first), so that no
+## value is ever kept on the node's disk (node.env).
 gpuctl_secrets_load() {
   local f="${GPUCTL_RUN_DIR:-/run/gpuctl}/secrets.env" n
   if [ -z "$gpuctl_secret_names" ]; then
@@ -800,6 +801,26 @@ if [ "$gpuctl_deliver_workdir" = 1 ]; then
 fi
 gpuctl_say "delivery received"
 ##endif
+##if DELIVER=0
+## The provider put the secrets' values in this script's environment
+## (GPC_CAP_SECRETS), which the first job inherits; a later job (job.sh)
+## takes them from this script's process while it lives (lifecycle.
+## idle_timeout keeps it), never from a file.
+# shellcheck disable=SC2317 # called by gpuctl_job
+gpuctl_secrets_load() {
+  local kv n
+  if [ -z "$gpuctl_secret_names" ] || [ "$gpuctl_boot_pid" = "$$" ]; then
+    return 0
+  fi
+  while IFS= read -r -d '' kv; do
+    for n in $gpuctl_secret_names; do
+      case $kv in "$n="*) export "${kv?}" ;; esac
+    done
+  done 2>/dev/null <"/proc/$gpuctl_boot_pid/environ" || true
+}
+##endif
+## This script's pid (gpuctl_secrets_load), kept in node.env for job.sh.
+gpuctl_boot_pid=$$
 
 ## --- directories ---
 
@@ -879,9 +900,7 @@ gpuctl_job() {
 
   ## --- before setup ---
   ## (what the job needs before its setup: delivered secrets, data sets)
-##if DELIVER=1
   gpuctl_secrets_load
-##endif
 ##if DATA=fetch
   gpuctl_data_all
 ##endif
@@ -1038,9 +1057,9 @@ gpuctl_node_save() {
     done
     export -p
     declare -p gpuctl_endpoint gpuctl_is_head GPUCTL_HEAD_IP GPUCTL_MAX_DURATION_S \
-      GPUCTL_NPROC_PER_NODE gpuctl_md_machine GPUCTL_METADATA
+      GPUCTL_NPROC_PER_NODE gpuctl_md_machine GPUCTL_METADATA gpuctl_secret_names
     ## what a section above set (idle, secrets, the store, checkpoints)
-    for gpuctl_n in GPUCTL_IDLE_TIMEOUT_S gpuctl_secret_names GPUCTL_STORE_ENDPOINT; do
+    for gpuctl_n in GPUCTL_IDLE_TIMEOUT_S GPUCTL_STORE_ENDPOINT; do
       if [ -n "${!gpuctl_n+x}" ]; then
         declare -p "$gpuctl_n"
       fi
@@ -1050,6 +1069,7 @@ gpuctl_node_save() {
     printf 'gpuctl_ckpt_saver=0\n'
 ##endif
     printf 'gpuctl_boot_epoch=%s\n' "$(($(printf '%(%s)T' -1) - SECONDS))"
+    printf 'gpuctl_boot_pid=%s\n' "$gpuctl_boot_pid"
   ) >"$GPUCTL_HOME/.node.env.tmp"
   mv -f "$GPUCTL_HOME/.node.env.tmp" "$GPUCTL_HOME/node.env"
 }

@@ -747,8 +747,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                                                                                         : "0",
                           err);
     /* delivery over the provider's transport (deliver.c): whether the node
-     * waits for it, whether the workdir comes with it, and the names (not
-     * the values) of the secrets it brings */
+     * waits for it, whether the workdir comes with it; the names (not the
+     * values) of the secrets, delivered or in the bootstrap's environment */
     if (!rc)
         rc = gpc_buf_adds(&vals[V_DELIVER], node->deliver ? "1" : "0", err);
     if (!rc)
@@ -756,7 +756,7 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                           node->deliver && spec->workdir && !node->workdir ? "1" : "0", err);
     gpc_buf names;
     gpc_buf_init(&names, GPC_BUF_SCRIPT_MAX);
-    for (size_t i = 0; !rc && node->deliver && i < spec->n_secrets; i++) {
+    for (size_t i = 0; !rc && i < spec->n_secrets; i++) {
         if (!is_env_name(spec->secrets[i].name))
             rc = gpc_fail(err, GPC_ERR_RENDER, "secret name '%.64s' is not a shell name",
                           spec->secrets[i].name ? spec->secrets[i].name : "");

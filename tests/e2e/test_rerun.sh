@@ -7,12 +7,14 @@
 # - a changed file of the workdir: plan says the job runs again (exit 2 with
 #   --detailed-exitcode), apply --wait runs it on the same nodes (same
 #   bootstrap process, no new node directory) with the new code;
+# - a secret reaches a re-run from the bootstrap's environment, no file;
 # - a changed file of a data set: pushed again, the job runs again;
 # - a changed run.command: the same, and its exit status 3 is apply's 10;
 # - without --wait: started on the nodes, apply returns;
 # - a changed node count: refused with the diff, nothing runs;
 # - --dry-run says what would run and changes nothing.
 source "$(dirname "$0")/lib.sh"
+export RR_TOKEN=rr-secret-value-4711
 mkdir -p "$T/work/code/out"
 cd "$T/work"
 printf 'print("v1")\n' > code/a.py
@@ -28,10 +30,12 @@ resources:
 workdir: ./code
 data:
   ds: ./ds
+secrets:
+  TOK: env:RR_TOKEN
 lifecycle:
   idle_timeout: 300s
 run:
-  command: python3 a.py; cat "$GPUCTL_DATA_DIR/ds/f"; echo "$GPUCTL_JOB_ID" >> "out/jobs-$RANK"
+  command: python3 a.py; cat "$GPUCTL_DATA_DIR/ds/f"; echo "token ${#TOK}"; echo "$GPUCTL_JOB_ID" >> "out/jobs-$RANK"
   nproc_per_node: 1
 SPEC
 
@@ -68,6 +72,8 @@ expect_match "the nodes ran the new code" '^\[node 1\] (\[default0\]:)?v2$' "$ou
 expect_match "apply names the job and what changed" '^cluster rr: job r[0-9a-f]{12} ran on the same nodes \(changed: workdir \(its files\)\)$' "$out"
 job2=$(sed -n 's/^cluster rr: job \(r[0-9a-f]*\) ran .*/\1/p' "$T/a3.txt")
 expect_eq "each node ran it once more" "1 $job2|1 $job2" "$(paste -sd' ' code/out/jobs-0)|$(paste -sd' ' code/out/jobs-1)"
+expect_match "and the secret (from the bootstrap's environment, never a file)" '^\[node 1\] (\[default0\]:)?token 20$' "$out"
+expect_eq "no file of the nodes or the state holds the secret" "" "$(grep -rl "$RR_TOKEN" "$STATE" code 2>/dev/null || true)"
 expect_match "with the data set" '^\[node 0\] (\[default0\]:)?d1$' "$out"
 expect_eq "on the same node process" "$pid0" "$(cat "$h0/pid")"
 expect_eq "no new node directory" 2 "$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-*' | wc -l)"
