@@ -207,8 +207,26 @@ static int rsh_value(char **rsh, gpc_buf *b, gpc_error *err)
     return rc;
 }
 
-/* The rsync command that sends workdir to node j. */
-static int rsync_argv(const node_job *j, const char *workdir, char ***argv, gpc_error *err)
+/*
+ * gpuctl's state directory (absolute, may be NULL) when it lies inside
+ * `workdir` (a CI job's GPUCTL_STATE_DIR=./.gpuctl): "--exclude=/REL/"
+ * into out, so that it is neither sent nor counted in the workdir's
+ * digest (it changes with every command); else "".
+ */
+static void state_exclude(const char *state_dir, const char *workdir, char *out, size_t n)
+{
+    out[0] = '\0';
+    char *w = realpath(workdir, NULL), *sd = state_dir ? realpath(state_dir, NULL) : NULL;
+    size_t wl = w ? strlen(w) : 0;
+    if (w && sd && strncmp(sd, w, wl) == 0 && sd[wl] == '/')
+        snprintf(out, n, "--exclude=/%s/", sd + wl + 1);
+    free(w);
+    free(sd);
+}
+
+/* The rsync command that sends workdir to node j (state_dir: gpuctl's). */
+static int rsync_argv(const node_job *j, const char *workdir, const char *state_dir,
+                      char ***argv, gpc_error *err)
 {
     gpc_argv a = {0};
     gpc_buf rsh;
@@ -223,6 +241,10 @@ static int rsync_argv(const node_job *j, const char *workdir, char ***argv, gpc_
         rc = gpc_argv_add(&a, fixed[i], err);
     if (!rc)
         rc = gpc_argv_addf(&a, err, "--timeout=%d", RSYNC_IO_TIMEOUT_S);
+    char excl[PATH_MAX + 16];
+    state_exclude(state_dir, workdir, excl, sizeof(excl));
+    if (!rc && excl[0])
+        rc = gpc_argv_add(&a, excl, err);
     if (!rc)
         rc = gpc_argv_add(&a, "-e", err);
     if (!rc)
@@ -307,7 +329,7 @@ static void step_start(gpc_session *s, node_job *j, int step, const char *workdi
         if (!rc && n_sec)
             rc = secrets_file(sec, n_sec, &in_fd, err);
     } else if (step == STEP_RSYNC) {
-        rc = rsync_argv(j, workdir, &argv, err);
+        rc = rsync_argv(j, workdir, s->state_dir, &argv, err);
     } else {
         rc = remote_argv(j, AS_ROOT "$s sh -c 'date +%s > " NODE_HOME "/.delivered.tmp && "
                             "mv -f " NODE_HOME "/.delivered.tmp " NODE_HOME "/delivered'",
@@ -378,10 +400,10 @@ static int by_size(const void *a, const void *b)
 
 /*
  * What the workdir sends: `rsync --list-only` with the delivery's filters
- * into *out, "-rw-r--r--   SIZE YYYY/MM/DD HH:MM:SS NAME" for a regular
+ * (and gpuctl's state directory left out: state_exclude) into *out, "-rw-r--r--   SIZE YYYY/MM/DD HH:MM:SS NAME" for a regular
  * file.  Errors: GPC_ERR_IO (rsync could not run or failed), the buffer's.
  */
-static int list_workdir(const char *workdir, gpc_buf *out, gpc_error *e)
+static int list_workdir(const char *workdir, const char *state_dir, gpc_buf *out, gpc_error *e)
 {
     gpc_argv a = {0};
     const char *fixed[] = {"rsync", "-a", "--list-only", "--no-human-readable",
@@ -389,6 +411,10 @@ static int list_workdir(const char *workdir, gpc_buf *out, gpc_error *e)
     int rc = 0, fd = -1;
     for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
         rc = gpc_argv_add(&a, fixed[i], e);
+    char excl[PATH_MAX + 16];
+    state_exclude(state_dir, workdir, excl, sizeof(excl));
+    if (!rc && excl[0])
+        rc = gpc_argv_add(&a, excl, e);
     if (!rc)
         rc = gpc_argv_addf(&a, e, "%s/", workdir);
     pid_t pid = 0;
@@ -426,13 +452,14 @@ static const char *listed_file(const char *l, unsigned long long *size)
     return NULL;
 }
 
-int gpc_lc_workdir_digest(const char *workdir, char hex[65], gpc_error *err)
+int gpc_lc_workdir_digest(const char *workdir, const char *state_dir, char hex[65],
+                          gpc_error *err)
 {
     hex[0] = '\0';
     gpc_buf out, lines;
     gpc_buf_init(&out, 64u << 20);
     gpc_buf_init(&lines, 256u << 20);
-    int rc = list_workdir(workdir, &out, err);
+    int rc = list_workdir(workdir, state_dir, &out, err);
     for (char *l = out.data; !rc && l && *l;) {
         char *eol = strchr(l, '\n');
         if (eol)
@@ -475,7 +502,7 @@ static void size_warning(gpc_session *s, const char *workdir)
     gpc_error_clear(&e);
     gpc_buf out;
     gpc_buf_init(&out, 64u << 20);
-    if (list_workdir(workdir, &out, &e)) {
+    if (list_workdir(workdir, s->state_dir, &out, &e)) {
         gpc_debug(s->log, "deliver: listing %s for its size: %s", workdir, e.msg);
         gpc_buf_free(&out);
         return;

@@ -73,7 +73,7 @@ int gpc_lc_spec_workdir_digest(gpc_session *s, const gpc_spec *spec, char hex[65
     gpc_error_clear(&e);
     int rc = gpc_spec_path(spec, spec->workdir, &wd, &e);
     if (!rc)
-        rc = gpc_lc_workdir_digest(wd, hex, &e);
+        rc = gpc_lc_workdir_digest(wd, s->state_dir, hex, &e);
     if (rc) {
         /* the checks before apply say what is wrong with the directory */
         gpc_debug(s->log, "workdir digest: %s", e.msg);

@@ -94,8 +94,9 @@ static void test_lost_answer_adopted(void **state)
              "- apply: cluster recorded: 1 node(s) on scripted, spec %.12s\n"
              "0 error: create failed: scripted: create_node: connection reset (answer lost)\n"
              "0 adopt: found s-1 by its client token (created, never recorded)\n"
+             "- job: job 1: spec %s, workdir none\n"
              "0 phase: booting -> running\n"
-             "- phase: cluster failed -> running\n", hash);
+             "- phase: cluster failed -> running\n", hash, hash);
     assert_string_equal(eng_events(e, 1), want);
 }
 

@@ -67,10 +67,12 @@ static void test_apply_one_node(void **state)
     snprintf(recorded, sizeof(recorded),
              "- apply: cluster recorded: 1 node(s) on scripted, spec %.12s\n", hash);
     char events[1024];
+    /* the first job's record: what a later apply compares with (rerun.c) */
     snprintf(events, sizeof(events), "%s"
              "0 create: created job-0 as s-1 in r1/r1a\n"
+             "- job: job 1: spec %s, workdir none\n"
              "0 phase: booting -> running\n"
-             "- phase: cluster pending -> running\n", recorded);
+             "- phase: cluster pending -> running\n", recorded, hash);
     assert_string_equal(eng_events(e, 1), events);
     assert_string_equal(eng_said(e),
         "info: created node job-0 (s-1)\n"
@@ -324,10 +326,11 @@ static void test_rollback_next_zone(void **state)
              "0 create: created job-0 as s-3 in r1/r1b\n"
              "1 create: created job-1 as s-4 in r1/r1b\n"
              "2 create: created job-2 as s-5 in r1/r1b\n"
+             "- job: job 1: spec %s, workdir none\n"
              "0 phase: booting -> running\n"
              "1 phase: booting -> running\n"
              "2 phase: booting -> running\n"
-             "- phase: cluster pending -> running\n", hash);
+             "- phase: cluster pending -> running\n", hash, hash);
     assert_string_equal(eng_events(e, 1), want);
     assert_string_equal(eng_said(e),
         "info: created node job-0 (s-1)\n"

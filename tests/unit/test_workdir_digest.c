@@ -2,7 +2,8 @@
  * The workdir's content digest (deliver.c, gpc_lc_workdir_digest), which
  * decides whether `apply` runs a cluster's job again (rerun.c): the files
  * the delivery would send (rsync --list-only with .gitignore and
- * .gpuctlignore), by path, size and SHA-256.
+ * .gpuctlignore, gpuctl's state directory left out), by path, size and
+ * SHA-256.
  *
  * The expected digest was computed by hand from the lines rsync lists:
  *   for f in .gitignore .gpuctlignore a.py sub/b.txt; do
@@ -28,6 +29,7 @@ static const char expected[] =
     "d4e2cd603a064ef9b69e5c3e7a92473088282721c5f63360dd1408a7c1558349";
 
 static char dir[64];
+static char state_dir[96]; /* gpuctl's state directory, inside the workdir */
 
 static void put(const char *rel, const char *text)
 {
@@ -43,7 +45,7 @@ static void digest(char hex[65])
 {
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_lc_workdir_digest(dir, hex, &e), 0);
+    assert_int_equal(gpc_lc_workdir_digest(dir, state_dir, hex, &e), 0);
 }
 
 static int setup(void **state)
@@ -57,12 +59,15 @@ static int setup(void **state)
     mkdir(p, 0755);
     snprintf(p, sizeof(p), "%s/sub", dir);
     mkdir(p, 0755);
+    snprintf(state_dir, sizeof(state_dir), "%s/.gpuctl", dir);
+    mkdir(state_dir, 0700);
     put("a.py", "print(1)\n");
     put(".gitignore", "out/\n");
     put(".gpuctlignore", "*.tmp\n");
     put("out/x", "x");          /* ignored: .gitignore */
     put("sub/b.txt", "b\n");
     put("sub/c.tmp", "t");      /* ignored: .gpuctlignore */
+    put(".gpuctl/gpuctl.db", "state"); /* left out: gpuctl's state */
     return 0;
 }
 
@@ -91,6 +96,7 @@ static void test_digest(void **state)
     assert_int_equal(utime(p, &t), 0);
     put("out/y", "written by the job");
     put("sub/d.tmp", "scratch");
+    put(".gpuctl/gpuctl.db", "state, changed by the next command");
     digest(hex);
     assert_string_equal(hex, expected);
 
@@ -116,7 +122,7 @@ static void test_missing(void **state)
     char hex[65] = "x";
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_lc_workdir_digest("/nonexistent/gpuctl-wd", hex, &e), GPC_ERR_IO);
+    assert_int_equal(gpc_lc_workdir_digest("/nonexistent/gpuctl-wd", NULL, hex, &e), GPC_ERR_IO);
     assert_string_equal(e.msg, "rsync --list-only /nonexistent/gpuctl-wd/ failed");
     assert_string_equal(hex, "");
 }
