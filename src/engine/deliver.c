@@ -208,10 +208,11 @@ static int rsh_value(char **rsh, gpc_buf *b, gpc_error *err)
 }
 
 /*
- * gpuctl's state directory (absolute, may be NULL) when it lies inside
- * `workdir` (a CI job's GPUCTL_STATE_DIR=./.gpuctl): "--exclude=/REL/"
- * into out, so that it is neither sent nor counted in the workdir's
- * digest (it changes with every command); else "".
+ * A directory (absolute, may be NULL) when it lies inside `workdir`
+ * (gpuctl's state directory: a CI job's GPUCTL_STATE_DIR=./.gpuctl; a
+ * local job's checkpoint_dir): "--exclude=/REL/" into out, so that it is
+ * neither sent nor counted in the workdir's digest (it changes with every
+ * command, with every epoch); else "".
  */
 static void state_exclude(const char *state_dir, const char *workdir, char *out, size_t n)
 {
@@ -400,10 +401,12 @@ static int by_size(const void *a, const void *b)
 
 /*
  * What the workdir sends: `rsync --list-only` with the delivery's filters
- * (and gpuctl's state directory left out: state_exclude) into *out, "-rw-r--r--   SIZE YYYY/MM/DD HH:MM:SS NAME" for a regular
+ * (and the n_out directories leave_out[] left out: state_exclude; with
+ * no_git the .git directories too) into *out, "-rw-r--r--   SIZE YYYY/MM/DD HH:MM:SS NAME" for a regular
  * file.  Errors: GPC_ERR_IO (rsync could not run or failed), the buffer's.
  */
-static int list_workdir(const char *workdir, const char *state_dir, gpc_buf *out, gpc_error *e)
+static int list_workdir(const char *workdir, const char *const *leave_out, size_t n_out,
+                        int no_git, gpc_buf *out, gpc_error *e)
 {
     gpc_argv a = {0};
     const char *fixed[] = {"rsync", "-a", "--list-only", "--no-human-readable",
@@ -411,10 +414,14 @@ static int list_workdir(const char *workdir, const char *state_dir, gpc_buf *out
     int rc = 0, fd = -1;
     for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
         rc = gpc_argv_add(&a, fixed[i], e);
-    char excl[PATH_MAX + 16];
-    state_exclude(state_dir, workdir, excl, sizeof(excl));
-    if (!rc && excl[0])
-        rc = gpc_argv_add(&a, excl, e);
+    for (size_t i = 0; !rc && i < n_out; i++) {
+        char excl[PATH_MAX + 16];
+        state_exclude(leave_out[i], workdir, excl, sizeof(excl));
+        if (excl[0])
+            rc = gpc_argv_add(&a, excl, e);
+    }
+    if (!rc && no_git)
+        rc = gpc_argv_add(&a, "--exclude=.git/", e);
     if (!rc)
         rc = gpc_argv_addf(&a, e, "%s/", workdir);
     pid_t pid = 0;
@@ -441,38 +448,53 @@ static int list_workdir(const char *workdir, const char *state_dir, gpc_buf *out
     return rc;
 }
 
-/* The name of a regular file's line of list_workdir, else NULL. */
-static const char *listed_file(const char *l, unsigned long long *size)
+/* The name of an entry's line of list_workdir (a symbolic link's "NAME ->
+ * TARGET"), its size and its permissions ("-rwxr-xr-x", perms[16], may be
+ * NULL), else NULL. */
+static const char *listed_entry(const char *l, unsigned long long *size, char *perms)
 {
-    char perms[16], day[16], tod[16];
+    char p[16], day[16], tod[16];
     int name_at = 0;
-    if (l[0] == '-' && sscanf(l, "%15s %llu %15s %15s %n", perms, size, day, tod, &name_at) == 4 &&
-        name_at > 0)
+    if (sscanf(l, "%15s %llu %15s %15s %n", p, size, day, tod, &name_at) == 4 && name_at > 0) {
+        if (perms)
+            memcpy(perms, p, sizeof(p));
         return l + name_at;
+    }
     return NULL;
 }
 
-int gpc_lc_workdir_digest(const char *workdir, const char *state_dir, char hex[65],
-                          gpc_error *err)
+/* The name of a regular file's line of list_workdir, else NULL. */
+static const char *listed_file(const char *l, unsigned long long *size)
+{
+    return l[0] == '-' ? listed_entry(l, size, NULL) : NULL;
+}
+
+int gpc_lc_workdir_digest(const char *workdir, const char *const *leave_out, size_t n_out,
+                          char hex[65], gpc_error *err)
 {
     hex[0] = '\0';
     gpc_buf out, lines;
     gpc_buf_init(&out, 64u << 20);
     gpc_buf_init(&lines, 256u << 20);
-    int rc = list_workdir(workdir, state_dir, &out, err);
+    int rc = list_workdir(workdir, leave_out, n_out, 1, &out, err);
     for (char *l = out.data; !rc && l && *l;) {
         char *eol = strchr(l, '\n');
         if (eol)
             *eol = '\0';
         unsigned long long size;
-        const char *name = listed_file(l, &size);
+        char perms[16];
+        const char *name = listed_entry(l, &size, perms);
         char path[PATH_MAX], h[65];
-        if (name && snprintf(path, sizeof(path), "%s/%s", workdir, name) >= (int)sizeof(path))
-            rc = gpc_fail(err, GPC_ERR_IO, "%s/%s: path too long", workdir, name);
-        else if (name)
-            rc = gpc_store_file_sha256(path, h, err);
-        if (!rc && name)
-            rc = gpc_buf_addf(&lines, err, "%s\t%llu\t%s\n", name, size, h);
+        if (name && perms[0] == 'l') /* a symbolic link: "NAME -> TARGET" */
+            rc = gpc_buf_addf(&lines, err, "%s\t%s\n", name, perms);
+        else if (name && perms[0] == '-') {
+            if (snprintf(path, sizeof(path), "%s/%s", workdir, name) >= (int)sizeof(path))
+                rc = gpc_fail(err, GPC_ERR_IO, "%s/%s: path too long", workdir, name);
+            if (!rc)
+                rc = gpc_store_file_sha256(path, h, err);
+            if (!rc)
+                rc = gpc_buf_addf(&lines, err, "%s\t%llu\t%s\t%s\n", name, size, h, perms);
+        }
         l = eol ? eol + 1 : NULL;
     }
     if (!rc)
@@ -502,7 +524,8 @@ static void size_warning(gpc_session *s, const char *workdir)
     gpc_error_clear(&e);
     gpc_buf out;
     gpc_buf_init(&out, 64u << 20);
-    if (list_workdir(workdir, s->state_dir, &out, &e)) {
+    const char *state[] = {s->state_dir};
+    if (list_workdir(workdir, state, 1, 0, &out, &e)) {
         gpc_debug(s->log, "deliver: listing %s for its size: %s", workdir, e.msg);
         gpc_buf_free(&out);
         return;

@@ -36,9 +36,16 @@
  * its standard input; through `sudo -n` where the shell's user may not
  * write GPUCTL_HOME (a cloud node's login user: the bootstrap ran as root,
  * node.env is 0600). */
+#define RUNNER_FIND                                                                       \
+    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "                                               \
+    "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "                                \
+    "i=0; while [ ! -e \"$h/job.sh\" ] && [ $i -lt " RUNNER_WAIT_S " ]; do "                 \
+    "sleep 1; i=$((i+1)); done; "
+/* A node still booting installs its runner before its first job: this
+ * long at most, s. */
+#define RUNNER_WAIT_S "300"
 static const char runner_cmd[] =
-    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "
-    "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "
+    RUNNER_FIND
     "exec $s env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" -";
 
 /* The same, started in the background (gpc_job_def.detach): the job file
@@ -46,8 +53,7 @@ static const char runner_cmd[] =
  * session of its own that outlives the shell; its output goes to node.log
  * only. */
 static const char runner_bg_cmd[] =
-    "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "
-    "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; f=\"$h/jobs/.sent.$$\"; "
+    RUNNER_FIND "f=\"$h/jobs/.sent.$$\"; "
     "$s mkdir -p \"$h/jobs\" && $s sh -c 'umask 077 && cat > \"$1\"' sh \"$f\" && "
     "{ $s setsid env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" \"$f\" "
     "</dev/null >/dev/null 2>&1 & } && echo \"gpuctl: job started\"";

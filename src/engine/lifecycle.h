@@ -284,13 +284,16 @@ int gpc_deliver_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_r
 
 /*
  * The content digest of `workdir` as the delivery sends it (rsync
- * --list-only with its filters; gpuctl's state directory `state_dir`, may
- * be NULL, left out where it lies inside): the hex SHA-256 of one line
- * "PATH\tSIZE\tSHA256" per regular file, in rsync's order.  Errors:
+ * --list-only with its filters; the n_out directories leave_out[] (gpuctl's
+ * state directory, the job's checkpoint_dir; NULL entries fine) left out
+ * where they lie inside, and every .git directory, which git rewrites
+ * without a change of the files): the hex SHA-256 of one line
+ * "PATH\tSIZE\tSHA256\tPERMS" per regular file ("-rwxr-xr-x") and
+ * "PATH -> TARGET\tPERMS" per symbolic link, in rsync's order.  Errors:
  * GPC_ERR_IO (rsync missing or failing, a file unreadable), GPC_ERR_NOMEM.
  */
-int gpc_lc_workdir_digest(const char *workdir, const char *state_dir, char hex[65],
-                          gpc_error *err);
+int gpc_lc_workdir_digest(const char *workdir, const char *const *leave_out, size_t n_out,
+                          char hex[65], gpc_error *err);
 
 /* gpc_lc_deliver with what gpc_apply holds in the session (s->deliver,
  * s->deliver_workdir, s->secrets); 0 and nothing done when s->deliver is

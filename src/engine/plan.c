@@ -1087,7 +1087,7 @@ static void check_candidates(pchk *c, const cJSON *d, const char *k, int max, in
  * format, checksum, spec, state and action). */
 static int check_doc(const char *file, const cJSON *d, gpc_error *err)
 {
-    static const char *const resources[] = {"cluster", "node", NULL};
+    static const char *const resources[] = {"cluster", "node", "job", NULL};
     static const char *const checks[] = {"spot.max_price", "budget.max_hourly",
                                          "budget.max_total", NULL};
     pchk ck = {.file = file, .err = err}, *c = &ck;
@@ -1105,9 +1105,9 @@ static int check_doc(const char *file, const cJSON *d, gpc_error *err)
             pfail(c, at, NULL, "not an object");
             break;
         }
-        int node = penum(c, it, at, "resource", resources) == 1;
+        int res = penum(c, it, at, "resource", resources), node = res == 1;
         pstr(c, it, at, "name", 0);
-        pstr(c, it, at, "provider", 0);
+        pstr(c, it, at, res == 2 ? "changed" : "provider", 0);
         if (node) {
             pnum(c, it, at, "rank", 0, GPC_SPEC_NODES_MAX - 1, P_INT);
             pstr(c, it, at, "instance_type", 0);

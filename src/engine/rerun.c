@@ -68,18 +68,37 @@ int gpc_lc_spec_workdir_digest(gpc_session *s, const gpc_spec *spec, char hex[65
     snprintf(hex, 65, "none");
     if (!spec->workdir)
         return 0;
-    char *wd = NULL;
+    char *wd = NULL, *ck = NULL;
     gpc_error e;
     gpc_error_clear(&e);
     int rc = gpc_spec_path(spec, spec->workdir, &wd, &e);
+    /* what the job writes there (a local job's checkpoint_dir inside its
+     * workdir) and gpuctl's own state are not the job's code */
+    if (!rc && spec->checkpoint_dir && gpc_spec_path(spec, spec->checkpoint_dir, &ck, NULL))
+        ck = NULL;
+    const char *out[] = {s->state_dir, ck};
     if (!rc)
-        rc = gpc_lc_workdir_digest(wd, s->state_dir, hex, &e);
+        rc = gpc_lc_workdir_digest(wd, out, 2, hex, &e);
+    free(ck);
     if (rc) {
         /* the checks before apply say what is wrong with the directory */
         gpc_debug(s->log, "workdir digest: %s", e.msg);
         snprintf(hex, 65, "none");
     }
     free(wd);
+    return rc;
+}
+
+/* How many of the cluster's nodes have ended (ended_at set). */
+static int ended_nodes(gpc_session *s, const gpc_cluster_rec *c, uint32_t *ended, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    *ended = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        *ended += nodes[i].ended_at != 0;
+    gpc_node_list_free(nodes, n);
     return rc;
 }
 
@@ -132,13 +151,23 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
         free(dir);
     }
     if (!rc && (spec_changed || wd_changed || data_changed)) {
-        if (missing)
+        uint32_t ended = 0;
+        if (!missing)
+            rc = ended_nodes(s, c, &ended, err);
+        if (!rc && ended)
+            rc = gpc_fail(err, GPC_ERR_USAGE,
+                          "cluster '%s' changed its job (%s), but %u of its node%s ended with "
+                          "the last job (lifecycle.idle_timeout keeps nodes up for later jobs): "
+                          "it cannot run again on them; destroy the cluster and apply again "
+                          "(gpuctl destroy %s)",
+                          c->name, gpc_buf_str(&d), ended, c->nodes == 1 ? "" : "s", c->name);
+        else if (!rc && missing)
             rc = gpc_fail(err, GPC_ERR_USAGE,
                           "cluster '%s' has %u node%s still to create and its job changed "
                           "(%s): apply the spec it was applied with first, then this one; or "
                           "destroy it: gpuctl destroy %s",
                           c->name, missing, missing == 1 ? "" : "s", gpc_buf_str(&d), c->name);
-        else {
+        else if (!rc) {
             out->action = GPC_PLAN_RERUN;
             snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_buf_str(&d));
         }
@@ -149,11 +178,14 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
 
 /*
  * The spec's data sets placed again where the cluster's nodes are (the
- * head's provider and region): a push moves only what changed, and the
- * nodes' next job fetches them again (the bootstrap's gpuctl_data_all).
+ * head's provider and region) into *placed: a push moves only what
+ * changed, and the nodes' next job fetches them again (the bootstrap's
+ * gpuctl_data_all).  What was placed is recorded once the job started
+ * (gpc_lc_rerun), so that a job that did not start leaves the change to
+ * the next apply.
  */
 static int replace_data(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
-                        gpc_error *err)
+                        gpc_data_placed *placed, gpc_error *err)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
@@ -175,17 +207,12 @@ static int replace_data(gpc_session *s, const gpc_spec *spec, const gpc_cluster_
     gpc_node_list_free(nodes, n);
     gpc_open_provider op;
     int shares = 0;
-    gpc_data_placed placed;
-    memset(&placed, 0, sizeof(placed));
     if (!rc)
         rc = gpc_session_provider(s, c->provider, &op, err);
     if (!rc)
         rc = gpc_lc_offer_shares(s, &at, &shares, err);
     if (!rc)
-        rc = gpc_data_place(s, &op, spec, &at, shares, &placed, err);
-    if (!rc)
-        rc = gpc_data_record_placed(s, c->id, &placed, err);
-    gpc_data_placed_free(&placed);
+        rc = gpc_data_place(s, &op, spec, &at, shares, placed, err);
     return rc;
 }
 
@@ -221,13 +248,18 @@ int gpc_lc_rerun(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         if (!rc)
             rc = gpc_lc_job_record(s, c->id, job_id, hash, wd, err);
     }
+    gpc_data_placed placed;
+    memset(&placed, 0, sizeof(placed));
     if (!rc && spec->n_data)
-        rc = replace_data(s, spec, c, err);
+        rc = replace_data(s, spec, c, &placed, err);
     gpc_job_def job = {.id = job_id, .setup = spec->setup, .run = spec->run.command,
                        .env = spec->env, .n_env = spec->n_env, .with_env = 1,
                        .detach = !wait, .quiet = !stream};
     if (!rc)
         rc = gpc_cluster_exec(s, c->name, spec, &job, status, err);
+    if (!rc && placed.n)
+        rc = gpc_data_record_placed(s, c->id, &placed, err);
+    gpc_data_placed_free(&placed);
     if (rc && recorded) {
         gpc_error e;
         gpc_error_clear(&e);

@@ -112,13 +112,19 @@ int gpc_lc_shell(gpc_session *s, const char *name, uint32_t rank, const char *co
     if (!rc && !nd)
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "cluster %s has no node %u (it has %u node%s)",
                       name, rank, c.nodes, c.nodes == 1 ? "" : "s");
-    /* idle_ok: a node whose job ended but which stays up (lifecycle.idle_timeout) */
+    /* idle_ok (a job for the node's job runner): also a node still booting
+     * (a worker waiting for the head: the job queues behind its job) or
+     * whose job ended but which stays up (lifecycle.idle_timeout) */
     int up = nd && (nd->phase == GPC_PHASE_RUNNING ||
-                    (idle_ok && !nd->ended_at && (nd->phase == GPC_PHASE_SUCCEEDED ||
+                    (idle_ok && !nd->ended_at && (nd->phase == GPC_PHASE_BOOTING ||
+                                                  nd->phase == GPC_PHASE_SUCCEEDED ||
                                                   nd->phase == GPC_PHASE_FAILED)));
     if (!rc && (!up || !nd->provider_id[0]))
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "node %u of cluster %s is in phase %s, not "
-                      "running: no shell to open there", rank, name, gpc_phase_name(nd->phase));
+                      "running: no shell to open there%s", rank, name, gpc_phase_name(nd->phase),
+                      nd->ended_at && idle_ok ? " (its node ended with its job: "
+                      "lifecycle.idle_timeout keeps nodes up for later jobs; destroy the "
+                      "cluster and apply again)" : "");
     gpc_lc_ref r;
     memset(&r, 0, sizeof(r));
     int have_ref = 0;

@@ -296,11 +296,18 @@ g -o json status quickstart > "$T/st.json"
 expect_eq "the stale apply changed nothing: one cluster, 2 nodes, succeeded" "1 2 succeeded" \
     "$(json_get "$T/st.json" '" ".join(str(x) for x in (len(d["clusters"]), len(d["clusters"][0]["nodes"]), d["clusters"][0]["phase"]))')"
 
-# The cluster exists; a changed spec is refused by plan (3), as by apply.
+# The cluster exists and its nodes ended with their job (no
+# lifecycle.idle_timeout): a changed job cannot run again on them, a
+# changed shape needs new nodes; plan refuses both (3), as apply does.
+sed 's/^nodes: 2/nodes: 3/' quickstart.yaml > shape.yaml
+run_rc rc g plan -f shape.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of a changed shape for an existing cluster: exit 3" 3 "$rc"
+expect_match "says destroy first" "cluster 'quickstart' exists with a different spec .*; changed: nodes 2 -> 3\): its nodes would have to be replaced, which apply does not do; destroy it first" "$(cat "$T/e.txt")"
 sed 's/--epochs 20/--epochs 21/' quickstart.yaml > changed.yaml
 run_rc rc g plan -f changed.yaml > /dev/null 2> "$T/e.txt"
-expect_eq "plan of a changed spec for an existing cluster: exit 3" 3 "$rc"
-expect_match "says destroy first" "cluster 'quickstart' exists with a different spec .*destroy it first" "$(cat "$T/e.txt")"
+expect_eq "plan of a changed job on ended nodes: exit 3" 3 "$rc"
+# (this test writes its files into the workdir, examples/: they count)
+expect_eq "says why and what to do" "gpuctl: error: cluster 'quickstart' changed its job (run.command, workdir (its files)), but 2 of its nodes ended with the last job (lifecycle.idle_timeout keeps nodes up for later jobs): it cannot run again on them; destroy the cluster and apply again (gpuctl destroy quickstart)" "$(cat "$T/e.txt")"
 run_rc rc g -o json plan -f changed.yaml --detailed-exitcode > "$T/changed.json" 2> /dev/null
 expect_eq "the same with --detailed-exitcode: exit 1" 1 "$rc"
 check_schema "$T/changed.json" error

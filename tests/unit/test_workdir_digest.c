@@ -5,11 +5,13 @@
  * .gpuctlignore, gpuctl's state directory left out), by path, size and
  * SHA-256.
  *
- * The expected digest was computed by hand from the lines rsync lists:
- *   for f in .gitignore .gpuctlignore a.py sub/b.txt; do
- *     printf '%s\t%s\t%s\n' "$f" "$(stat -c %s $f)" "$(sha256sum < $f | cut -d' ' -f1)"
- *   done | sha256sum
- * in a directory holding the files made below.
+ * The expected digest was computed by hand from the entries rsync lists,
+ * in a directory holding the files made below (umask 022):
+ *   { for f in .gitignore .gpuctlignore a.py; do
+ *       printf '%s\t%s\t%s\t%s\n' "$f" "$(stat -c %s $f)" \
+ *         "$(sha256sum < $f | cut -d' ' -f1)" "$(stat -c %A $f)"; done
+ *     printf 'link -> a.py\tlrwxrwxrwx\n'
+ *     f=sub/b.txt; printf ... (the same for it); } | sha256sum
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +28,7 @@
 #include "../../src/engine/lifecycle.h"
 
 static const char expected[] =
-    "d4e2cd603a064ef9b69e5c3e7a92473088282721c5f63360dd1408a7c1558349";
+    "b12a5e9a32e47f8a3f287852b2228874e2acec13f7e099cfbee6b4563791a62c";
 
 static char dir[64];
 static char state_dir[96]; /* gpuctl's state directory, inside the workdir */
@@ -45,12 +47,14 @@ static void digest(char hex[65])
 {
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_lc_workdir_digest(dir, state_dir, hex, &e), 0);
+    const char *out[] = {state_dir, NULL};
+    assert_int_equal(gpc_lc_workdir_digest(dir, out, 2, hex, &e), 0);
 }
 
 static int setup(void **state)
 {
     (void)state;
+    umask(022);
     snprintf(dir, sizeof(dir), "/tmp/gpuctl-wd-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
@@ -68,6 +72,12 @@ static int setup(void **state)
     put("sub/b.txt", "b\n");
     put("sub/c.tmp", "t");      /* ignored: .gpuctlignore */
     put(".gpuctl/gpuctl.db", "state"); /* left out: gpuctl's state */
+    snprintf(p, sizeof(p), "%s/.git", dir);
+    mkdir(p, 0755);
+    put(".git/HEAD", "ref");    /* left out: git's own */
+    snprintf(p, sizeof(p), "%s/link", dir);
+    if (symlink("a.py", p) != 0)
+        return -1;
     return 0;
 }
 
@@ -97,6 +107,7 @@ static void test_digest(void **state)
     put("out/y", "written by the job");
     put("sub/d.tmp", "scratch");
     put(".gpuctl/gpuctl.db", "state, changed by the next command");
+    put(".git/index", "git status rewrote it");
     digest(hex);
     assert_string_equal(hex, expected);
 
@@ -107,6 +118,21 @@ static void test_digest(void **state)
     put("a.py", "print(1)\n");
     digest(hex);
     assert_string_equal(hex, expected);
+
+    /* the mode of a file (a script made executable): another digest */
+    assert_int_equal(chmod(p, 0755), 0);
+    digest(hex);
+    assert_string_not_equal(hex, expected);
+    assert_int_equal(chmod(p, 0644), 0);
+    digest(hex);
+    assert_string_equal(hex, expected);
+
+    /* a link pointing elsewhere: another digest */
+    snprintf(p, sizeof(p), "%s/link", dir);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(symlink("sub/b.txt", p), 0);
+    digest(hex);
+    assert_string_not_equal(hex, expected);
 
     /* a new file that is sent: another digest */
     put("sub/e.txt", "");
@@ -122,7 +148,8 @@ static void test_missing(void **state)
     char hex[65] = "x";
     gpc_error e;
     gpc_error_clear(&e);
-    assert_int_equal(gpc_lc_workdir_digest("/nonexistent/gpuctl-wd", NULL, hex, &e), GPC_ERR_IO);
+    assert_int_equal(gpc_lc_workdir_digest("/nonexistent/gpuctl-wd", NULL, 0, hex, &e),
+                     GPC_ERR_IO);
     assert_string_equal(e.msg, "rsync --list-only /nonexistent/gpuctl-wd/ failed");
     assert_string_equal(hex, "");
 }
