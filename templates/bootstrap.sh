@@ -285,8 +285,18 @@ gpuctl_lock() {
   exec {gpuctl_lock_fd}>>"$GPUCTL_HOME/job.lock"
   if ! flock -n "$gpuctl_lock_fd"; then
     gpuctl_say "job $GPUCTL_JOB_ID queued: waiting for the running job to end"
+    gpuctl_taken queued
     flock "$gpuctl_lock_fd"
   fi
+}
+
+## jobs/ID.taken: the runner has the job, "queued" behind a running one or
+## "started" (its records reset: exit_status gone), which gpuctl, having
+## started the runner in the background, waits for (no `gpuctl logs -f`
+## right after then reads the previous job's end).
+gpuctl_taken() {
+  printf '%s\n' "$1" >"$GPUCTL_HOME/jobs/.$GPUCTL_JOB_ID.taken.$$"
+  mv -f "$GPUCTL_HOME/jobs/.$GPUCTL_JOB_ID.taken.$$" "$GPUCTL_HOME/jobs/$GPUCTL_JOB_ID.taken"
 }
 
 # shellcheck disable=SC2317
@@ -1129,6 +1139,7 @@ gpuctl_runner_main() {
   gpuctl_write job_id "$GPUCTL_JOB_ID"
   gpuctl_write job "running $(printf '%(%s)T' -1)"
   rm -f "$GPUCTL_HOME/exit_status"
+  gpuctl_taken started
   trap gpuctl_runner_exit EXIT
   trap 'gpuctl_on_signal TERM 143' TERM
   trap 'gpuctl_on_signal INT 130' INT

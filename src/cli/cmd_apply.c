@@ -190,10 +190,13 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         else if (a.opts.dry_run)
             printf("cluster %s: would create %d node(s)%s (dry run, nothing changed)\n",
                    spec->name, res.created, res.unchanged ? "; unchanged" : "");
+        else if (res.rerun_job[0] && res.waited)
+            printf("cluster %s: job %s ran on the same nodes (changed: %s)\n", spec->name,
+                   res.rerun_job, res.rerun);
         else if (res.rerun_job[0])
-            printf("cluster %s: job %s %s on the same nodes (changed: %s)%s\n", spec->name,
-                   res.rerun_job, res.waited ? "ran" : "started", res.rerun,
-                   res.waited ? "" : "; gpuctl logs -f follows it");
+            printf("cluster %s: job %s handed to the same nodes, which run it after any job "
+                   "running there (changed: %s); gpuctl logs -f %s follows it\n", spec->name,
+                   res.rerun_job, res.rerun, spec->name);
         else if (res.unchanged)
             printf("cluster %s: unchanged (%s)\n", spec->name, gpc_phase_name(res.phase));
         else if (res.adopted)
@@ -201,7 +204,8 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                    spec->name, res.created, res.adopted);
         else
             printf("cluster %s: created %d node(s)\n", spec->name, res.created);
-        if (!a.opts.dry_run && !o->quiet) {
+        /* (after a re-run the node table would show the previous job's end) */
+        if (!a.opts.dry_run && !o->quiet && !res.rerun_job[0]) {
             gpc_cluster_rec cr;
             gpc_error e2;
             gpc_error_clear(&e2);

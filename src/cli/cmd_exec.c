@@ -52,7 +52,8 @@ static int same_shape(gpc_session *s, const char *name, const gpc_spec *spec, gp
                 gpc_buf_addf(&b, NULL, "%s%s: %s -> %s", b.len ? "; " : "", ch[i].field,
                              ch[i].old_value, ch[i].new_value);
         rc = gpc_fail(err, GPC_ERR_USAGE, "the spec changes cluster %s itself (%s), not only "
-                      "its job: that is gpuctl apply", name, gpc_buf_str(&b));
+                      "its job: its nodes would have to be replaced; destroy it and apply the "
+                      "spec (gpuctl destroy %s)", name, gpc_buf_str(&b), name);
         gpc_buf_free(&b);
     }
     gpc_spec_changes_free(ch, n);
@@ -115,6 +116,8 @@ int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rc = same_shape(&s, name, spec, &err);
     if (!rc)
         rc = gpc_cluster_exec(&s, name, spec, &job, &status, &err);
+    if (rc == GPC_ERR_NOT_FOUND && strstr(err.msg, "no cluster named"))
+        rc = gpc_no_cluster(&s, name, &err);
     gpc_session_close(&s);
     gpc_spec_free(spec);
     gpc_buf_free(&run);

@@ -32,24 +32,6 @@ static int ssh_opt(int opt, const char *arg, void *ud)
     return !*arg || *end || *node < 0 || *node > 1023 ? -1 : 0; /* spec: nodes <= 1024 */
 }
 
-/* No live cluster `name`: GPC_ERR_NOT_FOUND with the closest recorded
- * names. */
-static int no_cluster(gpc_session *s, const char *name, gpc_error *err)
-{
-    gpc_error_clear(err);
-    gpc_buf hint;
-    gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
-    int recorded = 0;
-    gpc_error e;
-    gpc_error_clear(&e);
-    if (gpc_suggest_clusters(s, name, &recorded, &hint, NULL, &e))
-        gpc_buf_free(&hint);
-    int rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
-                      hint.len ? gpc_buf_str(&hint) : "");
-    gpc_buf_free(&hint);
-    return rc;
-}
-
 int gpc_cmd_ssh(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
     long node = -1;
@@ -80,7 +62,7 @@ int gpc_cmd_ssh(gpc_out *o, const gpc_command *c, int argc, char **argv)
         memset(&cr, 0, sizeof(cr));
         rc = gpc_cluster_get(s.st, name, &cr, &err);
         if (rc == GPC_ERR_NOT_FOUND)
-            rc = no_cluster(&s, name, &err);
+            rc = gpc_no_cluster(&s, name, &err);
         gpc_cluster_rec_free(&cr);
     }
     if (!rc)

@@ -151,6 +151,10 @@ size_t gpc_suggest_limit(const char *word);
 int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded,
                          gpc_buf *hint, struct cJSON *names, gpc_error *err);
 
+/* No live cluster `name`: GPC_ERR_NOT_FOUND "no cluster named 'NAME'" and
+ * the closest recorded names (gpc_suggest_clusters) into err; returns it. */
+int gpc_no_cluster(gpc_session *s, const char *name, gpc_error *err);
+
 /* ---- shell completions (completion.c) --------------------------------- */
 
 /* Print the completion script for `shell` ("bash" or "zsh") to f; -1 for

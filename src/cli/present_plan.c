@@ -221,7 +221,7 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
         const char *res = gpc_json_str(it, "resource");
         if (strcmp(res, "job") == 0) {
-            printf("  ~ job of cluster '%s': runs again on the same nodes, after the job "
+            printf("  ~ job of cluster '%s': runs again on the same nodes, after any job "
                    "running there (changed: %s)\n", gpc_json_str(it, "name"),
                    gpc_json_str(it, "changed"));
         } else if (strcmp(res, "cluster") == 0) {

@@ -80,3 +80,19 @@ int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded, gpc_bu
     gpc_cluster_list_free(list, n);
     return 0;
 }
+
+int gpc_no_cluster(gpc_session *s, const char *name, gpc_error *err)
+{
+    gpc_error_clear(err);
+    gpc_buf hint;
+    gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
+    int recorded = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_suggest_clusters(s, name, &recorded, &hint, NULL, &e))
+        gpc_buf_free(&hint);
+    int rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
+                      hint.len ? gpc_buf_str(&hint) : "");
+    gpc_buf_free(&hint);
+    return rc;
+}

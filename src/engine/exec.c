@@ -51,12 +51,18 @@ static const char runner_cmd[] =
 /* The same, started in the background (gpc_job_def.detach): the job file
  * is kept as jobs/.sent.PID, which the runner takes (and removes), in a
  * session of its own that outlives the shell; its output goes to node.log
- * only. */
-static const char runner_bg_cmd[] =
-    RUNNER_FIND "f=\"$h/jobs/.sent.$$\"; "
+ * only.  The command ends once the runner has taken job %s (its
+ * jobs/ID.taken: queued, or started), or fails after RUNNER_TAKE_S. */
+#define RUNNER_TAKE_S "30"
+static const char runner_bg_fmt[] =
+    RUNNER_FIND "f=\"$h/jobs/.sent.$$\"; t=\"$h/jobs/%s.taken\"; "
     "$s mkdir -p \"$h/jobs\" && $s sh -c 'umask 077 && cat > \"$1\"' sh \"$f\" && "
     "{ $s setsid env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" \"$f\" "
-    "</dev/null >/dev/null 2>&1 & } && echo \"gpuctl: job started\"";
+    "</dev/null >/dev/null 2>&1 & } && i=0; "
+    "while [ ! -e \"$t\" ] && [ $i -lt " RUNNER_TAKE_S "0 ]; do sleep 0.1; i=$((i+1)); done; "
+    "if [ -e \"$t\" ]; then echo \"gpuctl: job %s $(cat \"$t\")\"; else "
+    "echo \"gpuctl: the node's job runner did not take job %s within " RUNNER_TAKE_S "s\" >&2; "
+    "exit 1; fi";
 
 typedef struct exec_node {
     uint32_t rank;
@@ -266,7 +272,10 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     char **argvs[1024];
     size_t n_argv = 0;
-    const char *cmd[] = {j.detach ? runner_bg_cmd : runner_cmd};
+    /* the id is [A-Za-z0-9._-] (gpc_render_job checked it) */
+    char bg[sizeof(runner_bg_fmt) + 3 * 64];
+    snprintf(bg, sizeof(bg), runner_bg_fmt, j.id, j.id, j.id);
+    const char *cmd[] = {j.detach ? bg : runner_cmd};
     /* first every node's command (each asks the provider), then start all */
     for (uint32_t r = 0; !rc && r < n; r++) {
         rc = gpc_lc_shell(s, name, r, cmd, 1, 0, 1, &argvs[r], err);
@@ -289,9 +298,19 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
         pump(s, nodes, started, j.quiet ? -1 : n > 1);
     }
     signal(SIGPIPE, old_pipe);
+    size_t first_bad = started;
     for (size_t i = 0; i < started; i++)
-        if (nodes[i].status && !*status)
+        if (nodes[i].status && !*status) {
             *status = nodes[i].status;
+            first_bad = i;
+        }
+    /* attached: the end in one line (a detached start says it per node) */
+    if (!j.detach && first_bad < started)
+        gpc_info(s->log, "job %s failed: exit status %d on node %u (the first by rank)", j.id,
+                 *status, nodes[first_bad].rank);
+    else if (!j.detach && started)
+        gpc_info(s->log, "job %s succeeded on %zu node%s", j.id, started,
+                 started == 1 ? "" : "s");
     if (started)
         gpc_lc_event(s, c.id, -1, "exec", "job %s on %zu node%s: exit status %d", j.id, started,
                      started == 1 ? "" : "s", *status);

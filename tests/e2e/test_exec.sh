@@ -71,13 +71,14 @@ expect_eq "an exec event records the job" "exec job $id on 2 nodes: exit status 
 # 2. the job's exit status passes through
 run_rc rc g exec ex -- 'exit 3' > "$T/exec2.txt" 2>&1
 expect_eq "exec -- 'exit 3' exits 3" 3 "$rc"
+expect_match "and ends with one line saying so" '^job x[0-9a-f]{12} failed: exit status 3 on node 0 \(the first by rank\)$' "$(cat "$T/exec2.txt")"
 expect_eq "the node records the failed job" "failed 3" "$(cat "$h0/phase") $(cat "$h0/exit_status")"
 
 # 3. -f: the spec's job, refused when the cluster's shape differs
 sed -e 's/^nodes: 2/nodes: 3/' ex.yaml > ex3.yaml
 run_rc rc g exec ex -f ex3.yaml > "$T/exec3.txt" 2>&1
 expect_eq "exec -f with another node count is a usage error" 3 "$rc"
-expect_match "and says to apply" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job: that is gpuctl apply$' "$(cat "$T/exec3.txt")"
+expect_match "and says what to do" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job: its nodes would have to be replaced; destroy it and apply the spec \(gpuctl destroy ex\)$' "$(cat "$T/exec3.txt")"
 sed -e 's/^  command: .*/  command: echo "from-spec $RANK $FOO"/' -e 's/FOO: bar/FOO: baz/' ex.yaml > ex2.yaml
 run_rc rc g exec ex -f ex2.yaml > "$T/exec4.txt" 2>&1
 expect_eq "exec -f with only the job changed runs it" 0 "$rc"
@@ -88,7 +89,7 @@ expect_match "with the spec's new env" '^\[node 1\] (\[default0\]:)?from-spec 1 
 run_rc rc g plan -f ex2.yaml > "$T/plan2.txt" 2>&1
 expect_eq "plan of a job change: exit 0" 0 "$rc"
 expect_match "it shows the job running again and what changed" \
-    "^  ~ job of cluster 'ex': runs again on the same nodes, after the job running there \(changed: env, run\.command\)\$" \
+    "^  ~ job of cluster 'ex': runs again on the same nodes, after any job running there \(changed: env, run\.command\)\$" \
     "$(cat "$T/plan2.txt")"
 run_rc rc g plan -f ex3.yaml > "$T/plan3.txt" 2>&1
 expect_eq "plan of a node-count change: exit 3" 3 "$rc"
@@ -101,6 +102,9 @@ run_rc rc g exec ex > "$T/exec5.txt" 2>&1
 expect_eq "exec without a command is a usage error" 3 "$rc"
 run_rc rc g exec nosuch -- true > "$T/exec6.txt" 2>&1
 expect_eq "exec on no cluster: not found" 7 "$rc"
+run_rc rc g exec exx -- true > "$T/exec7.txt" 2>&1
+expect_eq "exec on a mistyped name: not found" 7 "$rc"
+expect_eq "with the closest name" "gpuctl: error: no cluster named 'exx'; did you mean 'ex'?" "$(cat "$T/exec7.txt")"
 
 g -y destroy ex >/dev/null
 finish
