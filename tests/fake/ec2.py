@@ -2871,37 +2871,26 @@ class Handler(fakeserve.Handler):
                     if inst["state"] in ("pending", "shutting-down"):
                         WORLD.advance(inst, force=True)
             elif route == ("POST", "preempt"):
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["lifecycle"] != "spot":
-                    status, out = 400, {"error": "%s is not a spot instance" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc, spot=True)
+                if refused:
+                    status, out = refused
                 else:
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "spot")
             elif route == ("POST", "finish"):
                 # the node's job ended: its bootstrap wrote a line to the
                 # serial console and powered the instance off
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc)
+                if refused:
+                    status, out = refused
                 else:
                     inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "guest")
             elif route == ("POST", "node"):
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc)
+                if refused:
+                    status, out = refused
                 else:
                     if "public_ip" in doc:
                         inst["public_ip"] = str(doc["public_ip"])
@@ -2928,6 +2917,21 @@ class Handler(fakeserve.Handler):
             log(entry)
         text = out if isinstance(out, str) else json.dumps(out, indent=1)
         self.reply(status, text, ctype, rid)
+
+
+def live_instance(doc, spot=False):
+    """The instance a control request names ({"instance_id": ID}) while it
+    is neither shutting down nor terminated (nor, with spot, on demand), and
+    None; or None and (status, out) refusing the request: 404, 400, 409."""
+    iid = doc.get("instance_id") if isinstance(doc, dict) else None
+    inst = WORLD.instances.get(iid)
+    if inst is None:
+        return None, (404, {"error": "no instance %r" % iid})
+    if spot and inst["lifecycle"] != "spot":
+        return None, (400, {"error": "%s is not a spot instance" % iid})
+    if inst["state"] in ("shutting-down", "terminated"):
+        return None, (409, {"error": "%s is already %s" % (iid, inst["state"])})
+    return inst, None
 
 
 SEED = None

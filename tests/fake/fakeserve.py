@@ -74,15 +74,17 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def send(handler, status, data, content_type, headers=()):
-    """Answer with status and the bytes data: Content-Type, then the
-    (name, value) pairs of headers, then Content-Length."""
+    """Answer with status and the bytes data (not sent for HEAD):
+    Content-Type, then the (name, value) pairs of headers, then
+    Content-Length."""
     handler.send_response(status)
     handler.send_header("Content-Type", content_type)
     for name, value in headers:
         handler.send_header(name, value)
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
-    handler.wfile.write(data)
+    if handler.command != "HEAD":
+        handler.wfile.write(data)
 
 
 def control(handler, entry, body, ctx, get, delete, post, usage, accepts=lambda doc: True):
