@@ -10,7 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/sshd_parts.sh"
 # /usr/bin/python3 with the modules in MODULES (space-separated) and the
 # right to make namespaces.
 boot_require() {
-    local why="" t mods=($2)
+    local why="" t mods
+    read -ra mods <<< "$2"
     [ "$(id -u)" = 0 ] || why="needs root"
     for t in unshare setpriv nsenter ip ssh ssh-keygen curl $1; do
         command -v "$t" >/dev/null || why="${why:+$why, }needs $t"

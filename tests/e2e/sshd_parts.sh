@@ -18,7 +18,7 @@ fake() { curl -sS --noproxy '*' "$@"; }   # the fake's control API
 ssh_fake_ec2() {
     local poll=$1 wait=$2; shift 2
     mkdir -p "$T/work" "$T/home" "$T/bin"
-    cd "$T/work"
+    cd "$T/work" || exit 1
     export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
     export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=$SECRET
     export GPUCTL_AWS_POLL_S=$poll GPUCTL_SSH_HOSTKEY_WAIT_S=$wait GPUCTL_AWS_SSH_USER=root
@@ -93,6 +93,18 @@ sshd_stop() {
         wait "$p" 2>/dev/null || true
     done
     SSHD_PIDS=()
+}
+
+# cluster_ids NAME: from `gpuctl -o json status NAME` (kept in $T/st.json),
+# ID0 and ID1 (the instance ids of nodes 0 and 1), UID_FULL (the cluster's
+# uid) and UID8 (its first 8 characters, as in the names gpuctl gives)
+# shellcheck disable=SC2034  # the test that sources this reads them
+cluster_ids() {
+    g -o json status "$1" > "$T/st.json"
+    ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
+    ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
+    UID_FULL=$(json_get "$T/st.json" 'd["clusters"][0]["uid"]')
+    UID8=${UID_FULL:0:8}
 }
 
 # console_host_keys PUBFILE: cloud-init's block of host keys, as a node's

@@ -53,10 +53,7 @@ YAML
 run_rc rc g -y apply -f la.yaml > "$T/apply.out" 2> "$T/apply.err"
 expect_eq "apply of a 2-node aws cluster" 0 "$rc"
 [ "$rc" = 0 ] || cat "$T/apply.err"
-g -o json status la > "$T/st.json"
-ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
-ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
-UID8=$(json_get "$T/st.json" 'd["clusters"][0]["uid"][:8]')
+cluster_ids la
 cp "$STATE/keys/gpuctl-la-$UID8.pub" "$T/authorized_keys"
 
 # ---- 1. no address yet: an empty log, no error ------------------------------
