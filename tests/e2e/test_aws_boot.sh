@@ -21,42 +21,9 @@
 # Needs root, util-linux (unshare, setpriv, nsenter), iproute2, sshd and
 # /usr/bin/python3 with torch (else skipped, exit 77).
 source "$(dirname "$0")/lib.sh" || exit 1
-why=""
-[ "$(id -u)" = 0 ] || why="needs root"
-for t in unshare setpriv nsenter ip ssh ssh-keygen curl; do
-    command -v "$t" >/dev/null || why="${why:+$why, }needs $t"
-done
-[ -x /usr/sbin/sshd ] || why="${why:+$why, }needs /usr/sbin/sshd"
-/usr/bin/python3 -c 'import torch, yaml' 2>/dev/null || why="${why:+$why, }needs /usr/bin/python3 with torch and yaml"
-if [ -z "$why" ] && ! unshare --net --mount --pid --fork true 2>/dev/null; then
-    why="cannot make namespaces (unshare --net --mount --pid)"
-fi
-if [ -n "$why" ]; then
-    echo "skip: $why"
-    exit 77
-fi
-mkdir -p "$T/work" "$T/home" "$T/bin"
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
-export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.1 GPUCTL_SSH_HOSTKEY_WAIT_S=20 GPUCTL_AWS_SSH_USER=root
-start_fake ec2 ec2.py --boot "$T/boot"
-EC2="http://127.0.0.1:$FAKE_PORT"
-export AWS_ENDPOINT_URL_EC2="$EC2"
-export GPUCTL_CHECKIP_URL="$EC2/_fake/checkip"
-fake() { curl -sS --noproxy '*' "$@"; }
-# ssh with no user config but this one (ssh reads the passwd entry's home)
-printf 'Host *\n  BatchMode yes\n  ConnectTimeout 10\n' > "$T/ssh_config"
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
-chmod +x "$T/bin/ssh"
-export PATH="$T/bin:$PATH"
-# shared connections (ControlPersist) end with the test
-cleanup_extra() {
-    for s in "$STATE"/ssh/cm/*; do
-        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
-    done
-}
+source "$(dirname "$0")/boot_parts.sh"
+boot_require "" "torch yaml"
+boot_fake_ec2 0.1 20
 
 cat > boot.yaml <<'YAML'
 name: boot

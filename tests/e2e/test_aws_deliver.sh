@@ -26,28 +26,17 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null
     echo "skip: needs root, /usr/sbin/sshd, ssh, unshare and rsync"
     exit 77
 fi
-mkdir -p "$T/work" "$T/home" "$T/bin" /run/sshd
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
-export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.05 GPUCTL_SSH_HOSTKEY_WAIT_S=0.3 GPUCTL_AWS_SSH_USER=root
-start_fake ec2 ec2.py
-export AWS_ENDPOINT_URL_EC2="http://127.0.0.1:$FAKE_PORT"
-export GPUCTL_CHECKIP_URL="http://127.0.0.1:$FAKE_PORT/_fake/checkip"
-fake() { curl -sS --noproxy '*' "$@"; }
+source "$(dirname "$0")/sshd_parts.sh"
+ssh_fake_ec2 0.05 0.3
 
 # The user's key (imported to EC2 for the cluster), which the sshds let in.
 ssh-keygen -q -t ed25519 -N '' -C user -f "$T/userkey"
 export GPUCTL_SSH_PUBLIC_KEY="$T/userkey.pub"
 cp "$T/userkey.pub" "$T/authorized_keys"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # The fake EC2 gives instance n the public address 198.51.100.n; the user's
-# ssh config sends each to its own sshd (ssh reads ~/.ssh/config from the
-# passwd entry's home, so a wrapper first on PATH hands it over with -F).
+# ssh config sends each to its own sshd.
 PORT_A=$(free_port); PORT_B=$(free_port); PORT_C=$(free_port)
-cat > "$T/ssh_config" <<CFG
-Host 198.51.100.1
+ssh_user_config "Host 198.51.100.1
   HostName 127.0.0.1
   Port $PORT_A
 Host 198.51.100.2
@@ -57,49 +46,26 @@ Host 198.51.100.3
   HostName 127.0.0.1
   Port $PORT_C
 Host *
-  BatchMode yes
-CFG
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
-chmod +x "$T/bin/ssh"
-export PATH="$T/bin:$PATH"
-ssh-keygen -q -t ed25519 -N '' -C host -f "$T/hostkey"
+  BatchMode yes"
+host_key hostkey host
 
-SSHD_PIDS=()
 # start_node NAME PORT [norsync]: an sshd on 127.0.0.1:PORT in a mount
 # namespace where /var/lib/gpuctl is $T/NAME/lib and /run/gpuctl is
 # $T/NAME/run (each on a tmpfs over /var/lib and /run, so nothing of this
 # machine's own is touched); norsync: rsync cannot be run there.
 start_node() {
+    local dir norsync=""
+    dir=$(printf %q "$T/$1")
     mkdir -p "$T/$1/lib" "$T/$1/run"
-    unshare -m --propagation private /bin/sh -c '
-        set -e
-        mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/gpuctl
-        mount --bind "$1/lib" /var/lib/gpuctl
-        mount -t tmpfs tmpfs /run && mkdir -p /run/sshd /run/gpuctl
-        mount --bind "$1/run" /run/gpuctl
-        if [ "$3" = norsync ]; then mount --bind /dev/null "$(command -v rsync)"; fi
-        exec /usr/sbin/sshd -D -e -f /dev/null -o ListenAddress=127.0.0.1 -o Port="$2" \
-            -o HostKey="$4/hostkey" -o AuthorizedKeysFile="$4/authorized_keys" -o PidFile=none \
-            -o UsePAM=no -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
-            -o PermitRootLogin=prohibit-password -o StrictModes=no' \
-        sh "$T/$1" "$2" "${3:-}" "$T" 2>> "$T/sshd-$1.log" &
-    SSHD_PIDS+=($!)
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "sshd $1 did not start:" >&2
-    cat "$T/sshd-$1.log" >&2
-    exit 1
+    [ "${3:-}" != norsync ] || norsync='mount --bind /dev/null "$(command -v rsync)"'
+    sshd_start "$1" 127.0.0.1 "$2" "$T/hostkey" "mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/gpuctl
+mount --bind $dir/lib /var/lib/gpuctl
+mount -t tmpfs tmpfs /run && mkdir -p /run/sshd /run/gpuctl
+mount --bind $dir/run /run/gpuctl
+$norsync"
 }
 cleanup_extra() {
-    for s in "$STATE"/ssh/cm/*; do
-        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
-    done
-    for p in "${SSHD_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
+    sshd_stop
     [ -z "${PS_PID:-}" ] || kill "$PS_PID" 2>/dev/null || true
 }
 start_node a "$PORT_A"

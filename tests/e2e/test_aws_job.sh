@@ -20,32 +20,10 @@
 # Needs root, namespaces, sshd, rsync, the AWS CLI and /usr/bin/python3 with
 # torch and sklearn (else skipped, exit 77).
 source "$(dirname "$0")/lib.sh" || exit 1
-why=""
-[ "$(id -u)" = 0 ] || why="needs root"
-for t in unshare setpriv nsenter ip ssh ssh-keygen curl rsync aws; do
-    command -v "$t" >/dev/null || why="${why:+$why, }needs $t"
-done
-[ -x /usr/sbin/sshd ] || why="${why:+$why, }needs /usr/sbin/sshd"
-/usr/bin/python3 -c 'import torch, yaml, sklearn' 2>/dev/null ||
-    why="${why:+$why, }needs /usr/bin/python3 with torch, yaml and sklearn"
-if [ -z "$why" ] && ! unshare --net --mount --pid --fork true 2>/dev/null; then
-    why="cannot make namespaces (unshare --net --mount --pid)"
-fi
-if [ -n "$why" ]; then
-    echo "skip: $why"
-    exit 77
-fi
-mkdir -p "$T/work" "$T/home" "$T/bin"
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
-export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.2 GPUCTL_SSH_HOSTKEY_WAIT_S=30 GPUCTL_AWS_SSH_USER=root
-start_fake ec2 ec2.py --boot "$T/boot"
-EC2="http://127.0.0.1:$FAKE_PORT"
-export AWS_ENDPOINT_URL_EC2="$EC2" AWS_ENDPOINT_URL_IAM="$EC2"
-export GPUCTL_CHECKIP_URL="$EC2/_fake/checkip"
-fake() { curl -sS --noproxy '*' "$@"; }
+source "$(dirname "$0")/boot_parts.sh"
+boot_require "rsync aws" "torch yaml sklearn"
+boot_fake_ec2 0.2 30
+export AWS_ENDPOINT_URL_IAM="$EC2"
 HOST_IP=$(fake "$EC2/_fake/boot" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_ip"])')
 # the fake S3 where the nodes reach it, knowing the credentials the fake EC2
 # mints for them and their role's policy
@@ -53,15 +31,6 @@ start_fake s3 s3.py --listen "$HOST_IP" --ec2 "$EC2"
 S3URL="http://$HOST_IP:$FAKE_PORT"
 export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
 BUCKET=gpuctl-123456789012-us-east-1
-printf 'Host *\n  BatchMode yes\n  ConnectTimeout 10\n' > "$T/ssh_config"
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
-chmod +x "$T/bin/ssh"
-export PATH="$T/bin:$PATH"
-cleanup_extra() {
-    for s in "$STATE"/ssh/cm/*; do
-        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
-    done
-}
 
 cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" .
 mkdir -p scratch ds

@@ -20,59 +20,24 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null
     echo "skip: needs root, /usr/sbin/sshd, ssh and unshare -m"
     exit 77
 fi
-mkdir -p "$T/work" "$T/home" "$T/bin" "$T/node0" "$T/node1" /run/sshd
+source "$(dirname "$0")/sshd_parts.sh"
+ssh_fake_ec2 0.05 0.3
+mkdir -p "$T/node0" "$T/node1"
 [ -d /var/lib/gpuctl ] || mkdir -p /var/lib/gpuctl  # the mount point (stays empty here)
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
-export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.05 GPUCTL_SSH_HOSTKEY_WAIT_S=0.3 GPUCTL_AWS_SSH_USER=root
-start_fake ec2 ec2.py
-export AWS_ENDPOINT_URL_EC2="http://127.0.0.1:$FAKE_PORT"
-export GPUCTL_CHECKIP_URL="http://127.0.0.1:$FAKE_PORT/_fake/checkip"
-fake() { curl -sS --noproxy '*' "$@"; }
 
-SSH_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# the user's ssh config (a wrapper hands it over: ssh reads the passwd home's)
-cat > "$T/ssh_config" <<CFG
-Host 127.0.0.2 127.0.0.3
+SSH_PORT=$(free_port)
+ssh_user_config "Host 127.0.0.2 127.0.0.3
   Port $SSH_PORT
-  BatchMode yes
-CFG
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
-chmod +x "$T/bin/ssh"
-export PATH="$T/bin:$PATH"
-ssh-keygen -q -t ed25519 -N '' -C node0 -f "$T/hostkey0"
-ssh-keygen -q -t ed25519 -N '' -C node1 -f "$T/hostkey1"
+  BatchMode yes"
+host_key hostkey0 node0
+host_key hostkey1 node1
 
-SSHD_PIDS=()
 # start_sshd R: node R's sshd on 127.0.0.(R+2), seeing $T/nodeR as /var/lib/gpuctl
 start_sshd() {
-    local ip="127.0.0.$(($1 + 2))"
-    unshare -m --propagation private sh -c 'mount --bind "$1" /var/lib/gpuctl && shift && exec "$@"' \
-        sh "$T/node$1" /usr/sbin/sshd -D -e -f /dev/null -o ListenAddress="$ip" \
-        -o Port="$SSH_PORT" -o HostKey="$T/hostkey$1" -o AuthorizedKeysFile="$T/authorized_keys" \
-        -o PidFile=none -o UsePAM=no -o PasswordAuthentication=no \
-        -o KbdInteractiveAuthentication=no -o PermitRootLogin=prohibit-password \
-        -o StrictModes=no 2>> "$T/sshd$1.log" &
-    SSHD_PIDS+=($!)
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/$ip/$SSH_PORT") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "sshd $1 did not start:" >&2
-    cat "$T/sshd$1.log" >&2
-    exit 1
+    sshd_start "$1" "127.0.0.$(($1 + 2))" "$SSH_PORT" "$T/hostkey$1" \
+        "mount --bind $(printf %q "$T/node$1") /var/lib/gpuctl"
 }
-cleanup_extra() {
-    for s in "$STATE"/ssh/cm/*; do
-        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
-    done
-    for p in "${SSHD_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-}
+cleanup_extra() { sshd_stop; }
 
 cat > la.yaml <<'YAML'
 name: la
@@ -88,10 +53,7 @@ YAML
 run_rc rc g -y apply -f la.yaml > "$T/apply.out" 2> "$T/apply.err"
 expect_eq "apply of a 2-node aws cluster" 0 "$rc"
 [ "$rc" = 0 ] || cat "$T/apply.err"
-g -o json status la > "$T/st.json"
-ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
-ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
-UID8=$(json_get "$T/st.json" 'd["clusters"][0]["uid"][:8]')
+cluster_ids la
 cp "$STATE/keys/gpuctl-la-$UID8.pub" "$T/authorized_keys"
 
 # ---- 1. no address yet: an empty log, no error ------------------------------
@@ -105,10 +67,7 @@ start_sshd 0
 start_sshd 1
 for r in 0 1; do
     id=ID$r
-    console=$(printf -- '-----BEGIN SSH HOST KEY KEYS-----\n%s\n-----END SSH HOST KEY KEYS-----\n' \
-        "$(cut -d' ' -f1,2 "$T/hostkey$r.pub")")
-    fake -X POST -d "$(python3 -c 'import json,sys; print(json.dumps({"instance_id": sys.argv[1], "public_ip": sys.argv[2], "console": sys.argv[3]}))' \
-        "${!id}" "127.0.0.$((r + 2))" "$console")" "http://127.0.0.1:$FAKE_PORT/_fake/node" > /dev/null
+    fake_node "${!id}" "127.0.0.$((r + 2))" "$(console_host_keys "$T/hostkey$r.pub")"
 done
 run_rc rc g logs la > "$T/l.out" 2> "$T/l.err"
 expect_eq "logs NAME: exit 0" 0 "$rc"
@@ -192,10 +151,7 @@ done
 # its sshd is node 1's (host key 1 in its console, /var/lib/gpuctl = $T/node1),
 # which lets in this cluster's key too
 cat "$STATE"/keys/gpuctl-lw-*.pub >> "$T/authorized_keys"
-console=$(printf -- '-----BEGIN SSH HOST KEY KEYS-----\n%s\n-----END SSH HOST KEY KEYS-----\n' \
-    "$(cut -d' ' -f1,2 "$T/hostkey1.pub")")
-fake -X POST -d "$(python3 -c 'import json,sys; print(json.dumps({"instance_id": sys.argv[1], "public_ip": "127.0.0.3", "console": sys.argv[2]}))' \
-    "$IDW" "$console")" "http://127.0.0.1:$FAKE_PORT/_fake/node" > /dev/null
+fake_node "$IDW" 127.0.0.3 "$(console_host_keys "$T/hostkey1.pub")"
 for _ in $(seq 1 200); do grep -q '^exit status 3$' "$T/w.out" && break; sleep 0.05; done
 expect_eq "apply --wait streams the node's log while it runs" \
     "$(printf 'boot 1\nstep 1\nstep 2\nexit status 3')" "$(grep -v '^\[' "$T/w.out" | grep -Ev '^(created|cluster|RANK|0 |job)' || true)"

@@ -19,60 +19,19 @@ if [ "$(id -u)" != 0 ] || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null
     echo "skip: needs root, /usr/sbin/sshd and ssh"
     exit 77
 fi
-mkdir -p "$T/work" "$T/home" "$T/bin" /run/sshd
-cd "$T/work"
-export GPUCTL_CONFIG_DIR="$T/config" HOME="$T/home"  # no ~/.ssh: gpuctl makes a key
-export AWS_ACCESS_KEY_ID=AKIDEXAMPLE
-export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
-export GPUCTL_AWS_POLL_S=0.05 GPUCTL_SSH_HOSTKEY_WAIT_S=0.3 GPUCTL_AWS_SSH_USER=root
-start_fake ec2 ec2.py
-export AWS_ENDPOINT_URL_EC2="http://127.0.0.1:$FAKE_PORT"
-export GPUCTL_CHECKIP_URL="http://127.0.0.1:$FAKE_PORT/_fake/checkip"
-fake() { curl -sS --noproxy '*' "$@"; }
+source "$(dirname "$0")/sshd_parts.sh"
+ssh_fake_ec2 0.05 0.3
 
-SSH_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# The user's ssh config.  ssh reads ~/.ssh/config from the passwd entry's
-# home, not $HOME, so a wrapper first on PATH hands it over with -F, as
-# the user's own file would be read: gpuctl sets neither Port nor -F.
-cat > "$T/ssh_config" <<CFG
-Host 127.0.0.1
+SSH_PORT=$(free_port)
+ssh_user_config "Host 127.0.0.1
   Port $SSH_PORT
-  BatchMode yes
-CFG
-printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$T/ssh_config" > "$T/bin/ssh"
-chmod +x "$T/bin/ssh"
-export PATH="$T/bin:$PATH"
-ssh-keygen -q -t ed25519 -N '' -C host-a -f "$T/hostkey_a"
-ssh-keygen -q -t ed25519 -N '' -C host-b -f "$T/hostkey_b"
+  BatchMode yes"
+host_key hostkey_a host-a
+host_key hostkey_b host-b
 
-SSHD_PID=""
 # start_sshd KEY: an sshd on 127.0.0.1:$SSH_PORT with host key $T/KEY
-start_sshd() {
-    /usr/sbin/sshd -D -e -f /dev/null -o ListenAddress=127.0.0.1 -o Port="$SSH_PORT" \
-        -o HostKey="$T/$1" -o AuthorizedKeysFile="$T/authorized_keys" -o PidFile=none \
-        -o UsePAM=no -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
-        -o PermitRootLogin=prohibit-password -o StrictModes=no 2>> "$T/sshd.log" &
-    SSHD_PID=$!
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "sshd did not start:" >&2
-    cat "$T/sshd.log" >&2
-    exit 1
-}
-# stop_sshd: end the shared connections (ControlMaster), then the sshd
-stop_sshd() {
-    for s in "$STATE"/ssh/cm/*; do
-        [ -S "$s" ] && /usr/bin/ssh -o ControlPath="$s" -O exit x >/dev/null 2>&1 || true
-    done
-    if [ -n "$SSHD_PID" ]; then
-        kill "$SSHD_PID" 2>/dev/null || true
-        wait "$SSHD_PID" 2>/dev/null || true
-        SSHD_PID=""
-    fi
-}
-cleanup_extra() { stop_sshd; }
+start_sshd() { sshd_start "$1" 127.0.0.1 "$SSH_PORT" "$T/$1"; }
+cleanup_extra() { sshd_stop; }
 
 # ---- 1. aws: host keys from the console, or pinned at first contact --------
 cat > sa.yaml <<'YAML'
@@ -89,21 +48,15 @@ YAML
 run_rc rc g -y apply -f sa.yaml > "$T/apply.out" 2> "$T/apply.err"
 expect_eq "apply of a 2-node aws cluster" 0 "$rc"
 [ "$rc" = 0 ] || cat "$T/apply.err"
-g -o json status sa > "$T/st.json"
-ID0=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 0][0]')
-ID1=$(json_get "$T/st.json" '[n["provider_id"] for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')
-UID8=$(json_get "$T/st.json" 'd["clusters"][0]["uid"][:8]')
-UID_FULL=$(json_get "$T/st.json" 'd["clusters"][0]["uid"]')
+cluster_ids sa
 # the sshd lets in the key gpuctl made for the cluster (and imported to EC2)
 cp "$STATE/keys/gpuctl-sa-$UID8.pub" "$T/authorized_keys"
 start_sshd hostkey_a
 # cloud-init's block, as a console shows it (with its "ec2:" lines around)
 KEY_A=$(cut -d' ' -f1,2 "$T/hostkey_a.pub")
 CONSOLE=$(printf 'ec2: #############################################################\n-----BEGIN SSH HOST KEY KEYS-----\n%s root@ip-10-0-0-1\n-----END SSH HOST KEY KEYS-----\nec2: #############################################################\n' "$(cat "$T/hostkey_a.pub" | cut -d' ' -f1,2)")
-fake -X POST -d "$(python3 -c 'import json,sys; print(json.dumps({"instance_id": sys.argv[1], "public_ip": "127.0.0.1", "console": sys.argv[2]}))' "$ID0" "$CONSOLE")" \
-    "http://127.0.0.1:$FAKE_PORT/_fake/node" > /dev/null
-fake -X POST -d "{\"instance_id\": \"$ID1\", \"public_ip\": \"127.0.0.1\"}" \
-    "http://127.0.0.1:$FAKE_PORT/_fake/node" > /dev/null
+fake_node "$ID0" 127.0.0.1 "$CONSOLE"
+fake_node "$ID1" 127.0.0.1
 
 KNOWN="$STATE/ssh/$UID_FULL/known_hosts"
 run_rc rc g -v ssh sa -- echo hi > "$T/hi.out" 2> "$T/hi.err"
@@ -133,7 +86,7 @@ expect_eq "known_hosts: node 0's key from the console, node 1's pinned (host a's
     "$ID0 $KEY_A|$ID1 $KEY_A" "$(cut -d' ' -f1-3 "$KNOWN" | sort | paste -sd'|')"
 
 # ---- 2. another host key at the address: refused, nothing runs ------------
-stop_sshd
+sshd_stop
 start_sshd hostkey_b
 for r in 0 1; do
     rm -f "$T/marker"
@@ -146,7 +99,7 @@ for r in 0 1; do
 done
 expect_eq "known_hosts unchanged by the refused contacts" \
     "$ID0 $KEY_A|$ID1 $KEY_A" "$(cut -d' ' -f1-3 "$KNOWN" | sort | paste -sd'|')"
-stop_sshd
+sshd_stop
 expect_eq "the refused contacts ran with StrictHostKeyChecking=yes and the cluster's known_hosts" \
     "2" "$(cat "$T"/mitm[01].err | grep -c "running: .*'StrictHostKeyChecking=yes' '-o' 'UserKnownHostsFile=$KNOWN'")"
 expect_eq "gpuctl never turned host key checking off" "" \

@@ -403,18 +403,13 @@ import re
 import sys
 import threading
 import time
-from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 import ec2_boot  # tests/fake/ec2_boot.py: --boot, instances that run their user-data
-import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve; SigV4
 import servicequotas  # tests/fake/servicequotas.py: Service Quotas on the same port
 import iam  # tests/fake/iam.py: IAM roles and instance profiles on the same port
 
@@ -2570,8 +2565,6 @@ def run_facts(ctx):
 
 # ------------------------------------------------------------ auth ----
 
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256\s+(.*)$", re.S)
-
 
 class AuthError(Exception):
     def __init__(self, reason, message=DEFAULT_MESSAGES["AuthFailure"], code="AuthFailure", debug=None):
@@ -2579,30 +2572,11 @@ class AuthError(Exception):
         self.reason, self.message, self.code, self.debug = reason, message, code, debug or {}
 
 
-class SignedHeadersOnly(SigV4Auth):
-    """botocore's SigV4 over exactly the headers the client says it signed."""
-
-    def __init__(self, credentials, region, signed, header_pairs):
-        super().__init__(credentials, "ec2", region)
-        self._signed, self._pairs = signed, header_pairs
-
-    def headers_to_sign(self, request):
-        chosen = HTTPHeaders()
-        for name, value in self._pairs:
-            if name.lower() in self._signed:
-                chosen[name.lower()] = value   # repeated names keep every value, in order
-        return chosen
-
-
 def parse_authorization(value):
-    m = AUTH_RE.match(value.strip())
-    if not m:
+    parts = fakeserve.auth_params(value)
+    if parts is None:
         raise AuthError("Authorization is not AWS4-HMAC-SHA256",
                         "Authorization header is not AWS4-HMAC-SHA256 (only Signature Version 4 is accepted)")
-    parts = {}
-    for piece in m.group(1).split(","):
-        k, _, v = piece.strip().partition("=")
-        parts[k.strip()] = v.strip()
     for k in ("Credential", "SignedHeaders", "Signature"):
         if not parts.get(k):
             raise AuthError("no %s" % k, "Authorization header requires '%s' parameter." % k)
@@ -2614,9 +2588,7 @@ def parse_authorization(value):
 
 def verify(method, path, query_pairs, header_pairs, body):
     """The credential scope's region, or raise AuthError."""
-    headers = {}
-    for name, value in header_pairs:
-        headers.setdefault(name.lower(), []).append(value)
+    headers = fakeserve.header_lists(header_pairs)
     auth = headers.get("authorization")
     if not auth:
         raise AuthError("no Authorization header", "Request is missing Authentication Token")
@@ -2652,15 +2624,11 @@ def verify(method, path, query_pairs, header_pairs, body):
         raise AuthError("a session token was sent to a fake without one",
                         "The security token included in the request is invalid.")
     host = headers["host"][0]
-    request = AWSRequest(method=method, url="http://%s%s" % (host, path), data=body, params=query_pairs)
-    request.context["timestamp"] = amz_date
-    signer = SignedHeadersOnly(Credentials(ARGS.access_key, ARGS.secret_key, ARGS.session_token),
-                               region, signed_set, header_pairs)
-    canonical = signer.canonical_request(request)
-    to_sign = signer.string_to_sign(request, canonical)
-    expected = signer.signature(to_sign, request)
+    canonical, to_sign, expected = fakeserve.sigv4(
+        Credentials(ARGS.access_key, ARGS.secret_key, ARGS.session_token), "ec2", region, signed_set,
+        header_pairs, method, "http://%s%s" % (host, path), body, amz_date, params=query_pairs)
     debug = {"canonical_request": canonical, "string_to_sign": to_sign}
-    if signer.signed_headers(signer.headers_to_sign(request)) != ";".join(signed):
+    if sorted(signed_set) != signed:   # botocore's SignedHeaders: the sorted lowercase names, once each
         raise AuthError("SignedHeaders not sorted lowercase names", debug=debug)
     if not hmac.compare_digest(expected, signature):
         raise AuthError("signature mismatch", debug=debug)
@@ -2698,17 +2666,11 @@ def log_params(params):
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(fakeserve.Handler):
+    server_name = "AmazonEC2"
 
-    def log_message(self, fmt, *args):
-        pass
-
-    def version_string(self):
-        return "AmazonEC2"
-
-    def date_time_string(self, timestamp=None):
-        return formatdate(now() if timestamp is None else timestamp, usegmt=True)
+    def clock(self):
+        return now()
 
     def read_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -2909,37 +2871,26 @@ class Handler(BaseHTTPRequestHandler):
                     if inst["state"] in ("pending", "shutting-down"):
                         WORLD.advance(inst, force=True)
             elif route == ("POST", "preempt"):
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["lifecycle"] != "spot":
-                    status, out = 400, {"error": "%s is not a spot instance" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc, spot=True)
+                if refused:
+                    status, out = refused
                 else:
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "spot")
             elif route == ("POST", "finish"):
                 # the node's job ended: its bootstrap wrote a line to the
                 # serial console and powered the instance off
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc)
+                if refused:
+                    status, out = refused
                 else:
                     inst["console"] = inst.get("console", "") + str(doc.get("console", ""))
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "guest")
             elif route == ("POST", "node"):
-                iid = doc.get("instance_id") if isinstance(doc, dict) else None
-                inst = WORLD.instances.get(iid)
-                if inst is None:
-                    status, out = 404, {"error": "no instance %r" % iid}
-                elif inst["state"] in ("shutting-down", "terminated"):
-                    status, out = 409, {"error": "%s is already %s" % (iid, inst["state"])}
+                inst, refused = live_instance(doc)
+                if refused:
+                    status, out = refused
                 else:
                     if "public_ip" in doc:
                         inst["public_ip"] = str(doc["public_ip"])
@@ -2966,6 +2917,21 @@ class Handler(BaseHTTPRequestHandler):
             log(entry)
         text = out if isinstance(out, str) else json.dumps(out, indent=1)
         self.reply(status, text, ctype, rid)
+
+
+def live_instance(doc, spot=False):
+    """The instance a control request names ({"instance_id": ID}) while it
+    is neither shutting down nor terminated (nor, with spot, on demand), and
+    None; or None and (status, out) refusing the request: 404, 400, 409."""
+    iid = doc.get("instance_id") if isinstance(doc, dict) else None
+    inst = WORLD.instances.get(iid)
+    if inst is None:
+        return None, (404, {"error": "no instance %r" % iid})
+    if spot and inst["lifecycle"] != "spot":
+        return None, (400, {"error": "%s is not a spot instance" % iid})
+    if inst["state"] in ("shutting-down", "terminated"):
+        return None, (409, {"error": "%s is already %s" % (iid, inst["state"])})
+    return inst, None
 
 
 SEED = None

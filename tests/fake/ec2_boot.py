@@ -100,6 +100,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import fakeserve  # tests/fake/fakeserve.py: send
+
 CLONE_NEWNET = 0x40000000
 MS_BIND = 4096
 MS_REC = 16384
@@ -224,12 +226,7 @@ class ImdsHandler(BaseHTTPRequestHandler):
         pass
 
     def reply(self, status, body=b"", ctype="text/plain"):
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        fakeserve.send(self, status, body, ctype)
 
     def do_PUT(self):
         n = int(self.headers.get("Content-Length") or 0)

@@ -61,17 +61,15 @@ from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
 import botocore.session
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
+
+import fakeserve  # tests/fake/fakeserve.py: SigV4 and the control endpoint
 
 CONTROL = "/_fake/iam"
 VERSION = "2010-05-08"
 NS = "https://iam.amazonaws.com/doc/%s/" % VERSION
 MAX_SKEW_S = 15 * 60
 ACCOUNT = "123456789012"
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256\s+(.*)$", re.S)
 
 STATE = {"roles": {}, "profiles": {}, "ec2_lag": 0, "deny": [], "lagging": {}}
 _MODEL = {}
@@ -91,15 +89,11 @@ class IamError(Exception):
 
 def scope_service(header_value):
     """The service of an Authorization header's credential scope, or None."""
-    m = AUTH_RE.match((header_value or "").strip())
-    if not m:
+    parts = fakeserve.auth_params(header_value)
+    if parts is None or "Credential" not in parts:
         return None
-    for piece in m.group(1).split(","):
-        k, _, v = piece.strip().partition("=")
-        if k.strip() == "Credential":
-            scope = v.strip().split("/")
-            return scope[3] if len(scope) == 5 else None
-    return None
+    scope = parts["Credential"].split("/")
+    return scope[3] if len(scope) == 5 else None
 
 
 def wants(handler, path):
@@ -107,27 +101,11 @@ def wants(handler, path):
     return path.startswith(CONTROL) or scope_service(handler.headers.get("Authorization")) == "iam"
 
 
-class _Signer(SigV4Auth):
-    def __init__(self, credentials, signed, header_pairs):
-        super().__init__(credentials, "iam", "us-east-1")
-        self._signed, self._pairs = signed, header_pairs
-
-    def headers_to_sign(self, request):
-        chosen = HTTPHeaders()
-        for name, value in self._pairs:
-            if name.lower() in self._signed:
-                chosen[name.lower()] = value
-        return chosen
-
-
 def verify(args, now, header_pairs, body):
-    headers = {}
-    for name, value in header_pairs:
-        headers.setdefault(name.lower(), []).append(value)
-    m = AUTH_RE.match((headers.get("authorization") or [""])[0].strip())
-    if not m:
+    headers = fakeserve.header_lists(header_pairs)
+    parts = fakeserve.auth_params((headers.get("authorization") or [""])[0])
+    if parts is None:
         raise IamError("MissingAuthenticationToken", "Request is missing Authentication Token", 403)
-    parts = dict(p.strip().partition("=")[::2] for p in m.group(1).split(","))
     scope = parts.get("Credential", "").split("/")
     signed = parts.get("SignedHeaders", "").split(";")
     if len(scope) != 5 or scope[4] != "aws4_request" or not parts.get("Signature"):
@@ -151,10 +129,9 @@ def verify(args, now, header_pairs, body):
     if (args.session_token is not None) != bool(token) or \
             (token and (token[0] != args.session_token or "x-amz-security-token" not in signed)):
         raise IamError("InvalidClientTokenId", "The security token included in the request is invalid.", 403)
-    request = AWSRequest(method="POST", url="http://%s/" % headers["host"][0], data=body)
-    request.context["timestamp"] = amz_date
-    signer = _Signer(Credentials(args.access_key, args.secret_key, args.session_token), set(signed), header_pairs)
-    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    _, _, expected = fakeserve.sigv4(Credentials(args.access_key, args.secret_key, args.session_token), "iam",
+                                     "us-east-1", set(signed), header_pairs, "POST",
+                                     "http://%s/" % headers["host"][0], body, amz_date)
     if not hmac.compare_digest(expected, parts["Signature"]):
         raise IamError("SignatureDoesNotMatch",
                        "The request signature we calculated does not match the signature you provided.", 403)
@@ -386,43 +363,23 @@ def handle(handler, n, parts, body, ctx):
                % (NS, e.code, escape(e.message), rid))
     with ctx["lock"]:
         ctx["log"](entry)
-    data = out.encode("utf-8")
-    handler.send_response(status)
-    handler.send_header("Content-Type", "text/xml")
-    handler.send_header("x-amzn-RequestId", rid)
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+    fakeserve.send(handler, status, out.encode("utf-8"), "text/xml", [("x-amzn-RequestId", rid)])
 
 
 def control(handler, n, rid, body, ctx):
     entry = {"n": n, "request_id": rid, "action": "_fake/iam", "region": None, "params": {}, "status": 200,
              "error": None, "client_token": None, "fault": None}
-    status, out = 200, {"ok": True}
-    try:
-        doc = json.loads(body) if body.strip() else {}
-    except ValueError:
-        doc = None
-    with ctx["lock"]:
-        if handler.command == "GET":
-            out = state()
-        elif handler.command == "DELETE":
-            STATE["roles"].clear()
-            STATE["profiles"].clear()
-            STATE["lagging"].clear()
-        elif handler.command == "POST" and isinstance(doc, dict):
-            entry["params"] = doc
-            if "ec2_lag" in doc:
-                STATE["ec2_lag"] = int(doc["ec2_lag"])
-            if "deny" in doc:
-                STATE["deny"] = list(doc["deny"])
-        else:
-            status, out = 400, {"error": "POST a JSON object {\"ec2_lag\": N, \"deny\": [...]}"}
-        entry["status"] = status
-        ctx["log"](entry)
-    data = json.dumps(out).encode("utf-8")
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+
+    def delete():
+        STATE["roles"].clear()
+        STATE["profiles"].clear()
+        STATE["lagging"].clear()
+
+    def post(doc):
+        if "ec2_lag" in doc:
+            STATE["ec2_lag"] = int(doc["ec2_lag"])
+        if "deny" in doc:
+            STATE["deny"] = list(doc["deny"])
+
+    fakeserve.control(handler, entry, body, ctx, state, delete, post,
+                      "POST a JSON object {\"ec2_lag\": N, \"deny\": [...]}")

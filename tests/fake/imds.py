@@ -62,12 +62,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def reply(self, status, body=b"", ctype="text/plain"):
         log_line("%s %s %d" % (self.command, self.path, status))
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        fakeserve.send(self, status, body, ctype)
 
     def drain(self):
         length = int(self.headers.get("Content-Length") or 0)

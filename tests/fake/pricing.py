@@ -99,20 +99,14 @@ import os
 import re
 import threading
 import time
-from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
-import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve; SigV4
 
 PREFIX = "AWSPriceListService."
 SIGN_REGION = "us-east-1"
 MAX_SKEW_S = 5 * 60
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256\s+(.*)$")
 CORAL = "com.amazon.coral.service#"
 
 ARGS = None
@@ -133,34 +127,15 @@ class Fail(Exception):
         self.debug = debug
 
 
-class SignedHeadersOnly(SigV4Auth):
-    """botocore's SigV4 over exactly the headers the client says it signed."""
-
-    def __init__(self, credentials, region, signed, header_pairs):
-        super().__init__(credentials, "pricing", region)
-        self._signed, self._pairs = signed, header_pairs
-
-    def headers_to_sign(self, request):
-        chosen = HTTPHeaders()
-        for name, value in self._pairs:
-            if name.lower() in self._signed:
-                chosen[name.lower()] = value
-        return chosen
-
-
 def bad_sig(reason, message=None, debug=None):
     return Fail("InvalidSignatureException", message or reason, 403, True, dict(debug or {}, reason=reason))
 
 
 def scope_of(auth):
-    m = AUTH_RE.match(auth.strip())
-    if not m:
+    parts = fakeserve.auth_params(auth)
+    if parts is None:
         raise Fail("IncompleteSignatureException", "Authorization header requires AWS4-HMAC-SHA256", 400, True,
                    {"reason": "not AWS4-HMAC-SHA256"})
-    parts = {}
-    for piece in m.group(1).split(","):
-        k, _, v = piece.strip().partition("=")
-        parts[k.strip()] = v.strip()
     for k in ("Credential", "SignedHeaders", "Signature"):
         if not parts.get(k):
             raise Fail("IncompleteSignatureException", "Authorization header requires '%s' parameter." % k, 400,
@@ -172,9 +147,7 @@ def scope_of(auth):
 
 
 def verify(method, path, header_pairs, body):
-    headers = {}
-    for name, value in header_pairs:
-        headers.setdefault(name.lower(), []).append(value)
+    headers = fakeserve.header_lists(header_pairs)
     auth = headers.get("authorization")
     if not auth:
         raise Fail("MissingAuthenticationTokenException", "Missing Authentication Token", 400, True,
@@ -210,14 +183,11 @@ def verify(method, path, header_pairs, body):
     elif token:
         raise Fail("UnrecognizedClientException", "The security token included in the request is invalid.", 403,
                    True, {"reason": "a session token was sent to a fake without one"})
-    request = AWSRequest(method=method, url="http://%s%s" % (headers["host"][0], path), data=body)
-    request.context["timestamp"] = amz_date
-    signer = SignedHeadersOnly(Credentials(ARGS.access_key, ARGS.secret_key, ARGS.session_token),
-                               region, signed_set, header_pairs)
-    canonical = signer.canonical_request(request)
-    to_sign = signer.string_to_sign(request, canonical)
+    canonical, to_sign, expected = fakeserve.sigv4(
+        Credentials(ARGS.access_key, ARGS.secret_key, ARGS.session_token), "pricing", region, signed_set,
+        header_pairs, method, "http://%s%s" % (headers["host"][0], path), body, amz_date)
     debug = {"canonical_request": canonical, "string_to_sign": to_sign}
-    if not hmac.compare_digest(signer.signature(to_sign, request), signature):
+    if not hmac.compare_digest(expected, signature):
         raise bad_sig("signature mismatch", "The request signature we calculated does not match the signature "
                       "you provided. Check your AWS Secret Access Key and signing method. Consult the service "
                       "documentation for details.", debug)
@@ -303,17 +273,11 @@ def pick_fault(op):
     return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(fakeserve.Handler):
+    server_name = "Server"
 
-    def log_message(self, fmt, *args):
-        pass
-
-    def version_string(self):
-        return "Server"
-
-    def date_time_string(self, timestamp=None):
-        return formatdate(now() if timestamp is None else timestamp, usegmt=True)
+    def clock(self):
+        return now()
 
     def reply(self, status, text, ctype, rid, error_type=None):
         data = text.encode("utf-8")
@@ -327,8 +291,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def handle_any(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = self.read_body()
         with LOCK:
             SEQ["n"] += 1
             n = SEQ["n"]

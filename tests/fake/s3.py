@@ -117,23 +117,18 @@ import re
 import threading
 import time
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, unquote, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
-import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve
+import fakeserve  # tests/fake/fakeserve.py: listen, announce the port, serve; SigV4
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 ACCOUNT = "123456789012"
 PART_MIN = 5 << 20
 MAX_SKEW_S = 15 * 60
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256\s+(.*)$", re.S)
 
 ARGS = None
 LOCK = threading.RLock()
@@ -150,28 +145,6 @@ class S3Error(Exception):
         super().__init__(code)
         self.status, self.code, self.message = status, code, message
         self.extra, self.headers = extra or {}, headers or {}
-
-
-class SignedHeadersOnly(SigV4Auth):
-    """botocore's SigV4 over exactly the signed headers, S3's path rule, and
-    the payload hash the request declared (checked against the body before)."""
-
-    def __init__(self, credentials, service, region, signed, header_pairs, payload):
-        super().__init__(credentials, service, region)
-        self._signed, self._pairs, self._payload = signed, header_pairs, payload
-
-    def headers_to_sign(self, request):
-        chosen = HTTPHeaders()
-        for name, value in self._pairs:
-            if name.lower() in self._signed:
-                chosen[name.lower()] = value
-        return chosen
-
-    def payload(self, request):
-        return self._payload
-
-    def _normalize_url_path(self, path):
-        return path   # S3: the path as sent, encoded once by the client
 
 
 def md5_b64(data):
@@ -206,17 +179,10 @@ def learn_instance_key(akid):
 
 def verify(method, raw_path, query_pairs, header_pairs, body):
     """(akid, region, service) or raise S3Error."""
-    headers = {}
-    for name, value in header_pairs:
-        headers.setdefault(name.lower(), []).append(value)
-    auth = (headers.get("authorization") or [""])[0]
-    m = AUTH_RE.match(auth.strip())
-    if not m:
+    headers = fakeserve.header_lists(header_pairs)
+    parts = fakeserve.auth_params((headers.get("authorization") or [""])[0])
+    if parts is None:
         raise S3Error(403, "AccessDenied", "Anonymous access is not allowed here")
-    parts = {}
-    for piece in m.group(1).split(","):
-        k, _, v = piece.strip().partition("=")
-        parts[k.strip()] = v.strip()
     scope = parts.get("Credential", "").split("/")
     if len(scope) != 5 or scope[4] != "aws4_request":
         raise S3Error(400, "AuthorizationHeaderMalformed", "The authorization header is malformed")
@@ -251,12 +217,11 @@ def verify(method, raw_path, query_pairs, header_pairs, body):
             raise S3Error(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
     secret = KEYS[akid][0]
     host = headers["host"][0]
-    request = AWSRequest(method=method, url="http://%s%s" % (host, raw_path), data=body, params=query_pairs)
-    request.context["timestamp"] = amz_date
-    signer = SignedHeadersOnly(Credentials(akid, secret), service, region, set(signed), header_pairs, declared)
-    canonical = signer.canonical_request(request)
-    to_sign = signer.string_to_sign(request, canonical)
-    expected = signer.signature(to_sign, request)
+    # S3's path rule (the path signed as sent, encoded once by the client)
+    # and the payload hash the request declared (checked against the body)
+    canonical, to_sign, expected = fakeserve.sigv4(
+        Credentials(akid, secret), service, region, set(signed), header_pairs, method,
+        "http://%s%s" % (host, raw_path), body, amz_date, params=query_pairs, payload=declared, raw_path=True)
     if not hmac.compare_digest(expected, parts.get("Signature", "")):
         raise S3Error(403, "SignatureDoesNotMatch",
                       "The request signature we calculated does not match the signature you provided.",
@@ -429,18 +394,8 @@ def fault_for(op, part):
     return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def version_string(self):
-        return "AmazonS3"
-
-    def read_body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+class Handler(fakeserve.Handler):
+    server_name = "AmazonS3"
 
     def send(self, status, body=b"", headers=None, ctype="application/xml"):
         if isinstance(body, str):

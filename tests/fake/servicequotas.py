@@ -40,10 +40,9 @@ import hmac
 import json
 import re
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
+
+import fakeserve  # tests/fake/fakeserve.py: SigV4 and the control endpoint
 
 TARGET_PREFIX = "ServiceQuotasV20190624."
 CONTROL = "/_fake/servicequotas"
@@ -88,33 +87,12 @@ class SqError(Exception):
         self.code, self.message, self.status = code, message, status
 
 
-class _Signer(SigV4Auth):
-    """botocore's SigV4 over exactly the headers the client says it signed."""
-
-    def __init__(self, credentials, region, signed, header_pairs):
-        super().__init__(credentials, "servicequotas", region)
-        self._signed, self._pairs = signed, header_pairs
-
-    def headers_to_sign(self, request):
-        chosen = HTTPHeaders()
-        for name, value in self._pairs:
-            if name.lower() in self._signed:
-                chosen[name.lower()] = value
-        return chosen
-
-
-AUTH_RE = re.compile(r"^AWS4-HMAC-SHA256\s+(.*)$", re.S)
-
-
 def verify(args, regions, now, header_pairs, body):
     """The credential scope's region, or raise SqError."""
-    headers = {}
-    for name, value in header_pairs:
-        headers.setdefault(name.lower(), []).append(value)
-    m = AUTH_RE.match((headers.get("authorization") or [""])[0].strip())
-    if not m:
+    headers = fakeserve.header_lists(header_pairs)
+    parts = fakeserve.auth_params((headers.get("authorization") or [""])[0])
+    if parts is None:
         raise SqError("MissingAuthenticationTokenException", "Missing Authentication Token", 403)
-    parts = dict(p.strip().partition("=")[::2] for p in m.group(1).split(","))
     scope = parts.get("Credential", "").split("/")
     signed = parts.get("SignedHeaders", "").split(";")
     if len(scope) != 5 or scope[4] != "aws4_request" or not parts.get("Signature"):
@@ -141,11 +119,9 @@ def verify(args, regions, now, header_pairs, body):
     if (args.session_token is not None) != bool(token) or \
             (token and (token[0] != args.session_token or "x-amz-security-token" not in signed)):
         raise SqError("UnrecognizedClientException", "The security token included in the request is invalid.", 403)
-    request = AWSRequest(method="POST", url="http://%s/" % headers["host"][0], data=body)
-    request.context["timestamp"] = amz_date
-    signer = _Signer(Credentials(args.access_key, args.secret_key, args.session_token), region,
-                     set(signed), header_pairs)
-    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    _, _, expected = fakeserve.sigv4(Credentials(args.access_key, args.secret_key, args.session_token),
+                                     "servicequotas", region, set(signed), header_pairs, "POST",
+                                     "http://%s/" % headers["host"][0], body, amz_date)
     if not hmac.compare_digest(expected, parts["Signature"]):
         raise SqError("InvalidSignatureException",
                       "The request signature we calculated does not match the signature you provided.", 403)
@@ -222,43 +198,29 @@ def handle(handler, n, parts, body, ctx):
 def control(handler, n, rid, body, ctx):
     entry = {"n": n, "request_id": rid, "action": "_fake/servicequotas", "region": None,
              "params": {}, "status": 200, "error": None, "client_token": None, "fault": None}
-    status, out = 200, {"ok": True}
-    try:
-        doc = json.loads(body) if body.strip() else {}
-    except ValueError:
-        doc = None
-    with ctx["lock"]:
-        if handler.command == "GET":
-            out = {"regions": copy.deepcopy(STATE["set"]), "deny": STATE["deny"]}
-        elif handler.command == "DELETE":
-            STATE["set"], STATE["deny"] = {}, False
-        elif handler.command == "POST" and isinstance(doc, dict) and \
-                isinstance(doc.get("regions", {}), dict):
-            entry["params"] = doc
-            for region, values in doc.get("regions", {}).items():
-                if region not in ctx["regions"] or not isinstance(values, dict):
-                    status, out = 400, {"error": "no region %r, or its values are not an object" % region}
-                    break
-                STATE["set"].setdefault(region, {}).update(values)
-            if "deny" in doc:
-                STATE["deny"] = bool(doc["deny"])
-        else:
-            status, out = 400, {"error": "POST a JSON object {\"regions\": {...}, \"deny\": bool}"}
-        entry["status"] = status
-        ctx["log"](entry)
-    data = json.dumps(out).encode("utf-8")
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+
+    def get():
+        return {"regions": copy.deepcopy(STATE["set"]), "deny": STATE["deny"]}
+
+    def delete():
+        STATE["set"], STATE["deny"] = {}, False
+
+    def post(doc):
+        refused = None
+        for region, values in doc.get("regions", {}).items():
+            if region not in ctx["regions"] or not isinstance(values, dict):
+                refused = 400, {"error": "no region %r, or its values are not an object" % region}
+                break
+            STATE["set"].setdefault(region, {}).update(values)
+        if "deny" in doc:
+            STATE["deny"] = bool(doc["deny"])
+        return refused
+
+    fakeserve.control(handler, entry, body, ctx, get, delete, post,
+                      "POST a JSON object {\"regions\": {...}, \"deny\": bool}",
+                      accepts=lambda doc: isinstance(doc.get("regions", {}), dict))
 
 
 def reply(handler, status, out, rid):
-    data = json.dumps(out).encode("utf-8")
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/x-amz-json-1.1")
-    handler.send_header("x-amzn-RequestId", rid)
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+    fakeserve.send(handler, status, json.dumps(out).encode("utf-8"), "application/x-amz-json-1.1",
+                   [("x-amzn-RequestId", rid)])
