@@ -37,9 +37,7 @@
 
 /* ---- small helpers ---- */
 
-/* The shell word for the site's job directory (a path under ~/ keeps
- * "$HOME" for the login node's shell to expand). */
-static int dir_word(gpc_buf *b, const slurm_site *s, gpc_error *err)
+int slurm_dir_word(gpc_buf *b, const slurm_site *s, gpc_error *err)
 {
     if (strncmp(s->job_dir, "~/", 2) == 0) {
         int rc = gpc_buf_adds(b, "\"$HOME\"/", err);
@@ -140,7 +138,7 @@ static int batch_script(const slurm_site *s, const gpc_node_request *req, gpc_bu
                           "umask 077\n"
                           "gpuctl_dir=", req->cluster, req->cluster_uid, req->nnodes);
     if (!rc)
-        rc = dir_word(b, s, err);
+        rc = slurm_dir_word(b, s, err);
     if (!rc)
         rc = gpc_buf_addf(b, err, "/job-\"$SLURM_JOB_ID\"\n"
                           "mkdir -p \"$gpuctl_dir\"\n"
@@ -175,7 +173,7 @@ static int sbatch_command(const slurm_site *s, const gpc_node_request *req, cons
     /* the job's files (its env among them) are the user's alone */
     int rc = gpc_buf_adds(cmd, "umask 077 && mkdir -p ", err);
     if (!rc)
-        rc = dir_word(cmd, s, err);
+        rc = slurm_dir_word(cmd, s, err);
     if (!rc)
         rc = gpc_buf_addf(cmd, err, " && sbatch --parsable --no-requeue --exclusive --mem=0 "
                           "--ntasks-per-node=1 --nodes=%u", req->nnodes);
@@ -210,11 +208,11 @@ static int sbatch_command(const slurm_site *s, const gpc_node_request *req, cons
     if (!rc) {
         rc = gpc_buf_adds(cmd, " --chdir=", err);
         if (!rc)
-            rc = dir_word(cmd, s, err);
+            rc = slurm_dir_word(cmd, s, err);
         if (!rc)
             rc = gpc_buf_adds(cmd, " --output=", err);
         if (!rc)
-            rc = dir_word(cmd, s, err);
+            rc = slurm_dir_word(cmd, s, err);
         if (!rc)
             rc = gpc_buf_adds(cmd, "/slurm-%j.out", err);
     }
@@ -294,7 +292,7 @@ static int job_view_get(const slurm_site *s, long job, const char *hosts, slurm_
     if (!rc)
         rc = gpc_buf_adds(&cmd, "; d=", err);
     if (!rc)
-        rc = dir_word(&cmd, s, err);
+        rc = slurm_dir_word(&cmd, s, err);
     if (!rc)
         rc = gpc_buf_adds(&cmd, "/job-$j\n"
                           "echo @job\n"
@@ -673,7 +671,7 @@ int slurm_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nod
     gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
     rc = gpc_buf_adds(&cmd, "d=", err);
     if (!rc)
-        rc = dir_word(&cmd, s, err);
+        rc = slurm_dir_word(&cmd, s, err);
     if (!rc)
         rc = gpc_buf_addf(&cmd, err, "; s=$(cat \"$d/job-%ld/node-%u/exit_status\" 2>/dev/null); "
                           "printf '%%s\\n' \"${s:--}\"; cat %s 2>/dev/null | tail -c +%ld | "

@@ -274,19 +274,35 @@ int slurm_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nod
                    uint32_t node_rank, long offset, int may_wait, gpc_buf *out, long *next,
                    int *exit_status, gpc_error *err);
 
+/* Append to b the shell word of site s's job directory, for the shell of
+ * the login node (a path under ~/ keeps "$HOME" for that shell to expand:
+ * "$HOME"/'rest'; any other path quoted whole).  Errors: GPC_ERR_NOMEM. */
+int slurm_dir_word(gpc_buf *b, const slurm_site *s, gpc_error *err);
+
 /* ---- shell.c ---- */
 
 struct gpc_argv;
 
+/* The script of the shell_argv's first bash: it exports GPUCTL_HOME (its
+ * $1), then becomes a login shell with the words after it ("-c CMD", or
+ * none for an interactive one). */
+#define SLURM_SHELL_HOME_SCRIPT \
+    "GPUCTL_HOME=$1; export GPUCTL_HOME; shift; exec /bin/bash -l \"$@\""
+
 /*
  * The srun words that run `cmd` (n_cmd words joined by spaces, for bash
- * -lc; none: a login shell, bash -l) on the node of rank `rank` of Slurm
- * job `job`, appended to *a: "srun --jobid=JOB --overlap --nodes=1
- * --ntasks=1 --relative=RANK --export=NONE [--pty] /bin/bash -l|-lc CMD"
- * (--pty when tty).  Errors: GPC_ERR_NOMEM.
+ * -c; none: an interactive login shell) on the node of rank `rank` of
+ * Slurm job `job`, with GPUCTL_HOME set to `home` (the node's directory,
+ * JOB_DIR/job-JOB/node-RANK, as srun's own argument), appended to *a:
+ * "srun --jobid=JOB --overlap --nodes=1 --ntasks=1 --relative=RANK
+ * --export=NONE [--pty] /bin/bash -c SLURM_SHELL_HOME_SCRIPT gpuctl HOME
+ * [-c CMD]" (--pty when tty).  *home_at receives the index in a->v of the
+ * HOME word (a caller that writes the words for a shell may write its own
+ * form there).  Errors: GPC_ERR_NOMEM.
  */
-int slurm_shell_words(long job, uint32_t rank, const char *const *cmd, size_t n_cmd, int tty,
-                      struct gpc_argv *a, gpc_error *err);
+int slurm_shell_words(long job, uint32_t rank, const char *home, const char *const *cmd,
+                      size_t n_cmd, int tty, struct gpc_argv *a, size_t *home_at,
+                      gpc_error *err);
 
 /* The seam's shell_argv (provider.h): slurm_shell_words, run here (login =
  * local) or as one quoted command line through `ssh -t|-T -- LOGIN`. */

@@ -142,17 +142,24 @@ static void test_slurm_words(void **state)
     gpc_error err;
     gpc_error_clear(&err);
     gpc_argv a = {0};
+    size_t at = 0;
     const char *cmd[] = {"nvidia-smi", "-L;", "echo", "$SLURM_NODEID"};
-    assert_int_equal(slurm_shell_words(42, 1, cmd, 4, 0, &a, &err), 0);
+    assert_int_equal(slurm_shell_words(42, 1, "/j/job-42/node-1", cmd, 4, 0, &a, &at, &err), 0);
     const char *want[] = {"srun", "--jobid=42", "--overlap", "--nodes=1", "--ntasks=1",
-                          "--relative=1", "--export=NONE", "/bin/bash", "-lc",
+                          "--relative=1", "--export=NONE", "/bin/bash", "-c",
+                          "GPUCTL_HOME=$1; export GPUCTL_HOME; shift; exec /bin/bash -l \"$@\"",
+                          "gpuctl", "/j/job-42/node-1", "-c",
                           "nvidia-smi -L; echo $SLURM_NODEID", NULL};
     assert_argv(a.v, want);
+    assert_int_equal(at, 11);
     gpc_argv_reset(&a);
-    assert_int_equal(slurm_shell_words(7, 0, NULL, 0, 1, &a, &err), 0);
+    assert_int_equal(slurm_shell_words(7, 0, "/j/job-7/node-0", NULL, 0, 1, &a, &at, &err), 0);
     const char *want2[] = {"srun", "--jobid=7", "--overlap", "--nodes=1", "--ntasks=1",
-                           "--relative=0", "--export=NONE", "--pty", "/bin/bash", "-l", NULL};
+                           "--relative=0", "--export=NONE", "--pty", "/bin/bash", "-c",
+                           "GPUCTL_HOME=$1; export GPUCTL_HOME; shift; exec /bin/bash -l \"$@\"",
+                           "gpuctl", "/j/job-7/node-0", NULL};
     assert_argv(a.v, want2);
+    assert_int_equal(at, 12);
     gpc_argv_reset(&a);
 }
 
@@ -165,7 +172,9 @@ static void test_slurm_argv(void **state)
     memset(sites, 0, sizeof(sites));
     snprintf(sites[0].name, sizeof(sites[0].name), "hpc");
     snprintf(sites[0].login, sizeof(sites[0].login), "me@login.example");
+    snprintf(sites[0].job_dir, sizeof(sites[0].job_dir), "~/.gpuctl/slurm");
     snprintf(sites[1].name, sizeof(sites[1].name), "here");
+    snprintf(sites[1].job_dir, sizeof(sites[1].job_dir), "/shared/it's");
     sites[1].local = 1;
     slurm_ctx c;
     memset(&c, 0, sizeof(c));
@@ -178,16 +187,22 @@ static void test_slurm_argv(void **state)
     char **v = NULL;
     const char *cmd[] = {"echo", "it's", "$HOSTNAME"};
     assert_int_equal(slurm_shell_argv(&c, &cl, &nd, 1, cmd, 3, 0, &v, &err), 0);
+    /* the node's directory as the batch script names it, "$HOME" for the
+     * login node's shell */
     const char *want[] = {"ssh", "-T", "--", "me@login.example",
                           "'srun' '--jobid=42' '--overlap' '--nodes=1' '--ntasks=1' "
-                          "'--relative=1' '--export=NONE' '/bin/bash' '-lc' "
+                          "'--relative=1' '--export=NONE' '/bin/bash' '-c' "
+                          "'GPUCTL_HOME=$1; export GPUCTL_HOME; shift; exec /bin/bash -l \"$@\"' "
+                          "'gpuctl' \"$HOME\"/'.gpuctl/slurm'/job-42/node-1 '-c' "
                           "'echo it'\\''s $HOSTNAME'", NULL};
     assert_argv(v, want);
     gpc_argv_free(v);
     gpc_node_ref here = {"here", "here/9/0", ""};
     assert_int_equal(slurm_shell_argv(&c, &cl, &here, 0, NULL, 0, 1, &v, &err), 0);
     const char *want2[] = {"srun", "--jobid=9", "--overlap", "--nodes=1", "--ntasks=1",
-                           "--relative=0", "--export=NONE", "--pty", "/bin/bash", "-l", NULL};
+                           "--relative=0", "--export=NONE", "--pty", "/bin/bash", "-c",
+                           "GPUCTL_HOME=$1; export GPUCTL_HOME; shift; exec /bin/bash -l \"$@\"",
+                           "gpuctl", "/shared/it's/job-9/node-0", NULL};
     assert_argv(v, want2);
     gpc_argv_free(v);
     gpc_node_ref bad = {"hpc", "hpc-42-1", ""};
