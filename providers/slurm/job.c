@@ -17,6 +17,19 @@
  * nodes from `scontrol show node -o`, and what each node's bootstrap
  * recorded; a job Slurm has forgotten (MinJobAge) from `sacct -P` where
  * the site keeps accounting, else from the files alone.
+ *
+ * The spec's secrets (GPC_CAP_SECRETS) never enter the batch script nor
+ * sbatch's environment, which slurmctld keeps and shows: before sbatch,
+ * they go through the standard input of a command on the login node into
+ * JOB_DIR/.secrets/gpuctl-TOKEN.env (the directory 0700, the file 0600:
+ * `export NAME=VALUE` lines quoted for the shell).  The batch script reads
+ * that file into its own environment and deletes it before anything else,
+ * and its srun step hands that environment to every node's bootstrap
+ * (--export=ALL: srun sends it to the nodes' slurmd, slurmctld keeps no
+ * step's environment); the bootstrap keeps them out of node.env and a
+ * later job takes them from the bootstrap's own environment
+ * (templates/bootstrap.sh, gpuctl_secrets_load).  A job cancelled
+ * before it started leaves the file: destroy removes it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +38,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/crypto.h>
 
 #include "gpuctl/render.h"
 #include "gpuctl/util.h"
@@ -114,13 +128,111 @@ static int job_by_name(const slurm_site *s, const char *token, long *job, gpc_er
     return rc;
 }
 
+/* ---- secrets ---- */
+
+/* The file that carries the secrets of the job named gpuctl-TOKEN to its
+ * batch script: JOB_DIR/.secrets/gpuctl-TOKEN.env, as a word for the login
+ * node's shell.  A token of other characters than [A-Za-z0-9._-] is refused
+ * (it names a file). */
+static int secrets_path_word(const slurm_site *s, const char *token, gpc_buf *b,
+                             gpc_error *err)
+{
+    if (!token[0] || strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789._-") != strlen(token))
+        return gpc_fail(err, GPC_ERR_PROVIDER, "slurm: the token '%.80s' cannot name the "
+                        "secrets file", token);
+    int rc = slurm_dir_word(b, s, err);
+    return rc ? rc : gpc_buf_addf(b, err, "/.secrets/gpuctl-%s.env", token);
+}
+
+/* The batch script's lines that take the secrets: read the file into the
+ * script's environment and delete it.  A missing file fails the job before
+ * any node starts. */
+static int secrets_script(const slurm_site *s, const char *token, gpc_buf *b, gpc_error *err)
+{
+    int rc = gpc_buf_adds(b, "# the spec's secrets: read from the file gpuctl wrote, which is\n"
+                             "# deleted at once; srun hands them to every node's bootstrap\n"
+                             "gpuctl_sec=", err);
+    if (!rc)
+        rc = secrets_path_word(s, token, b, err);
+    if (!rc)
+        rc = gpc_buf_adds(b, "\nif [ ! -r \"$gpuctl_sec\" ]; then\n"
+                             "  echo \"gpuctl: the secrets file $gpuctl_sec is missing: the job "
+                             "was started again, or the file removed; run gpuctl apply again\" >&2\n"
+                             "  exit 1\n"
+                             "fi\n"
+                             ". \"$gpuctl_sec\"\n"
+                             "rm -f \"$gpuctl_sec\"\n", err);
+    return rc;
+}
+
+/* Write the secrets into their file on the login node, through the
+ * standard input of the command (never its command line). */
+static int secrets_write(const slurm_site *s, const gpc_node_request *req, const char *token,
+                         gpc_error *err)
+{
+    gpc_buf cmd, body;
+    gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
+    gpc_buf_init(&body, 16u << 20);
+    int rc = gpc_buf_adds(&cmd, "umask 077 && mkdir -p ", err);
+    if (!rc)
+        rc = slurm_dir_word(&cmd, s, err);
+    if (!rc)
+        rc = gpc_buf_adds(&cmd, "/.secrets && chmod 700 ", err);
+    if (!rc)
+        rc = slurm_dir_word(&cmd, s, err);
+    if (!rc)
+        rc = gpc_buf_adds(&cmd, "/.secrets && f=", err);
+    if (!rc)
+        rc = secrets_path_word(s, token, &cmd, err);
+    if (!rc)
+        rc = gpc_buf_adds(&cmd, " && cat > \"$f.tmp\" && mv -f \"$f.tmp\" \"$f\"", err);
+    for (size_t i = 0; !rc && i < req->n_secrets; i++) {
+        rc = gpc_buf_addf(&body, err, "export %s=", req->secrets[i].name);
+        if (!rc)
+            rc = gpc_shell_quote(&body, req->secrets[i].value, err);
+        if (!rc)
+            rc = gpc_buf_adds(&body, "\n", err);
+    }
+    slurm_result r;
+    memset(&r, 0, sizeof(r));
+    if (!rc)
+        rc = slurm_exec_ok(s, "writing the secrets file", gpc_buf_str(&cmd), body.data, body.len,
+                           CMD_TIMEOUT_S, &r, err);
+    slurm_result_free(&r);
+    if (body.data)
+        OPENSSL_cleanse(body.data, body.len);
+    gpc_buf_free(&body);
+    gpc_buf_free(&cmd);
+    return rc;
+}
+
+/* Remove the secrets file of the job named gpuctl-TOKEN, if it is there
+ * (a job that never started, an sbatch that failed). */
+static void secrets_remove(const slurm_site *s, const char *token)
+{
+    gpc_buf cmd;
+    gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
+    gpc_error e;
+    gpc_error_clear(&e);
+    int rc = gpc_buf_adds(&cmd, "rm -f ", &e);
+    if (!rc)
+        rc = secrets_path_word(s, token, &cmd, &e);
+    slurm_result r;
+    memset(&r, 0, sizeof(r));
+    if (!rc)
+        slurm_exec(s, gpc_buf_str(&cmd), NULL, 0, CMD_TIMEOUT_S, &r, &e);
+    slurm_result_free(&r);
+    gpc_buf_free(&cmd);
+}
+
 /* ---- submit ---- */
 
 /* The batch script: the bootstrap written into the job's directory, then
  * one task per node running it with GPUCTL_HOME set to the node's own
  * directory. */
-static int batch_script(const slurm_site *s, const gpc_node_request *req, gpc_buf *b,
-                        gpc_error *err)
+static int batch_script(const slurm_site *s, const gpc_node_request *req, const char *token,
+                        gpc_buf *b, gpc_error *err)
 {
     const gpc_payload *p = req->payload;
     char delim[64];
@@ -141,8 +253,11 @@ static int batch_script(const slurm_site *s, const gpc_node_request *req, gpc_bu
         rc = slurm_dir_word(b, s, err);
     if (!rc)
         rc = gpc_buf_addf(b, err, "/job-\"$SLURM_JOB_ID\"\n"
-                          "mkdir -p \"$gpuctl_dir\"\n"
-                          "cat >\"$gpuctl_dir/bootstrap.sh\" <<'%s'\n", delim);
+                          "mkdir -p \"$gpuctl_dir\"\n");
+    if (!rc && req->n_secrets)
+        rc = secrets_script(s, token, b, err);
+    if (!rc)
+        rc = gpc_buf_addf(b, err, "cat >\"$gpuctl_dir/bootstrap.sh\" <<'%s'\n", delim);
     if (!rc)
         rc = gpc_buf_add(b, p->script, p->script_len, err);
     if (!rc && (p->script_len == 0 || p->script[p->script_len - 1] != '\n'))
@@ -247,10 +362,15 @@ int slurm_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n, gpc_no
     gpc_buf cmd, script;
     gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
     gpc_buf_init(&script, GPC_BUF_SCRIPT_MAX + 65536);
+    int wrote = 0;
     if (!rc && !job) {
         rc = sbatch_command(s, &reqs[0], token, &cmd, err);
         if (!rc)
-            rc = batch_script(s, &reqs[0], &script, err);
+            rc = batch_script(s, &reqs[0], token, &script, err);
+        if (!rc && reqs[0].n_secrets) {
+            rc = secrets_write(s, &reqs[0], token, err);
+            wrote = !rc;
+        }
         slurm_result r;
         if (!rc) {
             gpc_debug(c->log, "slurm: %s", gpc_buf_str(&cmd));
@@ -265,6 +385,8 @@ int slurm_create_nodes(void *ctx, const gpc_node_request *reqs, size_t n, gpc_no
     }
     gpc_buf_free(&cmd);
     gpc_buf_free(&script);
+    if (rc && wrote)
+        secrets_remove(s, token); /* no job takes them */
     if (rc)
         return rc;
     if (reqs[0].ref && reqs[0].ref->data)
@@ -616,12 +738,24 @@ int slurm_delete_node(void *ctx, const gpc_node_ref *node, gpc_error *err)
     if (rc)
         return rc;
     /* scancel of a job that is over or forgotten is no error for gpuctl:
-     * the nodes are released either way */
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "scancel %ld 2>&1; s=$(squeue -h -j %ld -o %%T 2>/dev/null); "
-             "printf 'state=%%s\\n' \"$s\"", job, job);
+     * the nodes are released either way.  A job cancelled before it
+     * started leaves its secrets file (gpuctl-TOKEN.env, after the job's
+     * name): removed. */
+    gpc_buf cmd;
+    gpc_buf_init(&cmd, GPC_BUF_LINE_MAX);
+    rc = gpc_buf_addf(&cmd, err, "n=$(squeue -h -t all -j %ld -o %%j 2>/dev/null); "
+                      "scancel %ld 2>&1; s=$(squeue -h -j %ld -o %%T 2>/dev/null); "
+                      "printf 'state=%%s\\n' \"$s\"; "
+                      "case $n in */*) ;; gpuctl-?*) rm -f ", job, job, job);
+    if (!rc)
+        rc = slurm_dir_word(&cmd, s, err);
+    if (!rc)
+        rc = gpc_buf_adds(&cmd, "/.secrets/\"$n\".env ;; esac", err);
     slurm_result r;
-    rc = slurm_exec(s, cmd, NULL, 0, CMD_TIMEOUT_S, &r, err);
+    memset(&r, 0, sizeof(r));
+    if (!rc)
+        rc = slurm_exec(s, gpc_buf_str(&cmd), NULL, 0, CMD_TIMEOUT_S, &r, err);
+    gpc_buf_free(&cmd);
     if (!rc && r.status != 0) {
         char l[256];
         snprintf(l, sizeof(l), "%.*s", (int)strcspn(gpc_buf_str(&r.out), "\n"),

@@ -342,7 +342,7 @@ static void test_workdir_delivered(void **state)
     assert_int_equal(gpc_plan_check(&e->s, e->spec, &p, &err), GPC_ERR_SPEC);
     assert_string_equal(err.msg, "job.yaml:4:18: secrets: the chosen offer is on scripted, which "
                                  "cannot deliver secrets to its nodes without writing them where "
-                                 "they are kept (providers that can: local; over ssh: aws); "
+                                 "they are kept (providers that can: local, slurm; over ssh: aws); "
                                  "pass them another way, or choose such a provider");
     gpc_plan_free(&p);
     unsetenv("GPUCTL_TEST_TOKEN");

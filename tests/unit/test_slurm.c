@@ -1349,7 +1349,8 @@ static void test_table(void **state)
     assert_non_null(p);
     gpc_error err = {0};
     assert_int_equal(gpc_provider_check(p, &err), 0);
-    assert_int_equal(p->caps, GPC_CAP_OWN_OFFERS | GPC_CAP_GROUP | GPC_CAP_QUEUE);
+    assert_int_equal(p->caps,
+                     GPC_CAP_OWN_OFFERS | GPC_CAP_GROUP | GPC_CAP_QUEUE | GPC_CAP_SECRETS);
     assert_int_equal(p->rdzv, GPC_RDZV_ON_NODE);
     assert_int_equal(p->rank, GPC_RANK_SCHEDULER);
     const char *keys[] = {"login", "partitions", "account", "qos", "gpu_hour_price", "job_dir"};
