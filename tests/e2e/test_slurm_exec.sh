@@ -17,6 +17,8 @@
 #   script Slurm keeps, or `scontrol show job -d`;
 # - a job cancelled while it waits in the queue leaves no secrets file.
 # A few seconds of job each, no training.  Skipped (77) without Slurm or root.
+# (the nodes' commands are in single quotes: their shells expand them)
+# shellcheck disable=SC2016
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh" || exit 1
 # shellcheck source=tests/e2e/slurm_cluster.sh
