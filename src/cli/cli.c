@@ -54,8 +54,7 @@ const gpc_command gpc_commands[] = {
     {"plan", NULL, "show what apply would do: chosen offer, fallbacks, cost, changes",
      "plan -f FILE [--out PLANFILE] [--detailed-exitcode] [--live]", gpc_plan_options, "@file",
      0, gpc_cmd_plan},
-    {"apply", NULL, "create what a spec or a saved plan describes, or run a changed job again "
-     "on the same nodes; follow its job",
+    {"apply", NULL, "create what a spec or plan describes; re-run a changed job; follow it",
      "apply -f FILE | PLANFILE [--wait [--timeout DURATION]] [--poll-interval DURATION] "
      "[--dry-run] [-y]", gpc_apply_options, "@file", 0, gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",
@@ -64,8 +63,7 @@ const gpc_command gpc_commands[] = {
      "logs NAME [--node N] [-f|--follow]", gpc_logs_options, NULL, 0, gpc_cmd_logs},
     {"ssh", NULL, "open a shell, or run a command, on a node of a cluster",
      "ssh NAME [--node N] [-- CMD...]", gpc_ssh_options, NULL, 0, gpc_cmd_ssh},
-    {"exec", NULL, "run a new job on every node of a live cluster, after the running one "
-     "(no -o json)",
+    {"exec", NULL, "run a new job on every node of a live cluster, after the running one",
      "exec NAME (-f FILE | -- CMD...)", gpc_exec_options, NULL, 0, gpc_cmd_exec},
     {"destroy", NULL, "delete a cluster's nodes (idempotent)",
      "destroy NAME | -f FILE [--purge] [-y]", gpc_destroy_options, NULL, 0, gpc_cmd_destroy},
