@@ -82,6 +82,21 @@ const char *spec_store_url_problem(const char *url, size_t sl)
     bucket[bl] = '\0';
     if (strstr(bucket, ".."))
         return "a bucket name has no two adjacent dots";
+    /* each dot-separated label begins and ends with a letter or digit */
+    if (strstr(bucket, ".-") || strstr(bucket, "-."))
+        return "a bucket name has no '-' next to a '.' (each label between dots begins "
+               "and ends with a letter or digit)";
+    /* prefixes S3 reserves (its user guide, bucket naming rules) */
+    static const struct {
+        const char *prefix, *why;
+    } reserved[] = {
+        {"xn--", "a bucket name does not begin with 'xn--' (reserved by S3)"},
+        {"sthree-", "a bucket name does not begin with 'sthree-' (reserved by S3)"},
+        {"amzn-s3-demo-", "a bucket name does not begin with 'amzn-s3-demo-' (reserved by S3)"},
+    };
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strncmp(bucket, reserved[i].prefix, strlen(reserved[i].prefix)) == 0)
+            return reserved[i].why;
     struct in_addr a;
     if (inet_pton(AF_INET, bucket, &a) == 1)
         return "a bucket name is not an IP address";
@@ -90,6 +105,15 @@ const char *spec_store_url_problem(const char *url, size_t sl)
         return "the prefix after the bucket's '/' is empty (write the bucket alone)";
     if (strstr(prefix, "//"))
         return "the prefix has an empty part ('//')";
+    /* a "." or ".." part: S3 keeps it as written (a key "a/../b"), while
+     * whoever reads the URL as a path goes elsewhere */
+    for (const char *seg = prefix; *seg == '/';) {
+        seg++;
+        size_t len = strcspn(seg, "/");
+        if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+            return "the prefix has a '.' or '..' part";
+        seg += len;
+    }
     return NULL;
 }
 

@@ -84,9 +84,10 @@ run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b3.out" 2> "$T/b3.err"
 expect_eq "b: apply after destroy: the data set is still there, nothing sent" \
     "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged, 0 deleted -> s3://$BUCKET/data/ds $puts" \
     "$rc $(grep '^gpuctl: data ds' "$T/b3.err") $(s3state 'd["counts"].get("PutObject", 0)')"
-run_rc rc g data push ds --name ds --provider aws --region us-west-2 2> "$T/b4.err"
-expect_eq "b: data push to the set the live cluster uses: refused (exit 3)" \
-    "3 gpuctl: error: refusing to push to data set 'ds' in the store of aws region us-west-2: live cluster(s) 'dq' use it, and their job reads it; destroy them first (gpuctl destroy dq), or use another name" \
+cp -r ds ds-other && printf 'x' > ds-other/file
+run_rc rc g data push ds-other --name ds --provider aws --region us-west-2 2> "$T/b4.err"
+expect_eq "b: data push of other files to the set the live cluster uses: refused (exit 3)" \
+    "3 gpuctl: error: refusing to push to data set 'ds' in the store of aws region us-west-2: live cluster 'dq' uses it, and its job reads it; ds-other holds other files than it placed there. Destroy it first (gpuctl destroy dq), or push under another --name" \
     "$rc $(cat "$T/b4.err")"
 g -y destroy dq > /dev/null 2>&1
 # apply mirrors the directory: a file removed from it is deleted from the bucket

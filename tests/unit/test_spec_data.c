@@ -256,6 +256,19 @@ static void test_store_url_rules(void **state)
         {"s3://team./x", "a bucket name begins and ends with a letter or digit"},
         {"s3://team..data/x", "a bucket name has no two adjacent dots"},
         {"s3://192.168.5.4/x", "a bucket name is not an IP address"},
+        /* a user trial's findings: S3's reserved prefixes, a label next to
+         * a dot that begins or ends with '-', a '..' part in the prefix */
+        {"s3://xn--team/y", "a bucket name does not begin with 'xn--' (reserved by S3)"},
+        {"s3://sthree-team/y", "a bucket name does not begin with 'sthree-' (reserved by S3)"},
+        {"s3://amzn-s3-demo-bucket/y",
+         "a bucket name does not begin with 'amzn-s3-demo-' (reserved by S3)"},
+        {"s3://team.-x/y", "a bucket name has no '-' next to a '.' (each label between dots "
+                           "begins and ends with a letter or digit)"},
+        {"s3://team-.x/y", "a bucket name has no '-' next to a '.' (each label between dots "
+                           "begins and ends with a letter or digit)"},
+        {"s3://team/a/../b", "the prefix has a '.' or '..' part"},
+        {"s3://team/..", "the prefix has a '.' or '..' part"},
+        {"s3://team/./a", "the prefix has a '.' or '..' part"},
         {"s3://team/", "the prefix after the bucket's '/' is empty (write the bucket alone)"},
         {"s3://team/a//b", "the prefix has an empty part ('//')"},
         {"s3://team//a", "the prefix has an empty part ('//')"},
@@ -276,6 +289,7 @@ static void test_store_url_rules(void **state)
     static const char *const good[] = {
         "s3://abc", "s3://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         "s3://my.team-data1/imagenet", "s3://team/a/b/", "s3://1.2.3/x", "s3://team/a.b-c_d",
+        "s3://team-s3alias/x", "s3://x-n--team/a..b/.c/d.", "s3://sthree/x",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         char yaml[256];
