@@ -136,30 +136,35 @@ expect_eq "--delete belongs to push: exit 3" "3" "$rc"
 printf 'checkpoint_dir: ./ck\n' >> aa.yaml
 mkdir -p ck
 g -y apply -f aa.yaml > /dev/null 2>&1
+printf 'w' > ck/c1.pt          # what the job wrote in checkpoint_dir (local: in place)
+OWN="checkpoints kept: 1 file(s) in $T/work/ck (checkpoint_dir: your own directory on this machine; gpuctl never removes it, not even with --purge)"
 CK="$STATE/store/clusters/aa/checkpoints"
 mkdir -p "$CK/step-2"
 printf '1' > "$CK/step-1.pt"
 printf '22' > "$CK/step-2/model.pt"
 run_rc rc g -y destroy aa > "$T/d.txt"
-expect_eq "destroy: the checkpoints kept, said where and how to remove them" \
-    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints kept: 2 file(s) at $CK; gpuctl destroy --purge aa removes them|2" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(find "$CK" -type f | wc -l)"
+expect_eq "destroy: the checkpoints kept, said where and how to remove them; checkpoint_dir on local named as the user's own" \
+    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints kept: 2 file(s) at $CK; gpuctl destroy --purge aa removes them|$OWN|2" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")|$(find "$CK" -type f | wc -l)"
 run_rc rc g -y -o json destroy --purge aa > "$T/d.json"
 check_schema "$T/d.json" destroy
-expect_eq "destroy --purge after the destroy: removed (-o json)" "0 False 0 $CK 2 True" \
-    "$rc $(json_get "$T/d.json" '" ".join(str(d[k]) for k in ("found", "deleted", "checkpoints", "checkpoint_files", "purged"))')"
-expect_eq "  gone; the data sets stay" "no|a b" \
-    "$([ -e "$CK" ] && echo yes || echo no)|$(cd "$STATE/store/data/ds" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')"
+expect_eq "destroy --purge after the destroy: removed (-o json); checkpoint_dir kept" \
+    "0 False 0 $CK 2 True $T/work/ck 1" \
+    "$rc $(json_get "$T/d.json" '" ".join(str(d[k]) for k in ("found", "deleted", "checkpoints", "checkpoint_files", "purged", "checkpoint_dir", "checkpoint_dir_files"))')"
+expect_eq "  gone; the data sets stay; checkpoint_dir too" "no|a b|w" \
+    "$([ -e "$CK" ] && echo yes || echo no)|$(cd "$STATE/store/data/ds" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')|$(cat ck/c1.pt)"
 g -y apply -f aa.yaml > /dev/null 2>&1
 mkdir -p "$CK" && printf '3' > "$CK/step-3.pt"
 run_rc rc g destroy --purge aa < /dev/null > "$T/d.txt" 2> "$T/e.txt"
-expect_eq "destroy --purge of a live cluster: nodes, then checkpoints" \
-    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints removed: 1 file(s) at $CK|no" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$([ -e "$CK" ] && echo yes || echo no)"
+expect_eq "destroy --purge of a live cluster: nodes, then checkpoints; checkpoint_dir kept" \
+    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints removed: 1 file(s) at $CK|$OWN|no|w" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")|$([ -e "$CK" ] && echo yes || echo no)|$(cat ck/c1.pt)"
+# a user trial: on local, --purge said "no checkpoints in the store to
+# remove" and nothing of ck/c1.pt, still there
 run_rc rc g -y destroy --purge aa > "$T/d.txt"
-expect_eq "destroy --purge again: nothing left to remove" \
-    "0|cluster aa: already destroyed, nothing to destroy|no checkpoints in the store to remove" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")"
+expect_eq "destroy --purge again: nothing left in the store; checkpoint_dir said kept" \
+    "0|cluster aa: already destroyed, nothing to destroy|no checkpoints in the store to remove|$OWN" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")"
 
 # ---- 4. data pull: modes, and a failure half-way ---------------------------------
 run_rc rc bash -c "umask 022 && exec \"\$GPUCTL_BIN\" --state-dir \"$STATE\" data pull ds \"$T/o1\"" > /dev/null
