@@ -215,10 +215,24 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 gpc_cluster_rec_free(&cr);
             }
         }
-        if (res.waited && res.exit_code >= 0)
+        /* rank 0 exited 0 while another node's job failed: name that node
+         * (rank 0's status alone read as a contradiction) */
+        const gpc_node_rec *bad = NULL;
+        gpc_node_rec *nodes = NULL;
+        size_t nn = 0;
+        gpc_error e3;
+        gpc_error_clear(&e3);
+        if (res.waited && res.exit_code == 0 && res.phase == GPC_PHASE_FAILED &&
+            gpc_node_list(s.st, res.cluster_id, 1, &nodes, &nn, &e3) == 0)
+            bad = gpc_cluster_failed_node(nodes, nn);
+        if (bad)
+            printf("job %s: node %s (rank %u) exit status %d (rank 0 exited 0)\n",
+                   gpc_phase_name(res.phase), bad->name, bad->rank, bad->exit_code);
+        else if (res.waited && res.exit_code >= 0)
             printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res.phase), res.exit_code);
         else if (res.waited)
             printf("job %s: rank 0 has no exit status (node lost)\n", gpc_phase_name(res.phase));
+        gpc_node_list_free(nodes, nn);
         if (rc)
             gpc_report_error(o, &err);
     } else if (rc) {
