@@ -31,6 +31,15 @@ void gpc_data_placed_free(gpc_data_placed *d)
     memset(d, 0, sizeof(*d));
 }
 
+/* The directory of data set `d` (gpc_spec_path_at: "~/" without HOME said
+ * at its place). */
+static int spec_dir(const gpc_spec *spec, const gpc_data_src *d, char **dir, gpc_error *err)
+{
+    char field[80];
+    snprintf(field, sizeof(field), "data.%.70s", d->name);
+    return gpc_spec_path_at(spec, field, d->source, d->line, d->col, dir, err);
+}
+
 /* The length of a URL's scheme ("s3" of s3://...), 0 when none. */
 static size_t scheme_len(const char *url)
 {
@@ -127,7 +136,7 @@ int gpc_data_check_place(gpc_session *s, const gpc_spec *spec, const gpc_offer *
         char *dir = NULL, digest[65];
         if (d->is_url)
             continue;
-        rc = gpc_spec_path(spec, d->source, &dir, err);
+        rc = spec_dir(spec, d, &dir, err);
         if (!rc)
             rc = guard_place(s, &w, spec, d, dir, 1, digest, err);
         free(dir);
@@ -164,7 +173,7 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
         char *dir = NULL;
         if (d->is_url)
             continue;
-        rc = gpc_spec_path(spec, d->source, &dir, err);
+        rc = spec_dir(spec, d, &dir, err);
         if (!rc)
             rc = guard_place(s, &w, spec, d, dir, 0, digest[i], err);
         free(dir);
@@ -183,7 +192,7 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
         } else {
             char *dir = NULL;
             gpc_store_stats st;
-            rc = gpc_spec_path(spec, d->source, &dir, err);
+            rc = spec_dir(spec, d, &dir, err);
             /* the job sees the directory as it is now: a mirror */
             if (!rc)
                 rc = gpc_data_push(s, &w, dir, d->name, GPC_DATA_DELETE, &st, url,

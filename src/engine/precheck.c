@@ -19,7 +19,7 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
                         unsigned col, int create, char **out, gpc_error *err)
 {
     char *path = NULL, at[GPC_SPEC_AT_MAX];
-    int rc = gpc_spec_path(spec, p, &path, err);
+    int rc = gpc_spec_path_at(spec, field, p, line, col, &path, err);
     if (!rc && create)
         rc = gpc_mkdir_p(path, 0755, err);
     struct stat sb;

@@ -354,9 +354,26 @@ static void test_home(void **state)
     snprintf(want, sizeof(want), "%s/~x/y", tmp_root);
     assert_string_equal(path, want);
     free(path);
+    /* a user trial: no line:column, no field, and "not set" when empty */
     setenv("HOME", "", 1);
     assert_int_equal(gpc_spec_path(s, "~/ds", &path, &e), GPC_ERR_SPEC);
-    assert_string_equal(e.msg, "job.yaml: ~/ds: HOME is not set");
+    assert_string_equal(e.msg, "job.yaml: '~/ds': HOME is empty, so '~/' cannot be expanded; "
+                               "set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:10: workdir: '~/ds': HOME is empty, so '~/' cannot "
+                               "be expanded; set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    unsetenv("HOME");
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:10: workdir: '~/ds': HOME is not set, so '~/' "
+                               "cannot be expanded; set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    gpc_spec_free(s);
+    s = load_in(tmp_root, "name: x\ndata: {d: ~/ds/sub}\nrun: a\n");
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:11: data.d: '~/ds/sub': HOME is not set, so '~/' "
+                               "cannot be expanded; set HOME, or write the path without '~'");
     gpc_spec_free(s);
     if (saved)
         setenv("HOME", saved, 1);
@@ -390,7 +407,19 @@ static void test_positions(void **state)
              "(resolved: %s/code)", tmp_root);
     assert_string_equal(e.msg, want);
     gpc_spec_free(s);
+    /* the hint fits the spec's providers (a user trial: on local it
+     * suggested an aws node's path) */
     expect_error("name: x\ncheckpoint_dir: ~/ck\nrun: a\n",
+                 "job.yaml:2:17: checkpoint_dir: '~/ck': '~' is not expanded in "
+                 "checkpoint_dir; write a path relative to the spec's directory (e.g. "
+                 "./checkpoints) or an absolute one");
+    expect_error("name: x\nprovider: aws\ncheckpoint_dir: ~/ck\nrun: a\n",
+                 "job.yaml:3:17: checkpoint_dir: '~/ck': '~' is not expanded in "
+                 "checkpoint_dir, which is a path on the nodes (this machine's home is not "
+                 "theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, "
+                 "where the nodes see this machine's files, one relative to the spec's "
+                 "directory");
+    expect_error("name: x\ncheckpoint_dir: ~/ck\nprovider: [local, aws]\nrun: a\n",
                  "job.yaml:2:17: checkpoint_dir: '~/ck': '~' is not expanded in "
                  "checkpoint_dir, which is a path on the nodes (this machine's home is not "
                  "theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, "
