@@ -513,6 +513,13 @@ run_rc rc g validate -f tilde.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "validate of checkpoint_dir under '~' on local: exit 4, said why, a hint for local" \
     "4 gpuctl: error: tilde.yaml:3:17: checkpoint_dir: '~/ckpt': '~' is not expanded in checkpoint_dir; write a path relative to the spec's directory (e.g. ./checkpoints) or an absolute one" \
     "$rc $(cat "$T/e.txt")"
+# GPUCTL_STATE_DIR (a user trial: silently ignored); --state-dir wins
+run_rc rc env GPUCTL_STATE_DIR="$T/envstate" "$GPUCTL_BIN" status > "$T/o.txt" 2>&1
+expect_eq "GPUCTL_STATE_DIR: the state is made there" "0 yes" \
+    "$rc $([ -f "$T/envstate/gpuctl.db" ] && echo yes || echo no)"
+run_rc rc env GPUCTL_STATE_DIR="$T/envstate2" "$GPUCTL_BIN" --state-dir "$STATE" status > /dev/null 2>&1
+expect_eq "  --state-dir comes before it" "0 no" \
+    "$rc $([ -e "$T/envstate2" ] && echo yes || echo no)"
 # a '~/' workdir without HOME (a user trial: no line:column, no field, and
 # "not set" when empty)
 printf 'name: tw\nprovider: local\nworkdir: ~/wd\nrun: echo hi\n' > tildew.yaml
