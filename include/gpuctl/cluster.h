@@ -330,6 +330,20 @@ int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_m
                             char *url, size_t size, size_t *n, gpc_error *err);
 
 /*
+ * The checkpoint_dir of cluster `c` (live or destroyed) when its nodes
+ * wrote it on this machine (they saw this machine's files: local; slurm
+ * whose login node this is): the user's own directory, which destroy
+ * (--purge too) never removes.  `dir` (size bytes) receives its absolute
+ * path, resolved as apply did (against the spec file's directory), and *n
+ * the regular files under it now (0 when it is gone); `dir` is "" and *n 0
+ * when the spec has no checkpoint_dir or the nodes kept it elsewhere (a
+ * node's path, saved to the store: gpc_cluster_checkpoints).  Errors: the
+ * state's, the provider's shares_files, GPC_ERR_IO listing the directory.
+ */
+int gpc_cluster_checkpoint_dir(gpc_session *s, const gpc_cluster_rec *c, char *dir, size_t size,
+                               size_t *n, gpc_error *err);
+
+/*
  * What provider `provider` still keeps for gpuctl (its list_orphans,
  * wherever it can look) that no live cluster of the state owns: nodes and
  * resources of destroyed clusters, of clusters never recorded, or with no

@@ -60,6 +60,21 @@ void gpc_data_placed_free(gpc_data_placed *d);
 int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error *err);
 
 /*
+ * What gpc_data_place refuses, known offline (plan, apply --dry-run, and
+ * apply before anything is made): each data set given as a directory
+ * that other live clusters use in the store of `at` (its provider and
+ * region: the chosen offer, or where the cluster's nodes are for a
+ * re-run) with other content than the directory holds now, by content
+ * digest (gpc_data_users_offline: neither the provider nor its store is
+ * asked anything).  0 when the spec has no data or `at` is on a provider
+ * without a store (gpc_data_check_offer's to refuse).  Errors: the same
+ * GPC_ERR_USAGE "FILE:LINE:COL: data.NAME: live cluster 'Y' uses ..." as
+ * gpc_data_place, the digest's (GPC_ERR_IO), the state's.
+ */
+int gpc_data_check_place(gpc_session *s, const gpc_spec *spec, const gpc_offer *at,
+                         gpc_error *err);
+
+/*
  * Place the spec's data sets for nodes of `offer` on provider `pv` (the
  * offer's, opened in the session), `shares_files` saying whether those
  * nodes see this machine's files (gpc_lc_offer_shares): mirror each local
@@ -67,11 +82,12 @@ int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error
  * the objects the directory has no file for deleted; one info line per
  * data set on the session's log: files sent, bytes, unchanged, deleted,
  * where), and fill *out (zeroed first; the caller frees it).
- * Before anything is pushed, each set is refused that another live
- * cluster (not spec->name: a cluster's own re-apply may change its sets)
- * uses in the same store with other content (gpc_data_users, by content
+ * Before anything is pushed, each set is refused that other live
+ * clusters (not spec->name: a cluster's own re-apply may change its sets)
+ * use in the same store with other content (gpc_data_users, by content
  * digest): GPC_ERR_USAGE "FILE:LINE:COL: data.NAME: live cluster 'Y' uses
- * ...", naming what to do.  The same content is shared: nothing moves.
+ * ..." (or "live clusters 'Y', 'Z' use ..."), naming each and a destroy
+ * command for each ("gpuctl destroy Y; gpuctl destroy Z").  The same content is shared: nothing moves.
  * Errors: those of gpc_data_check_offer, gpc_data_push (the store's), and
  * GPC_ERR_USAGE for a provider without a store.
  */

@@ -256,10 +256,20 @@ int gpc_spec_hash(const gpc_spec *spec, char out[65], gpc_error *err);
  * spec file's directory; canonical (realpath) when it exists.  Caller
  * frees *out.
  * Errors: GPC_ERR_SPEC (the path is longer than PATH_MAX; "~/" with HOME
- * unset or empty: "FILE: ~/...: HOME is not set"), GPC_ERR_NOMEM; err may
- * be NULL.
+ * unset or empty: "FILE: '~/...': HOME is not set|empty, so '~/' cannot
+ * be expanded; ..."), GPC_ERR_NOMEM; err may be NULL.
  */
 int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err);
+
+/*
+ * gpc_spec_path of field `field` ("workdir", "data.NAME", ...), which the
+ * spec file writes at `line`:`col` (1-based; 0: unknown): the same, but
+ * "~/" with HOME unset or empty is said at the field's place,
+ * "FILE:LINE:COL: FIELD: '~/...': HOME is not set|empty, so '~/' cannot be
+ * expanded; set HOME, or write the path without '~'" (GPC_ERR_SPEC).
+ */
+int gpc_spec_path_at(const gpc_spec *spec, const char *field, const char *p, unsigned line,
+                     unsigned col, char **out, gpc_error *err);
 
 /* Longest text gpc_spec_at writes, NUL included. */
 #define GPC_SPEC_AT_MAX 320

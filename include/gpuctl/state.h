@@ -1,8 +1,8 @@
 /*
  * state.h - gpuctl's local state: one SQLite database per state directory.
  *
- * Location: --state-dir, else $XDG_STATE_HOME/gpuctl, else
- * $HOME/.local/state/gpuctl.  The database file is gpuctl.db, mode 0600, in
+ * Location: --state-dir, else $GPUCTL_STATE_DIR, else
+ * $XDG_STATE_HOME/gpuctl, else $HOME/.local/state/gpuctl.  The database file is gpuctl.db, mode 0600, in
  * WAL mode with a busy timeout, so concurrent gpuctl processes never lose or
  * corrupt a record, and every change is one transaction (a process killed
  * mid-write leaves the old or the new state, never a mix).
@@ -93,7 +93,14 @@ typedef struct gpc_event_rec {
     char *message;
 } gpc_event_rec;
 
-/* Resolve the state directory (see above); caller frees *out. */
+/*
+ * The state directory when --state-dir is not given, into *out (caller
+ * frees): $GPUCTL_STATE_DIR as given (non-empty; a relative one is the
+ * caller's to make absolute, as --state-dir's), else $XDG_STATE_HOME/gpuctl
+ * (an absolute XDG_STATE_HOME; a relative one is ignored, as the XDG base
+ * directory spec says), else $HOME/.local/state/gpuctl.  Errors:
+ * GPC_ERR_STATE when none of the three is set, GPC_ERR_NOMEM.
+ */
 int gpc_state_dir_default(char **out, gpc_error *err);
 
 /*

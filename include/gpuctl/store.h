@@ -111,7 +111,8 @@ typedef struct gpc_data_where {
 #define GPC_DATA_DELETE 1u   /* mirror: delete the objects of the set that
                                 `dir` has no file for (aws s3 sync --delete) */
 #define GPC_DATA_GUARD  2u   /* refuse (gpc_data_guard) while a live
-                                cluster uses the set: `gpuctl data push` */
+                                cluster uses the set with other files than
+                                `dir` holds: `gpuctl data push` */
 
 /*
  * Push directory `dir` to data set `name` (data/NAME) of the store:
@@ -148,12 +149,43 @@ int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
                    const char *except, gpc_data_user **out, size_t *n, gpc_error *err);
 
 /*
- * Refuse to change data set `name` (verb: what would: "push to", "remove")
- * while a live cluster uses it (gpc_data_users): GPC_ERR_USAGE naming the
- * set, the clusters and what to do; 0 when none does.
+ * gpc_data_users offline, for plan: without opening the provider or
+ * asking its store anything, the same store is the same provider and
+ * region (a cluster whose nodes' region the state does not have counts as
+ * in w's).  It can name fewer users than gpc_data_users only where two
+ * regions share one store (aws with GPUCTL_AWS_BUCKET), which apply then
+ * finds.  Errors: GPC_ERR_USAGE (a bad name, an unknown provider, one
+ * without a store), the state's.
+ */
+int gpc_data_users_offline(gpc_session *s, const gpc_data_where *w, const char *name,
+                           const char *except, gpc_data_user **out, size_t *n,
+                           gpc_error *err);
+
+/*
+ * Refuse to change data set `name` while a live cluster uses it
+ * (gpc_data_users): for a removal (`dir` NULL) while any does; for a push
+ * of directory `dir`, while one does whose last apply placed other files
+ * than `dir` holds (by content digest, gpc_store_dir_digest; a user whose
+ * digest the state does not have counts as other).  A push of the same
+ * files changes nothing under their jobs: allowed, said in an info line on
+ * the session's log ("gpuctl: data NAME: DIR holds the files live cluster
+ * 'A' uses: nothing under its job changes").  Errors: GPC_ERR_USAGE
+ * "refusing to push to|remove data set 'NAME' in the store of P[ region
+ * R]: live cluster(s) 'A', 'B' use it ...", naming every such cluster and
+ * a destroy command for each ("gpuctl destroy A; gpuctl destroy B"); the
+ * digest's (GPC_ERR_IO) and the state's.
  */
 int gpc_data_guard(gpc_session *s, const gpc_data_where *w, const char *name,
-                   const char *verb, gpc_error *err);
+                   const char *dir, gpc_error *err);
+
+/*
+ * The words for the live clusters u[0..n-1] of a refusal: their names
+ * quoted ("'a', 'b'") into `names` and a destroy command for each
+ * ("gpuctl destroy a; gpuctl destroy b") into `destroys` (each cut short
+ * at its size, in bytes, with a NUL).
+ */
+void gpc_data_users_words(const gpc_data_user *u, size_t n, char *names, size_t names_size,
+                          char *destroys, size_t destroys_size);
 
 /*
  * Record in the state, as an event of cluster `cluster_id` (kind "data"),

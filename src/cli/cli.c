@@ -31,7 +31,8 @@ const gpc_option gpc_global_options[] = {
     {"verbose", 'v', NULL, G_VERBOSE, "more detail on stderr (--debug: even more)"},
     {"debug", 0, NULL, G_DEBUG, "as -v, and a trace of every HTTP attempt on stderr (secrets "
      "redacted)"},
-    {"state-dir", 0, "DIR", G_STATE_DIR, "state directory (default $XDG_STATE_HOME/gpuctl)"},
+    {"state-dir", 0, "DIR", G_STATE_DIR, "state directory (default: $GPUCTL_STATE_DIR, else "
+     "$XDG_STATE_HOME/gpuctl, else ~/.local/state/gpuctl)"},
     {"catalog", 0, "FILE", G_CATALOG, "instance catalog CSV (default: $GPUCTL_CATALOG, else the "
      "user override from 'catalog update', else built-in)"},
     {"endpoint", 0, "[P=]URL", G_ENDPOINT, "the API endpoint of every provider, or with P= of "

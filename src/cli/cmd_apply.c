@@ -35,7 +35,8 @@ const gpc_option gpc_destroy_options[] = {
     {"file", 'f', "FILE", 'f', "take the cluster's name from this job spec"},
     {"purge", 0, NULL, 'u', "also remove the checkpoints the cluster keeps in its provider's "
      "store (clusters/NAME/checkpoints), which otherwise outlive it; also after an earlier "
-     "destroy. Data sets are never removed"},
+     "destroy. Data sets, and a checkpoint_dir the nodes wrote on this machine (your own "
+     "directory: local), are never removed"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -214,10 +215,24 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 gpc_cluster_rec_free(&cr);
             }
         }
-        if (res.waited && res.exit_code >= 0)
+        /* rank 0 exited 0 while another node's job failed: name that node
+         * (rank 0's status alone read as a contradiction) */
+        const gpc_node_rec *bad = NULL;
+        gpc_node_rec *nodes = NULL;
+        size_t nn = 0;
+        gpc_error e3;
+        gpc_error_clear(&e3);
+        if (res.waited && res.exit_code == 0 && res.phase == GPC_PHASE_FAILED &&
+            gpc_node_list(s.st, res.cluster_id, 1, &nodes, &nn, &e3) == 0)
+            bad = gpc_cluster_failed_node(nodes, nn);
+        if (bad)
+            printf("job %s: node %s (rank %u) exit status %d (rank 0 exited 0)\n",
+                   gpc_phase_name(res.phase), bad->name, bad->rank, bad->exit_code);
+        else if (res.waited && res.exit_code >= 0)
             printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res.phase), res.exit_code);
         else if (res.waited)
             printf("job %s: rank 0 has no exit status (node lost)\n", gpc_phase_name(res.phase));
+        gpc_node_list_free(nodes, nn);
         if (rc)
             gpc_report_error(o, &err);
     } else if (rc) {
@@ -388,6 +403,20 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
         }
         purged = a.purge && ckpt_n;
     }
+    /* checkpoint_dir on this machine (local; slurm from its login node):
+     * the user's own directory, never removed, said where */
+    char own_dir[1024] = "";
+    size_t own_n = 0;
+    if (!rc && (found || (destroyed_before && a.purge && cr.name))) {
+        gpc_error ce;
+        gpc_error_clear(&ce);
+        if (gpc_cluster_checkpoint_dir(&s, &cr, own_dir, sizeof(own_dir), &own_n, &ce)) {
+            fprintf(stderr, "gpuctl: note: could not look at the checkpoint_dir of '%s': %s\n",
+                    name, ce.msg);
+            own_dir[0] = '\0';
+            own_n = 0;
+        }
+    }
     if (o->format == GPC_OUT_JSON && s.st) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "destroy");
@@ -400,6 +429,11 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
             cJSON_AddNullToObject(doc, "checkpoints");
         cJSON_AddNumberToObject(doc, "checkpoint_files", (double)ckpt_n);
         cJSON_AddBoolToObject(doc, "purged", purged);
+        if (own_dir[0])
+            cJSON_AddStringToObject(doc, "checkpoint_dir", own_dir);
+        else
+            cJSON_AddNullToObject(doc, "checkpoint_dir");
+        cJSON_AddNumberToObject(doc, "checkpoint_dir_files", (double)own_n);
         cJSON_AddItemToObject(doc, "suggestions", sugg);
         sugg = NULL;
         if (rc) {
@@ -425,6 +459,10 @@ int gpc_cmd_destroy(gpc_out *o, const gpc_command *c, int argc, char **argv)
                    "them\n", ckpt_n, ckpt_url, name);
         else if (a.purge)
             printf("no checkpoints in the store to remove\n");
+        if (own_dir[0])
+            printf("checkpoints kept: %zu file(s) in %s (checkpoint_dir: your own directory on "
+                   "this machine; gpuctl never removes it, not even with --purge)\n", own_n,
+                   own_dir);
     }
     gpc_cluster_rec_free(&cr);
     gpc_cluster_unlock(lockfd);

@@ -237,7 +237,7 @@ static int data_rm(gpc_out *o, gpc_session *s, const gpc_provider *p, const data
         size_t n = 0;
         int rc = gpc_data_list(s, &w, name, &v, &n, err);
         if (!rc)
-            rc = gpc_data_guard(s, &w, name, "remove", err);
+            rc = gpc_data_guard(s, &w, name, NULL, err);
         free(v);
         if (rc)
             return rc;

@@ -31,6 +31,15 @@ void gpc_data_placed_free(gpc_data_placed *d)
     memset(d, 0, sizeof(*d));
 }
 
+/* The directory of data set `d` (gpc_spec_path_at: "~/" without HOME said
+ * at its place). */
+static int spec_dir(const gpc_spec *spec, const gpc_data_src *d, char **dir, gpc_error *err)
+{
+    char field[80];
+    snprintf(field, sizeof(field), "data.%.70s", d->name);
+    return gpc_spec_path_at(spec, field, d->source, d->line, d->col, dir, err);
+}
+
 /* The length of a URL's scheme ("s3" of s3://...), 0 when none. */
 static size_t scheme_len(const char *url)
 {
@@ -70,32 +79,68 @@ int gpc_data_check_offer(const gpc_spec *spec, const gpc_offer *offer, gpc_error
 
 /*
  * Before data set `d` (a directory, at `dir`) is pushed for cluster
- * spec->name: refuse when another live cluster uses the set in the same
- * store and the push would change it (the content digests differ).
- * `digest` receives dir's.
+ * spec->name: refuse when other live clusters use the set in the same
+ * store and the push would change it (the content digests differ), naming
+ * each.  `digest` receives dir's.
  */
 static int guard_place(gpc_session *s, const gpc_data_where *w, const gpc_spec *spec,
-                       const gpc_data_src *d, const char *dir, char digest[65], gpc_error *err)
+                       const gpc_data_src *d, const char *dir, int offline, char digest[65],
+                       gpc_error *err)
 {
     gpc_data_user *u = NULL;
-    size_t n = 0;
+    size_t n = 0, k = 0;
     unsigned long files = 0;
     int rc = gpc_store_dir_digest(dir, digest, &files, err);
     if (!rc)
-        rc = gpc_data_users(s, w, d->name, spec->name, &u, &n, err);
+        rc = offline ? gpc_data_users_offline(s, w, d->name, spec->name, &u, &n, err)
+                     : gpc_data_users(s, w, d->name, spec->name, &u, &n, err);
+    int unknown = 0; /* a user whose digest the state does not have */
     for (size_t i = 0; !rc && i < n; i++) {
         if (strcmp(u[i].digest, digest) == 0)
             continue; /* the same files: shared, nothing moves */
-        rc = gpc_fail(err, GPC_ERR_USAGE, "%s:%u:%u: data.%s: live cluster '%s' uses data set "
-                      "'%s' in the store of %s region %s, and %s %s; applying would change "
-                      "the files under its job. Destroy it first (gpuctl destroy %s), or give "
-                      "this data set a name of its own", spec->source, d->line, d->col, d->name,
-                      u[i].cluster, d->name, w->provider, w->region, d->source,
-                      u[i].digest[0] ? "holds other files than it does"
-                                     : "the state does not say what it placed there",
-                      u[i].cluster);
+        unknown |= !u[i].digest[0];
+        u[k++] = u[i];
+    }
+    if (!rc && k) {
+        char names[1024], destroys[2048], why[600];
+        gpc_data_users_words(u, k, names, sizeof(names), destroys, sizeof(destroys));
+        if (unknown)
+            snprintf(why, sizeof(why), "the state does not say what %s placed there",
+                     k > 1 ? "they" : "it");
+        else
+            snprintf(why, sizeof(why), "%.500s holds other files than %s", d->source,
+                     k > 1 ? "they do" : "it does");
+        rc = gpc_fail(err, GPC_ERR_USAGE, "%s:%u:%u: data.%s: live cluster%s %s use%s data "
+                      "set '%s' in the store of %s region %s, and %s; applying would change "
+                      "the files under %s job%s. Destroy %s first (%s), or give this data set "
+                      "a name of its own", spec->source, d->line, d->col, d->name,
+                      k > 1 ? "s" : "", names, k > 1 ? "" : "s", d->name, w->provider,
+                      w->region, why, k > 1 ? "their" : "its", k > 1 ? "s" : "",
+                      k > 1 ? "them" : "it", destroys);
     }
     free(u);
+    return rc;
+}
+
+int gpc_data_check_place(gpc_session *s, const gpc_spec *spec, const gpc_offer *at,
+                         gpc_error *err)
+{
+    const gpc_provider *p = gpc_provider_find(at->provider);
+    if (!spec->n_data || !p || (p->caps & GPC_CAP_PLAN_ONLY) || !p->store_url ||
+        !p->store_push)
+        return 0; /* refused by gpc_data_check_offer */
+    gpc_data_where w = {.provider = p->name, .region = at->region};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < spec->n_data; i++) {
+        const gpc_data_src *d = &spec->data[i];
+        char *dir = NULL, digest[65];
+        if (d->is_url)
+            continue;
+        rc = spec_dir(spec, d, &dir, err);
+        if (!rc)
+            rc = guard_place(s, &w, spec, d, dir, 1, digest, err);
+        free(dir);
+    }
     return rc;
 }
 
@@ -128,9 +173,9 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
         char *dir = NULL;
         if (d->is_url)
             continue;
-        rc = gpc_spec_path(spec, d->source, &dir, err);
+        rc = spec_dir(spec, d, &dir, err);
         if (!rc)
-            rc = guard_place(s, &w, spec, d, dir, digest[i], err);
+            rc = guard_place(s, &w, spec, d, dir, 0, digest[i], err);
         free(dir);
     }
     if (rc) {
@@ -147,7 +192,7 @@ int gpc_data_place(gpc_session *s, const gpc_open_provider *pv, const gpc_spec *
         } else {
             char *dir = NULL;
             gpc_store_stats st;
-            rc = gpc_spec_path(spec, d->source, &dir, err);
+            rc = spec_dir(spec, d, &dir, err);
             /* the job sees the directory as it is now: a mirror */
             if (!rc)
                 rc = gpc_data_push(s, &w, dir, d->name, GPC_DATA_DELETE, &st, url,

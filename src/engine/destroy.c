@@ -1,12 +1,16 @@
 /* destroy.c - gpc_cluster_destroy and the provider's cluster clean-up */
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
+#include "gpuctl/spec.h"
+#include "gpuctl/store.h"
 #include "gpuctl/util.h"
 
 /* Ask the provider to remove what else it made for the cluster. */
@@ -175,5 +179,68 @@ int gpc_cluster_checkpoints(gpc_session *s, const gpc_cluster_rec *c, gpc_ckpt_m
     }
     if (!rc)
         *n = nv;
+    return rc;
+}
+
+/* ---- checkpoint_dir on this machine (local; slurm from its login node) -- */
+
+int gpc_cluster_checkpoint_dir(gpc_session *s, const gpc_cluster_rec *c, char *dir, size_t size,
+                               size_t *n, gpc_error *err)
+{
+    *n = 0;
+    if (size)
+        dir[0] = '\0';
+    cJSON *js = cJSON_Parse(c->spec_json ? c->spec_json : "");
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(js, "checkpoint_dir");
+    char *want = cJSON_IsString(ck) ? strdup(ck->valuestring) : NULL;
+    cJSON_Delete(js);
+    if (!want)
+        return 0;
+    const gpc_provider *p = gpc_provider_find(c->provider);
+    int shares = p && (p->caps & GPC_CAP_SHARED_FILES);
+    int rc = 0;
+    if (!shares && p && p->shares_files && !(p->caps & GPC_CAP_PLAN_ONLY)) {
+        /* the provider says per place: ask about the head's */
+        gpc_node_rec *nodes = NULL;
+        size_t nn = 0;
+        gpc_offer at;
+        memset(&at, 0, sizeof(at));
+        rc = gpc_node_list(s->st, c->id, 1, &nodes, &nn, err);
+        for (size_t i = 0; !rc && i < nn; i++)
+            if (nodes[i].rank == 0) {
+                snprintf(at.provider, sizeof(at.provider), "%s", nodes[i].provider);
+                snprintf(at.region, sizeof(at.region), "%s", nodes[i].region);
+                snprintf(at.zone, sizeof(at.zone), "%s", nodes[i].zone);
+                snprintf(at.instance_type, sizeof(at.instance_type), "%s",
+                         nodes[i].instance_type);
+            }
+        gpc_node_list_free(nodes, nn);
+        if (!rc && at.provider[0])
+            rc = gpc_lc_offer_shares(s, &at, &shares, err);
+    }
+    if (rc || !shares) {
+        free(want);
+        return rc;
+    }
+    /* resolved as apply did: against the spec file's directory */
+    char *base = c->spec_path && c->spec_path[0] ? strdup(c->spec_path) : NULL;
+    gpc_spec sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.source = c->spec_path && c->spec_path[0] ? c->spec_path : (char *)"-";
+    sp.base_dir = base ? dirname(base) : NULL;
+    char *path = NULL;
+    rc = gpc_spec_path(&sp, want, &path, err);
+    free(base);
+    free(want);
+    if (rc)
+        return rc;
+    struct stat sb;
+    gpc_store_entry *v = NULL;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        rc = gpc_store_list_dir(path, &v, n, err);
+    free(v);
+    if (!rc && (size_t)snprintf(dir, size, "%s", path) >= size)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "checkpoint_dir %s is too long for its buffer", path);
+    free(path);
     return rc;
 }

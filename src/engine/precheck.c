@@ -19,7 +19,7 @@ static int resolve_path(const gpc_spec *spec, const char *field, const char *p, 
                         unsigned col, int create, char **out, gpc_error *err)
 {
     char *path = NULL, at[GPC_SPEC_AT_MAX];
-    int rc = gpc_spec_path(spec, p, &path, err);
+    int rc = gpc_spec_path_at(spec, field, p, line, col, &path, err);
     if (!rc && create)
         rc = gpc_mkdir_p(path, 0755, err);
     struct stat sb;
@@ -148,6 +148,34 @@ static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *
     return rc;
 }
 
+/* The data sets other live clusters use with other content (data.c,
+ * offline): in the store of the chosen offer, or, for a re-run, of the
+ * cluster's head. */
+static int check_data_users(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
+                            gpc_error *err)
+{
+    if (plan->action != GPC_PLAN_RERUN)
+        return plan->n_offers ? gpc_data_check_place(s, spec, &plan->offers[0].worker, err)
+                              : 0;
+    gpc_cluster_rec c;
+    memset(&c, 0, sizeof(c));
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_offer at;
+    memset(&at, 0, sizeof(at));
+    int rc = gpc_cluster_get(s->st, spec->name, &c, err);
+    if (!rc)
+        rc = gpc_node_list(s->st, c.id, 0, &nodes, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (nodes[i].rank == 0) {
+            snprintf(at.provider, sizeof(at.provider), "%s", nodes[i].provider);
+            snprintf(at.region, sizeof(at.region), "%s", nodes[i].region);
+        }
+    gpc_node_list_free(nodes, n);
+    gpc_cluster_rec_free(&c);
+    return !rc && at.provider[0] ? gpc_data_check_place(s, spec, &at, err) : rc;
+}
+
 int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
                     const char *have_provider, int make_dirs, gpc_lc_dirs *d, gpc_error *err)
 {
@@ -209,6 +237,8 @@ int gpc_lc_precheck(gpc_session *s, const gpc_spec *spec, const gpc_plan *plan,
     }
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
         rc = gpc_data_check_offer(spec, &plan->offers[0].worker, err);
+    if (!rc && plan->action != GPC_PLAN_NONE && spec->n_data)
+        rc = check_data_users(s, spec, plan, err);
     if (!rc && plan->action != GPC_PLAN_NONE && plan->n_offers)
         rc = payload_fits(spec, plan, d->workdir, d->ckpt, d->deliver, err);
     /* secrets: a provider that can keep them out of what it records, and

@@ -854,21 +854,43 @@ static int f_workdir(walk *w, const ynode *k, const ynode *v, const char *path)
     return get_str(w, v, path, true, &w->s->workdir);
 }
 
-/* A path of the nodes where they do not see this machine's files: "~" is
- * not this machine's home there, nor expanded by anyone (docs/spec.md). */
+/* "~" in checkpoint_dir is judged once the providers are known
+ * (check_ckpt_tilde). */
 static int f_checkpoint_dir(walk *w, const ynode *k, const ynode *v, const char *path)
 {
     w->s->checkpoint_dir_line = (unsigned)v->line;
     w->s->checkpoint_dir_col = (unsigned)v->col;
+    return get_str(w, v, path, true, &w->s->checkpoint_dir);
+}
+
+/* A path of the nodes where they do not see this machine's files: "~" is
+ * not this machine's home there, nor expanded by anyone (docs/spec.md);
+ * refused on every provider, with a hint that fits the spec's: where
+ * every one's nodes may see this machine's files (local), a path
+ * relative to the spec; else a node's absolute path. */
+static int check_ckpt_tilde(walk *w)
+{
+    const gpc_spec *s = w->s;
+    if (!s->checkpoint_dir || s->checkpoint_dir[0] != '~')
+        return 0;
+    int all_share = s->n_providers > 0;
+    for (size_t i = 0; i < s->n_providers; i++) {
+        const gpc_provider *p = gpc_provider_find(s->providers[i]);
+        all_share &= p && ((p->caps & GPC_CAP_SHARED_FILES) || p->shares_files) &&
+                     !(p->caps & GPC_CAP_PLAN_ONLY);
+    }
     char q[SHOW_MAX];
-    int rc = get_str(w, v, path, true, &w->s->checkpoint_dir);
-    if (!rc && w->s->checkpoint_dir[0] == '~')
-        return failn(w, v, path, "%s: '~' is not expanded in checkpoint_dir, which is a "
-                     "path on the nodes (this machine's home is not theirs); write an "
-                     "absolute path (e.g. /var/lib/gpuctl/checkpoints) or, where the nodes "
-                     "see this machine's files, one relative to the spec's directory",
-                     spec_quote(v->text, v->len, q));
-    return rc;
+    spec_quote(s->checkpoint_dir, strlen(s->checkpoint_dir), q);
+    if (all_share)
+        return spec_fail_at(w->doc, w->err, s->checkpoint_dir_line, s->checkpoint_dir_col,
+                            "checkpoint_dir: %s: '~' is not expanded in checkpoint_dir; write "
+                            "a path relative to the spec's directory (e.g. ./checkpoints) or "
+                            "an absolute one", q);
+    return spec_fail_at(w->doc, w->err, s->checkpoint_dir_line, s->checkpoint_dir_col,
+                        "checkpoint_dir: %s: '~' is not expanded in checkpoint_dir, which is "
+                        "a path on the nodes (this machine's home is not theirs); write an "
+                        "absolute path (e.g. /var/lib/gpuctl/checkpoints) or, where the nodes "
+                        "see this machine's files, one relative to the spec's directory", q);
 }
 
 /* data: NAME: DIR | SCHEME://BUCKET[/PREFIX] (gpc_data_src); the URL's
@@ -1102,7 +1124,8 @@ static int walk_spec(walk *w, const ynode *root)
     }
     if (!s->image && !(s->image = strdup("pytorch")))
         return spec_nomem(w->err);
-    return spec_check_data_urls(s, w->err);
+    int rc2 = check_ckpt_tilde(w);
+    return rc2 ? rc2 : spec_check_data_urls(s, w->err);
 }
 
 /* ------------------------------------------------------------------ */

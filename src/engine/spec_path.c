@@ -10,6 +10,27 @@
 #include "gpuctl/spec.h"
 #include "spec_int.h"
 
+/* "~/" cannot be expanded: HOME unset or empty (`at`: "FILE:L:C: FIELD: "
+ * or "FILE: "). */
+static int no_home(const char *at, const char *p, const char *home, gpc_error *err)
+{
+    return gpc_fail(err, GPC_ERR_SPEC, "%s'%s': HOME is %s, so '~/' cannot be expanded; set "
+                    "HOME, or write the path without '~'", at, p, home ? "empty" : "not set");
+}
+
+int gpc_spec_path_at(const gpc_spec *spec, const char *field, const char *p, unsigned line,
+                     unsigned col, char **out, gpc_error *err)
+{
+    const char *home = getenv("HOME");
+    if (p[0] == '~' && p[1] == '/' && (!home || !*home)) {
+        char at[GPC_SPEC_AT_MAX], where[GPC_SPEC_AT_MAX + 80];
+        snprintf(where, sizeof(where), "%s: %.64s: ", gpc_spec_at(spec, line, col, at), field);
+        *out = NULL;
+        return no_home(where, p, home, err);
+    }
+    return gpc_spec_path(spec, p, out, err);
+}
+
 int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *err)
 {
     char buf[PATH_MAX];
@@ -17,8 +38,11 @@ int gpc_spec_path(const gpc_spec *spec, const char *p, char **out, gpc_error *er
     if (p[0] == '~' && p[1] == '/') {
         /* this machine's home, as a shell would expand it */
         const char *home = getenv("HOME");
-        if (!home || !*home)
-            return gpc_fail(err, GPC_ERR_SPEC, "%s: %s: HOME is not set", spec->source, p);
+        if (!home || !*home) {
+            char where[320];
+            snprintf(where, sizeof(where), "%.300s: ", spec->source ? spec->source : "-");
+            return no_home(where, p, home, err);
+        }
         n = snprintf(buf, sizeof(buf), "%s%s", home, p + 1);
     } else if (p[0] == '/') {
         n = snprintf(buf, sizeof(buf), "%s", p);
@@ -82,6 +106,21 @@ const char *spec_store_url_problem(const char *url, size_t sl)
     bucket[bl] = '\0';
     if (strstr(bucket, ".."))
         return "a bucket name has no two adjacent dots";
+    /* each dot-separated label begins and ends with a letter or digit */
+    if (strstr(bucket, ".-") || strstr(bucket, "-."))
+        return "a bucket name has no '-' next to a '.' (each label between dots begins "
+               "and ends with a letter or digit)";
+    /* prefixes S3 reserves (its user guide, bucket naming rules) */
+    static const struct {
+        const char *prefix, *why;
+    } reserved[] = {
+        {"xn--", "a bucket name does not begin with 'xn--' (reserved by S3)"},
+        {"sthree-", "a bucket name does not begin with 'sthree-' (reserved by S3)"},
+        {"amzn-s3-demo-", "a bucket name does not begin with 'amzn-s3-demo-' (reserved by S3)"},
+    };
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strncmp(bucket, reserved[i].prefix, strlen(reserved[i].prefix)) == 0)
+            return reserved[i].why;
     struct in_addr a;
     if (inet_pton(AF_INET, bucket, &a) == 1)
         return "a bucket name is not an IP address";
@@ -90,6 +129,15 @@ const char *spec_store_url_problem(const char *url, size_t sl)
         return "the prefix after the bucket's '/' is empty (write the bucket alone)";
     if (strstr(prefix, "//"))
         return "the prefix has an empty part ('//')";
+    /* a "." or ".." part: S3 keeps it as written (a key "a/../b"), while
+     * whoever reads the URL as a path goes elsewhere */
+    for (const char *seg = prefix; *seg == '/';) {
+        seg++;
+        size_t len = strcspn(seg, "/");
+        if ((len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+            return "the prefix has a '.' or '..' part";
+        seg += len;
+    }
     return NULL;
 }
 
@@ -156,8 +204,9 @@ static int check_data_dirs(const gpc_spec *spec, gpc_error *err)
         const gpc_data_src *d = &spec->data[i];
         if (d->is_url)
             continue;
-        char *path = NULL;
-        int rc = gpc_spec_path(spec, d->source, &path, err);
+        char *path = NULL, field[80];
+        snprintf(field, sizeof(field), "data.%.70s", d->name);
+        int rc = gpc_spec_path_at(spec, field, d->source, d->line, d->col, &path, err);
         struct stat sb;
         if (!rc && stat(path, &sb) != 0)
             rc = gpc_fail(err, GPC_ERR_SPEC, "%s:%u:%u: data.%s: directory '%s' does not "
@@ -180,7 +229,8 @@ int gpc_spec_check_paths(const gpc_spec *spec, gpc_error *err)
         return check_data_dirs(spec, err);
     char *path = NULL, at[GPC_SPEC_AT_MAX];
     gpc_spec_at(spec, spec->workdir_line, spec->workdir_col, at);
-    int rc = gpc_spec_path(spec, spec->workdir, &path, err);
+    int rc = gpc_spec_path_at(spec, "workdir", spec->workdir, spec->workdir_line,
+                              spec->workdir_col, &path, err);
     struct stat sb;
     if (!rc && stat(path, &sb) != 0)
         rc = gpc_fail(err, GPC_ERR_SPEC, "%s: workdir: directory '%s' does not exist "

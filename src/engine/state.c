@@ -203,12 +203,18 @@ static const char *const migrations[] = {
 
 int gpc_state_dir_default(char **out, gpc_error *err)
 {
+    const char *own = getenv("GPUCTL_STATE_DIR");
     const char *xdg = getenv("XDG_STATE_HOME");
     const char *home = getenv("HOME");
     const char *base;
     const char *suffix;
+    /* as GPUCTL_CONFIG_DIR and GPUCTL_CACHE_DIR: the directory itself
+     * (relative to the working directory, as --state-dir); empty: unset */
+    if (own && *own) {
+        base = own;
+        suffix = "";
     /* XDG base-dir spec: a relative XDG_STATE_HOME is invalid and ignored. */
-    if (xdg && xdg[0] == '/') {
+    } else if (xdg && xdg[0] == '/') {
         base = xdg;
         suffix = "/gpuctl";
     } else if (home && *home) {
@@ -216,8 +222,8 @@ int gpc_state_dir_default(char **out, gpc_error *err)
         suffix = "/.local/state/gpuctl";
     } else {
         return gpc_fail(err, GPC_ERR_STATE,
-                        "cannot locate the state directory: neither XDG_STATE_HOME "
-                        "nor HOME is set (use --state-dir)");
+                        "cannot locate the state directory: none of GPUCTL_STATE_DIR, "
+                        "XDG_STATE_HOME and HOME is set (use --state-dir)");
     }
     size_t n = strlen(base) + strlen(suffix) + 1;
     char *p = malloc(n);

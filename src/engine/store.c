@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "gpuctl/buf.h"
+#include "gpuctl/log.h"
 #include "gpuctl/state.h"
 #include "gpuctl/store.h"
 
@@ -121,7 +122,7 @@ int gpc_data_push(gpc_session *s, const gpc_data_where *w, const char *dir, cons
         rc = gpc_fail(err, GPC_ERR_USAGE, "provider %s cannot delete single objects of its "
                       "store: data set '%s' cannot be mirrored there", op.prov->name, name);
     if (!rc && (flags & GPC_DATA_GUARD))
-        rc = gpc_data_guard(s, w, name, "push to", err);
+        rc = gpc_data_guard(s, w, name, dir, err);
     if (!rc)
         rc = op.prov->store_push(op.ctx, w->region, dir, path, st, err);
     if (!rc && (flags & GPC_DATA_DELETE))
@@ -179,14 +180,25 @@ static int spec_pushes(const char *spec_json, const char *name)
     return yes;
 }
 
-int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
-                   const char *except, gpc_data_user **out, size_t *n, gpc_error *err)
+/* gpc_data_users; `offline`: the same store is the same provider and
+ * region, and no provider is opened (gpc_data_users_offline). */
+static int users(gpc_session *s, const gpc_data_where *w, const char *name, const char *except,
+                 int offline, gpc_data_user **out, size_t *n, gpc_error *err)
 {
     *out = NULL;
     *n = 0;
     gpc_open_provider op;
+    memset(&op, 0, sizeof(op));
     char path[GPC_STORE_PATH_MAX + 1], here[1024] = "";
-    int rc = open_store(s, w, name, &op, path, err);
+    int rc = 0;
+    if (!offline) {
+        rc = open_store(s, w, name, &op, path, err);
+    } else if (!gpc_data_name_ok(name)) {
+        rc = gpc_fail(err, GPC_ERR_USAGE, "invalid data set name '%s': 1 to 63 letters, "
+                      "digits, '.', '_' and '-', starting with a letter or digit", name);
+    } else if (!(op.prov = gpc_data_provider(w, err))) {
+        rc = err->code;
+    }
     gpc_cluster_rec *cl = NULL;
     size_t ncl = 0;
     if (!rc)
@@ -208,13 +220,21 @@ int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
         for (size_t r = 0; !rc && r < nn && !region[0]; r++)
             snprintf(region, sizeof(region), "%s", nodes[r].region);
         gpc_node_list_free(nodes, nn);
-        if (!rc && !here[0])
-            rc = op.prov->store_url(op.ctx, w->region, path, here, sizeof(here), err);
-        if (!rc)
-            rc = op.prov->store_url(op.ctx, region[0] ? region : w->region, path, there,
-                                    sizeof(there), err);
-        if (rc || strcmp(here, there) != 0)
+        if (rc)
             continue;
+        if (offline) {
+            /* a cluster whose nodes' region is not known counts */
+            if (region[0] && w->region && w->region[0] && strcmp(region, w->region) != 0)
+                continue;
+        } else {
+            if (!here[0])
+                rc = op.prov->store_url(op.ctx, w->region, path, here, sizeof(here), err);
+            if (!rc)
+                rc = op.prov->store_url(op.ctx, region[0] ? region : w->region, path, there,
+                                        sizeof(there), err);
+            if (rc || strcmp(here, there) != 0)
+                continue;
+        }
         snprintf(v[k].cluster, sizeof(v[k].cluster), "%s", c->name);
         rc = recorded_digest(s, c->id, name, v[k].digest, err);
         k++;
@@ -229,24 +249,82 @@ int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
     return 0;
 }
 
-int gpc_data_guard(gpc_session *s, const gpc_data_where *w, const char *name,
-                   const char *verb, gpc_error *err)
+int gpc_data_users(gpc_session *s, const gpc_data_where *w, const char *name,
+                   const char *except, gpc_data_user **out, size_t *n, gpc_error *err)
+{
+    return users(s, w, name, except, 0, out, n, err);
+}
+
+int gpc_data_users_offline(gpc_session *s, const gpc_data_where *w, const char *name,
+                           const char *except, gpc_data_user **out, size_t *n, gpc_error *err)
+{
+    return users(s, w, name, except, 1, out, n, err);
+}
+
+void gpc_data_users_words(const gpc_data_user *u, size_t n, char *names, size_t names_size,
+                          char *destroys, size_t destroys_size)
+{
+    size_t a = 0, b = 0;
+    names[0] = destroys[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int k = snprintf(names + a, names_size - a, "%s'%s'", i ? ", " : "", u[i].cluster);
+        if (k > 0 && (size_t)k < names_size - a)
+            a += (size_t)k;
+        k = snprintf(destroys + b, destroys_size - b, "%sgpuctl destroy %s", i ? "; " : "",
+                     u[i].cluster);
+        if (k > 0 && (size_t)k < destroys_size - b)
+            b += (size_t)k;
+    }
+}
+
+int gpc_data_guard(gpc_session *s, const gpc_data_where *w, const char *name, const char *dir,
+                   gpc_error *err)
 {
     gpc_data_user *u = NULL;
-    size_t n = 0;
-    int rc = gpc_data_users(s, w, name, NULL, &u, &n, err);
-    if (rc || !n)
+    size_t n = 0, k = 0;
+    char digest[65] = "";
+    unsigned long files = 0;
+    int rc = dir ? gpc_store_dir_digest(dir, digest, &files, err) : 0;
+    if (!rc)
+        rc = gpc_data_users(s, w, name, NULL, &u, &n, err);
+    if (rc || !n) {
+        free(u);
         return rc;
-    gpc_buf who;
-    gpc_buf_init(&who, 512);
-    for (size_t i = 0; i < n; i++)
-        gpc_buf_addf(&who, NULL, "%s'%s'", i ? ", " : "", u[i].cluster);
-    char where[128];
-    rc = gpc_fail(err, GPC_ERR_USAGE, "refusing to %s data set '%s' in the store of %s: "
-                  "live cluster(s) %s use it, and their job reads it; destroy them first "
-                  "(gpuctl destroy %s), or use another name", verb, name,
-                  region_words(w, where, sizeof(where)), gpc_buf_str(&who), u[0].cluster);
-    gpc_buf_free(&who);
+    }
+    /* a push of the files the users' applies placed changes nothing under
+     * their jobs: allowed (apply shares such a set too); the others to the
+     * front, those sharing the files after them */
+    for (size_t i = 0; i < n; i++) {
+        if (dir && u[i].digest[0] && strcmp(u[i].digest, digest) == 0)
+            continue;
+        gpc_data_user t = u[k];
+        u[k++] = u[i];
+        u[i] = t;
+    }
+    char where[128], names[1024], destroys[2048];
+    region_words(w, where, sizeof(where));
+    if (!k) {
+        gpc_data_users_words(u, n, names, sizeof(names), destroys, sizeof(destroys));
+        gpc_info(s->log, "gpuctl: data %s: %s holds the files live cluster%s %s use%s: "
+                 "nothing under %s job%s changes", name, dir, n > 1 ? "s" : "", names,
+                 n > 1 ? "" : "s", n > 1 ? "their" : "its", n > 1 ? "s" : "");
+        free(u);
+        return 0;
+    }
+    gpc_data_users_words(u, k, names, sizeof(names), destroys, sizeof(destroys));
+    if (dir)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "refusing to push to data set '%s' in the store of "
+                      "%s: live cluster%s %s use%s it, and %s job%s read%s it; %s holds other "
+                      "files than %s placed there. Destroy %s first (%s), or push under "
+                      "another --name", name, where, k > 1 ? "s" : "", names, k > 1 ? "" : "s",
+                      k > 1 ? "their" : "its", k > 1 ? "s" : "", k > 1 ? "" : "s", dir,
+                      k > 1 ? "they" : "it", k > 1 ? "them" : "it", destroys);
+    else
+        rc = gpc_fail(err, GPC_ERR_USAGE, "refusing to remove data set '%s' in the store of "
+                      "%s: live cluster%s %s use%s it, and %s job%s read%s it; destroy %s "
+                      "first (%s), then remove it", name, where, k > 1 ? "s" : "", names,
+                      k > 1 ? "" : "s", k > 1 ? "their" : "its", k > 1 ? "s" : "",
+                      k > 1 ? "" : "s", k > 1 ? "them" : "it", destroys);
     free(u);
     return rc;
 }
@@ -279,7 +357,7 @@ int gpc_data_remove(gpc_session *s, const gpc_data_where *w, const char *name,
     char path[GPC_STORE_PATH_MAX + 1];
     int rc = open_store(s, w, name, &op, path, err);
     if (!rc)
-        rc = gpc_data_guard(s, w, name, "remove", err);
+        rc = gpc_data_guard(s, w, name, NULL, err);
     if (!rc)
         rc = op.prov->store_remove(op.ctx, w->region, path, removed, err);
     if (!rc && *removed == 0) {

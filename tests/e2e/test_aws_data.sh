@@ -84,9 +84,18 @@ run_rc rc g -y apply -f job.yaml "${P[@]}" > "$T/b3.out" 2> "$T/b3.err"
 expect_eq "b: apply after destroy: the data set is still there, nothing sent" \
     "0 gpuctl: data ds: 0 file(s) sent (0 B), 2 unchanged, 0 deleted -> s3://$BUCKET/data/ds $puts" \
     "$rc $(grep '^gpuctl: data ds' "$T/b3.err") $(s3state 'd["counts"].get("PutObject", 0)')"
-run_rc rc g data push ds --name ds --provider aws --region us-west-2 2> "$T/b4.err"
-expect_eq "b: data push to the set the live cluster uses: refused (exit 3)" \
-    "3 gpuctl: error: refusing to push to data set 'ds' in the store of aws region us-west-2: live cluster(s) 'dq' use it, and their job reads it; destroy them first (gpuctl destroy dq), or use another name" \
+cp -r ds ds-other && printf 'x' > ds-other/file
+# another cluster's spec with other files in the set: plan refuses it as
+# apply would, offline (neither EC2 nor S3 asked: no account id, no bucket)
+sed -e 's/^name: dq$/name: dq2/' -e 's|  ds: ./ds$|  ds: ./ds-other|' job.yaml > job2.yaml
+calls=$(log_lines); s3calls=$(s3state 'sum(d["counts"].values())')
+run_rc rc g plan --detailed-exitcode -f job2.yaml > /dev/null 2> "$T/b4p.err"
+expect_eq "b: plan of another cluster changing the set dq uses: exit 1, apply's message, offline" \
+    "1 gpuctl: error: job2.yaml:9:7: data.ds: live cluster 'dq' uses data set 'ds' in the store of aws region us-west-2, and ./ds-other holds other files than it does; applying would change the files under its job. Destroy it first (gpuctl destroy dq), or give this data set a name of its own|$calls $s3calls" \
+    "$rc $(cat "$T/b4p.err")|$(log_lines) $(s3state 'sum(d["counts"].values())')"
+run_rc rc g data push ds-other --name ds --provider aws --region us-west-2 2> "$T/b4.err"
+expect_eq "b: data push of other files to the set the live cluster uses: refused (exit 3)" \
+    "3 gpuctl: error: refusing to push to data set 'ds' in the store of aws region us-west-2: live cluster 'dq' uses it, and its job reads it; ds-other holds other files than it placed there. Destroy it first (gpuctl destroy dq), or push under another --name" \
     "$rc $(cat "$T/b4.err")"
 g -y destroy dq > /dev/null 2>&1
 # apply mirrors the directory: a file removed from it is deleted from the bucket

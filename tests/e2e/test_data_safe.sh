@@ -45,6 +45,15 @@ expect_eq "bb: a changed file under aa's job: refused, exit 3, naming the set, a
     "$rc $(cat "$T/bb.err")"
 expect_eq "  nothing recorded for bb, nothing pushed" "7|hello" \
     "$(g status bb > /dev/null 2>&1; echo $?)|$(cat "$STATE/store/data/ds/a")"
+# plan refuses it the same, offline (a user trial: plan --detailed-exitcode
+# approved with 2 what apply then refused with 3)
+BB_ERR="gpuctl: error: bb.yaml:3:7: data.ds: live cluster 'aa' uses data set 'ds' in the store of local region local, and ./src2 holds other files than it does; applying would change the files under its job. Destroy it first (gpuctl destroy aa), or give this data set a name of its own"
+run_rc rc g plan --detailed-exitcode bb.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan --detailed-exitcode of it: exit 1, apply's message" "1 $BB_ERR" "$rc $(cat "$T/e.txt")"
+run_rc rc g plan bb.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of it: exit 3, as apply" "3 $BB_ERR" "$rc $(cat "$T/e.txt")"
+run_rc rc g apply --dry-run -f bb.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "apply --dry-run of it: exit 3, as apply" "3 $BB_ERR" "$rc $(cat "$T/e.txt")"
 cp -r src1 src3
 rm src3/sub/c                  # a file the push would delete
 spec bb ./src3
@@ -59,22 +68,38 @@ run_rc rc g -y apply -f bb.yaml > "$T/bb.out" 2> "$T/bb.err"
 expect_eq "bb: the same files: shared, nothing sent" \
     "0 gpuctl: data ds: 0 file(s) sent (0 B), 3 unchanged, 0 deleted -> $STATE/store/data/ds" \
     "$rc $(grep '^gpuctl: data ds' "$T/bb.err")"
+# aa's own data changing while bb shares the set: a re-run that would
+# change bb's files, refused by plan and apply alike
+printf 'new\n' > src1/new
+run_rc rc g plan --detailed-exitcode aa.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of aa with its data changed while bb shares it: exit 1, naming bb" \
+    "1 gpuctl: error: aa.yaml:3:7: data.ds: live cluster 'bb' uses data set 'ds' in the store of local region local, and ./src1 holds other files than it does; applying would change the files under its job. Destroy it first (gpuctl destroy bb), or give this data set a name of its own" \
+    "$rc $(cat "$T/e.txt")"
+run_rc rc g -y apply -f aa.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "  apply of it: exit 3, nothing pushed" "3|no" \
+    "$rc|$([ -e "$STATE/store/data/ds/new" ] && echo yes || echo no)"
+rm src1/new
 
 run_rc rc g data push src2 --name ds 2> "$T/e.txt"
-expect_eq "data push to a data set live clusters use: exit 3, naming them" \
-    "3 gpuctl: error: refusing to push to data set 'ds' in the store of local: live cluster(s) 'aa', 'bb' use it, and their job reads it; destroy them first (gpuctl destroy aa), or use another name" \
+expect_eq "data push of other files to a data set live clusters use: exit 3, naming each, a destroy for each" \
+    "3 gpuctl: error: refusing to push to data set 'ds' in the store of local: live clusters 'aa', 'bb' use it, and their jobs read it; src2 holds other files than they placed there. Destroy them first (gpuctl destroy aa; gpuctl destroy bb), or push under another --name" \
     "$rc $(cat "$T/e.txt")"
+run_rc rc g data push same --name ds > "$T/p.txt" 2> "$T/e.txt"
+expect_eq "data push of the same files (by content): allowed, nothing sent, said so" \
+    "0 data ds: 0 file(s) sent (0 B), 3 unchanged|gpuctl: data ds: same holds the files live clusters 'aa', 'bb' use: nothing under their jobs changes" \
+    "$rc $(head -1 "$T/p.txt")|$(cat "$T/e.txt")"
 run_rc rc g -y data rm ds 2> "$T/e.txt"
-expect_eq "data rm of it: exit 3, nothing removed" \
-    "3 gpuctl: error: refusing to remove data set 'ds' in the store of local: live cluster(s) 'aa', 'bb' use it, and their job reads it; destroy them first (gpuctl destroy aa), or use another name|3" \
+expect_eq "data rm of it: exit 3, nothing removed, no 'another name' for a removal" \
+    "3 gpuctl: error: refusing to remove data set 'ds' in the store of local: live clusters 'aa', 'bb' use it, and their jobs read it; destroy them first (gpuctl destroy aa; gpuctl destroy bb), then remove it|3" \
     "$rc $(cat "$T/e.txt")|$(find "$STATE/store/data/ds" -type f | wc -l)"
 run_rc rc g data push src2 --name other > "$T/p.txt"
 expect_eq "data push to another name: fine" "0 data other: 3 file(s) sent (10 B), 0 unchanged" \
     "$rc $(head -1 "$T/p.txt")"
 g -y destroy bb > /dev/null 2>&1
 run_rc rc g -y data rm ds 2> "$T/e.txt"
-expect_eq "with bb destroyed, aa alone still protects it" "3 'aa' use it" \
-    "$rc $(grep -o "'aa' use it" "$T/e.txt")"
+expect_eq "with bb destroyed, aa alone still protects it" \
+    "3 gpuctl: error: refusing to remove data set 'ds' in the store of local: live cluster 'aa' uses it, and its job reads it; destroy it first (gpuctl destroy aa), then remove it" \
+    "$rc $(cat "$T/e.txt")"
 g -y destroy aa > "$T/d.txt" 2>&1
 
 # ---- 2. apply mirrors the source; push --delete ---------------------------------
@@ -111,30 +136,35 @@ expect_eq "--delete belongs to push: exit 3" "3" "$rc"
 printf 'checkpoint_dir: ./ck\n' >> aa.yaml
 mkdir -p ck
 g -y apply -f aa.yaml > /dev/null 2>&1
+printf 'w' > ck/c1.pt          # what the job wrote in checkpoint_dir (local: in place)
+OWN="checkpoints kept: 1 file(s) in $T/work/ck (checkpoint_dir: your own directory on this machine; gpuctl never removes it, not even with --purge)"
 CK="$STATE/store/clusters/aa/checkpoints"
 mkdir -p "$CK/step-2"
 printf '1' > "$CK/step-1.pt"
 printf '22' > "$CK/step-2/model.pt"
 run_rc rc g -y destroy aa > "$T/d.txt"
-expect_eq "destroy: the checkpoints kept, said where and how to remove them" \
-    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints kept: 2 file(s) at $CK; gpuctl destroy --purge aa removes them|2" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(find "$CK" -type f | wc -l)"
+expect_eq "destroy: the checkpoints kept, said where and how to remove them; checkpoint_dir on local named as the user's own" \
+    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints kept: 2 file(s) at $CK; gpuctl destroy --purge aa removes them|$OWN|2" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")|$(find "$CK" -type f | wc -l)"
 run_rc rc g -y -o json destroy --purge aa > "$T/d.json"
 check_schema "$T/d.json" destroy
-expect_eq "destroy --purge after the destroy: removed (-o json)" "0 False 0 $CK 2 True" \
-    "$rc $(json_get "$T/d.json" '" ".join(str(d[k]) for k in ("found", "deleted", "checkpoints", "checkpoint_files", "purged"))')"
-expect_eq "  gone; the data sets stay" "no|a b" \
-    "$([ -e "$CK" ] && echo yes || echo no)|$(cd "$STATE/store/data/ds" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')"
+expect_eq "destroy --purge after the destroy: removed (-o json); checkpoint_dir kept" \
+    "0 False 0 $CK 2 True $T/work/ck 1" \
+    "$rc $(json_get "$T/d.json" '" ".join(str(d[k]) for k in ("found", "deleted", "checkpoints", "checkpoint_files", "purged", "checkpoint_dir", "checkpoint_dir_files"))')"
+expect_eq "  gone; the data sets stay; checkpoint_dir too" "no|a b|w" \
+    "$([ -e "$CK" ] && echo yes || echo no)|$(cd "$STATE/store/data/ds" && find . -type f | sed 's|^\./||' | sort | paste -sd' ')|$(cat ck/c1.pt)"
 g -y apply -f aa.yaml > /dev/null 2>&1
 mkdir -p "$CK" && printf '3' > "$CK/step-3.pt"
 run_rc rc g destroy --purge aa < /dev/null > "$T/d.txt" 2> "$T/e.txt"
-expect_eq "destroy --purge of a live cluster: nodes, then checkpoints" \
-    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints removed: 1 file(s) at $CK|no" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$([ -e "$CK" ] && echo yes || echo no)"
+expect_eq "destroy --purge of a live cluster: nodes, then checkpoints; checkpoint_dir kept" \
+    "0|cluster aa: destroyed (1 node(s) deleted)|checkpoints removed: 1 file(s) at $CK|$OWN|no|w" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")|$([ -e "$CK" ] && echo yes || echo no)|$(cat ck/c1.pt)"
+# a user trial: on local, --purge said "no checkpoints in the store to
+# remove" and nothing of ck/c1.pt, still there
 run_rc rc g -y destroy --purge aa > "$T/d.txt"
-expect_eq "destroy --purge again: nothing left to remove" \
-    "0|cluster aa: already destroyed, nothing to destroy|no checkpoints in the store to remove" \
-    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")"
+expect_eq "destroy --purge again: nothing left in the store; checkpoint_dir said kept" \
+    "0|cluster aa: already destroyed, nothing to destroy|no checkpoints in the store to remove|$OWN" \
+    "$rc|$(sed -n 1p "$T/d.txt")|$(sed -n 2p "$T/d.txt")|$(sed -n 3p "$T/d.txt")"
 
 # ---- 4. data pull: modes, and a failure half-way ---------------------------------
 run_rc rc bash -c "umask 022 && exec \"\$GPUCTL_BIN\" --state-dir \"$STATE\" data pull ds \"$T/o1\"" > /dev/null

@@ -510,8 +510,26 @@ run_rc rc g validate -f awsck2.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "validate with a provider whose nodes see this machine's files (local): exit 0" "0 " "$rc $(cat "$T/e.txt")"
 printf 'name: awsck\nprovider: local\ncheckpoint_dir: ~/ckpt\nrun: echo hi\n' > tilde.yaml
 run_rc rc g validate -f tilde.yaml > /dev/null 2> "$T/e.txt"
-expect_eq "validate of checkpoint_dir under '~': exit 4, said why" \
-    "4 gpuctl: error: tilde.yaml:3:17: checkpoint_dir: '~/ckpt': '~' is not expanded in checkpoint_dir, which is a path on the nodes (this machine's home is not theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, where the nodes see this machine's files, one relative to the spec's directory" \
+expect_eq "validate of checkpoint_dir under '~' on local: exit 4, said why, a hint for local" \
+    "4 gpuctl: error: tilde.yaml:3:17: checkpoint_dir: '~/ckpt': '~' is not expanded in checkpoint_dir; write a path relative to the spec's directory (e.g. ./checkpoints) or an absolute one" \
+    "$rc $(cat "$T/e.txt")"
+# GPUCTL_STATE_DIR (a user trial: silently ignored); --state-dir wins
+run_rc rc env GPUCTL_STATE_DIR="$T/envstate" "$GPUCTL_BIN" status > "$T/o.txt" 2>&1
+expect_eq "GPUCTL_STATE_DIR: the state is made there" "0 yes" \
+    "$rc $([ -f "$T/envstate/gpuctl.db" ] && echo yes || echo no)"
+run_rc rc env GPUCTL_STATE_DIR="$T/envstate2" "$GPUCTL_BIN" --state-dir "$STATE" status > /dev/null 2>&1
+expect_eq "  --state-dir comes before it" "0 no" \
+    "$rc $([ -e "$T/envstate2" ] && echo yes || echo no)"
+# a '~/' workdir without HOME (a user trial: no line:column, no field, and
+# "not set" when empty)
+printf 'name: tw\nprovider: local\nworkdir: ~/wd\nrun: echo hi\n' > tildew.yaml
+run_rc rc env -u HOME "$GPUCTL_BIN" --state-dir "$STATE" plan tildew.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "plan of a '~/' workdir with HOME unset: exit 4, at its place, naming the field" \
+    "4 gpuctl: error: tildew.yaml:3:10: workdir: '~/wd': HOME is not set, so '~/' cannot be expanded; set HOME, or write the path without '~'" \
+    "$rc $(cat "$T/e.txt")"
+run_rc rc env HOME= "$GPUCTL_BIN" --state-dir "$STATE" plan tildew.yaml > /dev/null 2> "$T/e.txt"
+expect_eq "  HOME empty: said empty" \
+    "4 gpuctl: error: tildew.yaml:3:10: workdir: '~/wd': HOME is empty, so '~/' cannot be expanded; set HOME, or write the path without '~'" \
     "$rc $(cat "$T/e.txt")"
 # data on a provider without an object store (azure, plan-only): plan says
 # so plainly (a user trial found "uploaded to azure's store")

@@ -16,7 +16,12 @@ expect_eq "apply --wait of a job whose rank 1 exits 3: exit 10" 10 "$rc"
 expect_eq "names the node" "gpuctl: error: cluster 'two': job failed, node two-1 (rank 1) exit status 3 (rank 0 exited 0)" \
     "$(grep '^gpuctl: error:' "$T/apply.err")"
 expect_eq "apply's node table is followed by the node that failed" "job failed: node two-1 (rank 1) exited with status 3" \
-    "$(grep '^job failed: node' "$T/apply.out")"
+    "$(grep '^job failed: node' "$T/apply.out" | head -1)"
+# a user trial: the summary then said "job failed: rank 0 exit status 0",
+# which read as a contradiction
+expect_eq "apply --wait's summary names the failing node, and rank 0's 0" \
+    "job failed: node two-1 (rank 1) exit status 3 (rank 0 exited 0)" \
+    "$(tail -1 "$T/apply.out")"
 
 run_rc rc g status two > "$T/st.txt" 2>&1
 expect_eq "status two: exit 0" 0 "$rc"
@@ -35,8 +40,9 @@ g -y destroy two > /dev/null 2>&1
 
 # every node exits 0: succeeded, no failed_node
 sed -e 's/^name: two$/name: ok2/' -e 's/exit 3/exit 0/' two.yaml > ok2.yaml
-run_rc rc g apply -f ok2.yaml --wait --timeout 300 > /dev/null 2>&1
-expect_eq "apply --wait of a job whose nodes all exit 0: exit 0" 0 "$rc"
+run_rc rc g apply -f ok2.yaml --wait --timeout 300 > "$T/ok-apply.out" 2>&1
+expect_eq "apply --wait of a job whose nodes all exit 0: exit 0, rank 0's status in the summary" \
+    "0 job succeeded: rank 0 exit status 0" "$rc $(grep '^job ' "$T/ok-apply.out")"
 g -o json status ok2 > "$T/ok.json"
 expect_eq "json: succeeded, 0, null" "succeeded 0 None" \
     "$(json_get "$T/ok.json" '" ".join(str(x) for x in (d["clusters"][0]["phase"], d["clusters"][0]["exit_code"], d["clusters"][0]["failed_node"]))')"

@@ -256,6 +256,19 @@ static void test_store_url_rules(void **state)
         {"s3://team./x", "a bucket name begins and ends with a letter or digit"},
         {"s3://team..data/x", "a bucket name has no two adjacent dots"},
         {"s3://192.168.5.4/x", "a bucket name is not an IP address"},
+        /* a user trial's findings: S3's reserved prefixes, a label next to
+         * a dot that begins or ends with '-', a '..' part in the prefix */
+        {"s3://xn--team/y", "a bucket name does not begin with 'xn--' (reserved by S3)"},
+        {"s3://sthree-team/y", "a bucket name does not begin with 'sthree-' (reserved by S3)"},
+        {"s3://amzn-s3-demo-bucket/y",
+         "a bucket name does not begin with 'amzn-s3-demo-' (reserved by S3)"},
+        {"s3://team.-x/y", "a bucket name has no '-' next to a '.' (each label between dots "
+                           "begins and ends with a letter or digit)"},
+        {"s3://team-.x/y", "a bucket name has no '-' next to a '.' (each label between dots "
+                           "begins and ends with a letter or digit)"},
+        {"s3://team/a/../b", "the prefix has a '.' or '..' part"},
+        {"s3://team/..", "the prefix has a '.' or '..' part"},
+        {"s3://team/./a", "the prefix has a '.' or '..' part"},
         {"s3://team/", "the prefix after the bucket's '/' is empty (write the bucket alone)"},
         {"s3://team/a//b", "the prefix has an empty part ('//')"},
         {"s3://team//a", "the prefix has an empty part ('//')"},
@@ -276,6 +289,7 @@ static void test_store_url_rules(void **state)
     static const char *const good[] = {
         "s3://abc", "s3://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         "s3://my.team-data1/imagenet", "s3://team/a/b/", "s3://1.2.3/x", "s3://team/a.b-c_d",
+        "s3://team-s3alias/x", "s3://x-n--team/a..b/.c/d.", "s3://sthree/x",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         char yaml[256];
@@ -340,9 +354,26 @@ static void test_home(void **state)
     snprintf(want, sizeof(want), "%s/~x/y", tmp_root);
     assert_string_equal(path, want);
     free(path);
+    /* a user trial: no line:column, no field, and "not set" when empty */
     setenv("HOME", "", 1);
     assert_int_equal(gpc_spec_path(s, "~/ds", &path, &e), GPC_ERR_SPEC);
-    assert_string_equal(e.msg, "job.yaml: ~/ds: HOME is not set");
+    assert_string_equal(e.msg, "job.yaml: '~/ds': HOME is empty, so '~/' cannot be expanded; "
+                               "set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:10: workdir: '~/ds': HOME is empty, so '~/' cannot "
+                               "be expanded; set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    unsetenv("HOME");
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:10: workdir: '~/ds': HOME is not set, so '~/' "
+                               "cannot be expanded; set HOME, or write the path without '~'");
+    gpc_error_clear(&e);
+    gpc_spec_free(s);
+    s = load_in(tmp_root, "name: x\ndata: {d: ~/ds/sub}\nrun: a\n");
+    assert_int_equal(gpc_spec_check_paths(s, &e), GPC_ERR_SPEC);
+    assert_string_equal(e.msg, "job.yaml:2:11: data.d: '~/ds/sub': HOME is not set, so '~/' "
+                               "cannot be expanded; set HOME, or write the path without '~'");
     gpc_spec_free(s);
     if (saved)
         setenv("HOME", saved, 1);
@@ -376,7 +407,19 @@ static void test_positions(void **state)
              "(resolved: %s/code)", tmp_root);
     assert_string_equal(e.msg, want);
     gpc_spec_free(s);
+    /* the hint fits the spec's providers (a user trial: on local it
+     * suggested an aws node's path) */
     expect_error("name: x\ncheckpoint_dir: ~/ck\nrun: a\n",
+                 "job.yaml:2:17: checkpoint_dir: '~/ck': '~' is not expanded in "
+                 "checkpoint_dir; write a path relative to the spec's directory (e.g. "
+                 "./checkpoints) or an absolute one");
+    expect_error("name: x\nprovider: aws\ncheckpoint_dir: ~/ck\nrun: a\n",
+                 "job.yaml:3:17: checkpoint_dir: '~/ck': '~' is not expanded in "
+                 "checkpoint_dir, which is a path on the nodes (this machine's home is not "
+                 "theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, "
+                 "where the nodes see this machine's files, one relative to the spec's "
+                 "directory");
+    expect_error("name: x\ncheckpoint_dir: ~/ck\nprovider: [local, aws]\nrun: a\n",
                  "job.yaml:2:17: checkpoint_dir: '~/ck': '~' is not expanded in "
                  "checkpoint_dir, which is a path on the nodes (this machine's home is not "
                  "theirs); write an absolute path (e.g. /var/lib/gpuctl/checkpoints) or, "

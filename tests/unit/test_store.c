@@ -460,17 +460,41 @@ static void test_data_users(void **unused)
     w.region = NULL;
     gpc_error_clear(&err);
 
-    assert_int_equal(gpc_data_guard(&s, &w, "ds", "push to", &err), GPC_ERR_USAGE);
-    assert_string_equal(err.msg, "refusing to push to data set 'ds' in the store of local: "
-                                 "live cluster(s) 'aa', 'ee' use it, and their job reads it; "
-                                 "destroy them first (gpuctl destroy aa), or use another name");
+    /* offline (plan): the same users, by provider and region */
+    assert_int_equal(gpc_data_users_offline(&s, &w, "ds", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(u[0].cluster, "aa");
+    assert_string_equal(u[1].cluster, "ee");
+    free(u);
+    assert_int_equal(gpc_data_users_offline(&s, &w, "ds", "ee", &u, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(u[0].cluster, "aa");
+    free(u);
+    w.region = "local";
+    assert_int_equal(gpc_data_users_offline(&s, &w, "ds", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 2);
+    free(u);
+    w.region = "elsewhere"; /* their nodes are in "local": another store */
+    assert_int_equal(gpc_data_users_offline(&s, &w, "ds", NULL, &u, &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_null(u);
+    w.region = NULL;
+
+    /* every user named, with a destroy command each; per verb (a user
+     * trial: the hint named only the first, and rm said "or use another
+     * name") */
+    assert_int_equal(gpc_data_guard(&s, &w, "ds", NULL, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "refusing to remove data set 'ds' in the store of local: "
+                                 "live clusters 'aa', 'ee' use it, and their jobs read it; "
+                                 "destroy them first (gpuctl destroy aa; gpuctl destroy ee), "
+                                 "then remove it");
     gpc_error_clear(&err);
-    assert_int_equal(gpc_data_guard(&s, &w, "other", "remove", &err), GPC_ERR_USAGE);
+    assert_int_equal(gpc_data_guard(&s, &w, "other", NULL, &err), GPC_ERR_USAGE);
     assert_string_equal(err.msg, "refusing to remove data set 'other' in the store of local: "
-                                 "live cluster(s) 'cc' use it, and their job reads it; destroy "
-                                 "them first (gpuctl destroy cc), or use another name");
+                                 "live cluster 'cc' uses it, and its job reads it; destroy it "
+                                 "first (gpuctl destroy cc), then remove it");
     gpc_error_clear(&err);
-    assert_int_equal(gpc_data_guard(&s, &w, "ds2", "remove", &err), 0);
+    assert_int_equal(gpc_data_guard(&s, &w, "ds2", NULL, &err), 0);
     gpc_session_close(&s);
     assert_int_equal(gpc_rm_rf(t, &err), 0);
 }
