@@ -68,13 +68,10 @@ int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int rc = gpc_parse_options(o, c, argc, argv, exec_opt, &file, &done);
     if (done)
         return rc;
-    if (optind >= argc)
-        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
-    const char *name = argv[optind];
-    if (!gpc_valid_cluster_name(name))
-        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
-    if (o->format == GPC_OUT_JSON)
-        return gpc_usage_error(o, c, "-o json cannot be used: the output is the job's%s", "");
+    const char *name = NULL;
+    rc = gpc_node_command_name(o, c, argc, argv, "job's", &name);
+    if (rc)
+        return rc;
     const char *const *cmd = (const char *const *)argv + optind + 1;
     size_t n_cmd = (size_t)(argc - optind - 1);
     if (file && n_cmd)
@@ -117,7 +114,7 @@ int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc)
         rc = gpc_cluster_exec(&s, name, spec, &job, &status, &err);
     if (rc == GPC_ERR_NOT_FOUND && strstr(err.msg, "no cluster named"))
-        rc = gpc_no_cluster(&s, name, &err);
+        rc = gpc_no_cluster(&s, name, "", &err);
     gpc_session_close(&s);
     gpc_spec_free(spec);
     gpc_buf_free(&run);

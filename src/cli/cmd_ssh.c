@@ -39,13 +39,10 @@ int gpc_cmd_ssh(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int rc = gpc_parse_options(o, c, argc, argv, ssh_opt, &node, &done);
     if (done)
         return rc;
-    if (optind >= argc)
-        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
-    const char *name = argv[optind];
-    if (!gpc_valid_cluster_name(name))
-        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
-    if (o->format == GPC_OUT_JSON)
-        return gpc_usage_error(o, c, "-o json cannot be used: the output is the node's%s", "");
+    const char *name = NULL;
+    rc = gpc_node_command_name(o, c, argc, argv, "node's", &name);
+    if (rc)
+        return rc;
     const char *const *cmd = (const char *const *)argv + optind + 1;
     size_t n_cmd = (size_t)(argc - optind - 1);
     /* a terminal for an interactive shell at one, as ssh(1) decides */
@@ -62,7 +59,7 @@ int gpc_cmd_ssh(gpc_out *o, const gpc_command *c, int argc, char **argv)
         memset(&cr, 0, sizeof(cr));
         rc = gpc_cluster_get(s.st, name, &cr, &err);
         if (rc == GPC_ERR_NOT_FOUND)
-            rc = gpc_no_cluster(&s, name, &err);
+            rc = gpc_no_cluster(&s, name, "", &err);
         gpc_cluster_rec_free(&cr);
     }
     if (!rc)

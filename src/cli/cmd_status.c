@@ -23,31 +23,6 @@ const gpc_option gpc_logs_options[] = {
     {NULL, 0, NULL, 0, NULL}
 };
 
-/*
- * No cluster `name` (a live one; with `all`, any record): GPC_ERR_NOT_FOUND,
- * with the recorded names closest to it when it was never recorded.
- */
-static int not_found(gpc_session *s, const char *name, int all, gpc_error *err)
-{
-    gpc_error_clear(err); /* the state's own "no cluster named" */
-    gpc_buf hint;
-    gpc_buf_init(&hint, GPC_ERROR_MSG_MAX);
-    int recorded = 0;
-    gpc_error e;
-    gpc_error_clear(&e);
-    /* a failed look for suggestions leaves the message without them */
-    if (gpc_suggest_clusters(s, name, &recorded, &hint, NULL, &e))
-        gpc_buf_free(&hint);
-    int rc;
-    if (hint.len)
-        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name, gpc_buf_str(&hint));
-    else
-        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
-                      all ? "" : " (gpuctl status --all shows destroyed ones)");
-    gpc_buf_free(&hint);
-    return rc;
-}
-
 static int status_opt(int opt, const char *arg, void *ud)
 {
     (void)arg;
@@ -89,7 +64,7 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
             }
             n = k;
             if (n == 0)
-                rc = not_found(&s, name, all, &err);
+                rc = gpc_no_cluster(&s, name, all ? "" : " (gpuctl status --all shows destroyed ones)", &err);
         }
     }
     /* Ask the providers what changed since we last looked (not when the
@@ -354,7 +329,7 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     if (!rc) {
         rc = gpc_cluster_get(s.st, name, &cr, &err);
         if (rc == GPC_ERR_NOT_FOUND)
-            rc = not_found(&s, name, 1, &err);
+            rc = gpc_no_cluster(&s, name, "", &err);
     }
     if (!rc)
         rc = gpc_session_provider(&s, cr.provider, &op, &err);

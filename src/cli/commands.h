@@ -152,8 +152,16 @@ int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded,
                          gpc_buf *hint, struct cJSON *names, gpc_error *err);
 
 /* No live cluster `name`: GPC_ERR_NOT_FOUND "no cluster named 'NAME'" and
- * the closest recorded names (gpc_suggest_clusters) into err; returns it. */
-int gpc_no_cluster(gpc_session *s, const char *name, gpc_error *err);
+ * the closest recorded names (gpc_suggest_clusters), or `no_hint` when
+ * there are none, into err; returns it. */
+int gpc_no_cluster(gpc_session *s, const char *name, const char *no_hint, gpc_error *err);
+
+/* The cluster NAME operand of a command that runs something on its nodes
+ * (`ssh`, `exec`), after the options, into *name (argv's).  Returns 0, or
+ * gpc_usage_error's exit status for no operand, an invalid name, or -o json
+ * (`what`: whose the output is, "node's"). */
+int gpc_node_command_name(gpc_out *o, const gpc_command *c, int argc, char **argv,
+                          const char *what, const char **name);
 
 /* ---- shell completions (completion.c) --------------------------------- */
 

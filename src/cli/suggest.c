@@ -81,7 +81,7 @@ int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded, gpc_bu
     return 0;
 }
 
-int gpc_no_cluster(gpc_session *s, const char *name, gpc_error *err)
+int gpc_no_cluster(gpc_session *s, const char *name, const char *no_hint, gpc_error *err)
 {
     gpc_error_clear(err);
     gpc_buf hint;
@@ -91,8 +91,22 @@ int gpc_no_cluster(gpc_session *s, const char *name, gpc_error *err)
     gpc_error_clear(&e);
     if (gpc_suggest_clusters(s, name, &recorded, &hint, NULL, &e))
         gpc_buf_free(&hint);
+    /* a failed look for suggestions leaves the message without them */
     int rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster named '%s'%s", name,
-                      hint.len ? gpc_buf_str(&hint) : "");
+                      hint.len ? gpc_buf_str(&hint) : no_hint);
     gpc_buf_free(&hint);
     return rc;
+}
+
+int gpc_node_command_name(gpc_out *o, const gpc_command *c, int argc, char **argv,
+                          const char *what, const char **name)
+{
+    if (optind >= argc)
+        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
+    *name = argv[optind];
+    if (!gpc_valid_cluster_name(*name))
+        return gpc_usage_error(o, c, "invalid cluster name '%s'", *name);
+    if (o->format == GPC_OUT_JSON)
+        return gpc_usage_error(o, c, "-o json cannot be used: the output is the %s", what);
+    return 0;
 }
