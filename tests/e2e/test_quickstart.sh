@@ -54,7 +54,8 @@ expect_eq "re-apply json: created 0" "0 True" "$(json_get "$T/reapply.json" 'd["
 # Destroy twice: the second is a no-op, exit 0.
 run_rc rc g -y destroy quickstart > "$T/d1.txt"
 expect_eq "destroy exits 0" 0 "$rc"
-expect_eq "destroy message" "cluster quickstart: destroyed (2 node(s) deleted)" "$(cat "$T/d1.txt")"
+# 20 checkpoints and train_ddp.py's `latest`, in the spec's checkpoint_dir
+expect_eq "destroy message, and where the checkpoints stay" "cluster quickstart: destroyed (2 node(s) deleted)|checkpoints kept: 21 file(s) in $PWD/checkpoints/quickstart (checkpoint_dir: your own directory on this machine; gpuctl never removes it, not even with --purge)" "$(paste -sd'|' "$T/d1.txt")"
 run_rc rc g -y -o json destroy -f quickstart.yaml > "$T/d2.json"
 expect_eq "second destroy exits 0" 0 "$rc"
 check_schema "$T/d2.json" destroy
