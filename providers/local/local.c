@@ -41,6 +41,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,9 @@ static int local_list_offers(void *ctx, const gpc_spec *spec, gpc_offer **out,
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     o.vcpus = cpus > 0 ? (double)cpus : 1;
     o.mem_gib = pages > 0 && psize > 0 ? (double)pages * (double)psize / (1024.0 * 1024 * 1024) : 0;
+    /* in whole hundredths, rounded down: a plan shows (and its checksum
+     * covers) 23.54, not 23.540065765380859 */
+    o.mem_gib = floor(o.mem_gib * 100.0) / 100.0;
 
     /* Every constraint is a filter: what this machine cannot be is an error,
      * not something to ignore. */

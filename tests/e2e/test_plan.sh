@@ -231,6 +231,11 @@ run_rc rc g -o json plan -f quickstart.yaml --out p.json > "$T/printed.json" 2> 
 expect_eq "plan --out: exit 0" 0 "$rc"
 check_schema p.json plan
 expect_eq "the plan file is mode 0600" 600 "$(stat -c %a p.json)"
+# this machine's memory in whole hundredths of a GiB: a 17-digit value
+# printed differently by cJSON and Python broke the resealed plan below on a
+# 24 GiB machine
+expect_eq "local memory_gib has at most 2 decimals" True \
+    "$(json_get p.json 'round(d["chosen"]["memory_gib"], 2) == d["chosen"]["memory_gib"]')"
 expect_eq "the JSON printed equals the plan file" True \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' "$T/printed.json" p.json)"
 expect_match "says how to carry it out, with the same state dir" "plan saved to p\.json; carry it out with: gpuctl --state-dir $STATE apply p\.json" "$(cat "$T/out.err")"
