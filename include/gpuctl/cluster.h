@@ -195,6 +195,14 @@ typedef struct gpc_apply_opts {
     long timeout_s;       /* --timeout for --wait; 0 = none */
     double poll_s;        /* seconds between polls while waiting */
     int stream_logs;      /* with wait: print the nodes' logs on stdout */
+    /* A plan that replaces nodes (GPC_PLAN_REPLACE) is carried out when
+     * replace_ok is 1 (`-y`, a saved plan), else when confirm (called once,
+     * under the cluster's lock, with a one-line question) returns 1; 0 is
+     * "no" (nothing changes, the result's cancelled is 1), -1 "cannot ask"
+     * (GPC_ERR_USAGE).  NULL confirm: as -1. */
+    int replace_ok;
+    int (*confirm)(void *ctx, const char *question);
+    void *confirm_ctx;
 } gpc_apply_opts;
 
 typedef struct gpc_apply_result {
@@ -208,6 +216,10 @@ typedef struct gpc_apply_result {
     char rerun[512];      /* only the job changed (plan GPC_PLAN_RERUN): what
                              ("run.command, workdir (its files)"), else "" */
     char rerun_job[16];   /* the re-run's job id, "" when none ran */
+    char replaced[512];   /* the shape changed (plan GPC_PLAN_REPLACE): what
+                             ("nodes 2 -> 3"), else "" */
+    int removed;          /* nodes this apply deleted to replace them */
+    int cancelled;        /* the replacement was not confirmed: nothing changed */
 } gpc_apply_result;
 
 /* Apply a parsed spec (see docs/cli.md for the contract). */

@@ -36,21 +36,28 @@ typedef enum gpc_plan_action {
     GPC_PLAN_NONE = 0,   /* everything the spec asks for exists */
     GPC_PLAN_CREATE,     /* a new cluster and all its nodes */
     GPC_PLAN_RESUME,     /* the cluster exists; some nodes are still to create */
-    GPC_PLAN_RERUN       /* the cluster exists with all its nodes; its job changed
+    GPC_PLAN_RERUN,      /* the cluster exists with all its nodes; its job changed
                             (rerun.c): it runs again on the same nodes */
+    GPC_PLAN_REPLACE     /* the cluster exists; its shape changed (resources,
+                            nodes, provider, ...): its n_remove nodes are
+                            deleted and n_create new ones made from the plan's
+                            chosen offer (replace.c); its name, its store
+                            (checkpoints, data) and its history stay */
 } gpc_plan_action;
 
 typedef struct gpc_plan {
     gpc_plan_action action;
     uint32_t n_create;        /* nodes apply would create */
+    uint32_t n_remove;        /* GPC_PLAN_REPLACE: live nodes apply would delete */
     int cluster_exists;
     char spec_hash[65];
     char fingerprint[65];     /* of this cluster name's state when planned */
     gpc_plan_offer *offers;   /* chosen first, then the failover order */
     size_t n_offers;
     struct cJSON *doc;        /* the plan document (owned) */
-    char rerun[512];          /* GPC_PLAN_RERUN: what changed ("run.command,
-                                 workdir (its files)") */
+    char rerun[512];          /* GPC_PLAN_RERUN and GPC_PLAN_REPLACE: what
+                                 changed ("run.command, workdir (its files)";
+                                 "nodes 2 -> 3") */
 } gpc_plan;
 
 typedef struct gpc_plan_opts {
@@ -64,8 +71,11 @@ typedef struct gpc_plan_opts {
 
 /*
  * Plan `spec` against the catalog and the state in `s`.  An existing
- * cluster stays on its provider.  Errors: GPC_ERR_USAGE (the cluster exists
- * with another spec), GPC_ERR_CAPACITY / GPC_ERR_BUDGET (nothing fits: the
+ * cluster stays on its provider, its region and its instance type, unless
+ * its shape changed (GPC_PLAN_REPLACE: offers are chosen as for a new
+ * cluster).  Errors: GPC_ERR_USAGE (the cluster exists with another spec
+ * that apply cannot carry out: nodes still to create, or a changed job on
+ * nodes that ended), GPC_ERR_CAPACITY / GPC_ERR_BUDGET (nothing fits: the
  * message says what lost and why), catalog and state errors.  The caller
  * frees *out with gpc_plan_free().
  */

@@ -64,6 +64,12 @@ static int apply_opt(int opt, const char *arg, void *ud)
     return -1;
 }
 
+/* gpc_apply_opts.confirm: the question on the terminal */
+static int confirm_on_tty(void *ctx, const char *question)
+{
+    return gpc_confirm((const gpc_out *)ctx, question);
+}
+
 static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_opts *opts,
                              const gpc_apply_result *res, const gpc_error *err)
 {
@@ -85,6 +91,14 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
             cJSON_AddNullToObject(rr, "job");
     } else {
         cJSON_AddNullToObject(doc, "rerun");
+    }
+    /* the shape changed: what, and how many nodes went for the new ones */
+    if (res->replaced[0]) {
+        cJSON *rp = cJSON_AddObjectToObject(doc, "replaced");
+        cJSON_AddStringToObject(rp, "changed", res->replaced);
+        cJSON_AddNumberToObject(rp, "removed", res->removed);
+    } else {
+        cJSON_AddNullToObject(doc, "replaced");
     }
     cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
     if (res->exit_code >= 0)
@@ -146,6 +160,10 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         return gpc_report_error(o, &err);
     }
     a.opts.catalog_path = o->cfg.catalog_path;
+    /* a replacement of nodes: -y, or a saved plan (reviewed), or asked */
+    a.opts.replace_ok = o->assume_yes || planfile != NULL;
+    a.opts.confirm = confirm_on_tty;
+    a.opts.confirm_ctx = (void *)o;
     /* Any candidate that costs money may be the one chosen: ask first. */
     const char *paid = NULL;
     for (size_t i = 0; i < spec->n_providers && !paid; i++) {
@@ -180,12 +198,24 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         a.opts.stream_logs = a.opts.wait && !o->quiet && o->format != GPC_OUT_JSON;
         rc = gpc_apply(&s, spec, a.file, &a.opts, &res, &err);
     }
+    if (res.cancelled) {
+        /* answered no: what was not done, not an error */
+        int status = gpc_report_cancelled(o, "apply cancelled; nothing was changed");
+        gpc_session_close(&s);
+        gpc_spec_free(spec);
+        gpc_plan_free(&plan);
+        free(spec_path);
+        return status;
+    }
     if (o->format == GPC_OUT_JSON && s.st) {
         print_apply_json(&s, spec->name, &a.opts, &res, &err);
         if (rc)
             fprintf(stderr, "gpuctl: error: %s\n", err.msg);
     } else if (s.st && (!rc || res.waited)) {
-        if (a.opts.dry_run && res.rerun[0])
+        if (a.opts.dry_run && res.replaced[0])
+            printf("cluster %s: would replace its nodes: create %d (changed: %s) (dry run, "
+                   "nothing changed)\n", spec->name, res.created, res.replaced);
+        else if (a.opts.dry_run && res.rerun[0])
             printf("cluster %s: would run its job again on the same nodes (changed: %s) "
                    "(dry run, nothing changed)\n", spec->name, res.rerun);
         else if (a.opts.dry_run)
@@ -198,6 +228,9 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
             printf("cluster %s: job %s handed to the same nodes, which run it after any job "
                    "running there (changed: %s); gpuctl logs -f %s follows it\n", spec->name,
                    res.rerun_job, res.rerun, spec->name);
+        else if (res.replaced[0])
+            printf("cluster %s: replaced: deleted %d node(s), created %d (changed: %s)\n",
+                   spec->name, res.removed, res.created, res.replaced);
         else if (res.unchanged)
             printf("cluster %s: unchanged (%s)\n", spec->name, gpc_phase_name(res.phase));
         else if (res.adopted)

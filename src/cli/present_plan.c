@@ -217,10 +217,25 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     }
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(d, "changes");
     printf("\n%sChanges:%s\n", b, r);
-    int nodes = 0, clusters = 0;
+    int nodes = 0, clusters = 0, deletes = 0;
     for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
-        const char *res = gpc_json_str(it, "resource");
-        if (strcmp(res, "job") == 0) {
+        const char *res = gpc_json_str(it, "resource"), *act = gpc_json_str(it, "action");
+        act = act ? act : "";
+        if (strcmp(act, "replace") == 0) {
+            printf("  -/+ cluster %s: its nodes are replaced by new ones on %s (changed: %s); "
+                   "its name and store (checkpoints, data) stay\n", gpc_json_str(it, "name"),
+                   gpc_json_str(it, "provider"), gpc_json_str(it, "changed"));
+        } else if (strcmp(act, "delete") == 0) {
+            const char *ph = gpc_json_str(it, "phase");
+            ph = ph ? ph : "?";
+            deletes++;
+            printf("  - node %s (rank %g): %s %s %s, %s (%s%s)\n", gpc_json_str(it, "name"),
+                   gpc_json_num(it, "rank", 0), gpc_json_str(it, "provider"),
+                   gpc_json_str(it, "instance_type"), gpc_json_str(it, "region"),
+                   gpc_json_str(it, "provider_id"), ph,
+                   strcmp(ph, "running") == 0 || strcmp(ph, "booting") == 0
+                       ? ": its job stops" : "");
+        } else if (strcmp(res, "job") == 0) {
             printf("  ~ job of cluster '%s': runs again on the same nodes, after any job "
                    "running there (changed: %s)\n", gpc_json_str(it, "name"),
                    gpc_json_str(it, "changed"));
@@ -247,6 +262,10 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(d, "notes");
     for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
         printf("\nnote: %s\n", it->valuestring);
-    printf("\nPlan: %d to create (%d cluster, %d node%s)%s.\n", clusters + nodes, clusters, nodes,
+    printf("\nPlan: %d to create (%d cluster, %d node%s)%s", clusters + nodes, clusters, nodes,
            nodes == 1 ? "" : "s", p->action == GPC_PLAN_RERUN ? ", 1 job to run again" : "");
+    if (p->action == GPC_PLAN_REPLACE)
+        printf(", %d node%s to delete; apply asks first (-y in scripts)", deletes,
+               deletes == 1 ? "" : "s");
+    printf(".\n");
 }

@@ -63,26 +63,8 @@ static int new_cluster(gpc_session *s, const gpc_open_provider *pv,
     rc = gpc_state_begin(s->st, err);
     if (!rc)
         rc = gpc_cluster_insert(s->st, c, err);
-    for (uint32_t r = 0; !rc && r < spec->nodes; r++) {
-        char name[128], token[72];
-        gpc_lc_node_ids(c, r, 1, name, sizeof(name), token, sizeof(token));
-        gpc_node_rec nd;
-        memset(&nd, 0, sizeof(nd));
-        nd.cluster_id = c->id;
-        nd.rank = r;
-        nd.name = name;
-        nd.provider = c->provider;
-        nd.provider_id = "";
-        nd.client_token = token;
-        nd.region = "";
-        nd.zone = "";
-        nd.instance_type = "";
-        nd.private_ip = "";
-        nd.phase = GPC_PHASE_PENDING;
-        nd.exit_code = -1;
-        nd.created_at = now;
-        rc = gpc_node_insert(s->st, &nd, err);
-    }
+    if (!rc)
+        rc = gpc_lc_nodes_record(s, c, 1, now, err);
     if (!rc)
         rc = gpc_state_commit(s->st, err);
     else
@@ -144,6 +126,38 @@ static int place_data(gpc_session *s, const gpc_open_provider *pv, const gpc_spe
     if (!rc)
         rc = gpc_data_place(s, pv, spec, &chosen->worker, sh, placed, err);
     s->data = rc ? NULL : placed;
+    return rc;
+}
+
+/* A replacement goes ahead when -y or a saved plan said so, or when the
+ * caller's confirm answers yes (res->cancelled: no). */
+static int confirm_replace(gpc_session *s, const gpc_apply_opts *opts, const gpc_plan *plan,
+                           const gpc_cluster_rec *c, gpc_apply_result *res, gpc_error *err)
+{
+    if (opts->replace_ok)
+        return 0;
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int running = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        running += nodes[i].provider_id[0] && !gpc_lc_is_terminal(nodes[i].phase);
+    gpc_node_list_free(nodes, n);
+    if (rc)
+        return rc;
+    char q[1024];
+    snprintf(q, sizeof(q), "Replace cluster '%s': delete its %u node%s and create %u on %s "
+             "(changed: %s)?%s", c->name, plan->n_remove, plan->n_remove == 1 ? "" : "s",
+             plan->n_create, plan->offers[0].worker.provider, plan->rerun,
+             running ? " The job running there stops." : "");
+    int yes = opts->confirm ? opts->confirm(opts->confirm_ctx, q) : -1;
+    if (yes == 0)
+        res->cancelled = 1;
+    else if (yes < 0)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed its shape (%s): apply would "
+                      "replace its %u node%s, which needs a confirmation, and there is no "
+                      "terminal to ask on; pass -y (gpuctl plan shows what is replaced)",
+                      c->name, plan->rerun, plan->n_remove, plan->n_remove == 1 ? "" : "s");
     return rc;
 }
 
@@ -226,6 +240,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     s->deliver_workdir = dirs.send_workdir;
     if (plan->action == GPC_PLAN_RERUN)
         snprintf(res->rerun, sizeof(res->rerun), "%s", plan->rerun);
+    if (plan->action == GPC_PLAN_REPLACE)
+        snprintf(res->replaced, sizeof(res->replaced), "%s", plan->rerun);
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
@@ -259,6 +275,18 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                               "status %d", c.name, res->rerun_job, status);
         }
         goto out_c;
+    }
+    /* The shape changed: the nodes are replaced (replace.c), once confirmed;
+     * the new ones are then created below, as a new cluster's would be. */
+    if (plan->action == GPC_PLAN_REPLACE) {
+        res->cluster_id = c.id;
+        res->phase = c.phase;
+        res->exit_code = c.exit_code;
+        rc = confirm_replace(s, opts, plan, &c, res, err);
+        if (!rc && !res->cancelled)
+            rc = gpc_lc_replace(s, spec, spec_path, plan, &c, &res->removed, err);
+        if (rc || res->cancelled)
+            goto out_c;
     }
     /* Nodes go to the plan's offers in order: the chosen one, then, when a
      * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),

@@ -31,6 +31,23 @@ int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
 
 /* ---- destroy ---------------------------------------------------------- */
 
+int gpc_lc_node_deleted(gpc_session *s, gpc_node_rec *nd, int64_t now, gpc_error *err)
+{
+    nd->phase = GPC_PHASE_TERMINATED;
+    if (!nd->ended_at)
+        nd->ended_at = now;
+    int rc = gpc_state_begin(s->st, err);
+    if (!rc)
+        rc = gpc_node_update(s->st, nd, err);
+    if (!rc)
+        rc = gpc_ledger_close(s->st, nd->id, now, err);
+    if (!rc)
+        rc = gpc_state_commit(s->st, err);
+    else
+        gpc_state_rollback(s->st);
+    return rc;
+}
+
 int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_error *err)
 {
     *deleted = 0;
@@ -88,18 +105,7 @@ int gpc_cluster_destroy(gpc_session *s, gpc_cluster_rec *c, int *deleted, gpc_er
             gpc_lc_event(s, c->id, (int)nd->rank, "error", "delete failed: %s", e.msg);
             continue;
         }
-        nd->phase = GPC_PHASE_TERMINATED;
-        if (!nd->ended_at)
-            nd->ended_at = now;
-        rc = gpc_state_begin(s->st, err);
-        if (!rc)
-            rc = gpc_node_update(s->st, nd, err);
-        if (!rc)
-            rc = gpc_ledger_close(s->st, nd->id, now, err);
-        if (!rc)
-            rc = gpc_state_commit(s->st, err);
-        else
-            gpc_state_rollback(s->st);
+        rc = gpc_lc_node_deleted(s, nd, now, err);
         if (rc)
             break;
         if (nd->provider_id[0]) {

@@ -207,6 +207,31 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
 
 /* Ask the provider to remove what else it made for the cluster
  * (cleanup_cluster; 0 when it has none). */
+/* Mark node `nd` deleted at `now` (s since the epoch): phase terminated,
+ * ended_at, its ledger entry closed, in one transaction.  State errors. */
+int gpc_lc_node_deleted(gpc_session *s, gpc_node_rec *nd, int64_t now, gpc_error *err);
+
+/* Record cluster c's nodes 0 .. c->nodes-1 as pending, created at `now`,
+ * with the client token of launch attempt 1 (first_attempt: a new
+ * cluster, whose intent a killed gpuctl must find) or none (a later
+ * attempt chooses its own).  In the caller's transaction. */
+int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, int first_attempt,
+                        int64_t now, gpc_error *err);
+
+/*
+ * Carry out a GPC_PLAN_REPLACE plan on live cluster *c (replace.c): delete
+ * its nodes (and, when the plan's chosen offer is on another provider, what
+ * else the old one made for it), then record the new spec, provider and
+ * pending nodes, so that apply's create makes them; *c is reloaded.
+ * *removed: the nodes deleted.  Errors: GPC_ERR_PARTIAL (a node could not
+ * be deleted: it stays recorded, the spec is not changed), the provider's,
+ * state errors.
+ */
+struct gpc_plan;
+int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                   const struct gpc_plan *plan, gpc_cluster_rec *c, int *removed,
+                   gpc_error *err);
+
 int gpc_lc_cleanup_resources(gpc_session *s, const gpc_open_provider *pv,
                              gpc_cluster_rec *c, gpc_error *err);
 

@@ -487,6 +487,32 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
     if (p->action == GPC_PLAN_NONE || p->action == GPC_PLAN_RERUN || !p->n_offers)
         return a;
     const gpc_plan_offer *o = &p->offers[0];
+    if (p->action == GPC_PLAN_REPLACE) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "action", "replace");
+        cJSON_AddStringToObject(c, "resource", "cluster");
+        cJSON_AddStringToObject(c, "name", spec->name);
+        cJSON_AddStringToObject(c, "provider", o->worker.provider);
+        cJSON_AddStringToObject(c, "changed", p->rerun);
+        cJSON_AddItemToArray(a, c);
+        /* every live node goes, with what it is running */
+        for (size_t i = 0; i < n_nodes; i++) {
+            const gpc_node_rec *nd = &nodes[i];
+            if (!nd->provider_id[0])
+                continue;
+            cJSON *d = cJSON_CreateObject();
+            cJSON_AddStringToObject(d, "action", "delete");
+            cJSON_AddStringToObject(d, "resource", "node");
+            cJSON_AddStringToObject(d, "name", nd->name);
+            cJSON_AddNumberToObject(d, "rank", nd->rank);
+            cJSON_AddStringToObject(d, "provider", nd->provider);
+            cJSON_AddStringToObject(d, "provider_id", nd->provider_id);
+            cJSON_AddStringToObject(d, "instance_type", nd->instance_type);
+            cJSON_AddStringToObject(d, "region", nd->region);
+            cJSON_AddStringToObject(d, "phase", gpc_phase_name(nd->phase));
+            cJSON_AddItemToArray(a, d);
+        }
+    }
     if (p->action == GPC_PLAN_CREATE) {
         cJSON *c = cJSON_CreateObject();
         cJSON_AddStringToObject(c, "action", "create");
@@ -531,6 +557,7 @@ static const char *action_name(gpc_plan_action a)
     case GPC_PLAN_CREATE: return "create";
     case GPC_PLAN_RESUME: return "resume";
     case GPC_PLAN_RERUN: return "rerun";
+    case GPC_PLAN_REPLACE: return "replace";
     }
     return "none";
 }
@@ -587,6 +614,8 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
     cJSON_AddStringToObject(d, "action", action_name(p->action));
     if (p->action == GPC_PLAN_RERUN)
         cJSON_AddStringToObject(d, "rerun", p->rerun);
+    if (p->action == GPC_PLAN_REPLACE)
+        cJSON_AddStringToObject(d, "replace", p->rerun);
     cJSON_AddBoolToObject(d, "changes_pending", p->action != GPC_PLAN_NONE);
     cJSON_AddItemToObject(d, "changes", changes_json(spec, p, nodes, n_nodes));
 
@@ -699,7 +728,7 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
      * provider, and the region and instance type those nodes run on (a
      * worker in another region could not reach the head). */
     const char *only[1], *region[1], *type[1];
-    if (out->cluster_exists) {
+    if (out->cluster_exists && out->action != GPC_PLAN_REPLACE) {
         only[0] = c.provider;
         q.providers = only;
         q.n_providers = 1;
@@ -799,6 +828,15 @@ int gpc_plan_make(gpc_session *s, const gpc_spec *spec, const gpc_plan_opts *po,
             out->offers[i].price_cluster = cd->price_cluster;
         }
         out->n_offers = n;
+    }
+    /* A replacement on another provider starts without the old one's store */
+    if (!rc && out->action == GPC_PLAN_REPLACE && out->n_offers && spec->checkpoint_dir &&
+        strcmp(out->offers[0].worker.provider, c.provider) != 0) {
+        char note[512];
+        snprintf(note, sizeof(note), "cluster '%s' moves from %s to %s: its checkpoints stay "
+                 "in %s's store, and the new nodes start without them", spec->name, c.provider,
+                 out->offers[0].worker.provider, c.provider);
+        cJSON_AddItemToArray(own.notes, cJSON_CreateString(note));
     }
     if (!rc) {
         out->doc = plan_doc(spec, po, out, cat, &sel, &q, nodes, n_nodes, own.notes);

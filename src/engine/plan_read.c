@@ -269,9 +269,14 @@ static int check_doc(const char *file, const cJSON *d, gpc_error *err)
             break;
         }
         int res = penum(c, it, at, "resource", resources), node = res == 1;
+        const char *act = gpc_json_str(it, "action");
+        int del = act && strcmp(act, "delete") == 0;
         pstr(c, it, at, "name", 0);
         pstr(c, it, at, res == 2 ? "changed" : "provider", 0);
-        if (node) {
+        if (node && del) { /* a node a replacement deletes */
+            pnum(c, it, at, "rank", 0, GPC_SPEC_NODES_MAX - 1, P_INT);
+            pstr(c, it, at, "provider_id", 0);
+        } else if (node) {
             pnum(c, it, at, "rank", 0, GPC_SPEC_NODES_MAX - 1, P_INT);
             pstr(c, it, at, "instance_type", 0);
             pstr(c, it, at, "region", 0);
@@ -397,6 +402,9 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     else if (strcmp(action, "rerun") == 0 && gpc_json_str(d, "rerun")) {
         out->action = GPC_PLAN_RERUN;
         snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_json_str(d, "rerun"));
+    } else if (strcmp(action, "replace") == 0 && gpc_json_str(d, "replace")) {
+        out->action = GPC_PLAN_REPLACE;
+        snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_json_str(d, "replace"));
     }
     else {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: unknown plan action '%.32s'; make the plan again",
@@ -406,8 +414,10 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     out->cluster_exists = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "cluster_exists"));
     const cJSON *changes = cJSON_GetObjectItemCaseSensitive(d, "changes");
     for (const cJSON *ch = cJSON_IsArray(changes) ? changes->child : NULL; ch; ch = ch->next) {
-        const char *res = gpc_json_str(ch, "resource");
-        out->n_create += res && strcmp(res, "node") == 0;
+        const char *res = gpc_json_str(ch, "resource"), *act = gpc_json_str(ch, "action");
+        int node = res && strcmp(res, "node") == 0, del = act && strcmp(act, "delete") == 0;
+        out->n_create += node && !del;
+        out->n_remove += node && del;
     }
     const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(d, "chosen");
     const cJSON *fb = cJSON_GetObjectItemCaseSensitive(d, "fallbacks");

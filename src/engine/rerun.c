@@ -12,9 +12,9 @@
  * event with the spec hash and the workdir digest it ran with; the latest
  * one is what a new apply compares with.
  *
- * Everything else of the spec is the cluster's shape: a change there is
- * refused with the diff (old -> new), as the nodes would have to be
- * replaced.
+ * Everything else of the spec is the cluster's shape: a change there
+ * replaces the cluster's nodes (GPC_PLAN_REPLACE, replace.c), shown with
+ * the diff (old -> new).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,13 +111,28 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
     int spec_changed = strcmp(c->spec_hash, out->spec_hash) != 0;
     if (spec_changed && gpc_spec_diff_summary(c->spec_json, spec, &d, &job_only, NULL))
         job_only = 0;
-    if (spec_changed && !job_only) {
+    if (spec_changed && !job_only && missing) {
         rc = gpc_fail(err, GPC_ERR_USAGE,
-                      "cluster '%s' exists with a different spec (applied %.12s, now %.12s; "
-                      "changed: %s): its nodes would have to be replaced, which apply does not "
-                      "do; destroy it first: gpuctl destroy %s",
-                      c->name, c->spec_hash, out->spec_hash, d.len ? gpc_buf_str(&d) : "?",
+                      "cluster '%s' has %u node%s still to create and its shape changed (%s): "
+                      "apply the spec it was applied with first, then this one; or destroy "
+                      "it: gpuctl destroy %s",
+                      c->name, missing, missing == 1 ? "" : "s", d.len ? gpc_buf_str(&d) : "?",
                       c->name);
+        gpc_buf_free(&d);
+        return rc;
+    }
+    /* The shape changed: every node is replaced (replace.c); the new nodes
+     * get the workdir, the data and the job afresh. */
+    if (spec_changed && !job_only) {
+        gpc_node_rec *nodes = NULL;
+        size_t n = 0;
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+        for (size_t i = 0; !rc && i < n; i++)
+            out->n_remove += nodes[i].provider_id[0] != '\0';
+        gpc_node_list_free(nodes, n);
+        out->action = GPC_PLAN_REPLACE;
+        out->n_create = spec->nodes;
+        snprintf(out->rerun, sizeof(out->rerun), "%s", d.len ? gpc_buf_str(&d) : "?");
         gpc_buf_free(&d);
         return rc;
     }

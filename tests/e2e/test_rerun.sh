@@ -11,7 +11,7 @@
 # - a changed file of a data set: pushed again, the job runs again;
 # - a changed run.command: the same, and its exit status 3 is apply's 10;
 # - without --wait: started on the nodes, apply returns;
-# - a changed node count: refused with the diff, nothing runs;
+# - a changed node count: a replacement, not a re-run (test_replace.sh);
 # - --dry-run says what would run and changes nothing.
 source "$(dirname "$0")/lib.sh"
 export RR_TOKEN=rr-secret-value-4711
@@ -108,13 +108,9 @@ for _ in $(seq 120); do [ "$(tail -n1 code/out/jobs-1 2>/dev/null)" = "$job4" ] 
 expect_eq "both nodes ran it" "$job4|$job4" "$(tail -qn1 code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
 expect_eq "the job file handed over is gone" "" "$(find "$h0/jobs" -name '.sent.*')"
 
-# 5. the cluster's shape changed: refused, nothing runs
+# 5. the cluster's shape changed: not a re-run, a replacement (test_replace.sh)
 sed -e 's/^nodes: 2/nodes: 3/' rr4.yaml > rr5.yaml
-n_before=$(wc -l < code/out/jobs-0)
-run_rc rc g -y apply -f rr5.yaml > "$T/a6.txt" 2>&1
-expect_eq "a node-count change: exit 3" 3 "$rc"
-expect_match "refused with the diff" "^gpuctl: error: cluster 'rr' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\): its nodes would have to be replaced, which apply does not do; destroy it first: gpuctl destroy rr$" "$(cat "$T/a6.txt")"
-expect_eq "nothing ran" "$n_before" "$(wc -l < code/out/jobs-0)"
+expect_eq "a node-count change is a replacement" "replace -" "$(action rr5.yaml)"
 
 g -y destroy rr > /dev/null
 finish
