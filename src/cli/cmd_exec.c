@@ -35,7 +35,8 @@ static int exec_opt(int opt, const char *arg, void *ud)
 }
 
 /* The spec's fields other than the job's must be the cluster's. */
-static int same_shape(gpc_session *s, const char *name, const gpc_spec *spec, gpc_error *err)
+static int same_shape(gpc_session *s, const char *name, const gpc_spec *spec, const char *file,
+                      gpc_error *err)
 {
     gpc_cluster_rec c;
     memset(&c, 0, sizeof(c));
@@ -52,8 +53,9 @@ static int same_shape(gpc_session *s, const char *name, const gpc_spec *spec, gp
                 gpc_buf_addf(&b, NULL, "%s%s: %s -> %s", b.len ? "; " : "", ch[i].field,
                              ch[i].old_value, ch[i].new_value);
         rc = gpc_fail(err, GPC_ERR_USAGE, "the spec changes cluster %s itself (%s), not only "
-                      "its job: its nodes would have to be replaced; destroy it and apply the "
-                      "spec (gpuctl destroy %s)", name, gpc_buf_str(&b), name);
+                      "its job, and exec runs jobs on the nodes there are: gpuctl apply -f %s "
+                      "replaces them (gpuctl plan -f %s shows how)", name, gpc_buf_str(&b),
+                      file, file);
         gpc_buf_free(&b);
     }
     gpc_spec_changes_free(ch, n);
@@ -110,7 +112,7 @@ int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv)
     else
         memset(&s, 0, sizeof(s));
     if (!rc && spec)
-        rc = same_shape(&s, name, spec, &err);
+        rc = same_shape(&s, name, spec, file, &err);
     if (!rc)
         rc = gpc_cluster_exec(&s, name, spec, &job, &status, &err);
     if (rc == GPC_ERR_NOT_FOUND && strstr(err.msg, "no cluster named"))

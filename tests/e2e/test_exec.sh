@@ -78,23 +78,23 @@ expect_eq "the node records the failed job" "failed 3" "$(cat "$h0/phase") $(cat
 sed -e 's/^nodes: 2/nodes: 3/' ex.yaml > ex3.yaml
 run_rc rc g exec ex -f ex3.yaml > "$T/exec3.txt" 2>&1
 expect_eq "exec -f with another node count is a usage error" 3 "$rc"
-expect_match "and says what to do" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job: its nodes would have to be replaced; destroy it and apply the spec \(gpuctl destroy ex\)$' "$(cat "$T/exec3.txt")"
+expect_match "and says what to do" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job, and exec runs jobs on the nodes there are: gpuctl apply -f ex3\.yaml replaces them \(gpuctl plan -f ex3\.yaml shows how\)$' "$(cat "$T/exec3.txt")"
 sed -e 's/^  command: .*/  command: echo "from-spec $RANK $FOO"/' -e 's/FOO: bar/FOO: baz/' ex.yaml > ex2.yaml
 run_rc rc g exec ex -f ex2.yaml > "$T/exec4.txt" 2>&1
 expect_eq "exec -f with only the job changed runs it" 0 "$rc"
 expect_match "with the spec's new env" '^\[node 1\] (\[default0\]:)?from-spec 1 baz$' "$(cat "$T/exec4.txt")"
 
 # 4. plan of a changed spec: only the job (apply runs it again on the same
-# nodes), or the cluster's shape (old -> new, refused)
+# nodes), or the cluster's shape (old -> new: a replacement)
 run_rc rc g plan -f ex2.yaml > "$T/plan2.txt" 2>&1
 expect_eq "plan of a job change: exit 0" 0 "$rc"
 expect_match "it shows the job running again and what changed" \
     "^  ~ job of cluster 'ex': runs again on the same nodes, after any job running there \(changed: env, run\.command\)\$" \
     "$(cat "$T/plan2.txt")"
 run_rc rc g plan -f ex3.yaml > "$T/plan3.txt" 2>&1
-expect_eq "plan of a node-count change: exit 3" 3 "$rc"
-expect_match "it shows the diff" \
-    "^gpuctl: error: cluster 'ex' exists with a different spec \(applied [0-9a-f]{12}, now [0-9a-f]{12}; changed: nodes 2 -> 3\): its nodes would have to be replaced, which apply does not do; destroy it first: gpuctl destroy ex\$" \
+expect_eq "plan of a node-count change: exit 0" 0 "$rc"
+expect_match "it shows the replacement with the diff" \
+    "^  -/\+ cluster ex: its nodes are replaced by new ones on local \(changed: nodes 2 -> 3\); its name and store \(checkpoints, data\) stay\$" \
     "$(cat "$T/plan3.txt")"
 
 # 5. usage
