@@ -102,6 +102,23 @@ static int ended_nodes(gpc_session *s, const gpc_cluster_rec *c, uint32_t *ended
     return rc;
 }
 
+/* The plan replaces every node of cluster c (replace.c): its live ones
+ * go, spec->nodes new ones come; `what` changed. */
+static int plan_replace(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                        const char *what, gpc_plan *out, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        out->n_remove += nodes[i].provider_id[0] != '\0';
+    gpc_node_list_free(nodes, n);
+    out->action = GPC_PLAN_REPLACE;
+    out->n_create = spec->nodes;
+    snprintf(out->rerun, sizeof(out->rerun), "%s", what);
+    return rc;
+}
+
 int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c, uint32_t missing, gpc_plan *out,
                          gpc_error *err)
 {
@@ -124,15 +141,7 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
     /* The shape changed: every node is replaced (replace.c); the new nodes
      * get the workdir, the data and the job afresh. */
     if (spec_changed && !job_only) {
-        gpc_node_rec *nodes = NULL;
-        size_t n = 0;
-        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-        for (size_t i = 0; !rc && i < n; i++)
-            out->n_remove += nodes[i].provider_id[0] != '\0';
-        gpc_node_list_free(nodes, n);
-        out->action = GPC_PLAN_REPLACE;
-        out->n_create = spec->nodes;
-        snprintf(out->rerun, sizeof(out->rerun), "%s", d.len ? gpc_buf_str(&d) : "?");
+        rc = plan_replace(s, spec, c, d.len ? gpc_buf_str(&d) : "?", out, err);
         gpc_buf_free(&d);
         return rc;
     }
@@ -169,14 +178,15 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
         uint32_t ended = 0;
         if (!missing)
             rc = ended_nodes(s, c, &ended, err);
-        if (!rc && ended)
-            rc = gpc_fail(err, GPC_ERR_USAGE,
-                          "cluster '%s' changed its job (%s), but %u of its node%s ended with "
-                          "the last job (lifecycle.idle_timeout keeps nodes up for later jobs): "
-                          "it cannot run again on them; destroy the cluster and apply again "
-                          "(gpuctl destroy %s)",
-                          c->name, gpc_buf_str(&d), ended, c->nodes == 1 ? "" : "s", c->name);
-        else if (!rc && missing)
+        if (!rc && ended) {
+            /* nodes that ended with their job cannot run another: they
+             * are what must change (lifecycle.idle_timeout keeps nodes
+             * up for later jobs) */
+            char what[sizeof(out->rerun)];
+            snprintf(what, sizeof(what), "%s; %u of its node%s ended with the last job",
+                     gpc_buf_str(&d), ended, ended == 1 ? "" : "s");
+            rc = plan_replace(s, spec, c, what, out, err);
+        } else if (!rc && missing)
             rc = gpc_fail(err, GPC_ERR_USAGE,
                           "cluster '%s' has %u node%s still to create and its job changed "
                           "(%s): apply the spec it was applied with first, then this one; or "

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/util.h"
@@ -204,6 +206,17 @@ static void poll_notices(gpc_session *s, const gpc_open_provider *pv, gpc_cluste
     free(out);
 }
 
+/* 1 when the cluster's nodes stay up after their job (its spec's
+ * lifecycle.idle_timeout_s, canonical JSON). */
+static int kept_up_after_job(const gpc_cluster_rec *c)
+{
+    cJSON *j = cJSON_Parse(c->spec_json ? c->spec_json : "");
+    const cJSON *life = cJSON_GetObjectItemCaseSensitive(j, "lifecycle");
+    int idle = gpc_json_num(life, "idle_timeout_s", 0) > 0;
+    cJSON_Delete(j);
+    return idle;
+}
+
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
                      int stream_logs, gpc_error *err)
 {
@@ -216,14 +229,23 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     long *offs = calloc(nt ? nt : 1, sizeof(long));
     gpc_buf *parts = calloc(nt ? nt : 1, sizeof(gpc_buf));
     char (*seen)[32] = calloc(nt ? nt : 1, sizeof(*seen)); /* notices recorded, by rank */
-    if (!offs || !parts || !seen) {
+    /* Each node's job exit status as its log transport says it, -1 while
+     * none: a node kept up by lifecycle.idle_timeout still runs (at EC2:
+     * an instance running) after its job, which only its log tells. */
+    int *job_ex = calloc(nt ? nt : 1, sizeof(int));
+    if (!offs || !parts || !seen || !job_ex) {
         free(offs);
         free(parts);
         free(seen);
+        free(job_ex);
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
-    for (uint32_t r = 0; r < nt; r++)
+    for (uint32_t r = 0; r < nt; r++) {
         gpc_buf_init(&parts[r], 1u << 20);
+        job_ex[r] = -1;
+    }
+    gpc_log quiet = {0}; /* where the logs go when not streamed: nowhere */
+    int idle = kept_up_after_job(c);
     int64_t head_end = 0, bad_since = 0;
     int head_lost = 0;
     char bad_name[128] = "";
@@ -253,12 +275,39 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
          * failed while rank 0 lives fails the job after the same grace,
          * unless rank 0 ends by itself meanwhile. */
         int64_t now = gpc_now();
+        /* the logs first: a node that stays up after its job says so there
+         * (streamed, or read and dropped) */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t r = nodes[i].rank;
+            if (r >= nt || (!stream_logs && (!idle || nodes[i].phase != GPC_PHASE_RUNNING ||
+                                             job_ex[r] >= 0)))
+                continue;
+            gpc_error e;
+            gpc_error_clear(&e);
+            int ex = -1;
+            gpc_log_pump(s, pv, c, &nodes[i], LOG_MAY_WAIT, &offs[r], &ex, nt > 1, &parts[r],
+                         stream_logs ? s->log : &quiet, &e);
+            if (idle && ex >= 0 && job_ex[r] < 0 && nodes[i].phase == GPC_PHASE_RUNNING) {
+                job_ex[r] = ex;
+                gpc_lc_event(s, c->id, (int)r, "note", "the job ended with exit status %d; "
+                             "the node stays up (lifecycle.idle_timeout)", ex);
+            }
+        }
         int all_done = 1; /* nodes still booting never joined: they do not count */
         const gpc_node_rec *bad = NULL;
         for (size_t i = 0; i < n; i++) {
-            all_done &= gpc_lc_is_terminal(nodes[i].phase) || nodes[i].phase == GPC_PHASE_BOOTING;
-            if (!bad && nodes[i].rank > 0 && nodes[i].phase == GPC_PHASE_FAILED)
+            int ended = nodes[i].rank < nt && job_ex[nodes[i].rank] >= 0;
+            all_done &= gpc_lc_is_terminal(nodes[i].phase) ||
+                        nodes[i].phase == GPC_PHASE_BOOTING || ended;
+            if (!bad && nodes[i].rank > 0 &&
+                (nodes[i].phase == GPC_PHASE_FAILED || (ended && job_ex[nodes[i].rank] > 0)))
                 bad = &nodes[i];
+        }
+        /* rank 0's job ended on a node that stays up: the job's end, as
+         * the cluster's phase would say it of a node that ended with it */
+        if (!gpc_lc_is_terminal(c->phase) && job_ex[0] >= 0) {
+            c->exit_code = job_ex[0];
+            c->phase = job_ex[0] == 0 && !bad ? GPC_PHASE_SUCCEEDED : GPC_PHASE_FAILED;
         }
         /* rank 0 gone without an exit status (preempted, lost): the other
          * nodes cannot finish without its rendezvous; no grace */
@@ -277,7 +326,8 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
                 bad_exit = bad->exit_code;
             }
         }
-        if (stream_logs) {
+        if (stream_logs && final) {
+            /* what arrived since, and each node's last, unfinished line */
             for (size_t i = 0; i < n; i++) {
                 if (nodes[i].rank >= nt)
                     continue;
@@ -286,8 +336,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
                 int ex;
                 gpc_log_pump(s, pv, c, &nodes[i], LOG_MAY_WAIT, &offs[nodes[i].rank], &ex,
                              nt > 1, &parts[nodes[i].rank], s->log, &e);
-                if (final)
-                    gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
+                gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
             }
         }
         /* One line: elapsed, then each node's phase. */
@@ -327,8 +376,14 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
     free(parts);
     free(offs);
     free(seen);
+    int kept_up = job_ex[0] >= 0;
+    free(job_ex);
     if (rc)
         return rc;
+    if (kept_up)
+        gpc_info(s->log, "gpuctl: the job ended; the nodes of %s stay up for later jobs "
+                 "until lifecycle.idle_timeout stops them (gpuctl destroy %s stops them now)",
+                 c->name, c->name);
     if (bad_name[0])
         return gpc_fail(err, GPC_ERR_JOB_FAILED,
                         "cluster '%s': node %s failed (exit status %d) and rank 0 did not "

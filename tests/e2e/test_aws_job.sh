@@ -12,7 +12,8 @@
 #     `logs -f` followed both nodes to the job's exit status 0;
 #  2. destroy, then apply again: the new nodes (new instance ids, new role)
 #     resume from the checkpoint in the bucket ("resumed from epoch 20"),
-#     and stay up after their job (lifecycle.idle_timeout);
+#     and stay up after their job (lifecycle.idle_timeout): `apply --wait`
+#     returns at the job's end all the same;
 #  3. a change of the code: apply --wait runs the job again on the same
 #     instances, the changed file the only one sent; `gpuctl exec` runs a
 #     command there with the rendezvous wiring.
@@ -102,8 +103,13 @@ cleanup_extra
 run_rc rc g -y destroy qs > /dev/null 2> "$T/destroy.err"
 expect_eq "destroy" 0 "$rc"
 sed -e 's/^checkpoint_dir: .*/&\nlifecycle:\n  idle_timeout: 900s/' job.yaml > job2.yaml
-run_rc rc g -y apply -f job2.yaml > "$T/apply2.out" 2> "$T/apply2.err"
-expect_eq "apply again: exit 0" 0 "$rc"
+# --wait returns at the job's end although the instances stay up (it waited
+# for the idle timeout before: the instances run, only the log tells)
+run_rc rc g -y apply -f job2.yaml --wait --timeout 600 > "$T/apply2.out" 2> "$T/apply2.err"
+expect_eq "apply --wait again: exit 0" 0 "$rc"
+[ "$rc" = 0 ] || tail -30 "$T/apply2.err"
+expect_match "it ends with the job, the nodes kept up" "^gpuctl: the job ended; the nodes of qs stay up for later jobs until lifecycle.idle_timeout stops them \(gpuctl destroy qs stops them now\)$" "$(cat "$T/apply2.err")"
+expect_match "and says rank 0's exit status" "^job succeeded: rank 0 exit status 0$" "$(cat "$T/apply2.out")"
 run_rc rc g logs qs -f > "$T/follow2.out" 2>&1
 expect_eq "logs -f: the job ended with exit status 0" 0 "$rc"
 expect_match "the new nodes resumed from the checkpoint in the bucket" "resumed from epoch 20" \
