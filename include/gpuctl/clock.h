@@ -69,6 +69,11 @@ const gpc_clock *gpc_clock_get(void);
 /* Seconds since the Unix epoch, from the clock in use. */
 int64_t gpc_now(void);
 
+/* Seconds on the system's monotonic clock (CLOCK_MONOTONIC), with
+ * fractions: for measuring how long something took, never a date; the
+ * clock in use (gpc_clock_set) does not change it. */
+double gpc_monotonic_s(void);
+
 /* Wait `s` seconds on the clock in use; returns early when `stop` (may be
  * NULL) is set by a signal handler while waiting. */
 void gpc_sleep(double s, const volatile sig_atomic_t *stop);

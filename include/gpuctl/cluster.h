@@ -220,6 +220,8 @@ typedef struct gpc_apply_result {
                              ("nodes 2 -> 3"), else "" */
     int removed;          /* nodes this apply deleted to replace them */
     int cancelled;        /* the replacement was not confirmed: nothing changed */
+    double first_output_s;/* with wait: seconds from the apply's start to the job's
+                             first output on rank 0 (gpc_wait_opts), -1 when none */
 } gpc_apply_result;
 
 /* Apply a parsed spec (see docs/cli.md for the contract). */
@@ -256,11 +258,26 @@ int gpc_cluster_refresh(gpc_session *s, gpc_cluster_rec *c, gpc_error *err);
  * into `nodes`. */
 const gpc_node_rec *gpc_cluster_failed_node(const gpc_node_rec *nodes, size_t n);
 
-/* Block until rank 0 ends (or timeout / interrupt), sending a status line
- * to the session's log every poll and, when stream_logs, every node's log
- * as output ("[node N] ..." when there are several nodes). */
-int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s,
-                     double poll_s, int stream_logs, gpc_error *err);
+/* How gpc_cluster_wait waits, and what it measured. */
+typedef struct gpc_wait_opts {
+    long timeout_s;        /* give up after this many seconds (GPC_ERR_TIMEOUT); 0: never */
+    double poll_s;         /* seconds between polls; <= 0: 1 */
+    int stream_logs;       /* print every node's log as output */
+    double since;          /* gpc_monotonic_s() when the apply began; 0: when the wait did */
+    double first_output_s; /* out: seconds from `since` until the first line of rank 0's
+                              log after its torchrun started that is not gpuctl's own
+                              (the job's first output), as the wait's polls saw it
+                              (within poll_s); -1 when none came */
+} gpc_wait_opts;
+
+/* Block until rank 0's job ends (or timeout / interrupt), sending a status
+ * line to the session's log every poll and, when w->stream_logs, every
+ * node's log as output ("[node N] ..." when there are several nodes).  A
+ * node kept up after its job (lifecycle.idle_timeout) ends the wait by its
+ * log's exit status.  The job's first output is said once (an info line
+ * and a "timing" event).  Errors: GPC_ERR_JOB_FAILED, GPC_ERR_NODE_LOST,
+ * GPC_ERR_TIMEOUT, GPC_ERR_INTERRUPTED, the provider's and the state's. */
+int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_error *err);
 
 /*
  * One read of the log of node `nd` of cluster `c` through its provider's

@@ -100,6 +100,11 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
     } else {
         cJSON_AddNullToObject(doc, "replaced");
     }
+    /* with --wait: how long the job took to say its first line */
+    if (res->first_output_s >= 0)
+        cJSON_AddNumberToObject(doc, "first_output_s", (double)(long)(res->first_output_s * 10) / 10);
+    else
+        cJSON_AddNullToObject(doc, "first_output_s");
     cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
     if (res->exit_code >= 0)
         cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);

@@ -166,6 +166,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
 {
     memset(res, 0, sizeof(*res));
     res->exit_code = -1;
+    res->first_output_s = -1;
+    double started = gpc_monotonic_s();
     gpc_plan own;
     memset(&own, 0, sizeof(own));
     char hash[65];
@@ -405,7 +407,10 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     gpc_cluster_unlock(lockfd);
     lockfd = -1;
     if (!rc && opts->wait) {
-        rc = gpc_cluster_wait(s, &c, opts->timeout_s, opts->poll_s, opts->stream_logs, err);
+        gpc_wait_opts w = {.timeout_s = opts->timeout_s, .poll_s = opts->poll_s,
+                           .stream_logs = opts->stream_logs, .since = started};
+        rc = gpc_cluster_wait(s, &c, &w, err);
+        res->first_output_s = w.first_output_s;
         res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;
     }
     res->phase = c.phase;

@@ -217,12 +217,60 @@ static int kept_up_after_job(const gpc_cluster_rec *c)
     return idle;
 }
 
-int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double poll_s,
-                     int stream_logs, gpc_error *err)
+/*
+ * The job's first output in rank 0's log: a gpc_log whose output passes
+ * everything on (to `to`, when not NULL) and notes the time of the first
+ * line after the bootstrap's "phase running" (torchrun started) that is not
+ * the bootstrap's own ("DATE gpuctl: ...").  Lines are judged by their
+ * first bytes, after a "[node N] " prefix.
+ */
+typedef struct first_output {
+    const gpc_log *to;
+    char line[96];      /* the start of the line being read */
+    size_t len;
+    int torchrun;       /* the bootstrap said "phase running" */
+    double at;          /* gpc_monotonic_s() of the first line, 0 while none */
+} first_output;
+
+static void first_output_line(first_output *f)
+{
+    const char *l = f->line;
+    if (strncmp(l, "[node ", 6) == 0 && strstr(l, "] "))
+        l = strstr(l, "] ") + 2;
+    /* "2026-12-02T10:15:20Z gpuctl: " */
+    int ours = strlen(l) >= 29 && l[4] == '-' && l[10] == 'T' && l[19] == 'Z' &&
+               strncmp(l + 20, " gpuctl: ", 9) == 0;
+    if (ours && strncmp(l + 29, "phase running", 13) == 0)
+        f->torchrun = 1;
+    else if (!ours && f->torchrun && *l)
+        f->at = gpc_monotonic_s();
+}
+
+static void first_output_out(void *ud, const char *data, size_t len)
+{
+    first_output *f = ud;
+    gpc_output(f->to, data, len);
+    for (size_t i = 0; i < len && !f->at; i++) {
+        if (data[i] == '\n') {
+            f->line[f->len] = '\0';
+            first_output_line(f);
+            f->len = 0;
+        } else if (f->len < sizeof(f->line) - 1) {
+            f->line[f->len++] = data[i];
+        }
+    }
+}
+
+int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_error *err)
 {
     int64_t start = gpc_now();
-    if (poll_s <= 0)
-        poll_s = 1.0;
+    long timeout_s = w->timeout_s;
+    double poll_s = w->poll_s > 0 ? w->poll_s : 1.0, since = w->since > 0 ? w->since
+                                                                             : gpc_monotonic_s();
+    int stream_logs = w->stream_logs;
+    w->first_output_s = -1;
+    first_output fo = {.to = stream_logs ? s->log : NULL};
+    gpc_log fo_log = {.output = first_output_out, .ud = &fo};
     int rc = 0;
     /* Log tails, indexed by rank. */
     uint32_t nt = c->nodes;
@@ -279,14 +327,22 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
          * (streamed, or read and dropped) */
         for (size_t i = 0; i < n; i++) {
             uint32_t r = nodes[i].rank;
-            if (r >= nt || (!stream_logs && (!idle || nodes[i].phase != GPC_PHASE_RUNNING ||
-                                             job_ex[r] >= 0)))
+            int want_first = r == 0 && !fo.at;
+            if (r >= nt || (!stream_logs && !want_first &&
+                            (!idle || nodes[i].phase != GPC_PHASE_RUNNING || job_ex[r] >= 0)))
                 continue;
             gpc_error e;
             gpc_error_clear(&e);
             int ex = -1;
             gpc_log_pump(s, pv, c, &nodes[i], LOG_MAY_WAIT, &offs[r], &ex, nt > 1, &parts[r],
-                         stream_logs ? s->log : &quiet, &e);
+                         r == 0 ? &fo_log : stream_logs ? s->log : &quiet, &e);
+            if (want_first && fo.at) {
+                w->first_output_s = fo.at - since;
+                gpc_lc_event(s, c->id, 0, "timing", "the job's first output %.1f s after "
+                             "apply began", w->first_output_s);
+                gpc_info(s->log, "gpuctl: the job's first output came %.1f s after apply "
+                         "began", w->first_output_s);
+            }
             if (idle && ex >= 0 && job_ex[r] < 0 && nodes[i].phase == GPC_PHASE_RUNNING) {
                 job_ex[r] = ex;
                 gpc_lc_event(s, c->id, (int)r, "note", "the job ended with exit status %d; "
@@ -335,7 +391,8 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, long timeout_s, double 
                 gpc_error_clear(&e);
                 int ex;
                 gpc_log_pump(s, pv, c, &nodes[i], LOG_MAY_WAIT, &offs[nodes[i].rank], &ex,
-                             nt > 1, &parts[nodes[i].rank], s->log, &e);
+                             nt > 1, &parts[nodes[i].rank],
+                             nodes[i].rank == 0 ? &fo_log : s->log, &e);
                 gpc_log_flush(nodes[i].rank, nt > 1, &parts[nodes[i].rank], s->log);
             }
         }

@@ -66,6 +66,13 @@ int64_t gpc_now(void)
     return current.now(current.ctx);
 }
 
+double gpc_monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void gpc_sleep(double s, const volatile sig_atomic_t *stop)
 {
     current.sleep(current.ctx, s, stop);

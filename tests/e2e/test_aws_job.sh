@@ -84,6 +84,9 @@ echo "# final test accuracy on the booted nodes: $acc"
 expect_eq "the quickstart reaches >= 95 % test accuracy" yes \
     "$(/usr/bin/python3 -c "print('yes' if float('${acc:-0}') >= 0.95 else 'no')")"
 expect_match "apply --wait streamed both nodes' logs" '\[node 1\] ' "$out"
+first=$(sed -n 's/^gpuctl: the job.s first output came \([0-9.]*\) s after apply began$/\1/p' "$T/apply.err")
+echo "# time from apply to the job's first output on the booted nodes: ${first:-none} s"
+expect_match "apply --wait says when the job's first output came" '^[0-9]+\.[0-9]$' "$first"
 expect_match "each node fetched the data set before setup" "\\[node 1\\] .*data ds: fetching s3://$BUCKET/data/ds" \
     "$(cat "$T/follow.out")"
 keys=$(fake "$S3URL/_fake/state" | /usr/bin/python3 -c '

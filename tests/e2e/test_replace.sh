@@ -8,6 +8,8 @@
 # size and resume from the checkpoint_dir; the cluster keeps its name, uid
 # and history.
 source "$(dirname "$0")/lib.sh" || exit 1
+# alive PID...: those of the processes that still run, space-separated
+alive() { local p out=(); for p in "$@"; do if kill -0 "$p" 2>/dev/null; then out+=("$p"); fi; done; echo "${out[*]}"; }
 # live NAME FIELD: that field of cluster NAME's live nodes, space-separated
 live() { g -o json status "$1" | python3 -c 'import json,sys; c=json.load(sys.stdin)["clusters"][0]; print(" ".join(str(n[sys.argv[1]]) for n in c["nodes"] if n["phase"] != "terminated"))' "$2"; }
 mkdir -p "$T/work/ckpt"
@@ -55,9 +57,10 @@ expect_eq "the deleted nodes are named by their ids" "$ids_before" \
 run_rc rc g apply -f rp3.yaml < /dev/null > "$T/a2.txt" 2>&1
 expect_eq "apply without -y and without a terminal: exit 3 (usage)" 3 "$rc"
 expect_eq "says why and what to do" "gpuctl: error: cluster 'rp' changed its shape (nodes 2 -> 3): apply would replace its 2 nodes, which needs a confirmation, and there is no terminal to ask on; pass -y (gpuctl plan shows what is replaced)" "$(cat "$T/a2.txt")"
-expect_eq "the nodes still run" "$pids_before" "$(for p in $pids_before; do kill -0 "$p" 2>/dev/null && echo "$p"; done | paste -sd' ')"
+# shellcheck disable=SC2086  # the pids, one word each
+expect_eq "the nodes still run" "$pids_before" "$(alive $pids_before)"
 # "n" on a terminal (script(1) gives it one): cancelled, nothing changed
-printf 'n\n' | script -qec "$GPUCTL_BIN --state-dir $STATE apply -f rp3.yaml" /dev/null > "$T/a3.txt" 2>&1
+printf 'n\n' | script -qec "$GPUCTL_BIN --state-dir $STATE apply -f rp3.yaml" /dev/null > "$T/a3.txt" 2>&1 || true
 expect_match "the question names the change" "Replace cluster 'rp': delete its 2 nodes and create 3 on local \(changed: nodes 2 -> 3\)\? \[y/N\]" "$(cat "$T/a3.txt")"
 expect_match "answered no: cancelled" "apply cancelled; nothing was changed" "$(cat "$T/a3.txt")"
 run_rc rc g apply -f rp3.yaml --dry-run > "$T/a4.txt" 2>&1
@@ -69,12 +72,14 @@ expect_eq "still the same nodes" "$ids_before" "$(live rp provider_id)"
 run_rc rc g apply p3.json --wait > "$T/a5.txt" 2>&1
 expect_eq "apply PLANFILE --wait: exit 0" 0 "$rc"
 expect_match "it says what it replaced" '^cluster rp: replaced: deleted 2 node\(s\), created 3 \(changed: nodes 2 -> 3\)$' "$(cat "$T/a5.txt")"
+expect_match "and when the job's first output came" '^gpuctl: the job.s first output came [0-9]+\.[0-9] s after apply began$' "$(cat "$T/a5.txt")"
 for _ in $(seq 50); do
-    alive=$(for p in $pids_before; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
-    [ -z "$alive" ] && break
+    # shellcheck disable=SC2086
+    left=$(alive $pids_before)
+    [ -z "$left" ] && break
     sleep 0.1
 done
-expect_eq "the old node processes ended" "" "$alive"
+expect_eq "the old node processes ended" "" "$left"
 expect_eq "the new nodes ran with world size 3" "step 2 world 3|step 2 world 3|step 1 world 3" \
     "$(for r in 0 1 2; do grep -ho 'step [0-9]* world [0-9]*' "$STATE"/local/rp-$r-*-a2/node.log | tail -n1; done | paste -sd'|')"
 expect_eq "and counted on from the checkpoint" "2 2 1" "$(cat ckpt/step-0 ckpt/step-1 ckpt/step-2 | paste -sd' ')"
@@ -93,11 +98,22 @@ expect_eq "apply -y -o json: exit 0" 0 "$rc"
 check_schema "$T/a6.json" apply
 expect_eq "apply JSON: what was replaced" "nodes 3 -> 1, env|3|1|None" \
     "$(json_get "$T/a6.json" '"|".join(str(x) for x in (d["replaced"]["changed"], d["replaced"]["removed"], d["created"], d["rerun"]))')"
+expect_eq "apply JSON: the job's first output, in seconds after apply began" True \
+    "$(json_get "$T/a6.json" '0 < d["first_output_s"] < 300')"
+expect_match "recorded as a timing event" "^the job's first output [0-9]+\.[0-9] s after apply began$" \
+    "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select message from events where kind = ? order by id desc", ("timing",)).fetchone()[0])' "$STATE/gpuctl.db")"
 # "y" on a terminal
-printf 'y\n' | script -qec "$GPUCTL_BIN --state-dir $STATE apply -f rp.yaml --wait" /dev/null > "$T/a7.txt" 2>&1
+printf 'y\n' | script -qec "$GPUCTL_BIN --state-dir $STATE apply -f rp.yaml --wait" /dev/null > "$T/a7.txt" 2>&1 || true
 expect_match "answered yes: replaced" "cluster rp: replaced: deleted 1 node\(s\), created 2 \(changed: nodes 1 -> 2, env\)" "$(cat "$T/a7.txt")"
 expect_eq "2 live nodes" "0 1" "$(live rp rank)"
 
+pids=$(for f in "$STATE"/local/rp-*/pid; do read -r p _ < "$f"; echo "$p"; done)
 g -y destroy rp > /dev/null
-expect_eq "destroy: no node process is left" "" "$(for f in "$STATE"/local/rp-*/pid; do read -r p _ < "$f"; kill -0 "$p" 2>/dev/null && echo "$p"; done)"
+for _ in $(seq 100); do
+    # shellcheck disable=SC2086
+    left=$(alive $pids)
+    [ -z "$left" ] && break
+    sleep 0.1
+done
+expect_eq "destroy: no node process is left" "" "$left"
 finish

@@ -42,7 +42,8 @@ static int refresh(eng *e, gpc_cluster_rec *c, gpc_error *err)
 static int wait_job(eng *e, gpc_cluster_rec *c, long timeout_s, gpc_error *err)
 {
     gpc_error_clear(err);
-    return gpc_cluster_wait(&e->s, c, timeout_s, 5, 0, err);
+    gpc_wait_opts w = {.timeout_s = timeout_s, .poll_s = 5};
+    return gpc_cluster_wait(&e->s, c, &w, err);
 }
 
 static int destroy(eng *e, gpc_cluster_rec *c, int *deleted, gpc_error *err)

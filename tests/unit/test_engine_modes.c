@@ -275,7 +275,7 @@ static void test_notice(void **state)
     gpc_cluster_rec c;
     eng_cluster(e, "job", &c);
     gpc_error_clear(&err);
-    assert_int_equal(gpc_cluster_wait(&e->s, &c, 0, 5, 0, &err), 0);
+    assert_int_equal(gpc_cluster_wait(&e->s, &c, &(gpc_wait_opts){.timeout_s = 0, .poll_s = 5, .stream_logs = 0}, &err), 0);
     gpc_cluster_rec_free(&c);
     /* running from +5 to +65: polls at +5, +10, ..., +60 see it running,
      * +65 sees the end (12 rounds with a poll of notices, then the last) */
@@ -311,7 +311,7 @@ static void test_notice_poll_fails(void **state)
     gpc_cluster_rec c;
     eng_cluster(e, "job", &c);
     gpc_error_clear(&err);
-    assert_int_equal(gpc_cluster_wait(&e->s, &c, 12, 5, 0, &err), GPC_ERR_TIMEOUT);
+    assert_int_equal(gpc_cluster_wait(&e->s, &c, &(gpc_wait_opts){.timeout_s = 12, .poll_s = 5, .stream_logs = 0}, &err), GPC_ERR_TIMEOUT);
     assert_string_equal(err.msg, "cluster 'job' still running after 12s; the nodes keep running");
     gpc_cluster_rec_free(&c);
     assert_string_equal(eng_calls(e),
