@@ -13,6 +13,8 @@
  *   destroy.c  gpc_cluster_destroy and the provider's cluster clean-up
  *   deliver.c  the workdir and secrets sent to nodes that do not see this
  *              machine's files, over the provider's transport
+ *   rerun.c    a changed job run again on the same nodes (plan and apply)
+ *   replace.c  a changed shape: the nodes deleted and recorded anew
  *   fault.c    fault injection for the end-to-end tests
  *
  * A function that talks to a provider takes it as `pv`: the cluster's
