@@ -294,7 +294,8 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
  * nodes' output goes to the session's log as output, "[node N] line" when
  * the cluster has several nodes.  *status: the job's exit status, the
  * first non-zero one by rank (a node's shell that failed counts: ssh's
- * 255, 127 for a command not found), else 0.  With job->detach the job starts in the background on each node
+ * 255, 127 for a command not found or a node without gpuctl's bootstrap),
+ * else 0.  With job->detach the job starts in the background on each node
  * and the call returns once every node's runner has taken it; *status is
  * then the first non-zero status of a node's command by rank.  An "exec"
  * event records the job.  Errors: GPC_ERR_NOT_FOUND (no live cluster

@@ -37,10 +37,18 @@
  * environment (the runner takes the node's from node.env), the job file on
  * its standard input; through `sudo -n` where the shell's user may not
  * write GPUCTL_HOME (a cloud node's login user: the bootstrap ran as root,
- * node.env is 0600). */
+ * node.env is 0600).  A node without the runner whose bootstrap has
+ * started (it writes `phase` first) is still booting and gets
+ * RUNNER_WAIT_S; one without `phase` never ran the bootstrap (a machine
+ * gpuctl did not boot; a cloud node is reached only once its bootstrap has
+ * printed the host keys, after `phase`) and would wait for nothing: it
+ * fails at once, 127 as for a command not found. */
 #define RUNNER_FIND                                                                       \
     "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "                                               \
     "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "                                \
+    "if [ ! -e \"$h/job.sh\" ] && [ ! -e \"$h/phase\" ]; then "                           \
+    "echo \"gpuctl: no gpuctl bootstrap on this node: $h/phase is missing\" >&2; "        \
+    "exit 127; fi; "                                                                      \
     "i=0; while [ ! -e \"$h/job.sh\" ] && [ $i -lt " RUNNER_WAIT_S " ]; do "                 \
     "sleep 1; i=$((i+1)); done; "
 /* A node still booting installs its runner before its first job: this
