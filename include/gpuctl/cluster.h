@@ -323,11 +323,19 @@ void gpc_log_flush(uint32_t rank, int prefix, struct gpc_buf *partial, const gpc
  * nodes' output goes to the session's log as output, "[node N] line" when
  * the cluster has several nodes.  *status: the job's exit status, the
  * first non-zero one by rank (a node's shell that failed counts: ssh's
- * 255, 127 for a command not found), else 0.  An "exec" event records the
- * job.  Errors: GPC_ERR_NOT_FOUND (no live cluster `name`, a node not
- * running), GPC_ERR_PROVIDER (no shell access), GPC_ERR_RENDER (the job),
- * GPC_ERR_IO (pipes, fork), GPC_ERR_NOMEM; *status is then 0 and nothing
- * ran, or, when a later node's command could not be made, nothing either.
+ * 255, 127 for a command not found or a node without gpuctl's bootstrap),
+ * else 0.  With job->detach the job starts in the background on each node
+ * and the call returns once every node's runner has taken it; *status is
+ * then the first non-zero status of a node's command by rank.  An "exec"
+ * event records the job.  Errors: GPC_ERR_NOT_FOUND (no live cluster
+ * `name`, a node not running), GPC_ERR_PROVIDER (no shell access; with
+ * job->detach, nodes whose runner did not take the job or whose shell
+ * failed, each named by rank with its status and the last line it
+ * printed: the job did not start there, and runs on the others),
+ * GPC_ERR_RENDER (the job), GPC_ERR_IO (pipes, fork), GPC_ERR_NOMEM;
+ * *status is then 0 and nothing ran, or, when a later node's command
+ * could not be made, nothing either (except after a detached start, as
+ * said).
  */
 struct gpc_job_def;
 int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,

@@ -481,7 +481,8 @@ typedef struct gpc_job_def {
     const gpc_env_var *env;    /* the job env, when with_env */
     size_t n_env;
     int detach;                /* gpc_cluster_exec: 1 = started in the background
-                                  on each node, output to node.log only */
+                                  on each node, output to node.log only; a
+                                  node that does not take it fails the call */
     int quiet;                 /* gpc_cluster_exec: 1 = the nodes' output is not
                                   printed (it is in node.log) */
     int with_env;              /* 1: env replaces the node's job env (an empty

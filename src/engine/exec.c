@@ -8,7 +8,9 @@
  * node's running job, if any, has ended (queued), then runs the job with
  * the node's rendezvous wiring.  Their output comes back as the nodes'
  * logs do ("[node N] line"), and the job's exit status is the first
- * non-zero one by rank.
+ * non-zero one by rank.  Started in the background (a re-run by `apply`
+ * without --wait), the job must have been taken by every node's runner:
+ * a node that did not take it fails the start.
  */
 #define _GNU_SOURCE 1 /* pipe2 */
 #include <errno.h>
@@ -35,10 +37,18 @@
  * environment (the runner takes the node's from node.env), the job file on
  * its standard input; through `sudo -n` where the shell's user may not
  * write GPUCTL_HOME (a cloud node's login user: the bootstrap ran as root,
- * node.env is 0600). */
+ * node.env is 0600).  A node without the runner whose bootstrap has
+ * started (it writes `phase` first) is still booting and gets
+ * RUNNER_WAIT_S; one without `phase` never ran the bootstrap (a machine
+ * gpuctl did not boot; a cloud node is reached only once its bootstrap has
+ * printed the host keys, after `phase`) and would wait for nothing: it
+ * fails at once, 127 as for a command not found. */
 #define RUNNER_FIND                                                                       \
     "h=${GPUCTL_HOME:-/var/lib/gpuctl}; s=; "                                               \
     "[ \"$(id -u)\" = 0 ] || [ -w \"$h\" ] || s='sudo -n'; "                                \
+    "if [ ! -e \"$h/job.sh\" ] && [ ! -e \"$h/phase\" ]; then "                           \
+    "echo \"gpuctl: no gpuctl bootstrap on this node: $h/phase is missing\" >&2; "        \
+    "exit 127; fi; "                                                                      \
     "i=0; while [ ! -e \"$h/job.sh\" ] && [ $i -lt " RUNNER_WAIT_S " ]; do "                 \
     "sleep 1; i=$((i+1)); done; "
 /* A node still booting installs its runner before its first job: this
@@ -52,7 +62,9 @@ static const char runner_cmd[] =
  * is kept as jobs/.sent.PID, which the runner takes (and removes), in a
  * session of its own that outlives the shell; its output goes to node.log
  * only.  The command ends once the runner has taken job %s (its
- * jobs/ID.taken: queued, or started), or fails after RUNNER_TAKE_S. */
+ * jobs/ID.taken: queued, or started), or fails after RUNNER_TAKE_S,
+ * removing the job file: a runner that comes to it later has nothing to
+ * start, as gpuctl then says the job did not start there. */
 #define RUNNER_TAKE_S "30"
 static const char runner_bg_fmt[] =
     RUNNER_FIND "f=\"$h/jobs/.sent.$$\"; t=\"$h/jobs/%s.taken\"; "
@@ -60,7 +72,7 @@ static const char runner_bg_fmt[] =
     "{ $s setsid env -i gpuctl_clean=1 GPUCTL_HOME=\"$h\" /bin/bash \"$h/job.sh\" \"$f\" "
     "</dev/null >/dev/null 2>&1 & } && i=0; "
     "while [ ! -e \"$t\" ] && [ $i -lt " RUNNER_TAKE_S "0 ]; do sleep 0.1; i=$((i+1)); done; "
-    "if [ -e \"$t\" ]; then echo \"gpuctl: job %s $(cat \"$t\")\"; else "
+    "if [ -e \"$t\" ]; then echo \"gpuctl: job %s $(cat \"$t\")\"; else $s rm -f \"$f\"; "
     "echo \"gpuctl: the node's job runner did not take job %s within " RUNNER_TAKE_S "s\" >&2; "
     "exit 1; fi";
 
@@ -70,7 +82,15 @@ typedef struct exec_node {
     int out;          /* read end of its stdout+stderr, -1 once at EOF */
     gpc_buf partial;  /* an unfinished last line */
     int status;       /* exit status, 128+N for signal N */
+    char said[512];   /* its last non-empty line, for an error message */
 } exec_node;
+
+/* Keep n's unfinished line as the last thing it said, when not empty. */
+static void keep_said(exec_node *n)
+{
+    if (n->partial.len)
+        snprintf(n->said, sizeof(n->said), "%s", gpc_buf_str(&n->partial));
+}
 
 static int spawn(char **argv, const char *in, size_t in_len, exec_node *n, gpc_error *err)
 {
@@ -124,6 +144,7 @@ static void lines(gpc_session *s, exec_node *n, const char *data, size_t len, in
 {
     for (size_t i = 0; i < len; i++) {
         if (data[i] == '\n') {
+            keep_said(n);
             if (prefix > 0)
                 gpc_outputf(s->log, "[node %u] %s\n", n->rank, gpc_buf_str(&n->partial));
             else if (prefix == 0)
@@ -174,6 +195,7 @@ static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
         if (nodes[i].out >= 0)
             close(nodes[i].out);
         nodes[i].out = -1;
+        keep_said(&nodes[i]);
         if (prefix >= 0)
             gpc_log_flush(nodes[i].rank, prefix, &nodes[i].partial, s->log);
         int st = 0;
@@ -188,6 +210,33 @@ static void pump(gpc_session *s, exec_node *nodes, size_t n, int prefix)
         else if (WIFSIGNALED(st))
             nodes[i].status = 128 + WTERMSIG(st);
     }
+}
+
+/*
+ * A detached start (gpc_job_def.detach) where the command of some of the
+ * `n` nodes failed: the node's runner did not take the job, or its shell
+ * or the runner could not run, so the job did not start there.  Not a job
+ * that failed (that one would have started): GPC_ERR_PROVIDER naming each
+ * such node by rank, with its exit status and the last line it said.
+ */
+static int not_started(const char *job_id, const exec_node *nodes, size_t n, gpc_error *err)
+{
+    gpc_buf b;
+    gpc_buf_init(&b, 1u << 16); /* the message is cut to GPC_ERROR_MSG_MAX */
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!nodes[i].status)
+            continue;
+        bad++;
+        if (b.len < GPC_ERROR_MSG_MAX)
+            gpc_buf_addf(&b, NULL, "%snode %u: exit status %d%s%s", b.len ? "; " : "",
+                         nodes[i].rank, nodes[i].status, nodes[i].said[0] ? ": " : "",
+                         nodes[i].said);
+    }
+    int rc = gpc_fail(err, GPC_ERR_PROVIDER, "job %s did not start on %zu of %zu node%s: %s",
+                      job_id, bad, n, n == 1 ? "" : "s", gpc_buf_str(&b));
+    gpc_buf_free(&b);
+    return rc;
 }
 
 /*
@@ -304,6 +353,11 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
             *status = nodes[i].status;
             first_bad = i;
         }
+    /* detached: a node that did not take the job fails the start, so that
+     * the caller does not take the job as started (a re-run keeps the
+     * cluster's spec, gpc_lc_rerun) */
+    if (!rc && j.detach && first_bad < started)
+        rc = not_started(j.id, nodes, started, err);
     /* attached: the end in one line (a detached start says it per node) */
     if (!j.detach && first_bad < started)
         gpc_info(s->log, "job %s failed: exit status %d on node %u (the first by rank)", j.id,

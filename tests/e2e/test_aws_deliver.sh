@@ -10,8 +10,10 @@
 #     during apply), not in the state, the --debug output, nor a plan file;
 #  2. applies again: one changed file moves (exactly 1 file), a removed one
 #     is deleted on the nodes, a file the nodes made in an ignored
-#     directory stays, and a workdir above GPUCTL_WORKDIR_WARN_MB warns
-#     naming its largest entries;
+#     directory stays, the job runs again on both nodes with the new code
+#     (a stand-in for the bootstrap's job runner, which these nodes do not
+#     run), and a workdir above GPUCTL_WORKDIR_WARN_MB warns naming its
+#     largest entries;
 #  3. a node without rsync: the apply fails naming the node and why (exit
 #     6), and the node it launched is removed;
 #  4. the bootstrap's DELIVER section (rendered for aws, run here with its
@@ -63,6 +65,42 @@ mount --bind $dir/lib /var/lib/gpuctl
 mount -t tmpfs tmpfs /run && mkdir -p /run/sshd /run/gpuctl
 mount --bind $dir/run /run/gpuctl
 $norsync"
+    stand_in_runner "$T/$1/lib"
+}
+# stand_in_runner DIR: no bootstrap runs on these nodes (sshds only), so
+# DIR (the node's /var/lib/gpuctl) gets what a re-run by apply needs of
+# one: its first record (`phase`) and a stand-in for its job runner,
+# `job.sh [FILE|-]` as gpuctl calls it (bash, empty environment but
+# GPUCTL_HOME): it takes the job file (removing the one handed over),
+# sources it, waits for job.lock (which the delivery waits for too),
+# saying "queued" in jobs/ID.taken meanwhile and "started" once it has
+# the lock, then runs GPUCTL_RUN_COMMAND in the workdir, its output and
+# exit status to node.log.
+stand_in_runner() {
+    echo running > "$1/phase"
+    cat > "$1/job.sh" <<'RUNNER'
+#!/bin/bash
+set -eu
+mkdir -p "$GPUCTL_HOME/jobs"
+f="$GPUCTL_HOME/jobs/.new.$$"
+if [ "${1:--}" = - ]; then cat > "$f"; else cat -- "$1" > "$f" && rm -f -- "$1"; fi
+GPUCTL_JOB_ID='' GPUCTL_RUN_COMMAND=''
+# shellcheck disable=SC1090
+. "$f"
+mv -f "$f" "$GPUCTL_HOME/jobs/$GPUCTL_JOB_ID.sh"
+taken() {
+    echo "$1" > "$GPUCTL_HOME/jobs/.$GPUCTL_JOB_ID.taken"
+    mv -f "$GPUCTL_HOME/jobs/.$GPUCTL_JOB_ID.taken" "$GPUCTL_HOME/jobs/$GPUCTL_JOB_ID.taken"
+}
+exec 9>> "$GPUCTL_HOME/job.lock"
+flock -n 9 || { taken queued; flock 9; }
+taken started
+cd "$GPUCTL_HOME/workdir"
+rc=0
+bash -c "$GPUCTL_RUN_COMMAND" >> "$GPUCTL_HOME/node.log" 2>&1 || rc=$?
+echo "job $GPUCTL_JOB_ID: exit status $rc" >> "$GPUCTL_HOME/node.log"
+exit "$rc"
+RUNNER
 }
 cleanup_extra() {
     sshd_stop
@@ -99,7 +137,7 @@ secrets:
   HF_TOKEN: env:DELIVER_TEST_TOKEN
   API_KEY: file:$T/api.key
 run:
-  command: python train.py
+  command: python3 train.py
 YAML
 # every process's argv while apply runs
 ( while :; do ps -eo args >> "$T/ps.txt"; sleep 0.02; done ) &
@@ -171,6 +209,16 @@ expect_eq "the nodes have the new text" "print('v2 changed')|print('v2 changed')
     "$(cat "$N0/lib/workdir/train.py" "$N1/lib/workdir/train.py" | paste -sd'|')"
 expect_eq "a file the node made in an ignored directory stays" "out" \
     "$(cat "$N0/lib/workdir/data/made-on-node")"
+expect_match "the job runs again, handed to the nodes' runners" \
+    '^cluster dv: job r[0-9a-f]{12} handed to the same nodes, which run it after any job running there \(changed: workdir \(its files\)\); gpuctl logs -f dv follows it$' \
+    "$(cat "$T/apply2.out")"
+job2=$(sed -n 's/^cluster dv: job \(r[0-9a-f]*\) handed .*/\1/p' "$T/apply2.out")
+for _ in $(seq 100); do
+    [ "$(cat "$N0/lib/node.log" "$N1/lib/node.log" 2>/dev/null | grep -c "^job $job2: ")" = 2 ] && break
+    sleep 0.1
+done
+expect_eq "both nodes ran it with the new code" "v2 changed|job $job2: exit status 0|v2 changed|job $job2: exit status 0" \
+    "$(tail -qn2 "$N0/lib/node.log" "$N1/lib/node.log" | paste -sd'|')"
 
 rm code/lib/util.py
 head -c 1572864 /dev/zero > code/model.bin

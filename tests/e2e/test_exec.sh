@@ -11,7 +11,11 @@
 #   same), with a rendezvous id of its own;
 # - -f with a spec whose shape differs is refused, pointing at apply;
 # - plan of a changed spec: only the job's fields, a job to run again;
-#   a shape field, refused with the diff (old -> new).
+#   a shape field, refused with the diff (old -> new);
+# - nodes where gpuctl's bootstrap never ran (no phase, no job.sh): exec
+#   fails at once (127), each node saying why, instead of waiting 300 s
+#   for a runner as for a node still booting; apply of a job change
+#   without --wait fails (6) and keeps the cluster's spec.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/work"
 cd "$T/work"
@@ -96,6 +100,31 @@ expect_eq "plan of a node-count change: exit 0" 0 "$rc"
 expect_match "it shows the replacement with the diff" \
     "^  -/\+ cluster ex: its nodes are replaced by new ones on local \(changed: nodes 2 -> 3\); its name and store \(checkpoints, data\) stay\$" \
     "$(cat "$T/plan3.txt")"
+
+# 4b. nodes without gpuctl's bootstrap: no phase (the bootstrap's first
+# record), no job.sh
+for h in "$h0" "$h1"; do mv "$h/phase" "$h/phase.away"; mv "$h/job.sh" "$h/job.sh.away"; done
+SECONDS=0
+run_rc rc g exec ex -- true > "$T/exec8.txt" 2>&1
+took=$SECONDS
+expect_eq "exec on nodes without a bootstrap exits 127" 127 "$rc"
+expect_eq "at once (< 30 s), not after the wait for a booting node's runner" "yes" \
+    "$([ "$took" -lt 30 ] && echo yes || echo "no: ${took}s")"
+out=$(cat "$T/exec8.txt")
+expect_match "node 0 says why" "^\[node 0\] gpuctl: no gpuctl bootstrap on this node: $h0/phase is missing\$" "$out"
+expect_match "node 1 says why" "^\[node 1\] gpuctl: no gpuctl bootstrap on this node: $h1/phase is missing\$" "$out"
+expect_match "and the end in one line" '^job x[0-9a-f]{12} failed: exit status 127 on node 0 \(the first by rank\)$' "$out"
+SECONDS=0
+run_rc rc g -y apply -f ex2.yaml > "$T/apply8.txt" 2>&1
+took=$SECONDS
+expect_eq "apply of a job change there (no --wait): exit 6" 6 "$rc"
+expect_eq "at once (< 30 s)" "yes" "$([ "$took" -lt 30 ] && echo yes || echo "no: ${took}s")"
+expect_match "naming the nodes and why" "^gpuctl: error: job r[0-9a-f]{12} did not start on 2 of 2 nodes: node 0: exit status 127: gpuctl: no gpuctl bootstrap on this node: $h0/phase is missing; node 1: exit status 127: gpuctl: no gpuctl bootstrap on this node: $h1/phase is missing\$" "$(cat "$T/apply8.txt")"
+run_rc rc g plan -f ex2.yaml > "$T/plan8.txt" 2>&1
+expect_match "the cluster keeps its spec: plan still runs the job again" \
+    "^  ~ job of cluster 'ex': runs again on the same nodes, after any job running there \(changed: env, run\.command\)\$" \
+    "$(cat "$T/plan8.txt")"
+for h in "$h0" "$h1"; do mv "$h/phase.away" "$h/phase"; mv "$h/job.sh.away" "$h/job.sh"; done
 
 # 5. usage
 run_rc rc g exec ex > "$T/exec5.txt" 2>&1

@@ -11,6 +11,10 @@
 # - a changed file of a data set: pushed again, the job runs again;
 # - a changed run.command: the same, and its exit status 3 is apply's 10;
 # - without --wait: started on the nodes, apply returns;
+# - without --wait, nodes whose job runner does not take the job (a broken
+#   job.sh): apply fails (exit 6) naming them, the cluster keeps the
+#   spec it had (plan still runs the change again), and once the runners
+#   work again the next apply runs it;
 # - a changed node count: a replacement, not a re-run (test_replace.sh);
 # - --dry-run says what would run and changes nothing.
 source "$(dirname "$0")/lib.sh"
@@ -44,6 +48,7 @@ action() { g -o json plan -f "${1:-rr.yaml}" | python3 -c 'import json,sys; d=js
 run_rc rc g -y apply -f rr.yaml --wait > "$T/a1.txt" 2>&1
 expect_eq "the first apply runs the job" 0 "$rc"
 h0=$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-0-*')
+h1=$(find "$STATE/local" -mindepth 1 -maxdepth 1 -type d -name 'rr-1-*')
 pid0=$(cat "$h0/pid")
 expect_eq "job 1 ran on both nodes" "1|1" "$(cat code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
 
@@ -108,8 +113,39 @@ for _ in $(seq 120); do [ "$(tail -n1 code/out/jobs-1 2>/dev/null)" = "$job4" ] 
 expect_eq "both nodes ran it" "$job4|$job4" "$(tail -qn1 code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
 expect_eq "the job file handed over is gone" "" "$(find "$h0/jobs" -name '.sent.*')"
 
+# 4b. without --wait, the nodes' job runners do not take the job (a job.sh
+# that stops at once): the job did not start, apply fails after waiting
+# 30 s for them and the cluster keeps the spec it had
+sed -e 's/^  command: .*/  command: echo "$GPUCTL_JOB_ID" >> "out\/jobs-$RANK"; echo 4b/' rr.yaml > rr4b.yaml
+expect_eq "another run.command: the job runs again" "rerun run.command" "$(action rr4b.yaml)"
+n_before=$(wc -l < code/out/jobs-0)
+for h in "$h0" "$h1"; do
+    mv "$h/job.sh" "$h/job.sh.away"
+    printf '#!/bin/bash\necho "job.sh: broken" >&2\nexit 1\n' > "$h/job.sh"
+done
+run_rc rc g -y apply -f rr4b.yaml > "$T/a5b.txt" 2>&1
+expect_eq "a job the nodes' runners did not take: apply exits 6 (provider)" 6 "$rc"
+job4b=$(sed -n 's/^gpuctl: error: job \(r[0-9a-f]*\) .*/\1/p' "$T/a5b.txt")
+expect_eq "it names each node and what it said" \
+    "gpuctl: error: job $job4b did not start on 2 of 2 nodes: node 0: exit status 1: gpuctl: the node's job runner did not take job $job4b within 30s; node 1: exit status 1: gpuctl: the node's job runner did not take job $job4b within 30s" \
+    "$(grep '^gpuctl: error: ' "$T/a5b.txt")"
+expect_eq "and does not say the job was handed over" "" "$(grep 'handed to the same nodes' "$T/a5b.txt" || true)"
+expect_eq "the job file is not left on the nodes" "" "$(find "$h0/jobs" "$h1/jobs" -name '.sent.*')"
+expect_eq "the cluster keeps the spec it had: plan still runs the change again" \
+    "rerun run.command" "$(action rr4b.yaml)"
+expect_eq "and the spec it was applied with has nothing to run" "none -" "$(action rr4.yaml)"
+expect_eq "nothing ran" "$n_before" "$(wc -l < code/out/jobs-0)"
+for h in "$h0" "$h1"; do mv -f "$h/job.sh.away" "$h/job.sh"; done
+run_rc rc g -y apply -f rr4b.yaml > "$T/a5c.txt" 2>&1
+expect_eq "with the runners back, the next apply runs the change: exit 0" 0 "$rc"
+expect_match "handed to the same nodes" '^cluster rr: job r[0-9a-f]{12} handed to the same nodes, which run it after any job running there \(changed: run\.command\); gpuctl logs -f rr follows it$' "$(cat "$T/a5c.txt")"
+job4c=$(sed -n 's/^cluster rr: job \(r[0-9a-f]*\) handed .*/\1/p' "$T/a5c.txt")
+for _ in $(seq 120); do [ "$(tail -n1 code/out/jobs-1 2>/dev/null)" = "$job4c" ] && break; sleep 0.5; done
+expect_eq "both nodes ran it" "$job4c|$job4c" "$(tail -qn1 code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
+expect_eq "then nothing to do" "none -" "$(action rr4b.yaml)"
+
 # 5. the cluster's shape changed: not a re-run, a replacement (test_replace.sh)
-sed -e 's/^nodes: 2/nodes: 3/' rr4.yaml > rr5.yaml
+sed -e 's/^nodes: 2/nodes: 3/' rr4b.yaml > rr5.yaml
 expect_eq "a node-count change is a replacement" "replace -" "$(action rr5.yaml)"
 
 g -y destroy rr > /dev/null
