@@ -23,7 +23,8 @@
 ##
 ## Files under GPUCTL_HOME (default /var/lib/gpuctl):
 ##   node.log     everything this script and the job print (appended)
-##   phase        booting | setup | running | succeeded | failed
+##   phase        booting | setup | running | succeeded | failed, or idle:
+##                up with no job yet (FIRST_JOB=0)
 ##   exit_status  the exit status of setup or torchrun, written once at the end
 ##   job          "running EPOCH" while a job (this one, or one a later
 ##                `gpuctl exec` starts) runs, "ended EPOCH" after it
@@ -1187,6 +1188,16 @@ gpuctl_runner_install() {
 gpuctl_node_save
 gpuctl_env_save
 gpuctl_runner_install
+##if FIRST_JOB=0
+## A node added to a live cluster (apply of a changed node count): no job
+## of its own.  It is up, with its runner; gpuctl hands the cluster's next
+## job to every node, this one included, through job.sh.  Until then the
+## node is idle (phase "idle"), and lifecycle.idle_timeout counts from now.
+gpuctl_done=1
+gpuctl_phase idle
+gpuctl_write job "ended $(printf '%(%s)T' -1)"
+exit 0
+##endif
 ## The first job's file, as a later one's (job.sh reads the same form).
 mkdir -p "$GPUCTL_HOME/jobs"
 (

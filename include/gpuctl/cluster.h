@@ -158,6 +158,10 @@ typedef struct gpc_session {
      * this machine to send (borrowed; NULL = none); 0 and NULL otherwise. */
     int deliver;
     const char *deliver_workdir;
+    /* While gpc_apply adds nodes to a live cluster (a changed node count,
+     * replace.c): 1, their bootstraps run no job of their own
+     * (gpc_node_ctx.no_first_job); 0 otherwise. */
+    int no_first_job;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened
@@ -218,6 +222,9 @@ typedef struct gpc_apply_result {
     char rerun_job[16];   /* the re-run's job id, "" when none ran */
     char replaced[512];   /* the shape changed (plan GPC_PLAN_REPLACE): what
                              ("nodes 2 -> 3"), else "" */
+    int resized;          /* with replaced: only the node count changed (plan
+                             GPC_PLAN_RESIZE): the live nodes stayed, the job
+                             ran again on all (rerun_job) */
     int removed;          /* nodes this apply deleted to replace them */
     int cancelled;        /* the replacement was not confirmed: nothing changed */
     double first_output_s;/* with wait: seconds from the apply's start to the job's

@@ -38,24 +38,30 @@ typedef enum gpc_plan_action {
     GPC_PLAN_RESUME,     /* the cluster exists; some nodes are still to create */
     GPC_PLAN_RERUN,      /* the cluster exists with all its nodes; its job changed
                             (rerun.c): it runs again on the same nodes */
-    GPC_PLAN_REPLACE     /* the cluster exists; its shape changed (resources,
+    GPC_PLAN_REPLACE,    /* the cluster exists; its shape changed (resources,
                             nodes, provider, ...): its n_remove nodes are
                             deleted and n_create new ones made from the plan's
                             chosen offer (replace.c); its name, its store
                             (checkpoints, data) and its history stay */
+    GPC_PLAN_RESIZE      /* the cluster exists; only its node count changed (and
+                            maybe its job) on nodes kept up for later jobs:
+                            n_remove nodes of the highest ranks go, n_create
+                            new ones come (with no job of their own), and the
+                            job runs again on all, with the new world size */
 } gpc_plan_action;
 
 typedef struct gpc_plan {
     gpc_plan_action action;
     uint32_t n_create;        /* nodes apply would create */
-    uint32_t n_remove;        /* GPC_PLAN_REPLACE: live nodes apply would delete */
+    uint32_t n_remove;        /* GPC_PLAN_REPLACE, GPC_PLAN_RESIZE: live nodes apply
+                                 would delete */
     int cluster_exists;
     char spec_hash[65];
     char fingerprint[65];     /* of this cluster name's state when planned */
     gpc_plan_offer *offers;   /* chosen first, then the failover order */
     size_t n_offers;
     struct cJSON *doc;        /* the plan document (owned) */
-    char rerun[512];          /* GPC_PLAN_RERUN and GPC_PLAN_REPLACE: what
+    char rerun[512];          /* GPC_PLAN_RERUN, _REPLACE and _RESIZE: what
                                  changed ("run.command, workdir (its files)";
                                  "nodes 2 -> 3") */
 } gpc_plan;

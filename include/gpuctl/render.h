@@ -336,6 +336,11 @@ typedef struct gpc_node_ctx {
                                 (provider.h, transport_argv): before setup
                                 the bootstrap waits for the delivery marker
                                 (the DELIVER section of templates/bootstrap.sh) */
+    int no_first_job;        /* 1: a node added to a live cluster (apply of
+                                a changed node count, replace.c): the
+                                bootstrap installs the job runner and runs no
+                                job of its own (phase "idle"); gpuctl hands
+                                the cluster's next job to every node */
 } gpc_node_ctx;
 
 /*
@@ -487,11 +492,15 @@ typedef struct gpc_job_def {
                                   printed (it is in node.log) */
     int with_env;              /* 1: env replaces the node's job env (an empty
                                   env too); 0: the latest job env stays */
+    uint32_t num_nodes;        /* the cluster's node count now (the job's
+                                  world size in nodes, GPUCTL_NUM_NODES),
+                                  which a node keeps from its boot when 0 */
 } gpc_job_def;
 
 /*
  * The job file of `job` appended to `out`: GPUCTL_JOB_ID, GPUCTL_SETUP and
- * GPUCTL_RUN_COMMAND assignments and, with with_env, gpuctl_user_env and
+ * GPUCTL_RUN_COMMAND assignments, GPUCTL_NUM_NODES when num_nodes is set,
+ * and, with with_env, gpuctl_user_env and
  * a gpuctl_job_env function of `export NAME='value'` lines, every value
  * quoted by gpc_shell_quote (data, never code).  Errors: GPC_ERR_RENDER (a
  * bad id, no run command, an env name that is not a shell name, an env

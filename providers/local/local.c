@@ -792,6 +792,10 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
                  "node processes (session %ld) are gone without an exit status", pgid);
     } else if (strcmp(phase, "running") == 0) {
         out->phase = GPC_PHASE_RUNNING;
+    } else if (strcmp(phase, "idle") == 0) {
+        /* up, with no job yet (a node added to a live cluster) */
+        out->phase = GPC_PHASE_RUNNING;
+        snprintf(out->detail, sizeof(out->detail), "idle: no job yet");
     } else {
         out->phase = GPC_PHASE_BOOTING;
         snprintf(out->detail, sizeof(out->detail), "%s", phase[0] ? phase : "starting");

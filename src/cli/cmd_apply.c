@@ -97,6 +97,11 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
         cJSON *rp = cJSON_AddObjectToObject(doc, "replaced");
         cJSON_AddStringToObject(rp, "changed", res->replaced);
         cJSON_AddNumberToObject(rp, "removed", res->removed);
+        cJSON_AddBoolToObject(rp, "resized", res->resized);
+        if (res->resized && res->rerun_job[0])
+            cJSON_AddStringToObject(rp, "job", res->rerun_job);
+        else
+            cJSON_AddNullToObject(rp, "job");
     } else {
         cJSON_AddNullToObject(doc, "replaced");
     }
@@ -217,7 +222,11 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (rc)
             fprintf(stderr, "gpuctl: error: %s\n", err.msg);
     } else if (s.st && (!rc || res.waited)) {
-        if (a.opts.dry_run && res.replaced[0])
+        if (a.opts.dry_run && res.resized)
+            printf("cluster %s: would resize: create %d node(s), delete the others of rank %u "
+                   "and up, and run its job again on all (changed: %s) (dry run, nothing "
+                   "changed)\n", spec->name, res.created, spec->nodes, res.replaced);
+        else if (a.opts.dry_run && res.replaced[0])
             printf("cluster %s: would replace its nodes: create %d (changed: %s) (dry run, "
                    "nothing changed)\n", spec->name, res.created, res.replaced);
         else if (a.opts.dry_run && res.rerun[0])
@@ -226,6 +235,14 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
         else if (a.opts.dry_run)
             printf("cluster %s: would create %d node(s)%s (dry run, nothing changed)\n",
                    spec->name, res.created, res.unchanged ? "; unchanged" : "");
+        else if (res.resized && res.waited)
+            printf("cluster %s: resized: deleted %d node(s), created %d; job %s ran on all %u "
+                   "(changed: %s)\n", spec->name, res.removed, res.created, res.rerun_job,
+                   spec->nodes, res.replaced);
+        else if (res.resized)
+            printf("cluster %s: resized: deleted %d node(s), created %d; job %s handed to all "
+                   "%u (changed: %s); gpuctl logs -f %s follows it\n", spec->name, res.removed,
+                   res.created, res.rerun_job, spec->nodes, res.replaced, spec->name);
         else if (res.rerun_job[0] && res.waited)
             printf("cluster %s: job %s ran on the same nodes (changed: %s)\n", spec->name,
                    res.rerun_job, res.rerun);

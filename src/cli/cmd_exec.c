@@ -54,7 +54,7 @@ static int same_shape(gpc_session *s, const char *name, const gpc_spec *spec, co
                              ch[i].old_value, ch[i].new_value);
         rc = gpc_fail(err, GPC_ERR_USAGE, "the spec changes cluster %s itself (%s), not only "
                       "its job, and exec runs jobs on the nodes there are: gpuctl apply -f %s "
-                      "replaces them (gpuctl plan -f %s shows how)", name, gpc_buf_str(&b),
+                      "changes them (gpuctl plan -f %s shows how)", name, gpc_buf_str(&b),
                       file, file);
         gpc_buf_free(&b);
     }

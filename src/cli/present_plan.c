@@ -221,7 +221,10 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     for (const cJSON *it = ch ? ch->child : NULL; it; it = it->next) {
         const char *res = gpc_json_str(it, "resource"), *act = gpc_json_str(it, "action");
         act = act ? act : "";
-        if (strcmp(act, "replace") == 0) {
+        if (strcmp(act, "resize") == 0) {
+            printf("  ~ cluster %s: its live nodes stay, nodes are added or removed to the new "
+                   "count (changed: %s)\n", gpc_json_str(it, "name"), gpc_json_str(it, "changed"));
+        } else if (strcmp(act, "replace") == 0) {
             printf("  -/+ cluster %s: its nodes are replaced by new ones on %s (changed: %s); "
                    "its name and store (checkpoints, data) stay\n", gpc_json_str(it, "name"),
                    gpc_json_str(it, "provider"), gpc_json_str(it, "changed"));
@@ -236,9 +239,14 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
                    strcmp(ph, "running") == 0 || strcmp(ph, "booting") == 0
                        ? ": its job stops" : "");
         } else if (strcmp(res, "job") == 0) {
-            printf("  ~ job of cluster '%s': runs again on the same nodes, after any job "
-                   "running there (changed: %s)\n", gpc_json_str(it, "name"),
-                   gpc_json_str(it, "changed"));
+            if (p->action == GPC_PLAN_RESIZE)
+                printf("  ~ job of cluster '%s': runs again on all its nodes, the kept ones "
+                       "after any job running there, with the new world size\n",
+                       gpc_json_str(it, "name"));
+            else
+                printf("  ~ job of cluster '%s': runs again on the same nodes, after any job "
+                       "running there (changed: %s)\n", gpc_json_str(it, "name"),
+                       gpc_json_str(it, "changed"));
         } else if (strcmp(res, "cluster") == 0) {
             clusters++;
             printf("  + cluster %s on %s\n", gpc_json_str(it, "name"), gpc_json_str(it, "provider"));
@@ -263,8 +271,10 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
     for (const cJSON *it = notes ? notes->child : NULL; it; it = it->next)
         printf("\nnote: %s\n", it->valuestring);
     printf("\nPlan: %d to create (%d cluster, %d node%s)%s", clusters + nodes, clusters, nodes,
-           nodes == 1 ? "" : "s", p->action == GPC_PLAN_RERUN ? ", 1 job to run again" : "");
-    if (p->action == GPC_PLAN_REPLACE)
+           nodes == 1 ? "" : "s",
+           p->action == GPC_PLAN_RERUN || p->action == GPC_PLAN_RESIZE ? ", 1 job to run again"
+                                                                        : "");
+    if (p->action == GPC_PLAN_REPLACE || p->action == GPC_PLAN_RESIZE)
         printf(", %d node%s to delete; apply asks first (-y in scripts)", deletes,
                deletes == 1 ? "" : "s");
     printf(".\n");

@@ -64,7 +64,7 @@ static int new_cluster(gpc_session *s, const gpc_open_provider *pv,
     if (!rc)
         rc = gpc_cluster_insert(s->st, c, err);
     if (!rc)
-        rc = gpc_lc_nodes_record(s, c, 1, now, err);
+        rc = gpc_lc_nodes_record(s, c, 0, 1, now, err);
     if (!rc)
         rc = gpc_state_commit(s->st, err);
     else
@@ -146,18 +146,31 @@ static int confirm_replace(gpc_session *s, const gpc_apply_opts *opts, const gpc
     if (rc)
         return rc;
     char q[1024];
-    snprintf(q, sizeof(q), "Replace cluster '%s': delete its %u node%s and create %u on %s "
-             "(changed: %s)?%s", c->name, plan->n_remove, plan->n_remove == 1 ? "" : "s",
-             plan->n_create, plan->offers[0].worker.provider, plan->rerun,
-             running ? " The job running there stops." : "");
+    if (plan->action == GPC_PLAN_RESIZE)
+        snprintf(q, sizeof(q), "Resize cluster '%s': delete %u node%s, create %u, and run its "
+                 "job again on all of them (changed: %s)?", c->name, plan->n_remove,
+                 plan->n_remove == 1 ? "" : "s", plan->n_create, plan->rerun);
+    else
+        snprintf(q, sizeof(q), "Replace cluster '%s': delete its %u node%s and create %u on %s "
+                 "(changed: %s)?%s", c->name, plan->n_remove, plan->n_remove == 1 ? "" : "s",
+                 plan->n_create, plan->offers[0].worker.provider, plan->rerun,
+                 running ? " The job running there stops." : "");
     int yes = opts->confirm ? opts->confirm(opts->confirm_ctx, q) : -1;
     if (yes == 0)
         res->cancelled = 1;
     else if (yes < 0)
-        rc = gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed its shape (%s): apply would "
-                      "replace its %u node%s, which needs a confirmation, and there is no "
-                      "terminal to ask on; pass -y (gpuctl plan shows what is replaced)",
-                      c->name, plan->rerun, plan->n_remove, plan->n_remove == 1 ? "" : "s");
+        rc = plan->action == GPC_PLAN_RESIZE
+                 ? gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed its node count (%s): "
+                            "apply would delete %u node%s, create %u and run its job again "
+                            "on all, which needs a confirmation, and there is no terminal to "
+                            "ask on; pass -y (gpuctl plan shows what changes)", c->name,
+                            plan->rerun, plan->n_remove, plan->n_remove == 1 ? "" : "s",
+                            plan->n_create)
+                 : gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed its shape (%s): apply "
+                            "would replace its %u node%s, which needs a confirmation, and "
+                            "there is no terminal to ask on; pass -y (gpuctl plan shows what "
+                            "is replaced)", c->name, plan->rerun, plan->n_remove,
+                            plan->n_remove == 1 ? "" : "s");
     return rc;
 }
 
@@ -242,8 +255,9 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     s->deliver_workdir = dirs.send_workdir;
     if (plan->action == GPC_PLAN_RERUN)
         snprintf(res->rerun, sizeof(res->rerun), "%s", plan->rerun);
-    if (plan->action == GPC_PLAN_REPLACE)
+    if (plan->action == GPC_PLAN_REPLACE || plan->action == GPC_PLAN_RESIZE)
         snprintf(res->replaced, sizeof(res->replaced), "%s", plan->rerun);
+    res->resized = plan->action == GPC_PLAN_RESIZE;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
@@ -280,15 +294,18 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     }
     /* The shape changed: the nodes are replaced (replace.c), once confirmed;
      * the new ones are then created below, as a new cluster's would be. */
-    if (plan->action == GPC_PLAN_REPLACE) {
+    int resize = plan->action == GPC_PLAN_RESIZE;
+    if (plan->action == GPC_PLAN_REPLACE || resize) {
         res->cluster_id = c.id;
         res->phase = c.phase;
         res->exit_code = c.exit_code;
         rc = confirm_replace(s, opts, plan, &c, res, err);
         if (!rc && !res->cancelled)
-            rc = gpc_lc_replace(s, spec, spec_path, plan, &c, &res->removed, err);
+            rc = resize ? gpc_lc_resize(s, spec, spec_path, plan, &c, &res->removed, err)
+                        : gpc_lc_replace(s, spec, spec_path, plan, &c, &res->removed, err);
         if (rc || res->cancelled)
             goto out_c;
+        s->no_first_job = resize; /* the job runs on all nodes below */
     }
     /* Nodes go to the plan's offers in order: the chosen one, then, when a
      * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),
@@ -394,7 +411,29 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         say_left(s, res->cluster_id, rc == GPC_ERR_INTERRUPTED, err);
     if (rc && !res->cluster_id)
         goto out_c;
-    res->unchanged = !rc && res->created == 0 && res->adopted == 0;
+    s->no_first_job = 0;
+    res->unchanged = !rc && res->created == 0 && res->adopted == 0 && !resize;
+    /* a resize: the job on every node, the kept and the new, with the new
+     * world size, as a re-run (attached with --wait) */
+    if (!rc && resize) {
+        int status = 0;
+        if (opts->wait) {
+            gpc_cluster_unlock(lockfd);
+            lockfd = -1;
+        }
+        rc = gpc_lc_rerun(s, spec, spec_path, &c, opts->wait, opts->stream_logs, &status,
+                          res->rerun_job, err);
+        res->phase = c.phase;
+        if (!rc && opts->wait) {
+            res->waited = 1;
+            res->exit_code = status;
+            res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
+            if (status)
+                rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
+                              "status %d", c.name, res->rerun_job, status);
+        }
+        goto out_c;
+    }
     /* what the first job runs with: the next apply compares (rerun.c) */
     if (!rc && plan->action != GPC_PLAN_NONE) {
         char wd[65];

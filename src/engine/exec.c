@@ -297,6 +297,8 @@ int gpc_cluster_exec(gpc_session *s, const char *name, const gpc_spec *spec,
         return rc;
     }
     gpc_job_def j = *job;
+    /* the world size is the cluster's now (a node keeps its boot's) */
+    j.num_nodes = c.nodes;
     char rnd[33], id[24];
     if (!j.id) {
         rc = gpc_random_hex(rnd, err);

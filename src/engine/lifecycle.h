@@ -14,7 +14,8 @@
  *   deliver.c  the workdir and secrets sent to nodes that do not see this
  *              machine's files, over the provider's transport
  *   rerun.c    a changed job run again on the same nodes (plan and apply)
- *   replace.c  a changed shape: the nodes deleted and recorded anew
+ *   replace.c  a changed shape: the nodes deleted and recorded anew, or
+ *              only a changed node count: nodes added or removed
  *   fault.c    fault injection for the end-to-end tests
  *
  * A function that talks to a provider takes it as `pv`: the cluster's
@@ -213,12 +214,12 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
  * ended_at, its ledger entry closed, in one transaction.  State errors. */
 int gpc_lc_node_deleted(gpc_session *s, gpc_node_rec *nd, int64_t now, gpc_error *err);
 
-/* Record cluster c's nodes 0 .. c->nodes-1 as pending, created at `now`,
- * with the client token of launch attempt 1 (first_attempt: a new
+/* Record cluster c's nodes from .. c->nodes-1 as pending, created at
+ * `now`, with the client token of launch attempt 1 (first_attempt: a new
  * cluster, whose intent a killed gpuctl must find) or none (a later
  * attempt chooses its own).  In the caller's transaction. */
-int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, int first_attempt,
-                        int64_t now, gpc_error *err);
+int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, uint32_t from,
+                        int first_attempt, int64_t now, gpc_error *err);
 
 /*
  * Carry out a GPC_PLAN_REPLACE plan on live cluster *c (replace.c): delete
@@ -230,6 +231,15 @@ int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, int first_atte
  * state errors.
  */
 struct gpc_plan;
+
+/* Carry out a GPC_PLAN_RESIZE plan on live cluster *c (replace.c): delete
+ * its nodes of rank spec->nodes and up, record the new spec and pending
+ * nodes for the new ranks (made by apply's create with no job of their
+ * own: gpc_session.no_first_job); *c is reloaded.  The job then runs
+ * again on every node (gpc_lc_rerun).  Errors: as gpc_lc_replace. */
+int gpc_lc_resize(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                  const struct gpc_plan *plan, gpc_cluster_rec *c, int *removed,
+                  gpc_error *err);
 int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                    const struct gpc_plan *plan, gpc_cluster_rec *c, int *removed,
                    gpc_error *err);

@@ -476,7 +476,8 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
                            size_t n_nodes)
 {
     cJSON *a = cJSON_CreateArray();
-    cJSON *job = p->action == GPC_PLAN_RERUN ? cJSON_CreateObject() : NULL;
+    cJSON *job = p->action == GPC_PLAN_RERUN || p->action == GPC_PLAN_RESIZE
+                     ? cJSON_CreateObject() : NULL;
     if (job) {
         cJSON_AddStringToObject(job, "action", "rerun");
         cJSON_AddStringToObject(job, "resource", "job");
@@ -487,18 +488,20 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
     if (p->action == GPC_PLAN_NONE || p->action == GPC_PLAN_RERUN || !p->n_offers)
         return a;
     const gpc_plan_offer *o = &p->offers[0];
-    if (p->action == GPC_PLAN_REPLACE) {
+    int resize = p->action == GPC_PLAN_RESIZE;
+    if (p->action == GPC_PLAN_REPLACE || resize) {
         cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "action", "replace");
+        cJSON_AddStringToObject(c, "action", resize ? "resize" : "replace");
         cJSON_AddStringToObject(c, "resource", "cluster");
         cJSON_AddStringToObject(c, "name", spec->name);
         cJSON_AddStringToObject(c, "provider", o->worker.provider);
         cJSON_AddStringToObject(c, "changed", p->rerun);
         cJSON_AddItemToArray(a, c);
-        /* every live node goes, with what it is running */
+        /* every live node goes (a resize: those of the ranks no longer
+         * wanted), with what it is running */
         for (size_t i = 0; i < n_nodes; i++) {
             const gpc_node_rec *nd = &nodes[i];
-            if (!nd->provider_id[0])
+            if (!nd->provider_id[0] || (resize && nd->rank < spec->nodes))
                 continue;
             cJSON *d = cJSON_CreateObject();
             cJSON_AddStringToObject(d, "action", "delete");
@@ -522,12 +525,13 @@ static cJSON *changes_json(const gpc_spec *spec, const gpc_plan *p, const gpc_no
         cJSON_AddItemToArray(a, c);
     }
     for (uint32_t rank = 0; rank < spec->nodes; rank++) {
-        if (p->action == GPC_PLAN_RESUME) {
-            int missing = 0;
-            for (size_t i = 0; i < n_nodes; i++)
-                if (nodes[i].rank == rank && !nodes[i].provider_id[0])
-                    missing = 1;
-            if (!missing)
+        if (p->action == GPC_PLAN_RESUME || resize) {
+            int missing = 0, live = 0;
+            for (size_t i = 0; i < n_nodes; i++) {
+                missing |= nodes[i].rank == rank && !nodes[i].provider_id[0];
+                live |= nodes[i].rank == rank && nodes[i].provider_id[0];
+            }
+            if (resize ? live : !missing)
                 continue;
         }
         const gpc_offer *no = rank == 0 ? &o->head : &o->worker;
@@ -558,6 +562,7 @@ static const char *action_name(gpc_plan_action a)
     case GPC_PLAN_RESUME: return "resume";
     case GPC_PLAN_RERUN: return "rerun";
     case GPC_PLAN_REPLACE: return "replace";
+    case GPC_PLAN_RESIZE: return "resize";
     }
     return "none";
 }
@@ -616,6 +621,8 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
         cJSON_AddStringToObject(d, "rerun", p->rerun);
     if (p->action == GPC_PLAN_REPLACE)
         cJSON_AddStringToObject(d, "replace", p->rerun);
+    if (p->action == GPC_PLAN_RESIZE)
+        cJSON_AddStringToObject(d, "resize", p->rerun);
     cJSON_AddBoolToObject(d, "changes_pending", p->action != GPC_PLAN_NONE);
     cJSON_AddItemToObject(d, "changes", changes_json(spec, p, nodes, n_nodes));
 

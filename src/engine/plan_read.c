@@ -405,6 +405,9 @@ int gpc_plan_read(const char *path, gpc_plan *out, gpc_spec **spec, char **spec_
     } else if (strcmp(action, "replace") == 0 && gpc_json_str(d, "replace")) {
         out->action = GPC_PLAN_REPLACE;
         snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_json_str(d, "replace"));
+    } else if (strcmp(action, "resize") == 0 && gpc_json_str(d, "resize")) {
+        out->action = GPC_PLAN_RESIZE;
+        snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_json_str(d, "resize"));
     }
     else {
         rc = gpc_fail(err, GPC_ERR_USAGE, "%s: unknown plan action '%.32s'; make the plan again",

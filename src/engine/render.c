@@ -399,7 +399,7 @@ enum {
     V_WORKDIR, V_CHECKPOINT_DIR, V_SETUP, V_RUN_COMMAND, V_USER_ENV_NAMES,
     V_RANK_FROM, V_HEAD_FROM, V_INSTANCE_TYPE, V_FABRIC_SCRIPTED, V_IDLE, V_IDLE_TIMEOUT_S,
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
-    V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES,
+    V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES, V_FIRST_JOB,
     V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT, V_NODE_STORE,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
@@ -433,6 +433,7 @@ static const char *const var_names[V_COUNT] = {
     [V_DATA_FETCH] = "DATA_FETCH",
     [V_DELIVER] = "DELIVER",
     [V_DELIVER_WORKDIR] = "DELIVER_WORKDIR",
+    [V_FIRST_JOB] = "FIRST_JOB",
     [V_SECRET_NAMES] = "SECRET_NAMES",
     [V_CKPT_STORE] = "CKPT_STORE",
     [V_CKPT_URL] = "CKPT_URL",
@@ -750,6 +751,8 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
      * waits for it, whether the workdir comes with it; the names (not the
      * values) of the secrets, delivered or in the bootstrap's environment */
     if (!rc)
+        rc = gpc_buf_adds(&vals[V_FIRST_JOB], node->no_first_job ? "0" : "1", err);
+    if (!rc)
         rc = gpc_buf_adds(&vals[V_DELIVER], node->deliver ? "1" : "0", err);
     if (!rc)
         rc = gpc_buf_adds(&vals[V_DELIVER_WORKDIR],
@@ -1016,6 +1019,8 @@ int gpc_render_job(const gpc_job_def *job, gpc_buf *out, gpc_error *err)
         rc = gpc_shell_quote(out, job->run, err);
     if (!rc)
         rc = gpc_buf_adds(out, "\n", err);
+    if (!rc && job->num_nodes)
+        rc = gpc_buf_addf(out, err, "GPUCTL_NUM_NODES=%u\n", (unsigned)job->num_nodes);
     if (rc || !job->with_env)
         return rc;
     gpc_buf names;

@@ -11,6 +11,13 @@
  * from its start.  The old nodes go first: a replacement never bills both
  * sets at once, and a node type the account has quota for only once is not
  * refused.
+ *
+ * A resize (GPC_PLAN_RESIZE: only the node count changed, on nodes kept up
+ * for later jobs) keeps the live nodes: those of the ranks no longer wanted
+ * go, the new ranks are recorded for apply's create, which boots them with
+ * no job of their own (gpc_session.no_first_job), and apply then runs the
+ * job again on every node through their job runners (rerun.c), each job
+ * file carrying the new world size.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +31,11 @@
 #include "gpuctl/util.h"
 #include "lifecycle.h"
 
-int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, int first_attempt,
-                        int64_t now, gpc_error *err)
+int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, uint32_t from,
+                        int first_attempt, int64_t now, gpc_error *err)
 {
     int rc = 0;
-    for (uint32_t r = 0; !rc && r < c->nodes; r++) {
+    for (uint32_t r = from; !rc && r < c->nodes; r++) {
         char name[128], token[72];
         gpc_lc_node_ids(c, r, 1, name, sizeof(name), token, sizeof(token));
         gpc_node_rec nd;
@@ -58,7 +65,7 @@ int gpc_lc_nodes_record(gpc_session *s, const gpc_cluster_rec *c, int first_atte
  * *removed counts those that existed.  A node that cannot be deleted stays
  * recorded (live), and the answer is GPC_ERR_PARTIAL naming it. */
 static int remove_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec *c,
-                        int *removed, gpc_error *err)
+                        uint32_t from_rank, int *removed, gpc_error *err)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
@@ -71,6 +78,8 @@ static int remove_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster
         gpc_node_rec *nd = &nodes[i];
         gpc_error e;
         gpc_error_clear(&e);
+        if (nd->rank < from_rank)
+            continue;
         if (nd->provider_id[0] && gpc_lc_delete(pv, nd, &e) != 0) {
             nleft++;
             gpc_buf_addf(&left, NULL, "%s%s (%s)", nleft > 1 ? ", " : "", nd->name, e.msg);
@@ -95,29 +104,15 @@ static int remove_nodes(gpc_session *s, const gpc_open_provider *pv, gpc_cluster
     return rc;
 }
 
-int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
-                   const gpc_plan *plan, gpc_cluster_rec *c, int *removed, gpc_error *err)
+/* Record `spec` as cluster *c's (its hash, JSON, path, node count), on
+ * provider `dest` when it moves there (NULL: it stays), with pending nodes
+ * for ranks from .. spec->nodes-1; *c is reloaded. */
+static int record_spec(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                       const gpc_open_provider *dest, uint32_t from, gpc_cluster_rec *c,
+                       gpc_error *err)
 {
-    *removed = 0;
-    if (!plan->n_offers)
-        return gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
-    const char *to = plan->offers[0].worker.provider;
-    int moves = strcmp(to, c->provider) != 0;
-    gpc_open_provider from, dest;
-    int rc = gpc_session_provider(s, c->provider, &from, err);
-    if (!rc && moves)
-        rc = gpc_session_provider(s, to, &dest, err);
-    if (rc)
-        return rc;
-    gpc_lc_event(s, c->id, -1, "replace", "replacing the cluster's nodes on %s (changed: %s)",
-                 to, plan->rerun);
-    rc = remove_nodes(s, &from, c, removed, err);
-    /* what else the old provider made for the cluster (a security group,
-     * a key pair) goes with its nodes when none stay there */
-    if (!rc && moves)
-        rc = gpc_lc_cleanup_resources(s, &from, c, err);
-
-    /* the record: the new spec, the new provider, its new nodes to create */
+    int rc = 0, moves = dest != NULL;
+    const char *to = moves ? dest->prov->name : c->provider;
     char hash[65];
     char *json = NULL, *path = NULL;
     if (!rc)
@@ -134,8 +129,8 @@ int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     uint32_t port = c->rdzv_port;
     if (!rc && moves) {
         port = spec->run.rdzv_port;
-        if (!port && dest.prov->pick_rdzv_port)
-            rc = dest.prov->pick_rdzv_port(dest.ctx, &port, err);
+        if (!port && dest->prov->pick_rdzv_port)
+            rc = dest->prov->pick_rdzv_port(dest->ctx, &port, err);
         if (!port)
             port = 29400;
     }
@@ -159,7 +154,7 @@ int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (!rc)
         rc = gpc_cluster_update(s->st, &upd, err);
     if (!rc)
-        rc = gpc_lc_nodes_record(s, &upd, 0, upd.updated_at, err);
+        rc = gpc_lc_nodes_record(s, &upd, from, 0, upd.updated_at, err);
     if (!rc)
         rc = gpc_state_commit(s->st, err);
     else
@@ -177,5 +172,49 @@ int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         gpc_cluster_rec_free(c);
         *c = now;
     }
+    return rc;
+}
+
+int gpc_lc_replace(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                   const gpc_plan *plan, gpc_cluster_rec *c, int *removed, gpc_error *err)
+{
+    *removed = 0;
+    if (!plan->n_offers)
+        return gpc_fail(err, GPC_ERR_CAPACITY, "no offer fits '%s'", spec->name);
+    const char *to = plan->offers[0].worker.provider;
+    int moves = strcmp(to, c->provider) != 0;
+    gpc_open_provider from, dest;
+    int rc = gpc_session_provider(s, c->provider, &from, err);
+    if (!rc && moves)
+        rc = gpc_session_provider(s, to, &dest, err);
+    if (rc)
+        return rc;
+    gpc_lc_event(s, c->id, -1, "replace", "replacing the cluster's nodes on %s (changed: %s)",
+                 to, plan->rerun);
+    rc = remove_nodes(s, &from, c, 0, removed, err);
+    /* what else the old provider made for the cluster (a security group,
+     * a key pair) goes with its nodes when none stay there */
+    if (!rc && moves)
+        rc = gpc_lc_cleanup_resources(s, &from, c, err);
+
+    if (!rc)
+        rc = record_spec(s, spec, spec_path, moves ? &dest : NULL, 0, c, err);
+    return rc;
+}
+
+int gpc_lc_resize(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                  const gpc_plan *plan, gpc_cluster_rec *c, int *removed, gpc_error *err)
+{
+    *removed = 0;
+    gpc_open_provider pv;
+    int rc = gpc_session_provider(s, c->provider, &pv, err);
+    if (rc)
+        return rc;
+    gpc_lc_event(s, c->id, -1, "replace", "resizing the cluster: %u -> %u node(s) (changed: %s)",
+                 c->nodes, spec->nodes, plan->rerun);
+    uint32_t had = c->nodes;
+    rc = remove_nodes(s, &pv, c, spec->nodes, removed, err);
+    if (!rc)
+        rc = record_spec(s, spec, spec_path, NULL, had, c, err);
     return rc;
 }

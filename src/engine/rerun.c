@@ -119,6 +119,42 @@ static int plan_replace(gpc_session *s, const gpc_spec *spec, const gpc_cluster_
     return rc;
 }
 
+/* 1 when cluster c's nodes can stay for `spec`: of its shape only the
+ * node count changed, its nodes stay up for later jobs
+ * (lifecycle.idle_timeout), and its provider makes and removes them one
+ * by one (not as a group). */
+static int can_resize(const gpc_spec *spec, const gpc_cluster_rec *c)
+{
+    const gpc_provider *p = gpc_provider_find(c->provider);
+    if (!p || (p->caps & GPC_CAP_GROUP) || !spec->lifecycle.idle_timeout_s)
+        return 0;
+    gpc_spec_change *ch = NULL;
+    size_t n = 0;
+    int only = gpc_spec_diff(c->spec_json, spec, &ch, &n, NULL) == 0;
+    for (size_t i = 0; only && i < n; i++)
+        only = ch[i].job || strcmp(ch[i].field, "nodes") == 0;
+    gpc_spec_changes_free(ch, n);
+    return only;
+}
+
+/* The plan resizes cluster c (replace.c): its nodes of rank spec->nodes
+ * and up go, ranks c->nodes .. spec->nodes-1 come, and the job runs again
+ * on all of them; `what` changed. */
+static int plan_resize(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                       const char *what, gpc_plan *out, gpc_error *err)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        out->n_remove += nodes[i].provider_id[0] && nodes[i].rank >= spec->nodes;
+    gpc_node_list_free(nodes, n);
+    out->action = GPC_PLAN_RESIZE;
+    out->n_create = spec->nodes > c->nodes ? spec->nodes - c->nodes : 0;
+    snprintf(out->rerun, sizeof(out->rerun), "%s", what);
+    return rc;
+}
+
 int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c, uint32_t missing, gpc_plan *out,
                          gpc_error *err)
 {
@@ -139,8 +175,11 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
         return rc;
     }
     /* The shape changed: every node is replaced (replace.c); the new nodes
-     * get the workdir, the data and the job afresh. */
-    if (spec_changed && !job_only) {
+     * get the workdir, the data and the job afresh.  Unless only the node
+     * count changed on nodes kept up for later jobs, made one by one: they
+     * stay, nodes are added or removed, and the job runs again on all. */
+    int shape = spec_changed && !job_only;
+    if (shape && !can_resize(spec, c)) {
         rc = plan_replace(s, spec, c, d.len ? gpc_buf_str(&d) : "?", out, err);
         gpc_buf_free(&d);
         return rc;
@@ -192,6 +231,8 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
                           "(%s): apply the spec it was applied with first, then this one; or "
                           "destroy it: gpuctl destroy %s",
                           c->name, missing, missing == 1 ? "" : "s", gpc_buf_str(&d), c->name);
+        else if (!rc && shape)
+            rc = plan_resize(s, spec, c, gpc_buf_str(&d), out, err);
         else if (!rc) {
             out->action = GPC_PLAN_RERUN;
             snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_buf_str(&d));

@@ -16,7 +16,9 @@
 #     returns at the job's end all the same;
 #  3. a change of the code: apply --wait runs the job again on the same
 #     instances, the changed file the only one sent; `gpuctl exec` runs a
-#     command there with the rendezvous wiring.
+#     command there with the rendezvous wiring;
+#  4. a node more: the two instances stay, a third one boots with no job of
+#     its own, and the job runs on all three with the new world size.
 # This is the one full training run of the aws tests (docs/testing.md).
 # Needs root, namespaces, sshd, rsync, the AWS CLI and /usr/bin/python3 with
 # torch and sklearn (else skipped, exit 77).
@@ -142,6 +144,20 @@ run_rc rc g exec qs -- 'echo "hello from $RANK of $WORLD_SIZE"' > "$T/exec.out" 
 expect_eq "exec on the aws nodes: exit 0" 0 "$rc"
 expect_match "exec ran on node 1 with the rendezvous wiring" '^\[node 1\] (\[default[01]\]:)?hello from [23] of 4$' \
     "$(cat "$T/exec.out")"
+
+# ---- 4. one node more: the two instances stay, a third comes -----------------
+sed -e 's/^nodes: 2/nodes: 3/' job2.yaml > job3.yaml
+expect_eq "plan: a resize" "resize nodes 2 -> 3" \
+    "$(g -o json plan -f job3.yaml | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["action"], d.get("resize"))')"
+run_rc rc g -y apply -f job3.yaml --wait > "$T/apply4.out" 2> "$T/apply4.err"
+expect_eq "apply --wait of the resize: exit 0" 0 "$rc"
+[ "$rc" = 0 ] || tail -30 "$T/apply4.err"
+expect_match "apply says so" '^cluster qs: resized: deleted 0 node\(s\), created 1; job r[0-9a-f]{12} ran on all 3 \(changed: nodes 2 -> 3\)$' \
+    "$(cat "$T/apply4.out")"
+ids3=$(ids)
+expect_eq "the two instances stayed, a third runs" "3 $ids2" \
+    "$(wc -w <<< "$ids3") $(for i in $ids2; do grep -qw "$i" <<< "$ids3" && echo "$i"; done | paste -sd' ')"
+expect_match "the new node ran the job with 3 nodes x 2 processes" '^\[node 2\] .*rank [0-5]/6 ready' "$(cat "$T/apply4.out")"
 cleanup_extra
 run_rc rc g -y destroy qs > /dev/null 2>> "$T/destroy.err"
 expect_eq "destroy again" 0 "$rc"

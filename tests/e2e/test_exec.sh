@@ -82,14 +82,15 @@ expect_eq "the node records the failed job" "failed 3" "$(cat "$h0/phase") $(cat
 sed -e 's/^nodes: 2/nodes: 3/' ex.yaml > ex3.yaml
 run_rc rc g exec ex -f ex3.yaml > "$T/exec3.txt" 2>&1
 expect_eq "exec -f with another node count is a usage error" 3 "$rc"
-expect_match "and says what to do" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job, and exec runs jobs on the nodes there are: gpuctl apply -f ex3\.yaml replaces them \(gpuctl plan -f ex3\.yaml shows how\)$' "$(cat "$T/exec3.txt")"
+expect_match "and says what to do" '^gpuctl: error: the spec changes cluster ex itself \(nodes: 2 -> 3\), not only its job, and exec runs jobs on the nodes there are: gpuctl apply -f ex3\.yaml changes them \(gpuctl plan -f ex3\.yaml shows how\)$' "$(cat "$T/exec3.txt")"
 sed -e 's/^  command: .*/  command: echo "from-spec $RANK $FOO"/' -e 's/FOO: bar/FOO: baz/' ex.yaml > ex2.yaml
 run_rc rc g exec ex -f ex2.yaml > "$T/exec4.txt" 2>&1
 expect_eq "exec -f with only the job changed runs it" 0 "$rc"
 expect_match "with the spec's new env" '^\[node 1\] (\[default0\]:)?from-spec 1 baz$' "$(cat "$T/exec4.txt")"
 
 # 4. plan of a changed spec: only the job (apply runs it again on the same
-# nodes), or the cluster's shape (old -> new: a replacement)
+# nodes), or the cluster's shape (old -> new: here only the node count, on
+# nodes kept up: a resize)
 run_rc rc g plan -f ex2.yaml > "$T/plan2.txt" 2>&1
 expect_eq "plan of a job change: exit 0" 0 "$rc"
 expect_match "it shows the job running again and what changed" \
@@ -97,8 +98,8 @@ expect_match "it shows the job running again and what changed" \
     "$(cat "$T/plan2.txt")"
 run_rc rc g plan -f ex3.yaml > "$T/plan3.txt" 2>&1
 expect_eq "plan of a node-count change: exit 0" 0 "$rc"
-expect_match "it shows the replacement with the diff" \
-    "^  -/\+ cluster ex: its nodes are replaced by new ones on local \(changed: nodes 2 -> 3\); its name and store \(checkpoints, data\) stay\$" \
+expect_match "it shows the resize with the diff" \
+    "^  ~ cluster ex: its live nodes stay, nodes are added or removed to the new count \(changed: nodes 2 -> 3\)\$" \
     "$(cat "$T/plan3.txt")"
 
 # 4b. nodes without gpuctl's bootstrap: no phase (the bootstrap's first

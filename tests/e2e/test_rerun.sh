@@ -15,7 +15,7 @@
 #   job.sh): apply fails (exit 6) naming them, the cluster keeps the
 #   spec it had (plan still runs the change again), and once the runners
 #   work again the next apply runs it;
-# - a changed node count: a replacement, not a re-run (test_replace.sh);
+# - a changed node count: a resize, not a re-run (test_replace.sh);
 # - --dry-run says what would run and changes nothing.
 source "$(dirname "$0")/lib.sh"
 export RR_TOKEN=rr-secret-value-4711
@@ -144,9 +144,9 @@ for _ in $(seq 120); do [ "$(tail -n1 code/out/jobs-1 2>/dev/null)" = "$job4c" ]
 expect_eq "both nodes ran it" "$job4c|$job4c" "$(tail -qn1 code/out/jobs-0 code/out/jobs-1 | paste -sd'|')"
 expect_eq "then nothing to do" "none -" "$(action rr4b.yaml)"
 
-# 5. the cluster's shape changed: not a re-run, a replacement (test_replace.sh)
+# 5. the node count changed: not a re-run, a resize (test_replace.sh)
 sed -e 's/^nodes: 2/nodes: 3/' rr4b.yaml > rr5.yaml
-expect_eq "a node-count change is a replacement" "replace -" "$(action rr5.yaml)"
+expect_eq "a node-count change is a resize" "resize -" "$(action rr5.yaml)"
 
 g -y destroy rr > /dev/null
 finish
