@@ -146,13 +146,14 @@ expect_match "exec ran on node 1 with the rendezvous wiring" '^\[node 1\] (\[def
     "$(cat "$T/exec.out")"
 
 # ---- 4. one node more: the two instances stay, a third comes -----------------
+# (job3.yaml is written into the workdir: its files changed too)
 sed -e 's/^nodes: 2/nodes: 3/' job2.yaml > job3.yaml
-expect_eq "plan: a resize" "resize nodes 2 -> 3" \
+expect_eq "plan: a resize" "resize nodes 2 -> 3, workdir (its files)" \
     "$(g -o json plan -f job3.yaml | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["action"], d.get("resize"))')"
 run_rc rc g -y apply -f job3.yaml --wait > "$T/apply4.out" 2> "$T/apply4.err"
 expect_eq "apply --wait of the resize: exit 0" 0 "$rc"
 [ "$rc" = 0 ] || tail -30 "$T/apply4.err"
-expect_match "apply says so" '^cluster qs: resized: deleted 0 node\(s\), created 1; job r[0-9a-f]{12} ran on all 3 \(changed: nodes 2 -> 3\)$' \
+expect_match "apply says so" '^cluster qs: resized: deleted 0 node\(s\), created 1; job r[0-9a-f]{12} ran on all 3 \(changed: nodes 2 -> 3, workdir \(its files\)\)$' \
     "$(cat "$T/apply4.out")"
 ids3=$(ids)
 expect_eq "the two instances stayed, a third runs" "3 $ids2" \
