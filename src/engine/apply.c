@@ -299,7 +299,11 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         res->cluster_id = c.id;
         res->phase = c.phase;
         res->exit_code = c.exit_code;
-        rc = confirm_replace(s, opts, plan, &c, res, err);
+        /* the nodes that stay must have ended their job (replace.c) */
+        if (resize)
+            rc = gpc_lc_resize_ready(s, &c, c.nodes < spec->nodes ? c.nodes : spec->nodes, err);
+        if (!rc)
+            rc = confirm_replace(s, opts, plan, &c, res, err);
         if (!rc && !res->cancelled)
             rc = resize ? gpc_lc_resize(s, spec, spec_path, plan, &c, &res->removed, err)
                         : gpc_lc_replace(s, spec, spec_path, plan, &c, &res->removed, err);
@@ -463,6 +467,7 @@ out:
     s->n_secrets = 0;
     s->deliver = 0;
     s->deliver_workdir = NULL;
+    s->no_first_job = 0;
     gpc_lc_dirs_free(&dirs);
     return rc;
 }

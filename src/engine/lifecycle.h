@@ -237,6 +237,11 @@ struct gpc_plan;
  * nodes for the new ranks (made by apply's create with no job of their
  * own: gpc_session.no_first_job); *c is reloaded.  The job then runs
  * again on every node (gpc_lc_rerun).  Errors: as gpc_lc_replace. */
+/* Before a resize of live cluster *c: 0 when the job has ended on each of
+ * its live nodes of rank below `keep` (the nodes that stay), as their log
+ * transport says (an exit status); GPC_ERR_USAGE naming the nodes where a
+ * job still runs; the provider's error when a node cannot be asked. */
+int gpc_lc_resize_ready(gpc_session *s, gpc_cluster_rec *c, uint32_t keep, gpc_error *err);
 int gpc_lc_resize(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                   const struct gpc_plan *plan, gpc_cluster_rec *c, int *removed,
                   gpc_error *err);

@@ -218,3 +218,41 @@ int gpc_lc_resize(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = record_spec(s, spec, spec_path, NULL, had, c, err);
     return rc;
 }
+
+int gpc_lc_resize_ready(gpc_session *s, gpc_cluster_rec *c, uint32_t keep, gpc_error *err)
+{
+    gpc_open_provider pv;
+    int rc = gpc_session_provider(s, c->provider, &pv, err);
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    if (!rc)
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    gpc_buf busy, out;
+    gpc_buf_init(&busy, GPC_BUF_LINE_MAX);
+    gpc_buf_init(&out, 4096);
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!nodes[i].provider_id[0] || nodes[i].rank >= keep)
+            continue;
+        /* only its exit status: from an offset past any log's end */
+        long next = 0;
+        int ex = -1;
+        gpc_error e;
+        gpc_error_clear(&e);
+        gpc_buf_reset(&out);
+        if (gpc_node_log_read(s, &pv, c, &nodes[i], 1L << 40, 0, &out, &next, &ex, &e) != 0)
+            rc = gpc_fail(err, e.code, "cluster '%s': could not ask node %s whether its job "
+                          "ended: %s", c->name, nodes[i].name, e.msg);
+        else if (ex < 0)
+            gpc_buf_addf(&busy, NULL, "%s%s", busy.len ? ", " : "", nodes[i].name);
+    }
+    if (!rc && busy.len)
+        rc = gpc_fail(err, GPC_ERR_USAGE,
+                      "cluster '%s': a job still runs on %s; a resize runs the job again on "
+                      "every node with the new world size, and new nodes cannot join while "
+                      "it runs: apply again once it has ended (gpuctl logs -f %s follows it)",
+                      c->name, gpc_buf_str(&busy), c->name);
+    gpc_buf_free(&busy);
+    gpc_buf_free(&out);
+    gpc_node_list_free(nodes, n);
+    return rc;
+}

@@ -21,8 +21,9 @@ alive() { local p out=(); for p in "$@"; do if kill -0 "$p" 2>/dev/null; then ou
 live() { g -o json status "$1" | python3 -c 'import json,sys; c=json.load(sys.stdin)["clusters"][0]; print(" ".join(str(n[sys.argv[1]]) for n in c["nodes"] if n["phase"] != "terminated"))' "$2"; }
 # pids: the node processes of cluster rp's live nodes, by rank
 pids() { local id p out=(); for id in $(live rp provider_id); do read -r p _ < "$STATE/local/$id/pid"; out+=("$p"); done; echo "${out[*]}"; }
-# lastlines: each live node's last "step N world W" line, by rank, |-separated
-lastlines() { local id; for id in $(live rp provider_id); do grep -ho 'step [0-9]* world [0-9]*' "$STATE/local/$id/node.log" | tail -n1; done | paste -sd'|'; }
+# lastlines: each live node's last "step N world W" line, sorted (which
+# node gets which global rank is the rendezvous's choice), |-separated
+lastlines() { local id; for id in $(live rp provider_id); do grep -ho 'step [0-9]* world [0-9]*' "$STATE/local/$id/node.log" | tail -n1; done | sort | paste -sd'|'; }
 event() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select message from events where kind = ? order by id desc", (sys.argv[2],)).fetchone()[0])' "$STATE/gpuctl.db" "$1"; }
 mkdir -p "$T/work/ckpt"
 cd "$T/work"
@@ -81,7 +82,7 @@ expect_eq "apply PLANFILE --wait: exit 0" 0 "$rc"
 expect_match "it says what it did" '^cluster rp: resized: deleted 0 node\(s\), created 1; job r[0-9a-f]{12} ran on all 3 \(changed: nodes 2 -> 3\)$' "$(cat "$T/a5.txt")"
 expect_eq "the two node processes stayed" "$pids_before" "$(cut -d' ' -f1-2 <<< "$(pids)")"
 expect_match "a third node of a new launch attempt" "^$ids_before rp-2-[0-9a-f]{8}-a2$" "$(live rp provider_id)"
-expect_eq "the job ran on all three with world size 3" "step 2 world 3|step 2 world 3|step 1 world 3" "$(lastlines)"
+expect_eq "the job ran on all three with world size 3" "step 1 world 3|step 2 world 3|step 2 world 3" "$(lastlines)"
 expect_eq "counting on from the checkpoint" "2 2 1" "$(cat ckpt/step-0 ckpt/step-1 ckpt/step-2 | paste -sd' ')"
 expect_eq "the history says so" "resizing the cluster: 2 -> 3 node(s) (changed: nodes 2 -> 3)" "$(event replace)"
 expect_eq "a plan now has nothing to do" none "$(g -o json plan -f rp3.yaml | python3 -c 'import json,sys; print(json.load(sys.stdin)["action"])')"
@@ -96,6 +97,22 @@ expect_match "apply JSON: resized, 2 removed, none created, the job" "^nodes 3 -
     "$(json_get "$T/a6.json" '"|".join(str(x) for x in (d["replaced"]["changed"], d["replaced"]["removed"], d["replaced"]["resized"], d["created"], d["replaced"]["job"]))')"
 expect_eq "node 0 stayed, alone" "0 $pid0" "$(live rp rank) $(pids)"
 expect_eq "and ran the job with world size 1" "step 3 world 1" "$(lastlines)"
+
+# 2b. a resize while a job runs on the nodes that stay: refused, nothing
+# changes (new nodes could not join the rendezvous the running job holds)
+sed -e 's|^  command: .*|  command: until [ -e $GPUCTL_CHECKPOINT_DIR/go ]; do sleep 0.2; done|' rp1.yaml > rps.yaml
+run_rc rc g -y apply -f rps.yaml > /dev/null 2>&1
+expect_eq "2b. a job that waits on node 0 (a re-run, without --wait): exit 0" 0 "$rc"
+sed -e 's/^nodes: 1/nodes: 2/' rps.yaml > rps2.yaml
+run_rc rc g -y apply -f rps2.yaml > "$T/a6b.txt" 2>&1
+expect_eq "2b. a resize while it runs: exit 3" 3 "$rc"
+expect_eq "2b. says why and what to do" "gpuctl: error: cluster 'rp': a job still runs on rp-0; a resize runs the job again on every node with the new world size, and new nodes cannot join while it runs: apply again once it has ended (gpuctl logs -f rp follows it)" "$(cat "$T/a6b.txt")"
+expect_eq "2b. nothing changed" "0 $pid0" "$(live rp rank) $(pids)"
+touch ckpt/go
+run_rc rc g logs rp -f > /dev/null 2>&1
+expect_eq "2b. the job ended" 0 "$rc"
+run_rc rc g -y apply -f rp1.yaml --wait > /dev/null 2>&1
+expect_eq "2b. the spec before it again (a re-run): exit 0" 0 "$rc"
 
 # 3. another shape field: the nodes are replaced
 sed -e 's/^  nproc_per_node: 1/  nproc_per_node: 2/' rp1.yaml > rpn.yaml
