@@ -162,6 +162,12 @@ typedef struct gpc_session {
      * replace.c): 1, their bootstraps run no job of their own
      * (gpc_node_ctx.no_first_job); 0 otherwise. */
     int no_first_job;
+    /* While gpc_apply replaces or resizes a live cluster's nodes: 1, the
+     * cluster is not this apply's own, so a create that fails (or is
+     * interrupted) with no node alive leaves it recorded with its nodes to
+     * create, for the next apply or destroy, instead of closing it as a
+     * new cluster's failed first attempt is; 0 otherwise. */
+    int keep_record;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened

@@ -129,6 +129,32 @@ static int place_data(gpc_session *s, const gpc_open_provider *pv, const gpc_spe
     return rc;
 }
 
+/* The job again on every node of live cluster *c (rerun.c): attached with
+ * --wait (the cluster's lock let go first: destroy may come in meanwhile),
+ * else handed to the nodes' runners. */
+static int run_again(gpc_session *s, const gpc_spec *spec, const char *spec_path,
+                     const gpc_apply_opts *opts, gpc_cluster_rec *c, int *lockfd,
+                     gpc_apply_result *res, gpc_error *err)
+{
+    int status = 0;
+    if (opts->wait) {
+        gpc_cluster_unlock(*lockfd);
+        *lockfd = -1;
+    }
+    res->phase = c->phase;
+    int rc = gpc_lc_rerun(s, spec, spec_path, c, opts->wait, opts->stream_logs, &status,
+                          res->rerun_job, err);
+    if (!rc && opts->wait) {
+        res->waited = 1;
+        res->exit_code = status;
+        res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
+        if (status)
+            rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
+                          "status %d", c->name, res->rerun_job, status);
+    }
+    return rc;
+}
+
 /* A replacement goes ahead when -y or a saved plan said so, or when the
  * caller's confirm answers yes (res->cancelled: no). */
 static int confirm_replace(gpc_session *s, const gpc_apply_opts *opts, const gpc_plan *plan,
@@ -273,23 +299,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
      * the job running there; with --wait this waits for it (the cluster is
      * unlocked: destroy may come in meanwhile). */
     if (plan->action == GPC_PLAN_RERUN) {
-        int status = 0;
-        if (opts->wait) {
-            gpc_cluster_unlock(lockfd);
-            lockfd = -1;
-        }
         res->cluster_id = c.id;
-        res->phase = c.phase;
-        rc = gpc_lc_rerun(s, spec, spec_path, &c, opts->wait, opts->stream_logs, &status,
-                          res->rerun_job, err);
-        if (!rc && opts->wait) {
-            res->waited = 1;
-            res->exit_code = status;
-            res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
-            if (status)
-                rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
-                              "status %d", c.name, res->rerun_job, status);
-        }
+        rc = run_again(s, spec, spec_path, opts, &c, &lockfd, res, err);
         goto out_c;
     }
     /* The shape changed: the nodes are replaced (replace.c), once confirmed;
@@ -310,6 +321,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         if (rc || res->cancelled)
             goto out_c;
         s->no_first_job = resize; /* the job runs on all nodes below */
+        s->keep_record = 1;       /* a failed create leaves it recorded */
     }
     /* Nodes go to the plan's offers in order: the chosen one, then, when a
      * new cluster meets no capacity (GPC_ERR_CAPACITY from the provider),
@@ -420,22 +432,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     /* a resize: the job on every node, the kept and the new, with the new
      * world size, as a re-run (attached with --wait) */
     if (!rc && resize) {
-        int status = 0;
-        if (opts->wait) {
-            gpc_cluster_unlock(lockfd);
-            lockfd = -1;
-        }
-        rc = gpc_lc_rerun(s, spec, spec_path, &c, opts->wait, opts->stream_logs, &status,
-                          res->rerun_job, err);
-        res->phase = c.phase;
-        if (!rc && opts->wait) {
-            res->waited = 1;
-            res->exit_code = status;
-            res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
-            if (status)
-                rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
-                              "status %d", c.name, res->rerun_job, status);
-        }
+        rc = run_again(s, spec, spec_path, opts, &c, &lockfd, res, err);
         goto out_c;
     }
     /* what the first job runs with: the next apply compares (rerun.c) */
@@ -468,6 +465,7 @@ out:
     s->deliver = 0;
     s->deliver_workdir = NULL;
     s->no_first_job = 0;
+    s->keep_record = 0;
     gpc_lc_dirs_free(&dirs);
     return rc;
 }

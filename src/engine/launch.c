@@ -685,7 +685,8 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         else
             rc = gpc_fail(err, (gpc_code)last, "%s", last_err.msg);
     }
-    if (rc && !left && !res->created && !alive_before && !any_unknown(nodes, n)) {
+    if (rc && !left && !res->created && !alive_before && !s->keep_record &&
+        !any_unknown(nodes, n)) {
         /* nothing of this cluster lives: close it, after the provider's
          * own resources are gone (else it stays recorded for destroy).  A
          * create of unknown outcome keeps it recorded: its node may come. */

@@ -102,22 +102,6 @@ static int ended_nodes(gpc_session *s, const gpc_cluster_rec *c, uint32_t *ended
     return rc;
 }
 
-/* The plan replaces every node of cluster c (replace.c): its live ones
- * go, spec->nodes new ones come; `what` changed. */
-static int plan_replace(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
-                        const char *what, gpc_plan *out, gpc_error *err)
-{
-    gpc_node_rec *nodes = NULL;
-    size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-    for (size_t i = 0; !rc && i < n; i++)
-        out->n_remove += nodes[i].provider_id[0] != '\0';
-    gpc_node_list_free(nodes, n);
-    out->action = GPC_PLAN_REPLACE;
-    out->n_create = spec->nodes;
-    snprintf(out->rerun, sizeof(out->rerun), "%s", what);
-    return rc;
-}
 
 /* 1 when cluster c's nodes can stay for `spec`: of its shape only the
  * node count changed, its nodes stay up for later jobs
@@ -137,20 +121,24 @@ static int can_resize(const gpc_spec *spec, const gpc_cluster_rec *c)
     return only;
 }
 
-/* The plan resizes cluster c (replace.c): its nodes of rank spec->nodes
- * and up go, ranks c->nodes .. spec->nodes-1 come, and the job runs again
- * on all of them; `what` changed. */
-static int plan_resize(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
-                       const char *what, gpc_plan *out, gpc_error *err)
+/* The plan changes cluster c's nodes (replace.c): GPC_PLAN_REPLACE, all of
+ * them go (from 0) and spec->nodes new ones come; GPC_PLAN_RESIZE, those
+ * of rank `from` (spec->nodes) and up go and the ranks from c->nodes up
+ * come.  `what` changed. */
+static int plan_nodes(gpc_session *s, const gpc_spec *spec, const gpc_cluster_rec *c,
+                      gpc_plan_action action, const char *what, gpc_plan *out,
+                      gpc_error *err)
 {
+    uint32_t from = action == GPC_PLAN_RESIZE ? spec->nodes : 0;
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
     int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     for (size_t i = 0; !rc && i < n; i++)
-        out->n_remove += nodes[i].provider_id[0] && nodes[i].rank >= spec->nodes;
+        out->n_remove += nodes[i].provider_id[0] && nodes[i].rank >= from;
     gpc_node_list_free(nodes, n);
-    out->action = GPC_PLAN_RESIZE;
-    out->n_create = spec->nodes > c->nodes ? spec->nodes - c->nodes : 0;
+    out->action = action;
+    out->n_create = action == GPC_PLAN_REPLACE ? spec->nodes
+                  : spec->nodes > c->nodes ? spec->nodes - c->nodes : 0;
     snprintf(out->rerun, sizeof(out->rerun), "%s", what);
     return rc;
 }
@@ -180,7 +168,7 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
      * stay, nodes are added or removed, and the job runs again on all. */
     int shape = spec_changed && !job_only;
     if (shape && !can_resize(spec, c)) {
-        rc = plan_replace(s, spec, c, d.len ? gpc_buf_str(&d) : "?", out, err);
+        rc = plan_nodes(s, spec, c, GPC_PLAN_REPLACE, d.len ? gpc_buf_str(&d) : "?", out, err);
         gpc_buf_free(&d);
         return rc;
     }
@@ -224,7 +212,7 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
             char what[sizeof(out->rerun)];
             snprintf(what, sizeof(what), "%s; %u of its node%s ended with the last job",
                      gpc_buf_str(&d), ended, ended == 1 ? "" : "s");
-            rc = plan_replace(s, spec, c, what, out, err);
+            rc = plan_nodes(s, spec, c, GPC_PLAN_REPLACE, what, out, err);
         } else if (!rc && missing)
             rc = gpc_fail(err, GPC_ERR_USAGE,
                           "cluster '%s' has %u node%s still to create and its job changed "
@@ -232,7 +220,7 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
                           "destroy it: gpuctl destroy %s",
                           c->name, missing, missing == 1 ? "" : "s", gpc_buf_str(&d), c->name);
         else if (!rc && shape)
-            rc = plan_resize(s, spec, c, gpc_buf_str(&d), out, err);
+            rc = plan_nodes(s, spec, c, GPC_PLAN_RESIZE, gpc_buf_str(&d), out, err);
         else if (!rc) {
             out->action = GPC_PLAN_RERUN;
             snprintf(out->rerun, sizeof(out->rerun), "%s", gpc_buf_str(&d));

@@ -220,9 +220,10 @@ static int kept_up_after_job(const gpc_cluster_rec *c)
 /*
  * The job's first output in rank 0's log: a gpc_log whose output passes
  * everything on (to `to`, when not NULL) and notes the time of the first
- * line after the bootstrap's "phase running" (torchrun started) that is not
- * the bootstrap's own ("DATE gpuctl: ...").  Lines are judged by their
- * first bytes, after a "[node N] " prefix.
+ * line after the bootstrap's "phase running" (torchrun started) that is
+ * neither the bootstrap's own ("DATE gpuctl: ...") nor torchrun's
+ * (torchrun_own).  Lines are judged by their first bytes, after a
+ * "[node N] " prefix and a worker's "[default0]:".
  */
 typedef struct first_output {
     const gpc_log *to;
@@ -232,17 +233,30 @@ typedef struct first_output {
     double at;          /* gpc_monotonic_s() of the first line, 0 while none */
 } first_output;
 
+/* A line torchrun itself prints before its workers start: its logger's
+ * ("WARNING:torch.distributed.run: ..."; torch 2: "W1202 10:00:00.1 42
+ * torch/distributed/run.py:793] ..."), and the OMP_NUM_THREADS notice it
+ * frames in asterisks when nproc_per_node > 1. */
+static int torchrun_own(const char *l)
+{
+    return strstr(l, "torch.distributed") || strstr(l, "torch/distributed") ||
+           strncmp(l, "*****", 5) == 0 || strncmp(l, "Setting OMP_NUM_THREADS", 23) == 0;
+}
+
 static void first_output_line(first_output *f)
 {
     const char *l = f->line;
     if (strncmp(l, "[node ", 6) == 0 && strstr(l, "] "))
         l = strstr(l, "] ") + 2;
+    /* torch 1.x's --tee prefix of a worker's (and its agent's) lines */
+    if (strncmp(l, "[default", 8) == 0 && strstr(l, "]:"))
+        l = strstr(l, "]:") + 2;
     /* "2026-12-02T10:15:20Z gpuctl: " */
     int ours = strlen(l) >= 29 && l[4] == '-' && l[10] == 'T' && l[19] == 'Z' &&
                strncmp(l + 20, " gpuctl: ", 9) == 0;
     if (ours && strncmp(l + 29, "phase running", 13) == 0)
         f->torchrun = 1;
-    else if (!ours && f->torchrun && *l)
+    else if (!ours && f->torchrun && *l && !torchrun_own(l))
         f->at = gpc_monotonic_s();
 }
 

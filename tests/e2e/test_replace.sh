@@ -136,12 +136,39 @@ expect_match "it ran the job with 2 processes" "^step [0-9]+ world 2$" "$(lastli
 expect_eq "the same cluster (uid)" "$uid" "$(g -o json status rp | python3 -c 'import json,sys; print(json.load(sys.stdin)["clusters"][0]["uid"])')"
 expect_eq "the history says so" "replacing the cluster's nodes on local (changed: run.nproc_per_node 1 -> 2)" "$(event replace)"
 
-# 4. -o json of a --wait apply has the first output's time
+# 3b. a replacement whose new node cannot be made: the old one is gone, but
+# the cluster stays recorded (its name, uid and history) with its node to
+# create; the next apply makes it (a trial found an interrupted replacement
+# closed the cluster as a new one's failed first attempt)
 sed -e 's/^  nproc_per_node: 2/  nproc_per_node: 1/' rpn.yaml > rpm.yaml
+run_rc rc env GPUCTL_TEST_FAULT=fail-create:0:capacity "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f rpm.yaml > "$T/a10.txt" 2>&1
+expect_eq "3b. the create fails: exit 22 (capacity)" 22 "$rc"
+expect_match "3b. the cluster stays recorded" "cluster 'rp' stays recorded with 0 node\(s\): gpuctl apply finishes it, gpuctl destroy rp removes it" "$(cat "$T/a10.txt")"
+expect_eq "3b. the same cluster (uid), its node to create" "$uid pending" \
+    "$(g -o json status rp | python3 -c 'import json,sys; c=json.load(sys.stdin)["clusters"][0]; print(c["uid"], " ".join(n["phase"] for n in c["nodes"] if n["phase"] != "terminated"))')"
+
+# 4. the next apply makes it; -o json of a --wait apply has the first
+# output's time
 run_rc rc g -y -o json apply -f rpm.yaml --wait > "$T/a9.json" 2> /dev/null
 expect_eq "4. apply -y -o json --wait: exit 0" 0 "$rc"
 check_schema "$T/a9.json" apply
-expect_eq "4. first_output_s: seconds after apply began" True "$(json_get "$T/a9.json" '0 < d["first_output_s"] < 300 and not d["replaced"]["resized"]')"
+expect_eq "4. the node made, the first output's time in seconds after apply began" "1 True" \
+    "$(json_get "$T/a9.json" '"%d %s" % (d["created"], 0 < d["first_output_s"] < 300)')"
+
+# 4b. torchrun's own lines (its OMP_NUM_THREADS notice with 2 processes a
+# node) are not the job's first output (a trial found they were)
+cat > fo.yaml <<'SPEC'
+name: fo
+provider: local
+nodes: 1
+run:
+  command: sleep 6; echo hi
+  nproc_per_node: 2
+SPEC
+run_rc rc g -y -o json apply -f fo.yaml --wait > "$T/fo.json" 2> /dev/null
+expect_eq "4b. apply --wait: exit 0" 0 "$rc"
+expect_eq "4b. the first output is the job's, after its 6 s sleep" True "$(json_get "$T/fo.json" 'd["first_output_s"] >= 6')"
+g -y destroy fo > /dev/null
 
 pids=$(pids)
 g -y destroy rp > /dev/null
