@@ -155,7 +155,7 @@ gpuctl_sweep() {
 gpuctl_idle() {
   local st t now
   trap 'exit "$rc"' TERM INT HUP
-  gpuctl_say "idle: stopping the node after ${GPUCTL_IDLE_TIMEOUT_S}s with no job"
+  gpuctl_say "idle: the node stops after ${GPUCTL_IDLE_TIMEOUT_S}s with no job"
   while :; do
     st='' t=0
     read -r st t <"$GPUCTL_HOME/job" 2>/dev/null || true

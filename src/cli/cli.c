@@ -55,7 +55,7 @@ const gpc_command gpc_commands[] = {
     {"plan", NULL, "show what apply would do: chosen offer, fallbacks, cost, changes",
      "plan -f FILE [--out PLANFILE] [--detailed-exitcode] [--live]", gpc_plan_options, "@file",
      0, gpc_cmd_plan},
-    {"apply", NULL, "create what a spec or plan describes; re-run a changed job; follow it",
+    {"apply", NULL, "create, re-run or replace what a spec or plan describes; follow it",
      "apply -f FILE | PLANFILE [--wait [--timeout DURATION]] [--poll-interval DURATION] "
      "[--dry-run] [-y]", gpc_apply_options, "@file", 0, gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",

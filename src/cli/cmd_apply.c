@@ -27,7 +27,7 @@ const gpc_option gpc_apply_options[] = {
     {"poll-interval", 0, "DURATION", 'p', "time between polls while new cloud nodes start (default "
      "2s) and while --wait waits (default 1s): 0.05s to 1h "
      "(2s, 0.5s, 500ms, 1m; a bare number is seconds)"},
-    {"dry-run", 0, NULL, 'n', "plan and say what would be created; change nothing"},
+    {"dry-run", 0, NULL, 'n', "plan and say what would be created, re-run or replaced; change nothing"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -223,12 +223,13 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
             fprintf(stderr, "gpuctl: error: %s\n", err.msg);
     } else if (s.st && (!rc || res.waited)) {
         if (a.opts.dry_run && res.resized)
-            printf("cluster %s: would resize: create %d node(s), delete the others of rank %u "
-                   "and up, and run its job again on all (changed: %s) (dry run, nothing "
-                   "changed)\n", spec->name, res.created, spec->nodes, res.replaced);
+            printf("cluster %s: would resize: create %d node(s), delete %d, and run its job "
+                   "again on all (changed: %s) (dry run, nothing changed)\n", spec->name,
+                   res.created, res.removed, res.replaced);
         else if (a.opts.dry_run && res.replaced[0])
-            printf("cluster %s: would replace its nodes: create %d (changed: %s) (dry run, "
-                   "nothing changed)\n", spec->name, res.created, res.replaced);
+            printf("cluster %s: would replace its nodes: delete %d, create %d (changed: %s) "
+                   "(dry run, nothing changed)\n", spec->name, res.removed, res.created,
+                   res.replaced);
         else if (a.opts.dry_run && res.rerun[0])
             printf("cluster %s: would run its job again on the same nodes (changed: %s) "
                    "(dry run, nothing changed)\n", spec->name, res.rerun);

@@ -148,7 +148,29 @@ static int run_again(gpc_session *s, const gpc_spec *spec, const char *spec_path
         res->waited = 1;
         res->exit_code = status;
         res->phase = status ? GPC_PHASE_FAILED : GPC_PHASE_SUCCEEDED;
-        if (status)
+        /* a job whose nodes a destroy took meanwhile was lost, as with
+         * --wait of a first job (exit 11), not failed: the destroy holds
+         * the cluster's lock until it has recorded it (30 s at most) */
+        gpc_cluster_rec now;
+        memset(&now, 0, sizeof(now));
+        gpc_error e;
+        gpc_error_clear(&e);
+        int fd = -1;
+        for (int i = 0; status && i < 60; i++) {
+            gpc_error le;
+            gpc_error_clear(&le);
+            if (gpc_cluster_lock(s, c->name, 0, &fd, &le) == 0 || le.code != GPC_ERR_LOCKED)
+                break;
+            gpc_lc_sleep(0.5);
+        }
+        gpc_cluster_unlock(fd);
+        int gone = status && gpc_cluster_get_by_id(s->st, c->id, &now, &e) == 0 &&
+                   now.destroyed_at;
+        gpc_cluster_rec_free(&now);
+        if (gone)
+            rc = gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' was destroyed while job %s "
+                          "ran", c->name, res->rerun_job);
+        else if (status)
             rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job %s failed: exit "
                           "status %d", c->name, res->rerun_job, status);
     }
@@ -192,7 +214,7 @@ static int confirm_replace(gpc_session *s, const gpc_apply_opts *opts, const gpc
                             "ask on; pass -y (gpuctl plan shows what changes)", c->name,
                             plan->rerun, plan->n_remove, plan->n_remove == 1 ? "" : "s",
                             plan->n_create)
-                 : gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed its shape (%s): apply "
+                 : gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' changed (%s): apply "
                             "would replace its %u node%s, which needs a confirmation, and "
                             "there is no terminal to ask on; pass -y (gpuctl plan shows what "
                             "is replaced)", c->name, plan->rerun, plan->n_remove,
@@ -286,6 +308,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     res->resized = plan->action == GPC_PLAN_RESIZE;
     if (opts->dry_run || plan->action == GPC_PLAN_NONE) {
         res->created = opts->dry_run ? (int)plan->n_create : 0;
+        res->removed = opts->dry_run ? (int)plan->n_remove : 0;
         res->unchanged = plan->action == GPC_PLAN_NONE;
         res->phase = have ? c.phase : GPC_PHASE_PENDING;
         res->exit_code = have ? c.exit_code : -1;

@@ -210,8 +210,8 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
              * are what must change (lifecycle.idle_timeout keeps nodes
              * up for later jobs) */
             char what[sizeof(out->rerun)];
-            snprintf(what, sizeof(what), "%s; %u of its node%s ended with the last job",
-                     gpc_buf_str(&d), ended, ended == 1 ? "" : "s");
+            snprintf(what, sizeof(what), "%s; %u of its nodes ended with the last job",
+                     gpc_buf_str(&d), ended);
             rc = plan_nodes(s, spec, c, GPC_PLAN_REPLACE, what, out, err);
         } else if (!rc && missing)
             rc = gpc_fail(err, GPC_ERR_USAGE,

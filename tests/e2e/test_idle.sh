@@ -37,7 +37,7 @@ done
 expect_eq "after idle_timeout the node has stopped itself" True "$(node_ended)"
 expect_eq "the stopped record says why" "idle 4s" "$(cat "$home/stopped")"
 log=$(cat "$home/node.log")
-expect_match "the node log says it waits" 'gpuctl: idle: stopping the node after 4s with no job$' "$log"
+expect_match "the node log says it waits" 'gpuctl: idle: the node stops after 4s with no job$' "$log"
 expect_match "the node log says it stopped" 'gpuctl: no job for 4s: stopping the node$' "$log"
 g -o json status idler > "$T/status.json"
 check_schema "$T/status.json" status

@@ -74,7 +74,7 @@ expect_match "the question names the change" "Resize cluster 'rp': delete 0 node
 expect_match "answered no: cancelled" "apply cancelled; nothing was changed" "$(cat "$T/a3.txt")"
 run_rc rc g apply -f rp3.yaml --dry-run > "$T/a4.txt" 2>&1
 expect_eq "--dry-run: exit 0" 0 "$rc"
-expect_eq "--dry-run says what it would do" "cluster rp: would resize: create 1 node(s), delete the others of rank 3 and up, and run its job again on all (changed: nodes 2 -> 3) (dry run, nothing changed)" "$(cat "$T/a4.txt")"
+expect_eq "--dry-run says what it would do" "cluster rp: would resize: create 1 node(s), delete 0, and run its job again on all (changed: nodes 2 -> 3) (dry run, nothing changed)" "$(cat "$T/a4.txt")"
 expect_eq "still the same nodes" "$ids_before" "$(live rp provider_id)"
 
 run_rc rc g apply p3.json --wait > "$T/a5.txt" 2>&1
@@ -123,7 +123,7 @@ expect_match "the node created" '^  \+ node rp-0 \(rank 0\): local local local/l
 expect_match "the summary" '^Plan: 1 to create \(0 cluster, 1 node\), 1 node to delete; apply asks first \(-y in scripts\)\.$' "$(cat "$T/p2.txt")"
 run_rc rc g apply -f rpn.yaml < /dev/null > "$T/a7.txt" 2>&1
 expect_eq "the replacement without -y or a terminal: exit 3" 3 "$rc"
-expect_eq "says why" "gpuctl: error: cluster 'rp' changed its shape (run.nproc_per_node 1 -> 2): apply would replace its 1 node, which needs a confirmation, and there is no terminal to ask on; pass -y (gpuctl plan shows what is replaced)" "$(cat "$T/a7.txt")"
+expect_eq "says why" "gpuctl: error: cluster 'rp' changed (run.nproc_per_node 1 -> 2): apply would replace its 1 node, which needs a confirmation, and there is no terminal to ask on; pass -y (gpuctl plan shows what is replaced)" "$(cat "$T/a7.txt")"
 printf 'y\n' | script -qec "$GPUCTL_BIN --state-dir $STATE apply -f rpn.yaml --wait" /dev/null > "$T/a8.txt" 2>&1 || true
 expect_match "the question" "Replace cluster 'rp': delete its 1 node and create 1 on local \(changed: run\.nproc_per_node 1 -> 2\)\? \[y/N\]" "$(cat "$T/a8.txt")"
 expect_match "answered yes: replaced" "cluster rp: replaced: deleted 1 node\(s\), created 1 \(changed: run\.nproc_per_node 1 -> 2\)" "$(cat "$T/a8.txt")"
@@ -170,8 +170,22 @@ expect_eq "4b. apply --wait: exit 0" 0 "$rc"
 expect_eq "4b. the first output is the job's, after its 6 s sleep" True "$(json_get "$T/fo.json" 'd["first_output_s"] >= 6')"
 g -y destroy fo > /dev/null
 
+# 5. a destroy while apply --wait runs a job again: exit 11 (lost), not 10
+# (a trial found 10)
 pids=$(pids)
+rm -f ckpt/go
+sed -e 's|^  command: .*|  command: until [ -e $GPUCTL_CHECKPOINT_DIR/go ]; do sleep 0.2; done|' rpm.yaml > rpw.yaml
+g -y apply -f rpw.yaml --wait > "$T/a11.txt" 2>&1 &
+apply_pid=$!
+for _ in $(seq 300); do
+    [ "$(cut -d' ' -f1 "$STATE/local/$(live rp provider_id)/job" 2>/dev/null)" = running ] &&
+        grep -q '^r' "$STATE/local/$(live rp provider_id)/job_id" 2>/dev/null && break
+    sleep 0.1
+done
 g -y destroy rp > /dev/null
+run_rc rc wait "$apply_pid"
+expect_eq "5. apply --wait of a job its cluster's destroy took: exit 11" 11 "$rc"
+expect_match "5. it says so" "^gpuctl: error: cluster 'rp' was destroyed while job r[0-9a-f]{12} ran$" "$(cat "$T/a11.txt")"
 for _ in $(seq 100); do
     # shellcheck disable=SC2086
     left=$(alive $pids)

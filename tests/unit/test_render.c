@@ -1877,7 +1877,7 @@ static void test_run_idle_timeout(void **state)
     assert_non_null(job);
     assert_int_equal(strncmp(job, "ended ", 6), 0);
     free(job);
-    assert_non_null(strstr(r.log, "gpuctl: idle: stopping the node after 2s with no job\n"));
+    assert_non_null(strstr(r.log, "gpuctl: idle: the node stops after 2s with no job\n"));
     assert_non_null(strstr(r.log, "gpuctl: no job for 2s: stopping the node\n"));
     assert_null(r.shutdown);
     node_run_free(&r);
