@@ -111,12 +111,11 @@ static int record_spec(gpc_session *s, const gpc_spec *spec, const char *spec_pa
                        const gpc_open_provider *dest, uint32_t from, gpc_cluster_rec *c,
                        gpc_error *err)
 {
-    int rc = 0, moves = dest != NULL;
+    int moves = dest != NULL;
     const char *to = moves ? dest->prov->name : c->provider;
     char hash[65];
     char *json = NULL, *path = NULL;
-    if (!rc)
-        rc = gpc_spec_hash(spec, hash, err);
+    int rc = gpc_spec_hash(spec, hash, err);
     if (!rc) {
         cJSON *j = gpc_spec_to_json(spec);
         json = j ? cJSON_PrintUnformatted(j) : NULL;
