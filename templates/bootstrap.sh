@@ -183,9 +183,10 @@ GPUCTL_STORE_ENDPOINT={{STORE_ENDPOINT}}
 ## checkpoint_dir outlives the node (CKPT_STORE=1: the nodes do not share
 ## this machine's files, and the spec has checkpoint_dir): every node
 ## restores it from the cluster's prefix in the provider's store before
-## setup (nothing there: nothing to restore); the head (node rank 0) saves
-## it back every GPUCTL_CKPT_SAVE_S seconds while the job runs and once when
-## the job ends, succeeded or failed.  A save copies new and changed files
+## setup (nothing there: nothing to restore); the node where global rank 0
+## runs (gpuctl_ckpt_writer) saves it back every GPUCTL_CKPT_SAVE_S seconds
+## while the job runs and once when the job ends, succeeded or failed.  A
+## save copies new and changed files
 ## and deletes nothing in the store; two never run at once (ckpt.lock); a
 ## failed one is said in node.log and the next one tries again.  The node
 ## script's gpuctl_md_store_get / gpuctl_md_store_put do the copying.
@@ -207,10 +208,24 @@ gpuctl_ckpt_restore() {
   gpuctl_say "checkpoints: $n file(s) in $GPUCTL_CHECKPOINT_DIR"
 }
 
-## One save ($1 says why: periodic, final), by the head only.
+## Whether this node saves: the one whose torchrun group rank is 0 (its
+## workers wrote it, worker.sh), where global rank 0 runs, which by the
+## usual convention (the example trainer's too) writes the checkpoints.
+## The rendezvous orders the nodes by host address and pid, not by node
+## rank, so it is not always the head, which alone saved before: a job
+## whose rank 0 ran on another node was never saved.  No group rank yet (no
+## worker started): nothing of this job to save.
+# shellcheck disable=SC2317 # called by gpuctl_ckpt_save
+gpuctl_ckpt_writer() {
+  local g=''
+  read -r g 2>/dev/null <"$GPUCTL_HOME/workers/group_rank" || true
+  [ "$g" = 0 ]
+}
+
+## One save ($1 says why: periodic, final), by the writer only.
 # shellcheck disable=SC2317 # called by the saver and from the EXIT trap
 gpuctl_ckpt_save() {
-  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+  if [ "$gpuctl_ckpt_ok" != 1 ] || ! gpuctl_ckpt_writer; then
     return 0
   fi
   (
@@ -223,12 +238,13 @@ gpuctl_ckpt_save() {
   ) 9>>"$GPUCTL_HOME/ckpt.lock"
 }
 
-## The periodic saver, while the job runs (head only).  A TERM waits for a
-## save in progress to end (bash runs the trap after it), then ends it.
+## The periodic saver, while the job runs (on every node: each save asks
+## gpuctl_ckpt_writer).  A TERM waits for a save in progress to end (bash
+## runs the trap after it), then ends it.
 gpuctl_ckpt_start() {
   local every=${GPUCTL_CKPT_SAVE_S:-300}
   case $every in '' | *[!0-9]* | 0) every=300 ;; esac
-  if [ "$gpuctl_ckpt_ok" != 1 ] || [ "$gpuctl_is_head" != 1 ]; then
+  if [ "$gpuctl_ckpt_ok" != 1 ]; then
     return 0
   fi
   (
@@ -435,7 +451,7 @@ gpuctl_run_limited() {
 }
 
 ## workers/ holds this run's statuses only (gpuctl_worker_failed)
-rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status
+rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/group_rank"
 gpuctl_write phase booting
 gpuctl_write job "running $(printf '%(%s)T' -1)"
 trap gpuctl_on_exit EXIT
@@ -899,7 +915,7 @@ fi
 gpuctl_job() {
   gpuctl_say "=== job $GPUCTL_JOB_ID: rendezvous id $GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID ==="
   ## workers/ holds this job's statuses only (gpuctl_worker_failed)
-  rm -f "$GPUCTL_HOME/workers/"*.status
+  rm -f "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/group_rank"
   if [ -n "${GPUCTL_WORKDIR:-}" ]; then
     if ! cd "$GPUCTL_WORKDIR"; then
       gpuctl_say "error: workdir '$GPUCTL_WORKDIR' is missing"
@@ -992,6 +1008,7 @@ gpuctl_args=(
   --rdzv_endpoint="$gpuctl_endpoint"
   --rdzv_id="$GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID"
   --rdzv_conf="is_host=$gpuctl_is_head"
+  --monitor_interval=0.1
   --max_restarts=0
   --log_dir "$GPUCTL_HOME/torchrun"
 )
@@ -1013,6 +1030,8 @@ fi
 ## had).  torch 2.x starts each worker in a session of its own and signals
 ## the whole group, the command included; torch 1.x signals the worker's pid
 ## only, so the wrapper passes the signal on when it is not a group leader.
+## Local rank 0 also records the node's torchrun group rank
+## (gpuctl_ckpt_writer).
 # shellcheck disable=SC2090
 export GPUCTL_RUN_COMMAND
 mkdir -p "$GPUCTL_HOME/workers"
@@ -1021,6 +1040,7 @@ cat >"$GPUCTL_HOME/worker.sh" <<'EOF'
 c=0 fwd=1
 read -r _ _ _ _ pg _ <"/proc/$$/stat" && [ "$pg" = "$$" ] && fwd=0
 trap 'if [ "$fwd" = 1 ] && [ "$c" != 0 ]; then kill -TERM "$c" 2>/dev/null; fi' TERM INT HUP
+[ "${LOCAL_RANK:-0}" != 0 ] || printf '%s\n' "${GROUP_RANK:-}" >"$GPUCTL_HOME/workers/group_rank"
 /bin/bash -c "$GPUCTL_RUN_COMMAND" &
 c=$!
 while :; do
