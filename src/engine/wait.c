@@ -129,20 +129,31 @@ static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
 
 /* GPC_ERR_JOB_FAILED naming the node whose job failed: rank 0, or the
  * first other node that exited non-zero after rank 0 exited 0
- * (gpc_cluster_failed_node, as refresh derives the cluster's phase). */
-static int job_failed(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+ * (gpc_cluster_failed_node, as refresh derives the cluster's phase), or,
+ * on nodes kept up after the job, whose job_ex[rank] (nt entries: each
+ * node's job exit status from its log, -1 none) is non-zero. */
+static int job_failed(gpc_session *s, const gpc_cluster_rec *c, const int *job_ex,
+                      uint32_t nt, gpc_error *err)
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
     gpc_error e;
     gpc_error_clear(&e);
-    const gpc_node_rec *bad = gpc_node_list(s->st, c->id, 1, &nodes, &n, &e) == 0
-                                  ? gpc_cluster_failed_node(nodes, n) : NULL;
+    int listed = gpc_node_list(s->st, c->id, 1, &nodes, &n, &e) == 0;
+    const gpc_node_rec *bad = listed ? gpc_cluster_failed_node(nodes, n) : NULL;
+    int bad_exit = bad ? bad->exit_code : -1;
+    /* nodes kept up after the job (lifecycle.idle_timeout) still run: their
+     * job's exit status is the one their log transport gave */
+    for (size_t i = 0; listed && (!bad || bad->rank == 0) && i < n; i++)
+        if (nodes[i].rank > 0 && nodes[i].rank < nt && job_ex[nodes[i].rank] > 0) {
+            bad = &nodes[i];
+            bad_exit = job_ex[nodes[i].rank];
+        }
     int rc;
     if (bad && bad->rank != 0)
         rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, node %s (rank %u) "
-                      "exit status %d (rank 0 exited 0)", c->name, bad->name, bad->rank,
-                      bad->exit_code);
+                      "exit status %d (rank 0 exited %d)", c->name, bad->name, bad->rank,
+                      bad_exit, c->exit_code);
     else
         rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, rank 0 exit status %d",
                       c->name, c->exit_code);
@@ -275,6 +286,31 @@ static void first_output_out(void *ud, const char *data, size_t len)
     }
 }
 
+/* The outcome of a wait that saw the cluster end: 0 when rank 0's job
+ * succeeded, else the error that says why not (job_ex, nt: as in
+ * job_failed). */
+static int wait_outcome(gpc_session *s, const gpc_cluster_rec *c, const int *job_ex,
+                        uint32_t nt, gpc_error *err)
+{
+    switch (c->phase) {
+    case GPC_PHASE_SUCCEEDED:
+        return 0;
+    case GPC_PHASE_FAILED:
+        if (c->exit_code < 0)
+            return gpc_fail(err, GPC_ERR_NODE_LOST,
+                            "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
+        return job_failed(s, c, job_ex, nt, err);
+    case GPC_PHASE_PREEMPTED:
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
+    default:
+        if (c->destroyed_at)
+            return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' was destroyed while waiting",
+                            c->name);
+        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' ended as %s", c->name,
+                        gpc_phase_name(c->phase));
+    }
+}
+
 int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_error *err)
 {
     int64_t start = gpc_now();
@@ -393,7 +429,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
             if (now - bad_since >= WAIT_GRACE_S) {
                 final = 1;
                 snprintf(bad_name, sizeof(bad_name), "%s", bad->name);
-                bad_exit = bad->exit_code;
+                bad_exit = job_ex[bad->rank] >= 0 ? job_ex[bad->rank] : bad->exit_code;
             }
         }
         if (stream_logs && final) {
@@ -448,33 +484,21 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     free(offs);
     free(seen);
     int kept_up = job_ex[0] >= 0;
-    free(job_ex);
-    if (rc)
+    if (rc) {
+        free(job_ex);
         return rc;
+    }
     if (kept_up)
         gpc_info(s->log, "gpuctl: the job ended; the nodes of %s stay up for later jobs "
                  "until lifecycle.idle_timeout stops them (gpuctl destroy %s stops them now)",
                  c->name, c->name);
     if (bad_name[0])
-        return gpc_fail(err, GPC_ERR_JOB_FAILED,
-                        "cluster '%s': node %s failed (exit status %d) and rank 0 did not "
-                        "finish within %d s; the other nodes were stopped",
-                        c->name, bad_name, bad_exit, WAIT_GRACE_S);
-    switch (c->phase) {
-    case GPC_PHASE_SUCCEEDED:
-        return 0;
-    case GPC_PHASE_FAILED:
-        if (c->exit_code < 0)
-            return gpc_fail(err, GPC_ERR_NODE_LOST,
-                            "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
-        return job_failed(s, c, err);
-    case GPC_PHASE_PREEMPTED:
-        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s': rank 0 was preempted", c->name);
-    default:
-        if (c->destroyed_at)
-            return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' was destroyed while waiting",
-                            c->name);
-        return gpc_fail(err, GPC_ERR_NODE_LOST, "cluster '%s' ended as %s", c->name,
-                        gpc_phase_name(c->phase));
-    }
+        rc = gpc_fail(err, GPC_ERR_JOB_FAILED,
+                      "cluster '%s': node %s failed (exit status %d) and rank 0 did not "
+                      "finish within %d s; the other nodes were stopped",
+                      c->name, bad_name, bad_exit, WAIT_GRACE_S);
+    else
+        rc = wait_outcome(s, c, job_ex, nt, err);
+    free(job_ex);
+    return rc;
 }

@@ -44,4 +44,28 @@ check_schema "$T/status.json" status
 expect_eq "the job's outcome stands" "succeeded 0" \
     "$(json_get "$T/status.json" '"%s %s" % (d["clusters"][0]["phase"], d["clusters"][0]["exit_code"])')"
 g -y destroy idler > /dev/null
+
+# Two nodes kept up after their job, whose rank 1 fails (exit 3) while
+# rank 0 succeeds: apply --wait fails the job and names rank 1 with its
+# own exit status.  (On local a node's exit status file tells its job's
+# end; a machine kept up at a cloud tells it only through its log
+# transport: test_engine_life's test_wait_kept_up_worker_failed.)
+cat > pair.yaml <<'SPEC'
+name: pair
+provider: local
+nodes: 2
+resources:
+  cpus: 1+
+lifecycle:
+  idle_timeout: 60s
+run:
+  command: '[ "$GPUCTL_NODE_RANK" != 1 ] || exit 3'
+  nproc_per_node: 1
+SPEC
+run_rc rc g apply -f pair.yaml --wait --timeout 300 > "$T/pair.txt" 2> "$T/pair.err"
+expect_eq "a worker's failed job fails apply --wait: exit 10" 10 "$rc"
+expect_match "the error names rank 1 and its exit status" \
+    "gpuctl: error: cluster 'pair': job failed, node pair-1 \\(rank 1\\) exit status 3 \\(rank 0 exited 0\\)" \
+    "$(cat "$T/pair.err")"
+g -y destroy pair > /dev/null
 finish

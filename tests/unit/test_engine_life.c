@@ -184,6 +184,50 @@ static void test_wait_job_failed(void **state)
     gpc_cluster_rec_free(&c);
 }
 
+/* The same on nodes kept up after their job (lifecycle.idle_timeout): the
+ * machines still run, and only their log transport has the jobs' exit
+ * statuses.  Rank 1's job exits 3 at +15, rank 0's 0 at +25: the wait
+ * fails the job naming rank 1 with its own status (a regression: it named
+ * rank 0, "rank 0 exit status 0"); then rank 1's 3 at +15 while rank 0
+ * runs on: after the 30 s grace the failed worker's status is its job's
+ * (it said -1, the record's). */
+static void test_wait_kept_up_worker_failed(void **state)
+{
+    eng *e = *state;
+    scripted_timing(5, 20);
+    scripted_keep_up(1);
+    scripted_exit("job-1", 3, 10);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 2\nlifecycle:\n  idle_timeout: 10m\n"
+                "run:\n  command: python3 train.py\n");
+    gpc_apply_result res;
+    gpc_error err;
+    if (eng_apply(e, &res, &err))
+        fail_msg("apply: %s", err.msg);
+    gpc_cluster_rec c;
+    eng_cluster(e, "job", &c);
+    assert_int_equal(wait_job(e, &c, 0, &err), GPC_ERR_JOB_FAILED);
+    assert_string_equal(err.msg, "cluster 'job': job failed, node job-1 (rank 1) exit status 3 "
+                                 "(rank 0 exited 0)");
+    assert_int_equal(c.exit_code, 0);
+    gpc_cluster_rec_free(&c);
+    int deleted;
+    eng_cluster(e, "job", &c);
+    assert_int_equal(destroy(e, &c, &deleted, &err), 0);
+    gpc_cluster_rec_free(&c);
+
+    /* rank 0's job runs long past rank 1's failure */
+    scripted_exit("job-0", 0, 600);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 2\nlifecycle:\n  idle_timeout: 10m\n"
+                "run:\n  command: python3 train.py\n");
+    if (eng_apply(e, &res, &err))
+        fail_msg("apply: %s", err.msg);
+    eng_cluster(e, "job", &c);
+    assert_int_equal(wait_job(e, &c, 0, &err), GPC_ERR_JOB_FAILED);
+    assert_string_equal(err.msg, "cluster 'job': node job-1 failed (exit status 3) and rank 0 "
+                                 "did not finish within 30 s; the other nodes were stopped");
+    gpc_cluster_rec_free(&c);
+}
+
 /* Rank 0 exits 0 but rank 1's job exits 3: the job failed, and says which
  * node (a user trial: status showed `succeeded`); the cluster's exit code
  * stays rank 0's. */
@@ -439,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_worker_failed, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_wait_head_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_by_tag, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_kept_up_worker_failed, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_cleanup_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_one_by_one, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_delete_fails, eng_setup, eng_teardown),

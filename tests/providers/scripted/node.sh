@@ -9,6 +9,11 @@ gpuctl_md_private_ip() {
   printf '%s\n' "${GPUCTL_SCRIPTED_IP:?}"
 }
 
+## lifecycle.idle_timeout: a machine of its own stops itself
+gpuctl_md_stop() {
+  poweroff
+}
+
 ##if RANK_FROM=launch
 gpuctl_md_launch_index() {
   printf '%s\n' "${GPUCTL_SCRIPTED_LAUNCH_INDEX:?}"

@@ -69,6 +69,7 @@ static struct {
     } shares[SC_MAX_REGIONS];
     size_t n_shares;
     long boot_s, run_s;
+    int keep_up;         /* scripted_keep_up */
     size_t n_groups;
     char dirs[1024];     /* the last create's workdir and checkpoint_dir */
     gpc_buf log;
@@ -179,6 +180,12 @@ void scripted_exit(const char *name, int code, long run_s)
     sc_copy(W.exits[W.n_exits].name, sizeof(W.exits[0].name), name);
     W.exits[W.n_exits].run_s = run_s;
     W.exits[W.n_exits++].code = code;
+}
+
+void scripted_keep_up(int on)
+{
+    sc_init();
+    W.keep_up = on;
 }
 
 static sc_node *sc_by_id(const char *id)
@@ -380,7 +387,7 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
     sc_copy(out->detail, sizeof(out->detail), nd->detail);
     if (age < W.boot_s) {
         out->phase = GPC_PHASE_BOOTING;
-    } else if (age < W.boot_s + nd->run_s) {
+    } else if (age < W.boot_s + nd->run_s || W.keep_up) {
         out->phase = GPC_PHASE_RUNNING;
     } else {
         out->exit_code = nd->exit_code;
@@ -756,6 +763,24 @@ static int sc_describe_node(void *ctx, const gpc_node_ref *ref, gpc_node_status 
     return sc_end(&c, 0, err, "%s", sc_phase(out, ph, sizeof(ph)));
 }
 
+/* The log transport: an empty log, and the job's exit status once it ended
+ * (scripted_keep_up).  Not in the call log. */
+static int sc_read_log(void *ctx, const gpc_cluster_ref *c, const gpc_node_ref *node,
+                       uint32_t rank, long offset, int may_wait, struct gpc_buf *out,
+                       long *next, int *exit_status, gpc_error *err)
+{
+    (void)ctx, (void)c, (void)rank, (void)may_wait, (void)out;
+    *next = offset;
+    *exit_status = -1;
+    const sc_node *nd = sc_by_id(node->provider_id);
+    if (!nd || nd->deleted || nd->gone)
+        return gpc_fail(err, GPC_ERR_NOT_FOUND, "scripted: node %s is gone",
+                        node->provider_id);
+    if (gpc_now() - nd->created_at >= W.boot_s + nd->run_s)
+        *exit_status = nd->exit_code;
+    return 0;
+}
+
 /* "a,b,c" of n strings into buf. */
 static const char *sc_join(const char *const *v, size_t n, char *buf, size_t size)
 {
@@ -951,6 +976,7 @@ const gpc_provider gpc_provider_scripted = {
     .delete_node = sc_delete_node,
     .list_zones = sc_list_zones,
     .cleanup_cluster = sc_cleanup_cluster,
+    .read_log = sc_read_log,
 };
 
 const gpc_provider gpc_provider_scripted_batch = {

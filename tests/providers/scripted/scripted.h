@@ -98,6 +98,13 @@ void scripted_zones(const char *region, const char *zones);
  * scripted_timing). */
 void scripted_exit(const char *name, int code, long run_s);
 
+/* From now on (on: 1) a node whose job ended stays up, as a machine kept
+ * up by lifecycle.idle_timeout does: describe says running (not stopped,
+ * no exit status), and only the log transport (read_log, provider
+ * "scripted" alone) gives the job's exit status, with an empty log.
+ * read_log calls are not in the call log. */
+void scripted_keep_up(int on);
+
 /* Node `id` ("s-2") is gone from the provider without a delete (as a
  * machine someone removed by hand): describe says terminated. */
 void scripted_gone(const char *id);
