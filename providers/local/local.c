@@ -792,6 +792,11 @@ static int local_describe(void *ctx, const char *id, gpc_node_status *out, gpc_e
                  "node processes (session %ld) are gone without an exit status", pgid);
     } else if (strcmp(phase, "running") == 0) {
         out->phase = GPC_PHASE_RUNNING;
+    } else if (strcmp(phase, "succeeded") == 0 || strcmp(phase, "failed") == 0) {
+        /* the job's end, its exit status written next: still running (it
+         * read as booting, a finished node shown as starting again) */
+        out->phase = GPC_PHASE_RUNNING;
+        snprintf(out->detail, sizeof(out->detail), "ending: %s", phase);
     } else if (strcmp(phase, "idle") == 0) {
         /* up, with no job yet (a node added to a live cluster) */
         out->phase = GPC_PHASE_RUNNING;

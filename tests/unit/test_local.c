@@ -164,6 +164,25 @@ static void test_delete_running_node(void **state)
     assert_int_equal(ns.phase, GPC_PHASE_TERMINATED);
 }
 
+/* Regression: a node whose bootstrap wrote its final phase and not yet its
+ * exit status (the two are written one after the other) read as booting,
+ * so apply --wait's status line showed a finished node as "booting". */
+static void test_phase_while_ending(void **state)
+{
+    fixture *f = *state;
+    static const char ending[] = "echo succeeded > \"$GPUCTL_HOME/phase\"; sleep 600\n";
+    gpc_offer offer;
+    memset(&offer, 0, sizeof(offer));
+    gpc_node_request req = {.rank = 0, .name = "e-0", .client_token = "e-0-x", .offer = &offer,
+                            .payload = PAYLOAD(ending)};
+    gpc_node_status ns;
+    assert_int_equal(f->p->create_node(f->ctx, &req, &ns, NULL), 0);
+    wait_phase(f, "e-0-x", GPC_PHASE_RUNNING, &ns);
+    assert_string_equal(ns.detail, "ending: succeeded");
+    assert_int_equal(ns.exit_code, -1);
+    assert_int_equal(f->p->delete_node(f->ctx, NREF("e-0-x"), NULL), 0);
+}
+
 static void test_rejects_what_it_cannot_do(void **state)
 {
     fixture *f = *state;
@@ -453,6 +472,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_describe_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_phase_while_ending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_running_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_what_it_cannot_do, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offer_and_port, setup, teardown),
