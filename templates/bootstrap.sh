@@ -257,7 +257,7 @@ gpuctl_ckpt_start() {
     done
   ) &
   gpuctl_ckpt_saver=$!
-  gpuctl_say "checkpoints: saving every ${every}s"
+  gpuctl_say "checkpoints: saving every ${every}s if global rank 0 runs here"
 }
 
 ## At the job's end, before the last save: the saver stopped.

@@ -266,7 +266,7 @@ expect_eq "d: step-2.pt saved while the job ran, step-3.pt at its end, each once
     "step-2.pt step-3.pt" \
     "$(python3 -c 'import json,sys; print(" ".join(l["key"].rsplit("/",1)[1] for l in map(json.loads, list(open(sys.argv[1]))[int(sys.argv[2]):]) if l["op"] == "PutObject"))' "$T/s3.log" "$S3FROM")"
 expect_eq "d: node.log: the restore, then the saves, the last one final" \
-    "restoring $N/ckpt from s3://$BUCKET/clusters/ck/checkpoints|1 file(s) in $N/ckpt|saving every 4s|saved (periodic) to s3://$BUCKET/clusters/ck/checkpoints|saved (final) to s3://$BUCKET/clusters/ck/checkpoints" \
+    "restoring $N/ckpt from s3://$BUCKET/clusters/ck/checkpoints|1 file(s) in $N/ckpt|saving every 4s if global rank 0 runs here|saved (periodic) to s3://$BUCKET/clusters/ck/checkpoints|saved (final) to s3://$BUCKET/clusters/ck/checkpoints" \
     "$(sed -n 's/^[0-9TZ:-]* gpuctl: checkpoints: //p' "$N/home/node.log" | uniq | tr '\n' '|' | sed 's/|$//')"
 expect_eq "d: every request of the node with the role's key, none refused" "ASIAROLEEXAMPLE 0" \
     "$(python3 -c 'import json,sys; L=list(map(json.loads, list(open(sys.argv[1]))[int(sys.argv[2]):])); print(" ".join(sorted(set(l["akid"] for l in L))), sum(1 for l in L if l["status"] >= 400))' "$T/s3.log" "$S3FROM")"
