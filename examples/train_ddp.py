@@ -36,6 +36,13 @@ file CHECKPOINT_DIR/latest at it the same way.  At start the ranks agree on the
 highest completed epoch that any of them can see on disk; the lowest rank that
 has it loads it (map_location="cpu") and broadcasts it, so all ranks resume
 from the same epoch even when the directory is not shared between nodes.
+
+Interruption notices: gpuctl sends SIGUSR1 to the training processes of a
+spot node that its provider is about to interrupt (docs/spot.md).  The
+handler only raises a flag; at the end of the epoch the ranks learn of it
+with the loss sum (no extra collective), rank 0 writes that epoch's
+checkpoint as always and says "interruption notice: checkpoint of epoch E
+written", which gpuctl then saves to the store.
 """
 
 import argparse
@@ -44,6 +51,7 @@ import gc
 import glob
 import os
 import re
+import signal
 import sys
 import tempfile
 
@@ -262,7 +270,16 @@ def evaluate(model, x_test, y_test, rank, world_size, device):
     return correct / total
 
 
+# Set by SIGUSR1: an interruption notice reached this process (gpuctl).
+_NOTICE = [0]
+
+
+def on_notice(signum, frame):
+    _NOTICE[0] = 1
+
+
 def main():
+    signal.signal(signal.SIGUSR1, on_notice)
     args = parse_args()
     torch.set_num_threads(1)
     setup_env_for_single_process()
@@ -317,7 +334,8 @@ def main():
     for epoch in range(start_epoch, args.epochs + 1):
         sampler.set_epoch(epoch)
         ddp.train()
-        loss_sum = held(torch.zeros(2, dtype=torch.float64, device=device))
+        # loss, samples and, in [2], whether a rank had an interruption notice
+        loss_sum = held(torch.zeros(3, dtype=torch.float64, device=device))
         for xb, yb in loader:
             xb, yb = xb.to(device), yb.to(device)
             optimizer.zero_grad(set_to_none=True)
@@ -326,7 +344,10 @@ def main():
             optimizer.step()
             loss_sum[0] += loss.detach().double() * len(yb)
             loss_sum[1] += len(yb)
+        loss_sum[2] = float(_NOTICE[0])
         dist.all_reduce(loss_sum, op=dist.ReduceOp.SUM)
+        noticed = loss_sum[2].item() > 0
+        _NOTICE[0] = 0                           # said once per notice
         train_loss = (loss_sum[0] / loss_sum[1]).item()
         acc = evaluate(model, x_test, y_test, rank, world_size, device)
         history.append({"epoch": epoch, "loss": train_loss, "test_accuracy": acc})
@@ -343,6 +364,8 @@ def main():
                 "args": vars(args),
                 "world_size": world_size,
             })
+            if noticed:
+                log("interruption notice: checkpoint of epoch %d written" % epoch)
 
     final_acc = evaluate(model, x_test, y_test, rank, world_size, device)
     decision = held(torch.tensor([1 if final_acc >= args.target_accuracy else 0],

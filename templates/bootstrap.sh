@@ -29,6 +29,8 @@
 ##   job          "running EPOCH" while a job (this one, or one a later
 ##                `gpuctl exec` starts) runs, "ended EPOCH" after it
 ##   stopped      "idle N s" once the node stopped itself (lifecycle.idle_timeout)
+##   preempting   "ACTION EPOCH" once the provider said it interrupts the node
+##                (a spot node's notice watcher, templates/notice.sh)
 ##   ckpt.lock    held while checkpoint_dir is saved to the store (CKPT_STORE=1)
 ##   node.env     the node's wiring (rank, world size, head endpoint, nproc,
 ##                backend, interconnect env, workdir), sourced by job.sh (0600)
@@ -57,6 +59,7 @@
 ##   GPUCTL_DELIVER_WAIT_S=N   how long a DELIVER=1 node waits for gpuctl (1800)
 ##   GPUCTL_RUN_DIR=DIR        where the delivered secrets are (/run/gpuctl)
 ##   GPUCTL_CKPT_SAVE_S=N      seconds between checkpoint saves (CKPT_STORE=1; 300)
+##   GPUCTL_NOTICE_POLL_S=N    seconds between asks for a notice (NOTICE=1; 5)
 ##
 ## IDLE=1: lifecycle.idle_timeout is set (IDLE_TIMEOUT_S seconds): after its
 ## job the node stays up until no job has run for that long (the `job`
@@ -270,6 +273,11 @@ gpuctl_ckpt_stop() {
   fi
 }
 ##endif
+##if NOTICE=1
+{{NOTICE_SCRIPT}}
+##endif
+## The notice watcher's pid (NOTICE=1), 0 = none.
+gpuctl_notice_pid=0
 ## The end of a job: kill what it left behind, then record its outcome
 ## (phase, exit_status, job) once.  gpuctl_done: 1 once recorded.
 # shellcheck disable=SC2317
@@ -355,6 +363,9 @@ gpuctl_on_exit() {
     exit "$rc"
   fi
 ##endif
+  if [ "$gpuctl_notice_pid" != 0 ]; then
+    kill -TERM "$gpuctl_notice_pid" 2>/dev/null || true
+  fi
   if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ]; then
     case ${GPUCTL_POWEROFF_DELAY:-0} in
       '' | *[!0-9]* | 0) ;;
@@ -418,18 +429,19 @@ gpuctl_on_signal() {
 }
 
 gpuctl_over_time() {
-  [ "$GPUCTL_MAX_DURATION_S" -gt 0 ] && [ "$SECONDS" -ge "$GPUCTL_MAX_DURATION_S" ]
+  [ "$gpuctl_end_s" -gt 0 ] && [ "$SECONDS" -ge "$gpuctl_end_s" ]
 }
 
 ## Run "$@" (LABEL names it in the log) under coreutils timeout with what is
-## left of lifecycle.max_duration.  A limit of 0 disables the timeout, but the
-## command still gets its own process group (see gpuctl_on_signal).  Leaves
-## the exit status in gpuctl_rc, 124 when the limit was hit.
+## left until the node's end (gpuctl_end_s).  A limit of 0 disables the
+## timeout, but the command still gets its own process group (see
+## gpuctl_on_signal).  Leaves the exit status in gpuctl_rc, 124 when the
+## limit was hit.
 gpuctl_run_limited() {
   local label=$1 limit=0
   shift
-  if [ "$GPUCTL_MAX_DURATION_S" -gt 0 ]; then
-    limit=$((GPUCTL_MAX_DURATION_S - SECONDS))
+  if [ "$gpuctl_end_s" -gt 0 ]; then
+    limit=$((gpuctl_end_s - SECONDS))
     if [ "$limit" -lt 1 ]; then
       limit=1
     fi
@@ -443,15 +455,16 @@ gpuctl_run_limited() {
   gpuctl_rc=0
   wait "$gpuctl_child" || gpuctl_rc=$?
   gpuctl_child=0
-  if [ "$GPUCTL_MAX_DURATION_S" -gt 0 ] &&
+  if [ "$gpuctl_end_s" -gt 0 ] &&
     { [ "$gpuctl_rc" -eq 124 ] || { [ "$gpuctl_rc" -eq 137 ] && gpuctl_over_time; }; }; then
-    gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit; $label stopped"
+    gpuctl_say "$gpuctl_end_why; $label stopped"
     gpuctl_rc=124
   fi
 }
 
 ## workers/ holds this run's statuses only (gpuctl_worker_failed)
-rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/group_rank"
+rm -f "$GPUCTL_HOME/exit_status" "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/group_rank" \
+  "$GPUCTL_HOME/preempting"
 gpuctl_write phase booting
 gpuctl_write job "running $(printf '%(%s)T' -1)"
 trap gpuctl_on_exit EXIT
@@ -499,10 +512,25 @@ export GPUCTL_CLUSTER_ID={{CLUSTER_ID}}
 export GPUCTL_JOB_ID=1
 export GPUCTL_NODE_RANK={{NODE_RANK}}
 export GPUCTL_NUM_NODES={{NUM_NODES}}
+## Holds "ACTION EPOCH" once the provider said it interrupts this node (a
+## spot node's notice watcher; the job's workers also get SIGUSR1).
+export GPUCTL_PREEMPT_FILE="$GPUCTL_HOME/preempting"
 export GPUCTL_INSTANCE_TYPE={{INSTANCE_TYPE}}
 export GPUCTL_RDZV_PORT={{RDZV_PORT}}
 GPUCTL_HEAD_IP={{HEAD_IP}}
 GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
+## budget.max_total: this node's share is spent after GPUCTL_BUDGET_S
+## seconds at the price it was bought at (0: no cap).  The node's end
+## (gpuctl_end_s, seconds after its boot; 0: none) is the sooner of the two,
+## enforced here whether or not gpuctl still runs.
+GPUCTL_BUDGET_S={{BUDGET_S}}
+gpuctl_end_s=$GPUCTL_MAX_DURATION_S
+gpuctl_end_why="max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit"
+if [ "$GPUCTL_BUDGET_S" -gt 0 ] &&
+  { [ "$gpuctl_end_s" = 0 ] || [ "$GPUCTL_BUDGET_S" -lt "$gpuctl_end_s" ]; }; then
+  gpuctl_end_s=$GPUCTL_BUDGET_S
+  gpuctl_end_why="budget.max_total: this node's share, "{{BUDGET_NOTE}}", is spent (${GPUCTL_BUDGET_S}s)"
+fi
 ##if IDLE=1
 GPUCTL_IDLE_TIMEOUT_S={{IDLE_TIMEOUT_S}}
 ##endif
@@ -521,11 +549,11 @@ gpuctl_user_env={{USER_ENV_NAMES}}
 ## The spec's secrets, by name (their values: gpuctl_secrets_load).
 gpuctl_secret_names={{SECRET_NAMES}}
 
-## max_duration's second line of defence on a cloud: the OS powers the node
-## off two minutes after the limit even if this script dies before it can.
+## The node's end's second line of defence on a cloud: the OS powers the
+## node off two minutes after it even if this script dies before it can.
 if [ "$gpuctl_md_machine" = 1 ] && [ "${GPUCTL_POWEROFF:-1}" != 0 ] &&
-  [ "$GPUCTL_MAX_DURATION_S" -gt 0 ]; then
-  shutdown -h "+$(((GPUCTL_MAX_DURATION_S + 59) / 60 + 2))" >/dev/null 2>&1 || true
+  [ "$gpuctl_end_s" -gt 0 ]; then
+  shutdown -h "+$(((gpuctl_end_s + 59) / 60 + 2))" >/dev/null 2>&1 || true
 fi
 
 ## --- interconnect ---
@@ -790,8 +818,7 @@ until [ -e "$GPUCTL_HOME/delivered" ]; do
     exit 1
   fi
   if gpuctl_over_time; then
-    gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit while waiting for" \
-      "gpuctl's delivery"
+    gpuctl_say "$gpuctl_end_why while waiting for gpuctl's delivery"
     exit 124
   fi
   if [ $((gpuctl_n++ % 60)) -eq 0 ]; then
@@ -915,7 +942,8 @@ fi
 gpuctl_job() {
   gpuctl_say "=== job $GPUCTL_JOB_ID: rendezvous id $GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID ==="
   ## workers/ holds this job's statuses only (gpuctl_worker_failed)
-  rm -f "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/group_rank"
+  rm -f "$GPUCTL_HOME/workers/"*.status "$GPUCTL_HOME/workers/"*.pid \
+    "$GPUCTL_HOME/workers/group_rank"
   if [ -n "${GPUCTL_WORKDIR:-}" ]; then
     if ! cd "$GPUCTL_WORKDIR"; then
       gpuctl_say "error: workdir '$GPUCTL_WORKDIR' is missing"
@@ -970,7 +998,7 @@ if [ "$gpuctl_is_head" = 0 ]; then
   done
 fi
 if gpuctl_over_time; then
-  gpuctl_say "max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit before torchrun"
+  gpuctl_say "$gpuctl_end_why before torchrun"
   exit 124
 fi
 
@@ -1040,6 +1068,8 @@ cat >"$GPUCTL_HOME/worker.sh" <<'EOF'
 c=0 fwd=1
 read -r _ _ _ _ pg _ <"/proc/$$/stat" && [ "$pg" = "$$" ] && fwd=0
 trap 'if [ "$fwd" = 1 ] && [ "$c" != 0 ]; then kill -TERM "$c" 2>/dev/null; fi' TERM INT HUP
+trap 'if [ "$c" != 0 ]; then kill -USR1 "$c" 2>/dev/null; fi' USR1
+printf '%s\n' "$$" >"$GPUCTL_HOME/workers/${LOCAL_RANK:-0}.pid"
 [ "${LOCAL_RANK:-0}" != 0 ] || printf '%s\n' "${GROUP_RANK:-}" >"$GPUCTL_HOME/workers/group_rank"
 /bin/bash -c "$GPUCTL_RUN_COMMAND" &
 c=$!
@@ -1048,6 +1078,7 @@ while :; do
   rc=$?
   kill -0 "$c" 2>/dev/null || break
 done
+rm -f "$GPUCTL_HOME/workers/${LOCAL_RANK:-0}.pid"
 printf '%s\n' "$rc" >"$GPUCTL_HOME/workers/${LOCAL_RANK:-0}.status"
 exit "$rc"
 EOF
@@ -1088,6 +1119,7 @@ gpuctl_node_save() {
     done
     export -p
     declare -p gpuctl_endpoint gpuctl_is_head GPUCTL_HEAD_IP GPUCTL_MAX_DURATION_S \
+      gpuctl_end_s gpuctl_end_why \
       GPUCTL_NPROC_PER_NODE gpuctl_md_machine GPUCTL_METADATA gpuctl_secret_names
     ## what a section above set (idle, secrets, the store, checkpoints)
     for gpuctl_n in GPUCTL_IDLE_TIMEOUT_S GPUCTL_STORE_ENDPOINT; do
@@ -1208,6 +1240,10 @@ gpuctl_runner_install() {
 gpuctl_node_save
 gpuctl_env_save
 gpuctl_runner_install
+##if NOTICE=1
+gpuctl_notice_watch &
+gpuctl_notice_pid=$!
+##endif
 ##if FIRST_JOB=0
 ## A node added to a live cluster (apply of a changed node count): no job
 ## of its own.  It is up, with its runner; gpuctl hands the cluster's next

@@ -502,14 +502,15 @@ typedef struct gpc_provider {
                     long *next, int *exit_status, gpc_error *err);
 
     /* Optional: the interruption notices of the cluster's live nodes (spot:
-     * EC2's rebalance recommendation and instance-action, Azure's
-     * Scheduled Events Preempt), out[i] for ids[i] (n of them; zeroed by
-     * the caller; out[i].action "" = no notice).  The engine calls it on
-     * every poll while it waits for a job and records each new notice as
-     * an event of the node ("interruption").  A failed poll is retried on
-     * the next one, never taken as "no notice". */
+     * EC2's instance-action as the node's watcher wrote it, Azure's
+     * Scheduled Events Preempt), out[i] for nodes[i] (n of them; zeroed by
+     * the caller; out[i].action "" = no notice, or none known: a node not
+     * reachable yet).  The engine calls it every few seconds while it
+     * waits for a job and records each new notice as an event of the node
+     * ("interruption").  A failed poll is retried on the next one, never
+     * taken as "no notice". */
     int (*poll_interruptions)(void *ctx, const struct gpc_cluster_ref *c,
-                              const char *const *ids, size_t n,
+                              const gpc_node_ref *nodes, size_t n,
                               struct gpc_interruption *out, gpc_error *err);
 
     /* Optional: what this provider made for gpuctl in `regions` (NULL, 0:

@@ -144,6 +144,17 @@
  *   gpuctl_md_store_put DIR URL  (function, required with the one above)
  *       copy DIR's regular files that are new or changed to URL/,
  *       deleting nothing there.  Non-zero when it could not.
+ *   gpuctl_md_notice        (function, optional: where the provider tells
+ *       a node of its coming interruption) ask once whether the node has
+ *       an interruption notice; set gpuctl_md_notice_is to "ACTION EPOCH"
+ *       (ACTION the provider's word, [a-z-]: terminate, stop, hibernate;
+ *       EPOCH when it happens, Unix seconds, 0 when not said) or to ""
+ *       for none, and return 0.  Non-zero, saying why on stderr, when it
+ *       could not tell: the bootstrap then asks again and never takes it
+ *       for "no notice".  Called every GPUCTL_NOTICE_POLL_S seconds (5)
+ *       from one process, so it may keep what it needs (a token) in
+ *       gpuctl_md_ variables between calls.  A spot node's bootstrap
+ *       (gpc_node_ctx.spot) watches for notices only where it is defined.
  *
  * A function is defined by a line that starts with `NAME() {`; the
  * renderer looks for that line.  The node script may use the bootstrap's
@@ -336,6 +347,16 @@ typedef struct gpc_node_ctx {
                                 (provider.h, transport_argv): before setup
                                 the bootstrap waits for the delivery marker
                                 (the DELIVER section of templates/bootstrap.sh) */
+    int spot;                /* 1: the node is bought on the spot market:
+                                where its node script defines
+                                gpuctl_md_notice, the bootstrap watches for
+                                interruption notices (its NOTICE section) */
+    double price_hourly;     /* USD/hour the node was bought at (the offer's
+                                price; the spot price at launch where
+                                known); with the spec's budget.max_total
+                                the node ends itself once its share,
+                                max_total / nnodes, is spent at this price
+                                (the BUDGET_S value); 0 = costs nothing */
     int no_first_job;        /* 1: a node added to a live cluster (apply of
                                 a changed node count, replace.c): the
                                 bootstrap installs the job runner and runs no

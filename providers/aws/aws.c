@@ -423,6 +423,7 @@ const gpc_provider gpc_provider_aws = {
     .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,
     .read_log = aws_read_log,
+    .poll_interruptions = aws_poll_interruptions,
     .secret_words = aws_secret_words,
     .shell_argv = aws_shell_argv,
     .transport_argv = aws_transport_argv,

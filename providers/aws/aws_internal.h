@@ -446,6 +446,10 @@ int aws_transport_argv(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref 
                        char ***rsh, char *dest, size_t dest_size, gpc_error *err);
 /* ---- logs.c ---------------------------------------------------------------- */
 
+/* The seam's poll_interruptions (provider.h): what each node's notice
+ * watcher wrote, read over ssh (logs.c). */
+int aws_poll_interruptions(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nodes,
+                           size_t n, gpc_interruption *out, gpc_error *err);
 /* The seam's read_log (provider.h): node.log and exit_status of the node's
  * /var/lib/gpuctl, read over ssh (aws_ssh_transport). */
 int aws_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node, uint32_t rank,

@@ -443,3 +443,77 @@ int aws_read_log(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *node,
     gpc_buf_free(&e);
     return rc;
 }
+
+/* ---- the seam's poll_interruptions ------------------------------------------ */
+
+/*
+ * What each node's notice watcher wrote (templates/notice.sh: "ACTION EPOCH"
+ * in GPUCTL_HOME/preempting, from IMDS spot/instance-action), read over the
+ * same ssh connection as its log.  A node not reachable yet, or gone, has no
+ * notice to give here (a gone one is PREEMPTED by describe_node); a read that
+ * fails is an error, so that the engine asks again rather than take it for
+ * "no notice".
+ */
+int aws_poll_interruptions(void *ctx, const gpc_cluster_ref *cl, const gpc_node_ref *nodes,
+                           size_t n, gpc_interruption *out, gpc_error *err)
+{
+    aws_ctx *c = ctx;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const gpc_node_ref *node = &nodes[i];
+        if (!node->provider_id[0] || strpbrk(node->provider_id, "/. ") ||
+            strlen(node->provider_id) >= sizeof(((aws_log_conn *)0)->id))
+            return gpc_fail(err, GPC_ERR_PROVIDER, "aws: invalid node id '%s'",
+                            node->provider_id);
+        aws_log_conn *k = conn_of(c, node->provider_id, err);
+        if (!k)
+            return GPC_ERR_NOMEM;
+        if (k->gone[0])
+            continue;
+        gpc_error e;
+        gpc_error_clear(&e);
+        if (!k->argv && connect_node(c, cl, node, (uint32_t)i, 0, k, &e) != 0) {
+            if (e.code != GPC_ERR_NOT_FOUND)
+                rc = gpc_fail(err, e.code, "%s", e.msg);
+            continue;
+        }
+        if (!k->argv)
+            continue;
+        gpc_argv v = {0};
+        for (char **p = k->argv; !rc && *p; p++)
+            rc = gpc_argv_add(&v, *p, err);
+        if (!rc)
+            rc = gpc_argv_add(&v, "cat " NODE_HOME "/preempting 2>/dev/null; true", err);
+        gpc_buf o, eb;
+        gpc_buf_init(&o, 4096);
+        gpc_buf_init(&eb, 1u << 16);
+        int status = 0;
+        if (!rc)
+            rc = run_capture(v.v, READ_TIMEOUT_S, &o, &eb, &status, err);
+        gpc_argv_reset(&v);
+        char line[256];
+        last_line(&eb, line, sizeof(line));
+        if (!rc && status != 0) {
+            rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: reading the interruption notice of %s "
+                          "failed (exit %d): %s", node->provider_id, status, line);
+        } else if (!rc && o.len) {
+            char action[32] = "";
+            long long at = 0;
+            char text[128];
+            snprintf(text, sizeof(text), "%.*s", (int)(o.len < 127 ? o.len : 127),
+                     o.data ? o.data : "");
+            if (sscanf(text, "%31[a-z-] %lld", action, &at) == 2 && at >= 0) {
+                snprintf(out[i].action, sizeof(out[i].action), "%s", action);
+                out[i].deadline = (int64_t)at;
+                snprintf(out[i].detail, sizeof(out[i].detail), "EC2 spot/instance-action, "
+                         "seen by the node");
+            } else {
+                rc = gpc_fail(err, GPC_ERR_PROVIDER, "aws: node %s wrote an unreadable "
+                              "interruption notice", node->provider_id);
+            }
+        }
+        gpc_buf_free(&o);
+        gpc_buf_free(&eb);
+    }
+    return rc;
+}

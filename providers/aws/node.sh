@@ -15,6 +15,57 @@ gpuctl_md_ec2() {
     "http://169.254.169.254/latest/meta-data/$1"
 }
 
+## Spot interruption notices (aws.md section 5.1): IMDSv2
+## spot/instance-action is 404 until EC2 schedules an interruption, then
+## 200 with {"action": "terminate"|"stop"|"hibernate", "time": "...Z"}.  The
+## token is kept between asks (6 hours, the most IMDS gives) and asked for
+## again on a 401; any other answer is an error, never "no notice".
+##if NOTICE=1
+gpuctl_md_token=''
+gpuctl_md_notice() {
+  local code body="$GPUCTL_HOME/.notice.json"
+  for _ in 1 2; do
+    if [ -z "$gpuctl_md_token" ]; then
+      gpuctl_md_token=$(gpuctl_md_curl -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 21600' \
+        http://169.254.169.254/latest/api/token) || {
+        gpuctl_md_token=''
+        echo "no IMDSv2 token" >&2
+        return 1
+      }
+    fi
+    code=$(curl -sS --noproxy '*' --connect-timeout 2 --max-time 5 -o "$body" -w '%{http_code}' \
+      -H "X-aws-ec2-metadata-token: $gpuctl_md_token" \
+      http://169.254.169.254/latest/meta-data/spot/instance-action) || {
+      echo "spot/instance-action: no answer" >&2
+      return 1
+    }
+    case $code in
+      404) return 0 ;;
+      401) gpuctl_md_token='' ;;
+      200)
+        gpuctl_md_notice_is=$(python3 -c 'import datetime as d, json, re, sys
+j = json.load(sys.stdin)
+a, t = j["action"], j.get("time")
+assert isinstance(a, str) and re.fullmatch("[a-z-]{1,31}", a), "action %r" % a
+e = d.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=d.timezone.utc) if t else None
+print(a, int(e.timestamp()) if e else 0)' <"$body" 2>&1) || {
+          echo "spot/instance-action: unreadable notice: ${gpuctl_md_notice_is##*$'\n'}" >&2
+          gpuctl_md_notice_is=''
+          return 1
+        }
+        return 0
+        ;;
+      *)
+        echo "spot/instance-action: HTTP $code" >&2
+        return 1
+        ;;
+    esac
+  done
+  echo "spot/instance-action: HTTP 401 with a new token" >&2
+  return 1
+}
+##endif
+
 gpuctl_md_private_ip() {
   gpuctl_md_ec2 local-ipv4
 }

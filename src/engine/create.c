@@ -183,6 +183,7 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
         .instance_type = of->instance_type,
         .rank_from = rank_from, .rdzv_from = pv->prov->rdzv, .deliver = s->deliver,
         .no_first_job = s->no_first_job,
+        .spot = of->spot, .price_hourly = of->price_hourly,
     };
     if (s->data) { /* the spec's data sets, placed by apply (data.h) */
         ctx.data_dir = s->data->dir;

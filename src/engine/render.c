@@ -1,5 +1,6 @@
 /* render.c - see include/gpuctl/render.h */
 #include <arpa/inet.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,8 +402,9 @@ enum {
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
     V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES, V_FIRST_JOB,
     V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT, V_NODE_STORE,
+    V_NOTICE, V_BUDGET_S, V_BUDGET_NOTE,
     /* the included scripts: rendered with the placeholders above only */
-    V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_COUNT
+    V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_NOTICE_SCRIPT, V_COUNT
 };
 
 static const char *const var_names[V_COUNT] = {
@@ -439,8 +441,12 @@ static const char *const var_names[V_COUNT] = {
     [V_CKPT_URL] = "CKPT_URL",
     [V_STORE_ENDPOINT] = "STORE_ENDPOINT",
     [V_NODE_STORE] = "NODE_STORE",
+    [V_NOTICE] = "NOTICE",
+    [V_BUDGET_S] = "BUDGET_S",
+    [V_BUDGET_NOTE] = "BUDGET_NOTE",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
+    [V_NOTICE_SCRIPT] = "NOTICE_SCRIPT",
 };
 
 /* The fabrics templates/bootstrap.sh handles itself, with no fabric script
@@ -611,6 +617,34 @@ static int data_values(const gpc_node_ctx *node, gpc_buf *vals, gpc_error *err)
  * scripts aside), and find the node's fabric script: *fabric and *owner
  * (its provider's name), or NULL for a fabric the bootstrap handles itself.
  */
+/*
+ * The node's share of budget.max_total (render.h, gpc_node_ctx.price_hourly):
+ * BUDGET_S, the seconds after which that share is spent at the node's
+ * price (0: no cap, or a node that costs nothing), and BUDGET_NOTE, the
+ * share and the price for the node's message.  The share is max_total /
+ * nodes; seconds are rounded down, and at least 1.
+ */
+static int budget_values(const gpc_spec *spec, const gpc_node_ctx *node, gpc_buf vals[V_COUNT],
+                         gpc_error *err)
+{
+    double total = spec->budget.max_total, price = node->price_hourly;
+    uint32_t nodes = node->nnodes ? node->nnodes : 1;
+    if (!(total > 0) || !(price > 0)) {
+        int rc = gpc_buf_adds(&vals[V_BUDGET_S], "0", err);
+        return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], "", err);
+    }
+    double share = total / nodes, secs = floor(share / price * 3600.0);
+    if (secs < 1)
+        secs = 1;
+    if (secs > 1e12)
+        secs = 1e12;
+    char note[128];
+    snprintf(note, sizeof(note), "%.2f USD (budget.max_total %.2f / %u nodes) at %.4f USD/hour",
+             share, total, (unsigned)nodes, price);
+    int rc = gpc_buf_addf(&vals[V_BUDGET_S], err, "%.0f", secs);
+    return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], note, err);
+}
+
 static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                             const gpc_userdata_rules *rules, gpc_buf vals[V_COUNT],
                             const gpc_fabric_script **fabric, const char **owner,
@@ -750,6 +784,14 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
     /* delivery over the provider's transport (deliver.c): whether the node
      * waits for it, whether the workdir comes with it; the names (not the
      * values) of the secrets, delivered or in the bootstrap's environment */
+    /* interruption notices: watched on a spot node whose node script
+     * can ask for them (render.h, gpuctl_md_notice) */
+    if (!rc)
+        rc = gpc_buf_adds(&vals[V_NOTICE],
+                          node->spot && defines_function(rules->node_script, "gpuctl_md_notice")
+                              ? "1" : "0", err);
+    if (!rc)
+        rc = budget_values(spec, node, vals, err);
     if (!rc)
         rc = gpc_buf_adds(&vals[V_FIRST_JOB], node->no_first_job ? "0" : "1", err);
     if (!rc)
@@ -828,6 +870,15 @@ int gpc_render_bootstrap(const gpc_spec *spec, const gpc_node_ctx *node,
                                  V_NODE_SCRIPT, &vals[V_FABRIC_SCRIPT], err);
     }
     vars[V_FABRIC_SCRIPT].value = gpc_buf_str(&vals[V_FABRIC_SCRIPT]);
+    /* the interruption-notice watcher (templates/notice.sh), a template
+     * of its own with the same placeholders */
+    const gpc_template *nt = gpc_template_get("notice.sh");
+    if (!rc && !nt)
+        rc = gpc_fail(err, GPC_ERR_RENDER, "template notice.sh is not built in");
+    if (!rc)
+        rc = gpc_template_render(nt->name, nt->data, nt->len, vars, V_NODE_SCRIPT,
+                                 &vals[V_NOTICE_SCRIPT], err);
+    vars[V_NOTICE_SCRIPT].value = gpc_buf_str(&vals[V_NOTICE_SCRIPT]);
     if (!rc)
         rc = gpc_template_render(t->name, t->data, t->len, vars, V_COUNT, &res, err);
     for (size_t i = 0; i < V_COUNT; i++)

@@ -14,6 +14,9 @@
 /* Seconds --wait gives the other nodes after rank 0 ends, or rank 0 after
  * a worker failed (docs/cli.md). */
 #define WAIT_GRACE_S 30
+/* Seconds between asks for interruption notices (the nodes ask their
+ * provider every 5 s: templates/notice.sh). */
+#define NOTICE_POLL_S 5
 /* Whether a log read of --wait may wait for a node to become reachable
  * (read_log's may_wait): no, the next poll tries again, so the status line
  * keeps moving. */
@@ -173,21 +176,21 @@ static void poll_notices(gpc_session *s, const gpc_open_provider *pv, gpc_cluste
 {
     if (!pv || !pv->prov->poll_interruptions || !n)
         return;
-    const char **ids = calloc(n, sizeof(*ids));
+    gpc_node_ref *refs = calloc(n, sizeof(*refs));
     size_t *at = calloc(n, sizeof(*at));
     gpc_interruption *out = calloc(n, sizeof(*out));
     size_t k = 0;
     gpc_error e;
     gpc_error_clear(&e);
-    for (size_t i = 0; ids && at && out && i < n; i++)
+    for (size_t i = 0; refs && at && out && i < n; i++)
         if (nodes[i].provider_id[0] && !gpc_lc_is_terminal(nodes[i].phase)) {
-            ids[k] = nodes[i].provider_id;
+            refs[k] = gpc_lc_node_ref(&nodes[i]);
             at[k++] = i;
         }
     gpc_lc_ref r;
     int rc = k ? gpc_lc_ref_open(s, c, &r, &e) : 0;
     if (k && !rc)
-        rc = pv->prov->poll_interruptions(pv->ctx, &r.ref, ids, k, out, &e);
+        rc = pv->prov->poll_interruptions(pv->ctx, &r.ref, refs, k, out, &e);
     if (k)
         gpc_lc_ref_close(s, c, &r);
     if (rc)
@@ -212,7 +215,7 @@ static void poll_notices(gpc_session *s, const gpc_open_provider *pv, gpc_cluste
         gpc_info(s->log, "gpuctl: node %s (%s) has a %s notice from %s, deadline %s",
                  nd->name, nd->provider_id, in->action, pv->prov->name, when);
     }
-    free(ids);
+    free(refs);
     free(at);
     free(out);
 }
@@ -345,6 +348,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     gpc_log quiet = {0}; /* where the logs go when not streamed: nowhere */
     int idle = kept_up_after_job(c);
     int64_t head_end = 0, bad_since = 0;
+    int64_t notices_at = 0;
     int head_lost = 0;
     char bad_name[128] = "";
     int bad_exit = -1;
@@ -367,12 +371,17 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
         if (rc)
             break;
-        poll_notices(s, pv, c, nodes, n, seen, nt);
+        /* the notices every NOTICE_POLL_S (a provider may have to ask
+         * each node over its transport) */
+        int64_t now = gpc_now();
+        if (!notices_at || now - notices_at >= NOTICE_POLL_S) {
+            notices_at = now;
+            poll_notices(s, pv, c, nodes, n, seen, nt);
+        }
         /* Rank 0 decides the job; give the other nodes a grace period to
          * finish (and their logs to arrive) after it ends.  A worker that
          * failed while rank 0 lives fails the job after the same grace,
          * unless rank 0 ends by itself meanwhile. */
-        int64_t now = gpc_now();
         /* the logs first: a node that stays up after its job says so there
          * (streamed, or read and dropped) */
         for (size_t i = 0; i < n; i++) {

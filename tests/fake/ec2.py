@@ -330,7 +330,12 @@ Control endpoints (no signature; logged as action "_fake/<name>")
   POST   /_fake/preempt  {"instance_id": ".."}: a spot interruption, the
                          instance is terminated at once with stateReason
                          Server.SpotInstanceTermination (404 unknown, 400 not
-                         spot, 409 already shutting down or terminated)
+                         spot, 409 already shutting down or terminated).
+                         With "notice_s": N (> 0), as EC2 does it: first the
+                         notice (its IMDS spot/instance-action, --boot;
+                         "action": "terminate" unless given, "time" N s
+                         later), the termination N s later (real EC2: two
+                         minutes), whether or not anyone asks
   POST   /_fake/finish   {"instance_id": "..", "console": "text"}: the node's
                          job ended: the text is added to its serial console
                          (GetConsoleOutput) and the instance is terminated
@@ -2872,8 +2877,18 @@ class Handler(fakeserve.Handler):
                         WORLD.advance(inst, force=True)
             elif route == ("POST", "preempt"):
                 inst, refused = live_instance(doc, spot=True)
+                notice_s = doc.get("notice_s", 0) if isinstance(doc, dict) else 0
+                action = doc.get("action", "terminate") if isinstance(doc, dict) else "terminate"
                 if refused:
                     status, out = refused
+                elif not isinstance(notice_s, (int, float)) or notice_s < 0 or \
+                        action not in ("terminate", "stop", "hibernate"):
+                    status, out = 400, {"error": "notice_s must be a number >= 0, action "
+                                                 "terminate|stop|hibernate"}
+                elif notice_s > 0:
+                    inst["notice"] = {"action": action,
+                                      "time": iso(now() + notice_s).replace(".000Z", "Z")}
+                    threading.Timer(notice_s, interrupt_later, (inst["id"],)).start()
                 else:
                     inst["doomed"] = False
                     WORLD.set_state(inst, "terminated", "spot")
@@ -2917,6 +2932,17 @@ class Handler(fakeserve.Handler):
             log(entry)
         text = out if isinstance(out, str) else json.dumps(out, indent=1)
         self.reply(status, text, ctype, rid)
+
+
+def interrupt_later(iid):
+    """The end of a spot notice (/_fake/preempt with notice_s): the
+    instance is terminated, unless it is gone already."""
+    with LOCK:
+        inst = WORLD.instances.get(iid)
+        if inst is not None and inst.get("notice") and \
+                inst["state"] not in ("shutting-down", "terminated"):
+            inst["doomed"] = False
+            WORLD.set_state(inst, "terminated", "spot")
 
 
 def live_instance(doc, spot=False):

@@ -58,6 +58,9 @@ A node (one per instance, started when the instance first shows
     /latest/api/token (X-aws-ec2-metadata-token-ttl-seconds 1..21600, no
     X-Forwarded-For), then GETs with X-aws-ec2-metadata-token (401
     without): meta-data/ local-ipv4, public-ipv4 (404 without one),
+    instance-life-cycle, spot/instance-action (404 until /_fake/preempt
+    with notice_s gave the instance a notice: then AWS's JSON
+    {"action": "terminate", "time": "...Z"}),
     instance-id, ami-launch-index, instance-type, local-hostname,
     hostname, placement/region, placement/availability-zone, and with an
     IamInstanceProfile: iam/security-credentials/ (the role name: the
@@ -328,6 +331,7 @@ class Node:
         self.key = key
         self.credentials = creds
         self.tokens = set()
+        self.inst = None       # the fake's live record of the instance
         self.proc = None       # the unshare process
         self.imds = None
         self.state = "booting"  # booting | up | stopping | ended
@@ -339,6 +343,10 @@ class Node:
         md = dict(self.info)
         md.update({"local-ipv4": self.ip, "local-hostname": self.hostname, "hostname": self.hostname,
                    "public-ipv4": self.public_ip})
+        inst = self.inst or {}
+        md["instance-life-cycle"] = "spot" if inst.get("lifecycle") == "spot" else "on-demand"
+        if inst.get("notice"):   # aws.md 5.1: 404 until EC2 schedules an interruption
+            md["spot/instance-action"] = json.dumps(inst["notice"])
         return md
 
 
@@ -523,6 +531,7 @@ class Booter:
                 creds = self._mint(inst) if inst.get("iam_instance_profile") else None
                 facts = dict(inst, n=int(iid[2:], 16))
                 node = Node(facts, user_data, key, creds)
+                node.inst = inst   # the live record: its notice (/_fake/preempt)
                 self.nodes[iid] = node
             self.jobs.put((lambda: self._boot(node), None))
         elif state in ("shutting-down", "terminated", "stopped", "stopping"):

@@ -2322,6 +2322,153 @@ static void test_ckpt_saved_where_rank0_runs(void **state)
     }
 }
 
+/* A spot node's interruption notices (templates/notice.sh, the aws node
+ * script's gpuctl_md_notice against a stub IMDSv2 in curl's place): the
+ * token first, 404 while there is none; a notice (AWS's documented form,
+ * aws.md 5.1) is written to `preempting` as "ACTION EPOCH"
+ * (2030-01-01T00:00:00Z = 1893456000), logged with its deadline, the
+ * job's worker gets SIGUSR1, and the checkpoint it writes on that signal
+ * is saved to the store ("notice").  On-demand nodes, and spot ones on a
+ * provider without a notice source (local), have no watcher. */
+static void test_run_spot_notice(void **state)
+{
+    (void)state;
+    gpc_spec s;
+    base_spec(&s);
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "aws");
+    assert_null(strstr(b, "gpuctl_notice_watch"));
+    assert_null(strstr(b, "gpuctl_md_notice"));
+    free(b);
+    n.spot = 1;
+    b = render_boot(&s, &n, "local");
+    assert_null(strstr(b, "gpuctl_notice_watch"));
+    free(b);
+
+    node_run r;
+    node_prepare(&r, "notice", "2.4.0", 0);
+    char p[320], ckpt[300];
+    fmt(p, sizeof(p), "%s/stub/curl", r.dir);
+    static const char curl[] =
+        "#!/bin/bash\n"
+        "out='' url='' put=0\n"
+        "while [ $# -gt 0 ]; do\n"
+        "  case $1 in\n"
+        "    -o) out=$2; shift ;;\n"
+        "    -X) [ \"$2\" = PUT ] && put=1; shift ;;\n"
+        "    -w | -H | --connect-timeout | --max-time | --retry | --retry-delay | --noproxy)"
+        " shift ;;\n"
+        "    http*) url=$1 ;;\n"
+        "  esac\n"
+        "  shift\n"
+        "done\n"
+        "if [ \"$put\" = 1 ]; then echo PUT >>\"$STUB_OUT/imds.log\"; printf T1; exit 0; fi\n"
+        "case $url in\n"
+        "  */spot/instance-action)\n"
+        "    if [ -e \"$STUB_OUT/notice\" ]; then cp \"$STUB_OUT/notice\" \"$out\"; printf 200;\n"
+        "    else printf 404; fi ;;\n"
+        "  *) exit 22 ;;\n"
+        "esac\n";
+    write_file(p, curl, sizeof(curl) - 1, 0755);
+    fmt(p, sizeof(p), "%s/stub/aws", r.dir);
+    static const char aws[] = "#!/bin/bash\nprintf '%s\\n' \"$*\" >>\"$STUB_OUT/aws.log\"\n";
+    write_file(p, aws, sizeof(aws) - 1, 0755);
+    /* the notice's JSON is read by the real python3 */
+    fmt(p, sizeof(p), "%s/stub/python3", r.dir);
+    static const char py[] = "#!/bin/bash\n"
+                             "if [[ $1 == -c && $2 == *importlib.metadata* ]]; then\n"
+                             "  echo '2.4.0 1'\nelse\n  exec /usr/bin/python3 \"$@\"\nfi\n";
+    write_file(p, py, sizeof(py) - 1, 0755);
+    fmt(ckpt, sizeof(ckpt), "%s/ckpt", r.dir);
+    base_spec(&s);
+    /* the job: the notice comes once it runs; on SIGUSR1 it writes a
+     * checkpoint and ends once the node said the notice save is done */
+    s.run.command =
+        "trap 'echo step-7 >\"$GPUCTL_CHECKPOINT_DIR/step-7.pt\"; echo usr1 >\"$STUB_OUT/usr1\"; "
+        "for i in $(seq 100); do grep -q \"saved (notice)\" \"$GPUCTL_HOME/node.log\" && "
+        "exit 0; sleep 0.1; done; exit 3' USR1\n"
+        "printf '{\"action\": \"terminate\", \"time\": \"2030-01-01T00:00:00Z\"}' "
+        ">\"$STUB_OUT/notice\"\n"
+        "for i in $(seq 100); do sleep 0.1; done; exit 4";
+    n = base_node();
+    n.nnodes = 1;
+    n.spot = 1;
+    n.checkpoint_dir = ckpt;
+    n.ckpt_store = "s3://gpuctl-123456789012-us-east-1/clusters/demo/checkpoints";
+    b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, "GPUCTL_NOTICE_POLL_S=1");
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    char f[320];
+    fmt(f, sizeof(f), "%s/preempting", r.home);
+    char *got = slurp(f, NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "terminate 1893456000\n");
+    free(got);
+    fmt(f, sizeof(f), "%s/usr1", r.out);
+    got = slurp(f, NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "usr1\n");
+    free(got);
+    assert_non_null(strstr(r.log, "interruption notices: asking the aws metadata service every 1s"));
+    assert_non_null(strstr(r.log, "interruption notice: terminate at 2030-01-01T00:00:00Z (in "));
+    assert_non_null(strstr(r.log, "; the job's workers get SIGUSR1\n"));
+    assert_non_null(strstr(r.log, "checkpoints: saved (notice) to s3://gpuctl-123456789012-"
+                                  "us-east-1/clusters/demo/checkpoints\n"));
+    /* two tokens: one for the node's address (gpuctl_md_private_ip), one
+     * the watcher keeps for all of its asks */
+    fmt(f, sizeof(f), "%s/imds.log", r.out);
+    got = slurp(f, NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "PUT\nPUT\n");
+    free(got);
+    node_run_free(&r);
+}
+
+/* budget.max_total on the node: its share (max_total / nodes) spent at the
+ * price it was bought at ends it as max_duration does, whichever comes
+ * first.  0.01 USD at 18 USD/hour is 0.01 / 18 x 3600 = 2 s. */
+static void test_run_budget_end(void **state)
+{
+    (void)state;
+    node_run r;
+    node_prepare(&r, "budget", "2.4.0", 0);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.command = "sleep 20";
+    s.budget.max_total = 0.02;
+    gpc_node_ctx n = base_node();
+    n.price_hourly = 18;
+    char *b = render_boot(&s, &n, "local");
+    assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=2\n"));
+    time_t t0 = time(NULL);
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_true(time(NULL) - t0 < 10);
+    assert_outcome(&r, 124, "failed\n");
+    assert_non_null(strstr(r.log, "budget.max_total: this node's share, 0.01 USD "
+                                  "(budget.max_total 0.02 / 2 nodes) at 18.0000 USD/hour, is "
+                                  "spent (2s); torchrun stopped\n"));
+    node_run_free(&r);
+
+    /* max_duration first: it says so */
+    node_prepare(&r, "budget2", "2.4.0", 0);
+    s.lifecycle.max_duration_s = 1;
+    b = render_boot(&s, &n, "local");
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_outcome(&r, 124, "failed\n");
+    assert_non_null(strstr(r.log, "max_duration limit of 1s hit; torchrun stopped\n"));
+    node_run_free(&r);
+
+    /* nothing to spend: no end from the budget */
+    s.lifecycle.max_duration_s = 0;
+    n.price_hourly = 0;
+    b = render_boot(&s, &n, "local");
+    assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=0\n"));
+    free(b);
+}
+
 /* The bootstrap of each mode, run to its end with stub torchrun: the rank
  * from the scheduler, the head from the node or by name, a worker the
  * rendezvous numbers. */
@@ -2655,10 +2802,11 @@ static void test_userdata_typical_size(void **state)
     n.checkpoint_dir = "/mnt/checkpoints";
     char *ud = render_ud(&s, &n, "aws");
     size_t len = strlen(ud);
-    /* about 21 KB now with the job runner (15 KB before it) and the
-     * checkpoint writer's test; aws sends it gzip-compressed (below),
-     * which is the limit that counts */
-    if (len > 21500)
+    /* about 22 KB now with the job runner (15 KB before it), the
+     * checkpoint writer's test and the node's end from budget.max_total;
+     * aws sends it gzip-compressed (below), which is the limit that
+     * counts */
+    if (len > 22500)
         fail_msg("typical user-data is %zu bytes; keep it near 21000", len);
     char *enc = NULL;
     size_t enc_len = 0;
@@ -2668,7 +2816,7 @@ static void test_userdata_typical_size(void **state)
     assert_int_equal(gpc_userdata_encode(ud, len, gpc_provider_find("aws")->userdata, &enc, &enc_len,
                                          &gz, &e), 0);
     assert_int_equal(gz, 1);
-    if (enc_len > 8192)
+    if (enc_len > 9216)
         fail_msg("typical user-data is %zu bytes gzipped and base64-encoded; keep it well under "
                  "16384", enc_len);
     free(enc);
@@ -2856,6 +3004,8 @@ int main(void)
         cmocka_unit_test(test_ckpt_saved_where_rank0_runs),
         cmocka_unit_test(test_run_efa_gpudirect),
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
+        cmocka_unit_test(test_run_spot_notice),
+        cmocka_unit_test(test_run_budget_end),
         cmocka_unit_test(test_run_idle_timeout),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),

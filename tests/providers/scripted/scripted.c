@@ -868,10 +868,15 @@ static int sc_rdzv_name(void *ctx, const gpc_cluster_ref *cr, char *out, size_t 
 }
 
 static int sc_poll_interruptions(void *ctx, const gpc_cluster_ref *cr,
-                                 const char *const *ids, size_t n, gpc_interruption *out,
+                                 const gpc_node_ref *nodes, size_t n, gpc_interruption *out,
                                  gpc_error *err)
 {
     char list[512], said[512] = "";
+    const char *ids[64];
+    if (n > 64)
+        return gpc_fail(err, GPC_ERR_INTERNAL, "scripted: more than 64 nodes");
+    for (size_t i = 0; i < n; i++)
+        ids[i] = nodes[i].provider_id;
     sc_call c;
     sc_begin(&c, "poll_interruptions", " cluster=%s ids=%s", cr->cluster,
              sc_join(ids, n, list, sizeof(list)));
