@@ -237,7 +237,7 @@ static void print_json(const gpc_cost_report *r, const gpc_buy_group *g, size_t 
         cJSON *j = sum_json(s);
         cJSON_AddStringToObject(j, "name", s->name);
         add_time(j, "destroyed_at", s->destroyed_at);
-        cJSON *nodes = cJSON_AddArrayToObject(j, "entries_list");
+        cJSON *nodes = cJSON_AddArrayToObject(j, "ledger");
         for (; i < r->n_rows && r->rows[i].cluster_id == s->cluster_id; i++) {
             const gpc_cost_row *row = &r->rows[i];
             cJSON *e = cJSON_CreateObject();
@@ -364,7 +364,7 @@ static void print_buy(const gpc_out *o, const gpc_cost_report *r, const gpc_buy_
     printf("\nOwning instead of renting (--compare-buy):\n");
     for (size_t i = 0; i < n; i++) {
         const gpc_buy_group *b = &g[i];
-        const char *unit = b->gpu_model[0] ? "GPUs" : "nodes";
+        const char *unit = b->gpu_model[0] ? "GPU(s)" : "node(s)";
         printf("\n%s%s%s: rented %.2f USD over %.2f hours; at most %u %s billed at once "
                "(%.2f %s-hours)\n", gpc_c_bold(o),
                b->gpu_model[0] ? b->gpu_model : "GPUs not in the catalog", gpc_c_reset(o),
