@@ -216,7 +216,10 @@ int gpc_event_list(gpc_state *st, int64_t cluster_id,
                    gpc_event_rec **out, size_t *n, gpc_error *err);
 void gpc_event_list_free(gpc_event_rec *recs, size_t n);
 
-/* Cost ledger: open an entry when a node starts, close it when it stops. */
+/* Cost ledger: open an entry when a node starts, close it when it stops.
+ * An entry also keeps the node's region and market (spot or on-demand) as
+ * recorded when it opens: record the node's place first.  gpuctl cost
+ * reads the entries (cost.h). */
 int gpc_ledger_open(gpc_state *st, int64_t cluster_id, int64_t node_id,
                     const char *provider, const char *instance_type,
                     double price_hourly, int64_t start_at, gpc_error *err);

@@ -70,6 +70,7 @@ extern const gpc_option gpc_destroy_options[];
 extern const gpc_option gpc_render_options[];
 extern const gpc_option gpc_catalog_options[];
 extern const gpc_option gpc_data_options[];
+extern const gpc_option gpc_cost_options[];
 
 /* What an option callback returns for an option that may appear once and
  * came again (any other non-zero: an invalid value). */
@@ -177,6 +178,7 @@ void gpc_version_print(const gpc_out *o);
 int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_cost(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_ssh(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_exec(gpc_out *o, const gpc_command *c, int argc, char **argv);

@@ -39,6 +39,7 @@
  * Ledger: at most one open entry (stop_at IS NULL) per node; opening another
  * while one is open is a no-op (keeps the first start), so a resumed command
  * cannot bill a node twice.  Closing a node with no open entry is a no-op.
+ * An entry copies its node's region and market when it opens (schema 4).
  *
  * This file: phases, the schema, open and close, transactions; the rest
  * of the state is in the files state_db.h lists.
@@ -194,6 +195,16 @@ static const char *const migrations[] = {
      * Slurm job id, an operation URL): opaque JSON, '' = none */
     ("ALTER TABLE clusters ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE nodes ADD COLUMN provider_data TEXT NOT NULL DEFAULT '';"),
+    /* 4: the cost ledger (gpuctl cost) - where and on which market each
+     * entry was bought, kept on the entry because a node's record moves
+     * on (a failover re-records it in another region or market).  Older
+     * entries take their node's last record: the same place unless the
+     * node was moved after the entry closed. */
+    ("ALTER TABLE ledger ADD COLUMN region TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE ledger ADD COLUMN spot INTEGER NOT NULL DEFAULT 0;"
+     "UPDATE ledger SET"
+     "  region = COALESCE((SELECT region FROM nodes WHERE nodes.id = ledger.node_id), ''),"
+     "  spot = COALESCE((SELECT spot FROM nodes WHERE nodes.id = ledger.node_id), 0);"),
 };
 
 #define GPC_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -260,8 +260,13 @@ int gpc_ledger_open(gpc_state *st, int64_t cluster_id, int64_t node_id,
         return GPC_ERR_STATE;
     const char *what = "open ledger entry";
     sqlite3_stmt *s;
+    /* The node's region and market as recorded now: the callers record
+     * the node's place before they open its entry (create.c), and a later
+     * failover may record the node elsewhere. */
     if (gpc_st_prep(st, "INSERT INTO ledger (cluster_id, node_id, provider, instance_type, "
-                        "price_hourly, start_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                        "price_hourly, start_at, region, spot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                        "COALESCE((SELECT region FROM nodes WHERE id = ?2), ''), "
+                        "COALESCE((SELECT spot FROM nodes WHERE id = ?2), 0)) "
                         "ON CONFLICT (node_id) WHERE stop_at IS NULL DO NOTHING",
                     &s, what, err))
         return GPC_ERR_STATE;

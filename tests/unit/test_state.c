@@ -303,7 +303,7 @@ static void test_open_modes(void **pstate)
     sqlite3 *db = raw_open(dir);
     char buf[64];
     assert_string_equal(raw_text(db, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                                  "AND name IN ('clusters','nodes','attempts','events',"
                                  "'ledger','capacity_misses')"), 6);
@@ -357,7 +357,7 @@ static void test_open_errors(void **pstate)
     assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
     assert_null(st);
     snprintf(want, sizeof(want),
-             "state %s: schema version 99 is newer than this gpuctl supports (3); the file "
+             "state %s: schema version 99 is newer than this gpuctl supports (4); the file "
              "was left as it is: use the newer gpuctl that wrote it", p);
     assert_string_equal(ge.msg, want);
 
@@ -504,7 +504,7 @@ static void test_open_newer_untouched(void **pstate)
         assert_null(st);
         char want[PATH_MAX + 256];
         snprintf(want, sizeof(want),
-                 "state %s: schema version 99 is newer than this gpuctl supports (3); the "
+                 "state %s: schema version 99 is newer than this gpuctl supports (4); the "
                  "file was left as it is: use the newer gpuctl that wrote it", p);
         assert_string_equal(ge.msg, want);
 
