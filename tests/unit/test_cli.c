@@ -44,7 +44,7 @@ static void test_option_tables(void **state)
                     }
             }
     }
-    assert_int_equal(n_cmds, 16); /* ... catalog, data, check, ssh, exec ... */
+    assert_int_equal(n_cmds, 17); /* ... catalog, data, gc, check, ssh, exec ... */
 }
 
 static void test_opt_duration(void **state)
