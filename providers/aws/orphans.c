@@ -34,6 +34,7 @@
 #include "gpuctl/clock.h"
 
 #define ORPHAN_ROUNDS_MAX 200
+#define IAM_ACTION(name) name
 #define IAM_PAGES_MAX 100
 
 /* ---- times ------------------------------------------------------------- */
@@ -406,8 +407,11 @@ static int read_iam_tag(void *arg, xmlNode *m, gpc_error *err)
  * TAG_UID, into a. */
 static int list_iam(aws_ctx *c, int profiles, orphan_acc *a, gpc_error *err)
 {
-    const char *list = profiles ? "ListInstanceProfiles" : "ListRoles";
-    const char *tags = profiles ? "ListInstanceProfileTags" : "ListRoleTags";
+    /* the IAM actions as literals: test_aws_ckpt.sh checks them against
+     * docs/providers/aws-iam-policy.json */
+    const char *list = profiles ? IAM_ACTION("ListInstanceProfiles") : IAM_ACTION("ListRoles");
+    const char *tags = profiles ? IAM_ACTION("ListInstanceProfileTags")
+                                : IAM_ACTION("ListRoleTags");
     const char *field = profiles ? "InstanceProfileName" : "RoleName";
     char path[96], tpath[96], marker[1024] = "";
     snprintf(path, sizeof(path), "%sResult/%s", list, profiles ? "InstanceProfiles" : "Roles");
