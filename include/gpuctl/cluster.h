@@ -394,15 +394,36 @@ int gpc_cluster_checkpoint_dir(gpc_session *s, const gpc_cluster_rec *c, char *d
                                size_t *n, gpc_error *err);
 
 /*
- * What provider `provider` still keeps for gpuctl (its list_orphans,
- * wherever it can look) that no live cluster of the state owns: nodes and
- * resources of destroyed clusters, of clusters never recorded, or with no
- * cluster tag.  *out (caller frees with free()) holds *n.  Errors: those
- * of opening the provider and of its listing; GPC_ERR_USAGE when the
- * provider cannot list (no list_orphans).
+ * What provider `provider` still keeps for gpuctl (its list_orphans in
+ * `regions`, NULL/0 = wherever it can look) that `gpuctl gc` collects:
+ * every resource whose cluster uid no live cluster of the state owns
+ * (resources of destroyed clusters, of clusters never recorded, or with no
+ * cluster uid), and every resource of a cluster uid one of whose resources
+ * passed its expiry (gpc_orphan.expires_at), live cluster or not; each
+ * with `owned` and `expired_at` set.  *out (caller frees with free())
+ * holds *n, in the provider's order.  Errors: those of opening the
+ * provider and of its listing; GPC_ERR_USAGE when the provider cannot list
+ * (no list_orphans); GPC_ERR_PARTIAL (the provider's message naming what
+ * it could not read) with *out and *n holding what it did read.
  */
-int gpc_orphans(gpc_session *s, const char *provider, gpc_orphan **out, size_t *n,
-                gpc_error *err);
+int gpc_orphans(gpc_session *s, const char *provider, const char *const *regions,
+                size_t n_regions, gpc_orphan **out, size_t *n, gpc_error *err);
+
+/*
+ * Remove the n orphans `o` of `provider` (as gpc_orphans gave them), one
+ * cluster uid at a time, in the order of their first resource: a uid a
+ * live cluster of the state owns (its cluster expired) is destroyed as
+ * `gpuctl destroy` does (its lock taken without waiting; its record then
+ * says destroyed); any other by the provider's cleanup_cluster with the
+ * name its resources were tagged with, the regions they were found in and
+ * the first non-empty gpc_orphan.data.  deleted[i] (n of them) is set to 1
+ * for each orphan whose uid was removed, else 0.  Says each uid removed on
+ * the session's log.  Errors: those of opening the provider;
+ * GPC_ERR_USAGE when it has no cleanup_cluster; GPC_ERR_PARTIAL naming
+ * each cluster whose resources are left and why (the others are removed).
+ */
+int gpc_orphans_delete(gpc_session *s, const char *provider, const gpc_orphan *o, size_t n,
+                       int *deleted, gpc_error *err);
 
 /* Set by the SIGINT/SIGTERM handler while waiting. */
 extern volatile sig_atomic_t gpc_interrupted;

@@ -184,14 +184,30 @@ typedef struct gpc_interruption {
     char detail[256];       /* the provider's notice, short, for the event */
 } gpc_interruption;
 
-/* Something the provider made for gpuctl and still keeps (list_orphans). */
+/* Something the provider made for gpuctl and still keeps (list_orphans).
+ * The provider fills the fields up to `data`; gpc_orphans() the rest. */
 typedef struct gpc_orphan {
     char kind[32];          /* "node", "group", "security-group", "key-pair", ... */
     char id[256];           /* the provider's id of it */
-    char region[48];        /* "" where the provider has none */
+    char region[48];        /* "" where the provider has none (global: an
+                               IAM role) */
     char cluster_uid[64];   /* the uid of the cluster it was made for (its
                                tag), "" when it has none */
+    char cluster[64];       /* that cluster's name (its tag), "" when it has
+                               none */
+    int64_t expires_at;     /* when it should be gone (a node's creation
+                               plus lifecycle.max_duration, its tag), Unix
+                               seconds; 0 = no expiry */
     char detail[256];       /* what it is, for a person: type, state, age */
+    /* Provider data that cleanup_cluster needs in gpc_cluster_ref.data to
+     * remove it when no state records the cluster (aws: {"iam_profile":
+     * NAME} for an IAM role), a JSON object; "" = none.  Never a secret. */
+    char data[256];
+    /* Set by gpc_orphans(), not the provider: */
+    int owned;              /* 1: a live cluster of the state owns it; it is
+                               listed because its cluster expired */
+    int64_t expired_at;     /* the earliest expiry already passed among the
+                               resources of its cluster uid, 0 = none */
 } gpc_orphan;
 
 /* ---- Object storage (store_* operations) ---- */
@@ -418,7 +434,11 @@ typedef struct gpc_provider {
      * the cluster, waited for until terminated, then its placement group,
      * security group and key pair).  Idempotent; what is already gone
      * counts as done.  GPC_ERR_PARTIAL (naming what is left) when some
-     * resource could not be removed. */
+     * resource could not be removed.  `gpuctl gc` calls it too for a
+     * cluster uid no state records (gpc_orphans_delete): c->cluster is the
+     * name its resources were tagged with, c->regions where list_orphans
+     * found them (none for global resources only), c->data the first
+     * non-empty gpc_orphan.data of them ("" none). */
     int (*cleanup_cluster)(void *ctx, const gpc_cluster_ref *c, gpc_error *err);
 
     /* Optional: replace the catalog prices of `offers` by the provider's
@@ -514,11 +534,17 @@ typedef struct gpc_provider {
                               struct gpc_interruption *out, gpc_error *err);
 
     /* Optional: what this provider made for gpuctl in `regions` (NULL, 0:
-     * where it can look) that it still bills or keeps: nodes, groups and
-     * their resources, each with the cluster uid it was tagged with
-     * (gpc_orphan).  *out (caller frees with free()) holds *n.  The
-     * engine's gpc_orphans() keeps those no live cluster of the state
-     * owns. */
+     * every region it can look in) that it still bills or keeps: nodes,
+     * groups and their resources, each with the cluster uid it was tagged
+     * with (gpc_orphan), and what has no region (aws: IAM roles and
+     * instance profiles).  Only what carries the provider's cluster-uid
+     * tag: nothing else is ever listed.  *out (caller frees with free())
+     * holds *n.  The engine's gpc_orphans() keeps those no live cluster of
+     * the state owns, or whose cluster expired; `gpuctl gc -y` removes
+     * them by cleanup_cluster per cluster uid.  Errors: the API's; a
+     * region (or the global part) that could not be read is never taken
+     * as empty: GPC_ERR_PARTIAL naming each such place and why, with *out
+     * and *n holding what was read elsewhere. */
     int (*list_orphans)(void *ctx, const char *const *regions, size_t n_regions,
                         struct gpc_orphan **out, size_t *n, gpc_error *err);
 

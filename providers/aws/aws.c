@@ -76,10 +76,8 @@ void aws_base_name(const char *cluster, const char *uid, char *out, size_t size)
     snprintf(out, size, "gpuctl-%.100s-%.8s", cluster, uid);
 }
 
-/* TagSpecification.<spec> for `type` with the cluster's tags (and the
- * spec's labels, and Name when given). */
 void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
-                  const char *uid, const char *name, const char *role,
+                  const char *uid, const char *name, const char *role, const char *expires,
                   const gpc_label *labels, size_t n_labels)
 {
     unsigned t = 0;
@@ -96,6 +94,8 @@ void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char
         TAG("Name", name);
     if (role)
         TAG(TAG_ROLE, role);
+    if (expires)
+        TAG(TAG_EXPIRES, expires);
     for (size_t i = 0; i < n_labels; i++)
         TAG(labels[i].key, labels[i].value);
 #undef TAG
@@ -419,6 +419,7 @@ const gpc_provider gpc_provider_aws = {
     .list_zones = aws_list_zones,
     .create_nodes = aws_create_many_rec,
     .cleanup_cluster = aws_cleanup_rec,
+    .list_orphans = aws_list_orphans,
     .live_prices = aws_live_prices,
     .refresh_prices = gpc_aws_refresh_prices,
     .check = aws_check,

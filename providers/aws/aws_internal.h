@@ -12,6 +12,7 @@
  *   logs.c         the log transport: a node's log and exit status over ssh
  *   eip.c          Elastic IPs of multi-card nodes (nodes_running)
  *   cleanup.c      destroy: everything tagged with the cluster
+ *   orphans.c      gpuctl gc: everything tagged by gpuctl, every region
  *   live_prices.c  current spot prices (DescribeSpotPriceHistory)
  *   quota.c        the account's EC2 vCPU quota, checked before a launch
  *   iam.c          the cluster's IAM role and instance profile (checkpoints)
@@ -33,6 +34,11 @@
 #define TAG_CLUSTER "gpuctl:cluster"
 #define TAG_UID "gpuctl:cluster-uid"
 #define TAG_ROLE "gpuctl:role"
+/* On the instances of a cluster with lifecycle.max_duration: when the node
+ * should be gone (its launch plus max_duration), RFC 3339 UTC
+ * ("2026-11-29T08:00:00Z"); `gpuctl gc` collects a cluster once one of its
+ * nodes passed it (orphans.c). */
+#define TAG_EXPIRES "gpuctl:expires-at"
 
 typedef struct type_info {
     char region[48];
@@ -125,9 +131,10 @@ void aws_nap(double s);
 void aws_base_name(const char *cluster, const char *uid, char *out, size_t size);
 
 /* TagSpecification.<spec> for `type` with the cluster's tags (and the
- * spec's labels, and Name when given). */
+ * spec's labels, and Name, role and TAG_EXPIRES when not NULL).  Labels'
+ * keys hold no ':' (spec.c), so none can pass for one of gpuctl's. */
 void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
-                  const char *uid, const char *name, const char *role,
+                  const char *uid, const char *name, const char *role, const char *expires,
                   const gpc_label *labels, size_t n_labels);
 
 /* Every page of a Describe* call `action` in `region` with the parameters
@@ -139,6 +146,18 @@ int aws_describe_all(aws_ctx *c, const char *region, const char *action,
 
 /* An EC2 instance <item> as a gpc_node_status (aws.md 2.3, 2.4). */
 void aws_instance_status(xmlNode *it, gpc_node_status *ns);
+
+/* ---- orphans.c: what gpuctl made and no cluster owns (gpuctl gc) -------- */
+
+/* The seam's list_orphans (provider.h); orphans.c's top comment says what
+ * is listed and how. */
+int aws_list_orphans(void *ctx, const char *const *regions, size_t n_regions,
+                     gpc_orphan **out, size_t *n, gpc_error *err);
+
+/* RFC 3339 UTC of Unix time t ("2026-11-29T08:00:00Z") into out (size >=
+ * 21), and back: the Unix time of such a text, -1 when it is not one. */
+void aws_rfc3339(int64_t t, char *out, size_t size);
+int64_t aws_rfc3339_parse(const char *text);
 
 /* ---- store.c: object storage (provider.h) ------------------------------- */
 

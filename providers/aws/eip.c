@@ -306,7 +306,7 @@ static int eip_allocate(aws_ctx *c, const gpc_cluster_ref *ref, const char *regi
     for (size_t i = 0; i < n; i++) {
         gpc_ec2_params_init(&ps[i]);
         gpc_ec2_param(&ps[i], "vpc", "Domain");
-        aws_tag_spec(&ps[i], 1, "elastic-ip", ref->cluster, ref->cluster_uid, NULL, NULL, c->labels,
+        aws_tag_spec(&ps[i], 1, "elastic-ip", ref->cluster, ref->cluster_uid, NULL, NULL, NULL, c->labels,
                      c->n_labels);
     }
     if (n)

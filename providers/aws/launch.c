@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "aws/aws_internal.h"
+#include "gpuctl/clock.h"
 #include "gpuctl/util.h"
 
 /* ---- launching ----------------------------------------------------------- */
@@ -205,12 +206,20 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
     const char *nm = batch ? name : req->name;
     const gpc_label *lb = spec ? spec->labels : NULL;
     size_t nl = spec ? spec->n_labels : 0;
-    aws_tag_spec(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, lb, nl);
-    aws_tag_spec(p, 2, "volume", req->cluster, req->cluster_uid, nm, role, lb, nl);
-    aws_tag_spec(p, 3, "network-interface", req->cluster, req->cluster_uid, nm, role, lb, nl);
+    /* the node's hard wall clock (lifecycle.max_duration) as a tag, so that
+     * gpuctl gc finds a node that outlived it even with the state lost;
+     * its only value is a time, nothing of the job's */
+    char exp[32], *ex = NULL;
+    if (spec && spec->lifecycle.max_duration_s) {
+        aws_rfc3339(gpc_now() + (int64_t)spec->lifecycle.max_duration_s, exp, sizeof(exp));
+        ex = exp;
+    }
+    aws_tag_spec(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
+    aws_tag_spec(p, 2, "volume", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
+    aws_tag_spec(p, 3, "network-interface", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
     if (req->offer->spot)
-        aws_tag_spec(p, 4, "spot-instances-request", req->cluster, req->cluster_uid, nm, role, lb,
-                     nl);
+        aws_tag_spec(p, 4, "spot-instances-request", req->cluster, req->cluster_uid, nm, role, ex,
+                     lb, nl);
     return p->failed ? gpc_fail(err, GPC_ERR_NOMEM, "aws: RunInstances request too large") : 0;
 }
 

@@ -166,7 +166,7 @@ int aws_ensure_key(aws_ctx *c, const char *region, const char *kname, const char
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, kname, "KeyName");
     gpc_ec2_param(&p, b64, "PublicKeyMaterial");
-    aws_tag_spec(&p, 1, "key-pair", cluster, uid, NULL, NULL, c->labels, c->n_labels);
+    aws_tag_spec(&p, 1, "key-pair", cluster, uid, NULL, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -279,7 +279,7 @@ int aws_ensure_group(aws_ctx *c, region_info *r, const char *name, const char *c
     gpc_ec2_param(&p, name, "GroupName");
     gpc_ec2_param(&p, desc, "GroupDescription");
     gpc_ec2_param(&p, r->vpc, "VpcId");
-    aws_tag_spec(&p, 1, "security-group", cluster, uid, name, NULL, c->labels, c->n_labels);
+    aws_tag_spec(&p, 1, "security-group", cluster, uid, name, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);
@@ -312,7 +312,7 @@ int aws_ensure_placement(aws_ctx *c, const char *region, const char *name,
     gpc_ec2_params_init(&p);
     gpc_ec2_param(&p, name, "GroupName");
     gpc_ec2_param(&p, "cluster", "Strategy");
-    aws_tag_spec(&p, 1, "placement-group", cluster, uid, NULL, NULL, c->labels, c->n_labels);
+    aws_tag_spec(&p, 1, "placement-group", cluster, uid, NULL, NULL, NULL, c->labels, c->n_labels);
     xmlDoc *d = NULL;
     gpc_error e;
     gpc_error_clear(&e);

@@ -81,6 +81,8 @@ const gpc_command gpc_commands[] = {
     {"data", NULL, "push, list, pull or remove data sets in a provider's object storage",
      "data push DIR --name NAME [--delete] | ls [NAME] | pull NAME DIR | rm NAME [-y]; [--provider P] "
      "[--region R]", gpc_data_options, "push ls pull rm", 0, gpc_cmd_data},
+    {"gc", NULL, "list, or delete (-y), what gpuctl made that no live cluster owns",
+     "gc [--provider P[,P]] [--region R[,R]] [-y]", gpc_gc_options, NULL, 0, gpc_cmd_gc},
     {"check", NULL, "check that each provider's credentials resolve and work",
      "check [PROVIDER...]", NULL, "@provider", 0, gpc_cmd_check},
     {"version", NULL, "print the version", "version", NULL, NULL, 0, gpc_cmd_version},

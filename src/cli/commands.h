@@ -71,6 +71,7 @@ extern const gpc_option gpc_render_options[];
 extern const gpc_option gpc_catalog_options[];
 extern const gpc_option gpc_data_options[];
 extern const gpc_option gpc_cost_options[];
+extern const gpc_option gpc_gc_options[];
 
 /* What an option callback returns for an option that may appear once and
  * came again (any other non-zero: an invalid value). */
@@ -190,6 +191,7 @@ int gpc_cmd_offers(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_gc(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_completion(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
 #endif

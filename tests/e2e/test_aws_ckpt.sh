@@ -160,16 +160,18 @@ expect_eq "c: no instance launched" "0" "$(world 'len([i for i in d["instances"]
 export AWS_ENDPOINT_URL_IAM="$URL"
 g -y destroy ck > /dev/null 2>&1
 
-# The IAM policy in the docs allows exactly the IAM actions iam.c calls
+# The IAM policy in the docs allows exactly the IAM actions iam.c and orphans.c call
 # (plus TagRole and TagInstanceProfile, which IAM checks for tags given at
 # creation, PassRole, which RunInstances checks, and the spot service-linked
 # role), and every IAM action this test saw.
-expect_eq "docs/providers/aws-iam-policy.json: exactly the IAM actions of providers/aws/iam.c" "ok" \
+expect_eq "docs/providers/aws-iam-policy.json: exactly the IAM actions of providers/aws/iam.c and orphans.c" "ok" \
     "$(python3 - "$GPUCTL_SOURCE_DIR" "$T" <<'PY'
 import glob, json, re, sys
 src, t = sys.argv[1], sys.argv[2]
 code = open(src + "/providers/aws/iam.c").read()
 used = set(re.findall(r'(?:call_ok|aws_iam_call)\(c, region, "([A-Za-z]+)"', code))
+# gpuctl gc's listing (orphans.c), its IAM actions marked IAM_ACTION("...")
+used |= set(re.findall(r'IAM_ACTION\("([A-Za-z]+)"\)', open(src + "/providers/aws/orphans.c").read()))
 policy = json.load(open(src + "/docs/providers/aws-iam-policy.json"))
 allowed = set()
 for st in policy["Statement"]:

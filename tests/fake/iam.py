@@ -28,6 +28,13 @@ the signature as ec2.py does).  Operations:
   DeleteInstanceProfile (InstanceProfileName) -> 404 NoSuchEntity; 409
     DeleteConflict while it holds a role
   GetInstanceProfile (InstanceProfileName) -> 404 NoSuchEntity
+  ListRoles, ListInstanceProfiles (Marker, MaxItems 1..1000, default 100;
+    PathPrefix accepted and ignored: every role is at "/") -> sorted by
+    name, Roles/member (InstanceProfiles/member) with the name, Arn and
+    Path but no tags (as IAM: ListRoles does not return them),
+    IsTruncated and Marker
+  ListRoleTags (RoleName), ListInstanceProfileTags (InstanceProfileName)
+    -> Tags/member/Key,Value, IsTruncated false; 404 NoSuchEntity
 Other actions: 400 InvalidAction; a parameter the model does not have:
 400 ValidationError; a required one missing: 400 ValidationError.  Errors
 are <ErrorResponse><Error><Type>Sender</Type><Code/><Message/></Error>
@@ -297,12 +304,76 @@ def get_instance_profile(p):
             % (escape(name), escape(arn("instance-profile", name)), roles))
 
 
+def page_of(p, names):
+    """(this page, next marker or None) of sorted names: MaxItems (1..1000,
+    default 100) from Marker on, as IAM pages its lists."""
+    try:
+        size = int(p.get("MaxItems", "100"))
+    except ValueError:
+        raise IamError("ValidationError", "Invalid value for MaxItems")
+    if not 1 <= size <= 1000:
+        raise IamError("ValidationError", "MaxItems must be between 1 and 1000")
+    start = 0
+    if p.get("Marker"):
+        try:
+            start = int(p["Marker"])
+        except ValueError:
+            raise IamError("ValidationError", "Invalid Marker")
+    page = names[start:start + size]
+    more = start + size < len(names)
+    return page, (str(start + size) if more else None)
+
+
+def list_of(op, tag, items):
+    page, marker = items
+    more = "<IsTruncated>%s</IsTruncated>%s" % ("true" if marker else "false",
+                                                   "<Marker>%s</Marker>" % marker if marker else "")
+    return "<%sResult><%s>%s</%s>%s</%sResult>" % (op, tag, "".join(page), tag, more, op)
+
+
+def list_roles(p):
+    names = sorted(STATE["roles"])
+    page, marker = page_of(p, names)
+    return list_of("ListRoles", "Roles", (
+        ["<member><RoleName>%s</RoleName><Arn>%s</Arn><Path>/</Path></member>" % (escape(n), escape(arn("role", n)))
+         for n in page], marker))
+
+
+def tags_xml(op, tags):
+    members = "".join("<member><Key>%s</Key><Value>%s</Value></member>" % (escape(k), escape(v))
+                      for k, v in tags.items())
+    return "<%sResult><Tags>%s</Tags><IsTruncated>false</IsTruncated></%sResult>" % (op, members, op)
+
+
+def list_role_tags(p):
+    role = STATE["roles"].get(p["RoleName"])
+    if role is None:
+        raise no_role(p["RoleName"])
+    return tags_xml("ListRoleTags", role["tags"])
+
+
+def list_instance_profiles(p):
+    names = sorted(STATE["profiles"])
+    page, marker = page_of(p, names)
+    return list_of("ListInstanceProfiles", "InstanceProfiles", (
+        ["<member><InstanceProfileName>%s</InstanceProfileName><Arn>%s</Arn><Path>/</Path></member>"
+         % (escape(n), escape(arn("instance-profile", n))) for n in page], marker))
+
+
+def list_instance_profile_tags(p):
+    prof = STATE["profiles"].get(p["InstanceProfileName"])
+    if prof is None:
+        raise no_profile(p["InstanceProfileName"])
+    return tags_xml("ListInstanceProfileTags", prof["tags"])
+
+
 OPERATIONS = {
     "CreateRole": create_role, "PutRolePolicy": put_role_policy, "ListRolePolicies": list_role_policies,
     "DeleteRolePolicy": delete_role_policy, "DeleteRole": delete_role,
     "CreateInstanceProfile": create_instance_profile, "AddRoleToInstanceProfile": add_role,
     "RemoveRoleFromInstanceProfile": remove_role, "DeleteInstanceProfile": delete_instance_profile,
-    "GetInstanceProfile": get_instance_profile,
+    "GetInstanceProfile": get_instance_profile, "ListRoles": list_roles, "ListRoleTags": list_role_tags,
+    "ListInstanceProfiles": list_instance_profiles, "ListInstanceProfileTags": list_instance_profile_tags,
 }
 
 

@@ -1116,6 +1116,56 @@ class TestAuth(FakeTest):
         self.assertEqual("00000000-0000-4000-8000-%012d" % (n2 + 1), e.response["ResponseMetadata"]["RequestId"])
 
 
+class TestTagKeyFilters(FakeTest):
+    """What gpuctl gc asks (providers/aws/orphans.c): every Describe* it
+    uses filtered by tag-key, in two regions, and IAM's lists and tags."""
+
+    def test_tag_key_everywhere(self):
+        tag = lambda rtype, k: [{"ResourceType": rtype, "Tags": [{"Key": k, "Value": "u1"}]}]
+        got = {}
+        for region in ("us-east-1", "us-west-2"):
+            ec2 = self.fake.client(region)
+            mine = self.launch(ec2, TagSpecifications=tag("instance", "gpuctl:cluster-uid"))["Instances"][0]
+            self.launch(ec2, TagSpecifications=tag("instance", "other"))
+            self.launch(ec2)
+            ec2.create_security_group(GroupName="g1", Description="d", TagSpecifications=tag("security-group", "gpuctl:cluster-uid"))
+            ec2.create_security_group(GroupName="g2", Description="d")
+            ec2.create_placement_group(GroupName="p1", Strategy="cluster", TagSpecifications=tag("placement-group", "gpuctl:cluster-uid"))
+            ec2.create_placement_group(GroupName="p2", Strategy="cluster")
+            ec2.import_key_pair(KeyName="k1", PublicKeyMaterial=ed25519_line()[1], TagSpecifications=tag("key-pair", "gpuctl:cluster-uid"))
+            ec2.import_key_pair(KeyName="k2", PublicKeyMaterial=ed25519_line(2)[1])
+            ec2.allocate_address(Domain="vpc", TagSpecifications=tag("elastic-ip", "gpuctl:cluster-uid"))
+            ec2.allocate_address(Domain="vpc")
+            f = [{"Name": "tag-key", "Values": ["gpuctl:cluster-uid"]}]
+            got[region] = (
+                [i["InstanceId"] for i in instances(ec2.describe_instances(Filters=f))] == [mine["InstanceId"]],
+                [g["GroupName"] for g in ec2.describe_security_groups(Filters=f)["SecurityGroups"]],
+                [g["GroupName"] for g in ec2.describe_placement_groups(Filters=f)["PlacementGroups"]],
+                [k["KeyName"] for k in ec2.describe_key_pairs(Filters=f)["KeyPairs"]],
+                len(ec2.describe_addresses(Filters=f)["Addresses"]))
+        self.assertEqual({r: (True, ["g1"], ["p1"], ["k1"], 1) for r in ("us-east-1", "us-west-2")}, got)
+
+    def test_iam_lists_and_tags(self):
+        iam = SESSION.create_client("iam", region_name="us-east-1", endpoint_url=self.fake.url,
+                                    aws_access_key_id=AKID, aws_secret_access_key=SECRET)
+        self.fake.control("DELETE", "iam")
+        t = [{"Key": "gpuctl:cluster-uid", "Value": "u1"}]
+        doc = '{"Version":"2012-10-17","Statement":[]}'
+        iam.create_role(RoleName="gpuctl-b", AssumeRolePolicyDocument=doc, Tags=t)
+        iam.create_role(RoleName="gpuctl-a", AssumeRolePolicyDocument=doc)
+        iam.create_instance_profile(InstanceProfileName="gpuctl-b", Tags=t)
+        page = iam.list_roles(MaxItems=1)
+        self.assertEqual((["gpuctl-a"], True), ([r["RoleName"] for r in page["Roles"]], page["IsTruncated"]))
+        page = iam.list_roles(Marker=page["Marker"])
+        self.assertEqual((["gpuctl-b"], False), ([r["RoleName"] for r in page["Roles"]], page["IsTruncated"]))
+        self.assertEqual(t, iam.list_role_tags(RoleName="gpuctl-b")["Tags"])
+        self.assertEqual([], iam.list_role_tags(RoleName="gpuctl-a")["Tags"])
+        self.assertEqual(["gpuctl-b"], [p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]])
+        self.assertEqual(t, iam.list_instance_profile_tags(InstanceProfileName="gpuctl-b")["Tags"])
+        self.assertError("NoSuchEntity", 404, iam.list_role_tags, RoleName="nope")
+        iam.close()
+
+
 class TestSeed(unittest.TestCase):
     def test_seed_replaces_the_world(self):
         out = subprocess.run(["/usr/bin/python3", FAKE, "--print-seed"], check=True, capture_output=True).stdout

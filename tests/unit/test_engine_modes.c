@@ -5,8 +5,8 @@
  * ranks from the scheduler (scripted_group), workers numbered by the
  * rendezvous (scripted_rdzv); what losing the head or part of a group
  * costs in each; provider data kept and handed back; interruption notices
- * recorded while waiting; the orphan listing; every table the engine may
- * be given passes gpc_provider_check.
+ * recorded while waiting; the orphan listing and sweep (gpuctl gc);
+ * every table the engine may be given passes gpc_provider_check.
  *
  * Each expected sequence is worked out from src/engine/launch.c (launch_attempt,
  * launch_group, replace_orphans), create.c and wait.c; the clock is
@@ -347,22 +347,129 @@ static void test_orphans(void **state)
     gpc_orphan *o = NULL;
     size_t n = 0;
     gpc_error_clear(&err);
-    assert_int_equal(gpc_orphans(&e->s, "scripted_named", &o, &n, &err), 0);
+    assert_int_equal(gpc_orphans(&e->s, "scripted_named", NULL, 0, &o, &n, &err), 0);
     assert_string_equal(eng_calls(e), "list_orphans -> s-1,s-2\n");
     assert_int_equal(n, 1);
     assert_string_equal(o[0].kind, "node");
     assert_string_equal(o[0].id, "s-2");
     assert_string_equal(o[0].region, "r1");
     assert_string_equal(o[0].cluster_uid, old.uid);
+    assert_string_equal(o[0].cluster, "old");
     assert_string_equal(o[0].detail, "old-0");
+    assert_string_equal(o[0].data, "{\"node\":\"s-2\"}");
+    assert_int_equal(o[0].owned, 0);
+    assert_int_equal(o[0].expired_at, 0);
     free(o);
     gpc_cluster_rec_free(&old);
 
     gpc_error_clear(&err);
-    assert_int_equal(gpc_orphans(&e->s, "scripted", &o, &n, &err), GPC_ERR_USAGE);
+    assert_int_equal(gpc_orphans(&e->s, "scripted", NULL, 0, &o, &n, &err), GPC_ERR_USAGE);
     assert_string_equal(err.msg, "provider scripted cannot list what it made for gpuctl");
     assert_null(o);
     assert_int_equal(n, 0);
+
+    /* a provider that could not read some place says so: nothing is taken
+     * as clean */
+    scripted_fail("list_orphans", NULL, 1, GPC_ERR_PARTIAL);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans(&e->s, "scripted_named", NULL, 0, &o, &n, &err),
+                     GPC_ERR_PARTIAL);
+    assert_string_equal(err.msg, "scripted: list_orphans: partial (scripted)");
+    assert_int_equal(n, 0);
+    free(o);
+}
+
+/* The sweep (gpuctl gc): "old" is destroyed in the state while its node
+ * runs, "exp" is live but its node passed its expiry, "job" is live and
+ * its node's expiry is still ahead.  Listed in r1: old's node (no live
+ * cluster) and exp's (expired); then removed, old's by cleanup_cluster
+ * with what its orphans say (name, region, data), exp by a destroy of its
+ * record (its own provider data), which then says destroyed. */
+static void test_gc(void **state)
+{
+    eng *e = *state;
+    gpc_error err;
+    const char *names[] = {"job", "old", "exp"};
+    for (int i = 0; i < 3; i++) {
+        char yaml[128];
+        snprintf(yaml, sizeof(yaml), "name: %s\nprovider: scripted_named\nrun:\n  command: a\n",
+                 names[i]);
+        eng_spec(e, yaml);
+        assert_int_equal(apply_rc(e, &err), 0);
+    }
+    gpc_cluster_rec old, exp;
+    eng_cluster(e, "old", &old);
+    eng_cluster(e, "exp", &exp);
+    old.destroyed_at = e->now;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_cluster_update(e->s.st, &old, &err), 0);
+    scripted_expires("s-1", e->now + 3600);
+    scripted_expires("s-3", e->now - 10);
+    eng_calls(e);
+    eng_said(e);
+
+    gpc_orphan *o = NULL;
+    size_t n = 0;
+    const char *r1[] = {"r1"};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans(&e->s, "scripted_named", r1, 1, &o, &n, &err), 0);
+    assert_string_equal(eng_calls(e), "list_orphans regions=r1 -> s-1,s-2,s-3\n");
+    assert_int_equal(n, 2);
+    assert_string_equal(o[0].id, "s-2");
+    assert_int_equal(o[0].owned, 0);
+    assert_int_equal(o[0].expired_at, 0);
+    assert_string_equal(o[1].id, "s-3");
+    assert_string_equal(o[1].cluster, "exp");
+    assert_int_equal(o[1].owned, 1);
+    assert_int_equal(o[1].expires_at, e->now - 10);
+    assert_int_equal(o[1].expired_at, e->now - 10);
+
+    /* the first removal fails: exp's is still done, and the error names
+     * old's cluster */
+    scripted_fail("cleanup_cluster", "cluster=old", 1, GPC_ERR_PROVIDER);
+    int deleted[2] = {-1, -1};
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans_delete(&e->s, "scripted_named", o, n, deleted, &err),
+                     GPC_ERR_PARTIAL);
+    char want[512];
+    snprintf(want, sizeof(want), "scripted_named: the resources of 1 cluster(s) are left: "
+             "cluster old (%s): scripted: cleanup_cluster: provider (scripted)", old.uid);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(deleted[0], 0);
+    assert_int_equal(deleted[1], 1);
+    assert_string_equal(eng_calls(e),
+        "cleanup_cluster cluster=old regions=r1 data={\"node\":\"s-2\"} -> ERR provider\n"
+        "cleanup_cluster cluster=exp regions=r1 data={\"service\":\"exp\"} -> ok deleted=s-3\n");
+    snprintf(want, sizeof(want), "info: scripted_named: removed 1 resource(s) of cluster exp "
+             "(%s)\n", exp.uid);
+    assert_string_equal(eng_said(e), eng_norm(e, want));
+    gpc_cluster_rec *live = NULL;
+    size_t nl = 0;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_cluster_list(e->s.st, 0, &live, &nl, &err), 0);
+    assert_int_equal(nl, 1);
+    assert_string_equal(live[0].name, "job");
+    gpc_cluster_list_free(live, nl);
+    free(o);
+
+    /* again: only old's node is left, and goes */
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans(&e->s, "scripted_named", NULL, 0, &o, &n, &err), 0);
+    assert_int_equal(n, 1);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans_delete(&e->s, "scripted_named", o, n, deleted, &err), 0);
+    assert_int_equal(deleted[0], 1);
+    assert_string_equal(eng_calls(e),
+        "list_orphans -> s-1,s-2\n"
+        "cleanup_cluster cluster=old regions=r1 data={\"node\":\"s-2\"} -> ok deleted=s-2\n");
+    free(o);
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_orphans(&e->s, "scripted_named", NULL, 0, &o, &n, &err), 0);
+    assert_int_equal(n, 0);
+    assert_string_equal(eng_calls(e), "list_orphans -> s-1\n");
+    free(o);
+    gpc_cluster_rec_free(&old);
+    gpc_cluster_rec_free(&exp);
 }
 
 int main(void)
@@ -377,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_notice, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_notice_poll_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_orphans, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_gc, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

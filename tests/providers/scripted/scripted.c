@@ -33,6 +33,8 @@ typedef struct sc_node {
     char notice[32]; /* an interruption notice's action (scripted_notice) */
     int64_t notice_at; /* and its deadline */
     char detail[128]; /* what describe says of it (scripted_detail), or "" */
+    char cluster[64]; /* its cluster's name */
+    int64_t expires_at; /* list_orphans's expiry of it (scripted_expires), 0 none */
 } sc_node;
 
 typedef struct sc_rule {
@@ -221,6 +223,15 @@ void scripted_detail(const char *id, const char *detail)
     if (!nd)
         sc_full("details for nodes that do not exist");
     sc_copy(nd->detail, sizeof(nd->detail), detail);
+}
+
+void scripted_expires(const char *id, int64_t at)
+{
+    sc_init();
+    sc_node *nd = sc_by_id(id);
+    if (!nd)
+        sc_full("expiries for nodes that do not exist");
+    nd->expires_at = at;
 }
 
 void scripted_shares_files(const char *region, int shares)
@@ -426,6 +437,7 @@ static sc_node *sc_make(const gpc_node_request *req, const char *token)
     sc_copy(nd->name, sizeof(nd->name), req->name);
     sc_copy(nd->token, sizeof(nd->token), token);
     sc_copy(nd->cluster_uid, sizeof(nd->cluster_uid), req->cluster_uid);
+    sc_copy(nd->cluster, sizeof(nd->cluster), req->cluster);
     sc_copy(nd->region, sizeof(nd->region), req->offer->region);
     nd->created_at = gpc_now();
     nd->run_s = W.run_s;
@@ -898,9 +910,13 @@ static int sc_poll_interruptions(void *ctx, const gpc_cluster_ref *cr,
 static int sc_list_orphans(void *ctx, const char *const *regions, size_t n_regions,
                            gpc_orphan **out, size_t *n, gpc_error *err)
 {
-    char ids[512] = "";
+    char ids[512] = "", where[256] = "";
+    if (n_regions)
+        snprintf(where, sizeof(where), " regions=%s", sc_join(regions, n_regions,
+                                                               ids, sizeof(ids)));
+    ids[0] = '\0';
     sc_call c;
-    sc_begin(&c, "list_orphans", NULL);
+    sc_begin(&c, "list_orphans", "%s", where);
     *out = NULL;
     *n = 0;
     if (sc_fails(&c))
@@ -912,12 +928,20 @@ static int sc_list_orphans(void *ctx, const char *const *regions, size_t n_regio
         sc_node *nd = &W.nodes[i];
         if (nd->deleted || nd->gone)
             continue;
+        size_t r = 0;
+        while (r < n_regions && strcmp(regions[r], nd->region) != 0)
+            r++;
+        if (n_regions && r == n_regions)
+            continue;
         gpc_orphan *o = &(*out)[(*n)++];
         sc_copy(o->kind, sizeof(o->kind), "node");
         sc_copy(o->id, sizeof(o->id), nd->id);
         sc_copy(o->region, sizeof(o->region), nd->region);
         sc_copy(o->cluster_uid, sizeof(o->cluster_uid), nd->cluster_uid);
+        sc_copy(o->cluster, sizeof(o->cluster), nd->cluster);
+        o->expires_at = nd->expires_at;
         snprintf(o->detail, sizeof(o->detail), "%s", nd->name);
+        snprintf(o->data, sizeof(o->data), "{\"node\":\"%s\"}", nd->id);
         snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", ids[0] ? "," : "",
                  nd->id);
     }
@@ -928,8 +952,9 @@ static int sc_cleanup_cluster(void *ctx, const gpc_cluster_ref *cr, gpc_error *e
 {
     char regions[256], deleted[512] = "";
     sc_call c;
-    sc_begin(&c, "cleanup_cluster", " cluster=%s regions=%s", cr->cluster,
-             sc_join(cr->regions, cr->n_regions, regions, sizeof(regions)));
+    sc_begin(&c, "cleanup_cluster", " cluster=%s regions=%s%s%s", cr->cluster,
+             sc_join(cr->regions, cr->n_regions, regions, sizeof(regions)),
+             cr->data && cr->data[0] ? " data=" : "", cr->data ? cr->data : "");
     if (sc_fails(&c))
         return sc_end(&c, 0, err, NULL);
     for (size_t i = 0; i < W.n_nodes; i++) {

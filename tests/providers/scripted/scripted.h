@@ -119,6 +119,13 @@ void scripted_notice(const char *id, const char *action, int64_t deadline);
  * or gone says "deleted" or "gone" instead. */
 void scripted_detail(const char *id, const char *detail);
 
+/* list_orphans says node `id` ("s-2") expires at `at` (Unix seconds; 0 =
+ * no expiry).  It lists every node neither deleted nor gone, of the
+ * regions asked (all when none), with its cluster's name, its name as
+ * detail and {"node":"ID"} as data; cleanup_cluster's call line shows
+ * the data it is given. */
+void scripted_expires(const char *id, int64_t at);
+
 /* shares_files (scripted_group's) answers `shares` (1: the nodes see this
  * machine's files; 0: they do not) for the offers of `region`. */
 void scripted_shares_files(const char *region, int shares);
