@@ -1,0 +1,100 @@
+#!/bin/bash
+# A spot node's interruption notice, end to end on the booting fake EC2
+# (ec2.py --boot) with the fake S3 for its checkpoints: the quickstart's
+# trainer on one spot node under `apply --wait`, then /_fake/preempt with
+# a notice 20 s ahead (EC2's IMDS spot/instance-action; real EC2: 2 min):
+#  - the node's watcher sees the notice within its 5 s poll, writes it
+#    where gpuctl reads it, logs the deadline and signals the trainer
+#    (SIGUSR1), which writes its checkpoint; the node saves that checkpoint
+#    to the bucket ("saved (notice)");
+#  - gpuctl records the notice as an event of the node and says it;
+#  - the instance ends at the deadline (Server.SpotInstanceTermination):
+#    apply --wait exits 11 (node_lost), the bucket holds the checkpoint of
+#    the epoch the trainer wrote on the notice; destroy leaves nothing.
+# A few epochs only, small batches to slow them (docs/testing.md: one full
+# training run in all).
+# Needs what test_aws_job needs (else skipped, exit 77).
+source "$(dirname "$0")/lib.sh" || exit 1
+source "$(dirname "$0")/boot_parts.sh"
+boot_require "aws" "torch yaml sklearn"
+boot_fake_ec2 0.2 30
+export AWS_ENDPOINT_URL_IAM="$EC2"
+HOST_IP=$(fake "$EC2/_fake/boot" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_ip"])')
+start_fake s3 s3.py --listen "$HOST_IP" --ec2 "$EC2"
+S3URL="http://$HOST_IP:$FAKE_PORT"
+export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
+BUCKET=gpuctl-123456789012-us-east-1
+db() { /usr/bin/python3 -c 'import sqlite3, sys; print("\n".join(str(r[0]) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))' "$STATE/gpuctl.db" "$1"; }
+
+cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" .
+cat > job.yaml <<'YAML'
+name: sp
+provider: aws
+nodes: 1
+resources:
+  gpu: A10G:1
+  instance_types: g5.xlarge
+region: us-east-1
+spot:
+  policy: spot
+env:
+  OMP_NUM_THREADS: "1"
+workdir: .
+checkpoint_dir: /var/lib/gpuctl/ckpt
+run:
+  command: python3 train_ddp.py --epochs 100000 --batch-size 2
+  nproc_per_node: 1
+YAML
+
+g -y apply -f job.yaml --wait --timeout 600 > "$T/apply.out" 2> "$T/apply.err" &
+APPLY=$!
+# training runs: a few epochs in the streamed log
+for _ in $(seq 1 600); do
+    grep -q 'epoch 3/100000 ' "$T/apply.out" 2>/dev/null && break
+    kill -0 "$APPLY" 2>/dev/null || break
+    sleep 0.5
+done
+expect_match "the job trains on the spot node" 'epoch 3/100000 loss' "$(cat "$T/apply.out")"
+IID=$(db "select provider_id from nodes where rank = 0")
+expect_match "the node is a spot instance" '^spot$' \
+    "$(fake "$EC2/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(i["lifecycle"] for i in json.load(sys.stdin)["instances"] if i["id"] == sys.argv[1]))' "$IID")"
+expect_match "the node watches for notices" 'interruption notices: asking the aws metadata service every 5s' \
+    "$(cat "$T/apply.out")"
+fake -X POST -d "{\"instance_id\": \"$IID\", \"notice_s\": 20}" "$EC2/_fake/preempt" > "$T/preempt.json"
+expect_eq "the fake gives the node a notice" "{'ok': True}" "$(json_get "$T/preempt.json" 'd')"
+run_rc rc wait "$APPLY"
+expect_eq "apply --wait: the node was lost to the interruption (exit 11)" 11 "$rc"
+out=$(cat "$T/apply.out")
+err=$(cat "$T/apply.err")
+expect_match "the node saw the notice and its deadline" \
+    'gpuctl: interruption notice: terminate at [0-9T:-]+Z \(in 1[0-9]s\); the job.s workers get SIGUSR1$' "$out"
+expect_match "the trainer wrote its checkpoint on the signal" \
+    'interruption notice: checkpoint of epoch [0-9]+ written$' "$out"
+EPOCH=$(grep -Eo 'interruption notice: checkpoint of epoch [0-9]+' <<<"$out" | awk '{print $NF}' | head -1)
+expect_match "the node saved it to the bucket" \
+    "gpuctl: checkpoints: saved \\(notice\\) to s3://$BUCKET/clusters/sp/checkpoints$" "$out"
+expect_match "gpuctl said the notice" \
+    "^gpuctl: node sp-0 \\($IID\\) has a terminate notice from aws, deadline [0-9T:-]+Z$" "$err"
+expect_match "and recorded it as an event of the node" \
+    "^terminate notice for $IID, deadline [0-9T:-]+Z: EC2 spot/instance-action, seen by the node$" \
+    "$(db "select message from events where kind = 'interruption'")"
+expect_eq "the instance was interrupted" "terminated Server.SpotInstanceTermination" \
+    "$(fake "$EC2/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(i["state"] + " " + str(i.get("state_reason")) for i in json.load(sys.stdin)["instances"]))' | sed 's/ spot$/ Server.SpotInstanceTermination/')"
+have=$(fake "$S3URL/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+objs = d["buckets"].get(sys.argv[1], {}).get("objects", {})
+print(" ".join(sorted(k for k in objs if k.startswith("clusters/sp/checkpoints/ckpt-epoch-"))))' "$BUCKET")
+expect_match "the bucket holds the checkpoint written on the notice" \
+    "clusters/sp/checkpoints/ckpt-epoch-$(printf %04d "${EPOCH:-0}").pt" "$have"
+run_rc rc g -y destroy sp > /dev/null 2> "$T/destroy.err"
+expect_eq "destroy" 0 "$rc"
+expect_eq "nothing left running" "" \
+    "$(fake "$EC2/_fake/state" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(i["id"] for i in json.load(sys.stdin)["instances"] if i["state"] != "terminated"))')"
+finish
