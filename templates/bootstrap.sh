@@ -1029,15 +1029,23 @@ print(m.version("torch"),int("local_addr" in open(d+"/distributed/run.py").read(
 read -r gpuctl_torch gpuctl_local_addr <<<"$gpuctl_torch_info" || true
 gpuctl_say "launcher ${gpuctl_launcher[*]}, torch ${gpuctl_torch:-unknown}"
 
+## MAX_RESTARTS > 0 (a cluster that buys spot): when a node is lost, the
+## others restart their workers into a new rendezvous round and wait up to
+## JOIN_TIMEOUT_S for the node gpuctl makes in its place.
+gpuctl_restarts={{MAX_RESTARTS}}
+gpuctl_rdzv_conf="is_host=$gpuctl_is_head"
+if [ "$gpuctl_restarts" -gt 0 ]; then
+  gpuctl_rdzv_conf+=",join_timeout={{JOIN_TIMEOUT_S}}"
+fi
 gpuctl_args=(
   --nnodes="$GPUCTL_NUM_NODES"
   --nproc_per_node="$GPUCTL_NPROC_PER_NODE"
   --rdzv_backend=c10d
   --rdzv_endpoint="$gpuctl_endpoint"
   --rdzv_id="$GPUCTL_CLUSTER_ID-$GPUCTL_JOB_ID"
-  --rdzv_conf="is_host=$gpuctl_is_head"
+  --rdzv_conf="$gpuctl_rdzv_conf"
   --monitor_interval=0.1
-  --max_restarts=0
+  --max_restarts="$gpuctl_restarts"
   --log_dir "$GPUCTL_HOME/torchrun"
 )
 ## torch 1.x (Debian 12's 1.13 on Python 3.11) fails at start unless

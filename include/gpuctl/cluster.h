@@ -281,6 +281,9 @@ typedef struct gpc_wait_opts {
                               log after its torchrun started that is not gpuctl's own
                               (the job's first output), as the wait's polls saw it
                               (within poll_s); -1 when none came */
+    struct gpc_lc_recovery *recover; /* apply's: replace lost workers while
+                              the job runs (spot recovery, the engine's
+                              recover.c); NULL = never */
 } gpc_wait_opts;
 
 /* Block until rank 0's job ends (or timeout / interrupt), sending a status

@@ -295,6 +295,13 @@ typedef enum gpc_rank_from {
  *
  * The rendezvous host is GPUCTL_HEAD_IP on the node, whichever it is.
  */
+/* How often torchrun restarts the workers of a cluster that buys spot
+ * (spot.policy spot or auto) after a failure, a lost node included: the
+ * nodes left then wait, in a new rendezvous round of up to
+ * GPC_SPOT_JOIN_TIMEOUT_S seconds, for the node that replaces it. */
+#define GPC_SPOT_MAX_RESTARTS 3
+#define GPC_SPOT_JOIN_TIMEOUT_S 1800
+
 typedef struct gpc_node_ctx {
     const char *cluster;     /* cluster name (spec name) */
     const char *cluster_id;  /* unique id of this cluster instance (rdzv id) */

@@ -129,6 +129,40 @@ static int place_data(gpc_session *s, const gpc_open_provider *pv, const gpc_spe
     return rc;
 }
 
+/* The most lost workers one `apply --wait` replaces (GPUCTL_RECOVER_MAX,
+ * 0 = none; default 10): a zone that takes back every node it is given
+ * must not be paid for forever. */
+static int recover_max(void)
+{
+    const char *v = getenv("GPUCTL_RECOVER_MAX");
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : 10;
+    return v && *v && (*end || n < 0 || n > 1000) ? 10 : (int)n;
+}
+
+/* Spot recovery's hooks (recover.c): the data sets placed again for the
+ * replacement's bootstrap, and released after its create. */
+typedef struct recover_data {
+    const gpc_spec *spec;
+    const gpc_plan_offer *chosen;
+    gpc_data_placed placed;
+} recover_data;
+
+static int recover_prepare(void *ud, gpc_session *s, const gpc_open_provider *pv,
+                           gpc_error *err)
+{
+    recover_data *d = ud;
+    memset(&d->placed, 0, sizeof(d->placed));
+    return place_data(s, pv, d->spec, d->chosen, &d->placed, err);
+}
+
+static void recover_done(void *ud, gpc_session *s)
+{
+    recover_data *d = ud;
+    s->data = NULL;
+    gpc_data_placed_free(&d->placed);
+}
+
 /* The job again on every node of live cluster *c (rerun.c): attached with
  * --wait (the cluster's lock let go first: destroy may come in meanwhile),
  * else handed to the nodes' runners. */
@@ -472,6 +506,18 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (!rc && opts->wait) {
         gpc_wait_opts w = {.timeout_s = opts->timeout_s, .poll_s = opts->poll_s,
                            .stream_logs = opts->stream_logs, .since = started};
+        /* a cluster that buys spot gets its lost workers replaced while
+         * its first job runs (recover.c) */
+        recover_data rd = {.spec = spec, .chosen = plan->n_offers ? &plan->offers[attempt]
+                                                                   : NULL};
+        gpc_lc_recovery rv = {
+            .spec = spec, .chosen = rd.chosen, .workdir = workdir, .ckpt = ckpt,
+            .poll_s = opts->poll_s > 0 ? opts->poll_s : 2.0,
+            .prepare = recover_prepare, .done = recover_done, .ud = &rd,
+            .max = recover_max(),
+        };
+        if (rd.chosen && spec->spot.policy != GPC_SPOT_ON_DEMAND && plan->action != GPC_PLAN_NONE)
+            w.recover = &rv;
         rc = gpc_cluster_wait(s, &c, &w, err);
         res->first_output_s = w.first_output_s;
         res->waited = rc == 0 || rc == GPC_ERR_JOB_FAILED || rc == GPC_ERR_NODE_LOST;

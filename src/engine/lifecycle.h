@@ -206,6 +206,39 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
                           const char *ckpt, double poll_s, gpc_apply_result *res,
                           gpc_error *err);
 
+/* ---- recover.c --------------------------------------------------------- */
+
+/*
+ * What apply hands the wait to replace lost workers (gpc_wait_opts.recover):
+ * how it makes a node.  Borrowed for the wait.
+ */
+typedef struct gpc_lc_recovery {
+    const gpc_spec *spec;          /* the applied spec */
+    const gpc_plan_offer *chosen;  /* the offer the cluster was made from */
+    const char *workdir, *ckpt;    /* as apply resolved them (gpc_lc_dirs) */
+    double poll_s;                 /* between looks while a node boots */
+    /* before a create: set what the session needs for it (the data sets'
+     * placement, s->data), and after it, release that; either may be NULL */
+    int (*prepare)(void *ud, gpc_session *s, const gpc_open_provider *pv, gpc_error *err);
+    void (*done)(void *ud, gpc_session *s);
+    void *ud;
+    int max;                       /* replacements at most in one wait */
+    int used;                      /* made so far */
+    int said_max;                  /* the limit was said */
+} gpc_lc_recovery;
+
+/*
+ * Replace the workers of running cluster *c that are lost (preempted, or
+ * gone without an exit status) with new nodes of the same ranks, made from
+ * rv's offer, which join the running job (recover.c); replaced[rank] is
+ * set to 1 for each (an array of c->nodes, or NULL).  0 when nothing was
+ * lost, the head is not running, or rv->max replacements were made.  On a
+ * failed create the lost nodes stay recorded as pending (apply makes
+ * them) and the create's error is returned.
+ */
+int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
+                   unsigned char *replaced, gpc_error *err);
+
 /* ---- destroy.c --------------------------------------------------------- */
 
 /* Ask the provider to remove what else it made for the cluster

@@ -402,7 +402,7 @@ enum {
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
     V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES, V_FIRST_JOB,
     V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT, V_NODE_STORE,
-    V_NOTICE, V_BUDGET_S, V_BUDGET_NOTE,
+    V_NOTICE, V_BUDGET_S, V_BUDGET_NOTE, V_MAX_RESTARTS, V_JOIN_TIMEOUT_S,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_NOTICE_SCRIPT, V_COUNT
 };
@@ -444,6 +444,8 @@ static const char *const var_names[V_COUNT] = {
     [V_NOTICE] = "NOTICE",
     [V_BUDGET_S] = "BUDGET_S",
     [V_BUDGET_NOTE] = "BUDGET_NOTE",
+    [V_MAX_RESTARTS] = "MAX_RESTARTS",
+    [V_JOIN_TIMEOUT_S] = "JOIN_TIMEOUT_S",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
     [V_FABRIC_SCRIPT] = "FABRIC_SCRIPT",
     [V_NOTICE_SCRIPT] = "NOTICE_SCRIPT",
@@ -792,6 +794,14 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                               ? "1" : "0", err);
     if (!rc)
         rc = budget_values(spec, node, vals, err);
+    /* a cluster that buys spot: torchrun restarts the workers of the
+     * nodes left when one is lost, into a rendezvous round the replacement
+     * joins (recover.c) */
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_MAX_RESTARTS], err, "%d",
+                          spec->spot.policy != GPC_SPOT_ON_DEMAND ? GPC_SPOT_MAX_RESTARTS : 0);
+    if (!rc)
+        rc = gpc_buf_addf(&vals[V_JOIN_TIMEOUT_S], err, "%d", GPC_SPOT_JOIN_TIMEOUT_S);
     if (!rc)
         rc = gpc_buf_adds(&vals[V_FIRST_JOB], node->no_first_job ? "0" : "1", err);
     if (!rc)

@@ -17,6 +17,8 @@
 /* Seconds between asks for interruption notices (the nodes ask their
  * provider every 5 s: templates/notice.sh). */
 #define NOTICE_POLL_S 5
+/* Looks in a row a wait lets the provider fail before it gives up. */
+#define WAIT_REFRESH_TRIES 10
 /* Whether a log read of --wait may wait for a node to become reachable
  * (read_log's may_wait): no, the next poll tries again, so the status line
  * keeps moving. */
@@ -353,10 +355,24 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     char bad_name[128] = "";
     int bad_exit = -1;
     gpc_open_provider op;
+    int refresh_failed = 0; /* looks in a row that the provider failed */
     for (int final = 0; !final;) {
         rc = gpc_cluster_refresh(s, c, err);
+        /* the provider did not answer (after the HTTP layer's retries):
+         * nothing is taken for a loss, the nodes keep their last known
+         * phase, and the next poll asks again, WAIT_REFRESH_TRIES times */
+        if ((rc == GPC_ERR_PROVIDER || rc == GPC_ERR_TIMEOUT) &&
+            ++refresh_failed < WAIT_REFRESH_TRIES && !gpc_interrupted) {
+            gpc_info(s->log, "gpuctl: could not ask the provider about %s (%s); asking again",
+                     c->name, err->msg);
+            gpc_error_clear(err);
+            rc = 0;
+            gpc_lc_sleep(poll_s);
+            continue;
+        }
         if (rc)
             break;
+        refresh_failed = 0;
         /* the cluster's provider (refresh opened it, unless the cluster
          * is gone: then there is nothing to ask it) */
         const gpc_open_provider *pv = NULL;
@@ -365,6 +381,23 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
             if (rc)
                 break;
             pv = &op;
+        }
+        /* spot recovery: lost workers replaced while the job runs; a new
+         * node's log starts from its beginning */
+        if (w->recover && pv && nt <= 4096) {
+            unsigned char replaced[4096];
+            memset(replaced, 0, nt);
+            gpc_error re;
+            gpc_error_clear(&re);
+            if (gpc_lc_recover(s, w->recover, c, replaced, &re) != 0)
+                gpc_info(s->log, "gpuctl: %s", re.msg);
+            for (uint32_t r = 0; r < nt; r++)
+                if (replaced[r]) {
+                    offs[r] = 0;
+                    gpc_buf_reset(&parts[r]);
+                    job_ex[r] = -1;
+                    seen[r][0] = '\0';
+                }
         }
         gpc_node_rec *nodes = NULL;
         size_t n = 0;

@@ -470,6 +470,87 @@ static void test_destroy_delete_fails(void **state)
     gpc_cluster_rec_free(&c);
 }
 
+/* ---- spot recovery (recover.c) ------------------------------------------- */
+
+/* apply --wait of a 3-node spot cluster whose worker s-2 is taken back at
+ * +20 (booted +0..+5, jobs until +65): the poll that sees it preempted
+ * replaces only that node (s-4, rank 1, made at +20, booted at +25, its
+ * job until +85) and the job goes on; the head and s-3 are never touched
+ * (no call names them but describe).  A describe that fails before it
+ * (+10) is asked again, never taken for a loss. */
+static void test_recover_preempted_worker(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 3\nspot:\n  policy: spot\n"
+                "run:\n  command: python3 train.py\n");
+    scripted_preempt_at("s-2", ENG_T0 + 20);
+    /* the wait's 2nd look (+10) finds no provider: asked again at +15 */
+    scripted_fail("describe_nodes", NULL, 5, GPC_ERR_PROVIDER);
+    gpc_apply_result res;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_apply_opts o = {.poll_s = 5, .wait = 1};
+    int rc = gpc_apply(&e->s, e->spec, "-", &o, &res, &err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 1\n"
+        "list_zones region=r1 type=t1 -> r1a\n"
+        "create_node name=job-0 rank=0 region=r1 zone=r1a type=t1 token=job-0-U1-a1 attempt=1 head=- -> s-1\n"
+        "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a1 attempt=1 head=10.0.0.1 -> s-2\n"
+        "create_node name=job-2 rank=2 region=r1 zone=r1a type=t1 token=job-2-U1-a1 attempt=1 head=10.0.0.1 -> s-3\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> booting,booting,booting\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
+        "nodes_running cluster=job ids=s-1,s-2,s-3 -> ok\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> ERR provider\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,preempted,running\n"
+        "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
+        "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a2 attempt=2 head=10.0.0.1 -> s-4\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,booting,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "nodes_running cluster=job ids=s-1,s-4,s-3 -> ok\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-4,s-3 -> succeeded(0),running,succeeded(0)\n"
+        "describe_nodes cluster=job ids=s-4 -> running\n"
+        "describe_nodes cluster=job ids=s-4 -> running\n"
+        "describe_nodes cluster=job ids=s-4 -> running\n"
+        "describe_nodes cluster=job ids=s-4 -> succeeded(0)\n");
+    /* s-2's record ends at +20; s-4 takes rank 1 from +20 to its job's end */
+    assert_string_equal(eng_nodes(e, 1),
+        "0 s-1 job-0-U1-a1 r1/r1a t1 10.0.0.1 succeeded(0) started=+0 ended=+65\n"
+        "1 s-2 job-1-U1-a1 r1/r1a t1 10.0.0.2 terminated(-1) started=+0 ended=+20\n"
+        "1 s-4 job-1-U1-a2 r1/r1a t1 10.0.0.4 succeeded(0) started=+20 ended=+85\n"
+        "2 s-3 job-2-U1-a1 r1/r1a t1 10.0.0.3 succeeded(0) started=+0 ended=+65\n");
+    const char *ev = strstr(eng_events(e, 1), "1 phase: running -> preempted");
+    assert_non_null(ev);
+    assert_string_equal(ev,
+        "1 phase: running -> preempted: spot interruption\n"
+        "1 recovery: node job-1 (s-2) was preempted while the job runs: replacing it\n"
+        "1 create: created job-1 as s-4 in r1/r1a\n"
+        "1 recovery: replaced by s-4\n"
+        "1 phase: booting -> running\n"
+        "0 phase: running -> succeeded\n"
+        "2 phase: running -> succeeded\n"
+        "- phase: cluster running -> succeeded\n"
+        "1 phase: running -> succeeded\n");
+    const char *said = eng_said(e);
+    assert_non_null(strstr(said, "info: gpuctl: could not ask the provider about job (scripted: "
+                                 "describe_nodes: provider (scripted)); asking again\n"));
+    assert_non_null(strstr(said, "info: gpuctl: node job-1 (s-2) was preempted: replacing it; "
+                                 "the other nodes keep their job\n"));
+    assert_non_null(strstr(said, "info: gpuctl: node job-1 replaced by s-4; it joins the "
+                                 "running job\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +568,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_destroy_cleanup_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_one_by_one, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_delete_fails, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_recover_preempted_worker, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

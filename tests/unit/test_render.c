@@ -2110,7 +2110,8 @@ static void test_bootstrap_modes(void **state)
         /* the head is decided once, and nothing compares the rank */
         assert_non_null(strstr(b, head));
         assert_non_null(strstr(b, "\nif [ \"$gpuctl_is_head\" = 0 ]; then\n"));
-        assert_non_null(strstr(b, "\n  --rdzv_conf=\"is_host=$gpuctl_is_head\"\n"));
+        assert_non_null(strstr(b, "\ngpuctl_rdzv_conf=\"is_host=$gpuctl_is_head\"\n"));
+        assert_non_null(strstr(b, "\n  --rdzv_conf=\"$gpuctl_rdzv_conf\"\n"));
         assert_null(strstr(b, "\"$GPUCTL_NODE_RANK\" -eq"));
         assert_null(strstr(b, "\"$GPUCTL_NODE_RANK\" -gt"));
         free(b);
@@ -2367,6 +2368,7 @@ static void test_run_spot_notice(void **state)
         "  */spot/instance-action)\n"
         "    if [ -e \"$STUB_OUT/notice\" ]; then cp \"$STUB_OUT/notice\" \"$out\"; printf 200;\n"
         "    else printf 404; fi ;;\n"
+        "  */meta-data/local-ipv4) printf 10.0.0.7 ;;\n"
         "  *) exit 22 ;;\n"
         "esac\n";
     write_file(p, curl, sizeof(curl) - 1, 0755);
@@ -2390,6 +2392,7 @@ static void test_run_spot_notice(void **state)
         "printf '{\"action\": \"terminate\", \"time\": \"2030-01-01T00:00:00Z\"}' "
         ">\"$STUB_OUT/notice\"\n"
         "for i in $(seq 100); do sleep 0.1; done; exit 4";
+    s.spot.policy = GPC_SPOT_SPOT;
     n = base_node();
     n.nnodes = 1;
     n.spot = 1;
@@ -2415,6 +2418,18 @@ static void test_run_spot_notice(void **state)
     assert_non_null(strstr(r.log, "; the job's workers get SIGUSR1\n"));
     assert_non_null(strstr(r.log, "checkpoints: saved (notice) to s3://gpuctl-123456789012-"
                                   "us-east-1/clusters/demo/checkpoints\n"));
+    /* a cluster that buys spot: torchrun restarts the workers left when a
+     * node is lost and waits up to 1800 s for its replacement */
+    char logdir[256], worker[256];
+    fmt(logdir, sizeof(logdir), "%s/torchrun", r.home);
+    fmt(worker, sizeof(worker), "%s/worker.sh", r.home);
+    const char *const want_args[] = {
+        "--nnodes=1", "--nproc_per_node=1", "--rdzv_backend=c10d",
+        "--rdzv_endpoint=10.0.0.7:29400", "--rdzv_id=demo-0123abcd-1",
+        "--rdzv_conf=is_host=1,join_timeout=1800", "--monitor_interval=0.1", "--max_restarts=3",
+        "--log_dir", logdir, "--local_addr=10.0.0.7", "--no_python", "/bin/bash", worker,
+    };
+    assert_nul_list(r.args, r.args_len, want_args, sizeof(want_args) / sizeof(want_args[0]));
     /* two tokens: one for the node's address (gpuctl_md_private_ip), one
      * the watcher keeps for all of its asks */
     fmt(f, sizeof(f), "%s/imds.log", r.out);

@@ -76,6 +76,10 @@ static struct {
     char dirs[1024];     /* the last create's workdir and checkpoint_dir */
     gpc_buf log;
     int ready;
+    struct {
+        char id[16];
+        int64_t at;
+    } preempts[8]; /* nodes taken back at a time (scripted_preempt_at) */
 } W;
 
 /* A test that scripts more than the world holds is wrong: say so, loudly. */
@@ -204,6 +208,33 @@ void scripted_gone(const char *id)
     sc_node *nd = sc_by_id(id);
     if (nd)
         nd->gone = 1;
+}
+
+void scripted_preempt_at(const char *id, int64_t at)
+{
+    sc_init();
+    for (size_t i = 0; i < sizeof(W.preempts) / sizeof(W.preempts[0]); i++)
+        if (!W.preempts[i].id[0] || strcmp(W.preempts[i].id, id) == 0) {
+            sc_copy(W.preempts[i].id, sizeof(W.preempts[i].id), id);
+            W.preempts[i].at = at;
+            return;
+        }
+    sc_full("preemptions");
+}
+
+/* When node `id` is taken back, 0 = never. */
+static int64_t sc_preempt_at(const char *id)
+{
+    for (size_t i = 0; i < sizeof(W.preempts) / sizeof(W.preempts[0]); i++)
+        if (W.preempts[i].id[0] && strcmp(W.preempts[i].id, id) == 0)
+            return W.preempts[i].at;
+    return 0;
+}
+
+void scripted_offer_spot(const char *type, const char *region, double price)
+{
+    scripted_offer_zone(type, region, "", price);
+    W.offers[W.n_offers - 1].spot = 1;
 }
 
 void scripted_notice(const char *id, const char *action, int64_t deadline)
@@ -393,6 +424,13 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
         out->phase = GPC_PHASE_TERMINATED;
         out->stopped = 1;
         sc_copy(out->detail, sizeof(out->detail), nd->deleted ? "deleted" : "gone");
+        return;
+    }
+    int64_t pat = sc_preempt_at(nd->id);
+    if (pat && gpc_now() >= pat) {
+        out->phase = GPC_PHASE_PREEMPTED;
+        out->stopped = 1;
+        sc_copy(out->detail, sizeof(out->detail), "spot interruption");
         return;
     }
     sc_copy(out->detail, sizeof(out->detail), nd->detail);

@@ -109,6 +109,16 @@ void scripted_keep_up(int on);
  * machine someone removed by hand): describe says terminated. */
 void scripted_gone(const char *id);
 
+/* Node `id` ("s-2", made now or later) is taken back by the provider (a
+ * spot interruption) at `at` (Unix seconds, the fixed clock's): from then
+ * on describe says preempted, stopped, no exit status.  A node made in its
+ * place has another id and is not taken back. */
+void scripted_preempt_at(const char *id, int64_t at);
+
+/* A spot offer (gpc_offer.spot = 1) of `type` in `region` at `price`
+ * USD/hour, beside the on-demand ones of scripted_offer. */
+void scripted_offer_spot(const char *type, const char *region, double price);
+
 /* Node `id` gets an interruption notice: poll_interruptions says
  * `action` ("terminate") with `deadline` (Unix seconds) from now on. */
 void scripted_notice(const char *id, const char *action, int64_t deadline);
