@@ -99,6 +99,8 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
                                           "$/HR", "COST"};
         gpc_table t;
         gpc_table_init(&t, 8, hdr);
+        gpc_buf notes;
+        gpc_buf_init(&notes, GPC_BUF_LINE_MAX);
         for (size_t i = 0; i < n; i++) {
             cJSON *cj = gpc_cluster_json(&s, &list[i], &err);
             if (!cj)
@@ -112,17 +114,31 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
             gpc_fmt_age((long long)cJSON_GetObjectItem(cj, "age_s")->valuedouble, age, sizeof(age));
             snprintf(hr, sizeof(hr), "%.2f", cJSON_GetObjectItem(cj, "price_hourly")->valuedouble);
             snprintf(cost, sizeof(cost), "%.2f", cJSON_GetObjectItem(cj, "cost_usd")->valuedouble);
+            /* running with a worker lost: degraded, said below */
+            const cJSON *dg = cJSON_GetObjectItem(cj, "degraded");
             const char *row[] = {list[i].name, list[i].provider, nodes,
-                                 gpc_phase_name(list[i].phase), ex, age, hr, cost};
+                                 cJSON_IsObject(dg) ? "degraded" : gpc_phase_name(list[i].phase),
+                                 ex, age, hr, cost};
             gpc_table_add(&t, row);
+            if (cJSON_IsObject(dg)) {
+                const char *det = gpc_json_str(dg, "detail");
+                gpc_buf_addf(&notes, NULL, "%s is degraded: node %s (%s) %s%s%s\n",
+                             list[i].name, gpc_json_str(dg, "name"),
+                             gpc_json_str(dg, "provider_id"), gpc_json_str(dg, "phase"),
+                             det && *det ? ": " : "", det ? det : "");
+            }
             cJSON_Delete(cj);
         }
         gpc_table_print(o, &t, stdout);
         gpc_table_free(&t);
+        if (notes.len)
+            printf("\n%s", gpc_buf_str(&notes));
+        gpc_buf_free(&notes);
         if (name) {
             printf("\n");
             gpc_cluster_print_nodes(o, &s, &list[n - 1], &err);
             gpc_cluster_print_attempts(o, &s, &list[n - 1], &err);
+            gpc_cluster_print_recoveries(o, &s, &list[n - 1], &err);
         }
     }
     gpc_cluster_list_free(list, n);

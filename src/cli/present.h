@@ -22,6 +22,11 @@ int gpc_cluster_print_nodes(const gpc_out *o, gpc_session *s, const gpc_cluster_
 
 /* Print the launch attempts when some failed or were skipped (failover):
  * one row per attempt, zone and outcome.  Prints nothing otherwise. */
+/* `status NAME`: the cluster's interruption notices, recoveries and
+ * budget stops (events of kinds interruption, recovery, budget), oldest
+ * first, as a table after a heading; nothing when it has none. */
+int gpc_cluster_print_recoveries(const gpc_out *o, gpc_session *s, const gpc_cluster_rec *c,
+                                 gpc_error *err);
 int gpc_cluster_print_attempts(const gpc_out *o, gpc_session *s, const gpc_cluster_rec *c,
                                gpc_error *err);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -18,6 +19,53 @@ static void add_time(cJSON *o, const char *key, int64_t t)
         cJSON_AddNumberToObject(o, key, (double)t);
     else
         cJSON_AddNullToObject(o, key);
+}
+
+/* The events of the kinds the spot and budget controls write: a node's
+ * interruption notice, a recovery, a budget stop. */
+static int spot_event(const gpc_event_rec *e)
+{
+    return strcmp(e->kind, "interruption") == 0 || strcmp(e->kind, "recovery") == 0 ||
+           strcmp(e->kind, "budget") == 0;
+}
+
+/*
+ * A running cluster is degraded while one of its workers is lost outside
+ * gpuctl's doing: the newest record of a rank > 0 says preempted, or
+ * terminated / failed without an exit status.  *d is that node (the first
+ * by rank), NULL when none; detail: what the provider said of it (its
+ * last phase event's reason), "" when nothing.
+ */
+static const gpc_node_rec *degraded_node(gpc_session *s, const gpc_cluster_rec *c,
+                                         const gpc_node_rec *nodes, size_t n, char *detail,
+                                         size_t size)
+{
+    detail[0] = '\0';
+    if (c->phase != GPC_PHASE_RUNNING || c->destroyed_at)
+        return NULL;
+    const gpc_node_rec *d = NULL;
+    for (size_t i = 0; !d && i < n; i++) {
+        const gpc_node_rec *nd = &nodes[i];
+        if (nd->rank == 0 || (i + 1 < n && nodes[i + 1].rank == nd->rank))
+            continue; /* the newest record of each rank */
+        if (nd->phase == GPC_PHASE_PREEMPTED ||
+            ((nd->phase == GPC_PHASE_TERMINATED || nd->phase == GPC_PHASE_FAILED) &&
+             nd->exit_code < 0))
+            d = nd;
+    }
+    gpc_event_rec *ev = NULL;
+    size_t ne = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (d && gpc_event_list(s->st, c->id, &ev, &ne, &e) == 0) {
+        for (size_t i = 0; i < ne; i++) {
+            const char *why = strstr(ev[i].message, ": ");
+            if (ev[i].rank == (int)d->rank && strcmp(ev[i].kind, "phase") == 0)
+                snprintf(detail, size, "%s", why ? why + 2 : "");
+        }
+    }
+    gpc_event_list_free(ev, ne);
+    return d;
 }
 
 cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
@@ -48,6 +96,18 @@ cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err
         cJSON_AddNumberToObject(f, "exit_code", bad->exit_code);
     } else {
         cJSON_AddNullToObject(o, "failed_node");
+    }
+    char why[256];
+    const gpc_node_rec *lost = degraded_node(s, c, nodes, n, why, sizeof(why));
+    if (lost) {
+        cJSON *g = cJSON_AddObjectToObject(o, "degraded");
+        cJSON_AddNumberToObject(g, "rank", lost->rank);
+        cJSON_AddStringToObject(g, "name", lost->name);
+        cJSON_AddStringToObject(g, "provider_id", lost->provider_id);
+        cJSON_AddStringToObject(g, "phase", gpc_phase_name(lost->phase));
+        cJSON_AddStringToObject(g, "detail", why);
+    } else {
+        cJSON_AddNullToObject(o, "degraded");
     }
     cJSON_AddNumberToObject(o, "nodes_desired", c->nodes);
     cJSON_AddStringToObject(o, "spec_hash", c->spec_hash);
@@ -106,6 +166,27 @@ cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err
         }
     }
     gpc_attempt_list_free(att, na);
+    /* what the spot and budget controls did (interruption notices,
+     * recoveries, budget stops), oldest first */
+    gpc_event_rec *ev = NULL;
+    size_t ne = 0;
+    cJSON *ra = cJSON_AddArrayToObject(o, "recoveries");
+    if (gpc_event_list(s->st, c->id, &ev, &ne, &ae) == 0) {
+        for (size_t i = 0; i < ne; i++) {
+            if (!spot_event(&ev[i]))
+                continue;
+            cJSON *j = cJSON_CreateObject();
+            add_time(j, "at", ev[i].at);
+            if (ev[i].rank >= 0)
+                cJSON_AddNumberToObject(j, "rank", ev[i].rank);
+            else
+                cJSON_AddNullToObject(j, "rank");
+            cJSON_AddStringToObject(j, "kind", ev[i].kind);
+            cJSON_AddStringToObject(j, "message", ev[i].message);
+            cJSON_AddItemToArray(ra, j);
+        }
+    }
+    gpc_event_list_free(ev, ne);
     gpc_node_list_free(nodes, n);
     return o;
 }
@@ -148,6 +229,43 @@ int gpc_cluster_print_nodes(const gpc_out *o, gpc_session *s, const gpc_cluster_
         printf("\njob failed: node %s (rank %u) exited with status %d\n", bad->name, bad->rank,
                bad->exit_code);
     gpc_node_list_free(nodes, n);
+    return 0;
+}
+
+int gpc_cluster_print_recoveries(const gpc_out *o, gpc_session *s, const gpc_cluster_rec *c,
+                                 gpc_error *err)
+{
+    gpc_event_rec *ev = NULL;
+    size_t n = 0;
+    int rc = gpc_event_list(s->st, c->id, &ev, &n, err);
+    if (rc)
+        return rc;
+    static const char *const hdr[] = {"AT", "RANK", "KIND", "WHAT"};
+    gpc_table t;
+    gpc_table_init(&t, 4, hdr);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!spot_event(&ev[i]))
+            continue;
+        char at[32] = "-", rank[16];
+        time_t tt = (time_t)ev[i].at;
+        struct tm tm;
+        if (gmtime_r(&tt, &tm))
+            strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (ev[i].rank >= 0)
+            snprintf(rank, sizeof(rank), "%d", ev[i].rank);
+        else
+            snprintf(rank, sizeof(rank), "-");
+        const char *row[] = {at, rank, ev[i].kind, ev[i].message};
+        gpc_table_add(&t, row);
+        k++;
+    }
+    if (k) {
+        printf("\ninterruptions, recoveries and budget stops:\n");
+        gpc_table_print(o, &t, stdout);
+    }
+    gpc_table_free(&t);
+    gpc_event_list_free(ev, n);
     return 0;
 }
 

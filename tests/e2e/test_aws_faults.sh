@@ -174,6 +174,13 @@ expect_eq "c: status: worker 1 preempted, the others running, the cluster runnin
 expect_eq "c: the preempted node has ended" "True" \
     "$(json_get "$T/c.json" '[n["ended_at"] is not None for n in d["clusters"][0]["nodes"] if n["rank"] == 1][0]')"
 expect_eq "c: status asked once, by tag" "DescribeInstances" "$(actions "$n0")"
+expect_eq "c: the cluster is degraded, naming the node and what EC2 said" \
+    "1 mixed-1 $W1 preempted instance terminated: Server.SpotInstanceTermination" \
+    "$(json_get "$T/c.json" '" ".join(str(v) for v in d["clusters"][0]["degraded"].values())')"
+g status mixed > "$T/c.out"
+expect_match "c: status says degraded" "^mixed +aws +3 +degraded " "$(cat "$T/c.out")"
+expect_match "c: and why" "^mixed is degraded: node mixed-1 \\($W1\\) preempted: instance terminated: Server.SpotInstanceTermination\$" \
+    "$(cat "$T/c.out")"
 g -y destroy mixed > /dev/null 2>&1
 
 # ---- d. the user's own key; e. a non-EFA type, an explicit AMI, an io2 disk -------
