@@ -490,16 +490,40 @@ int aws_list_orphans(void *ctx, const char *const *regions, size_t n_regions, gp
     char(*rv)[48] = NULL;
     size_t nr = 0;
     int rc = 0;
+    /* the account's regions, also when some are asked: an unknown name is
+     * refused by name (not sent, to fail as a signature scoped to no
+     * region), and missing credentials are said as such */
+    rc = all_regions(c, &rv, &nr, err);
+    if (rc)
+        return rc;
     if (n_regions) {
-        rv = calloc(n_regions, sizeof(*rv));
-        if (!rv)
+        char(*asked)[48] = calloc(n_regions, sizeof(*asked));
+        if (!asked) {
+            free(rv);
             return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < n_regions; i++)
-            snprintf(rv[nr++], sizeof(rv[0]), "%s", regions[i]);
-    } else {
-        rc = all_regions(c, &rv, &nr, err);
-        if (rc)
+        }
+        for (size_t i = 0; !rc && i < n_regions; i++) {
+            int known = 0;
+            for (size_t j = 0; !known && j < nr; j++)
+                known = strcmp(rv[j], regions[i]) == 0;
+            if (!known) {
+                gpc_buf list;
+                gpc_buf_init(&list, GPC_BUF_LINE_MAX);
+                for (size_t j = 0; j < nr; j++)
+                    gpc_buf_addf(&list, NULL, "%s%s", j ? ", " : "", rv[j]);
+                rc = gpc_fail(err, GPC_ERR_USAGE, "aws: unknown region '%s' (the regions these "
+                              "credentials can use: %s)", regions[i], gpc_buf_str(&list));
+                gpc_buf_free(&list);
+            }
+            snprintf(asked[i], sizeof(asked[0]), "%s", regions[i]);
+        }
+        free(rv);
+        rv = asked;
+        nr = n_regions;
+        if (rc) {
+            free(rv);
             return rc;
+        }
     }
     orphan_acc a = {0};
     int *fail = calloc(nr, sizeof(int));

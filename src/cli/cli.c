@@ -67,7 +67,7 @@ const gpc_command gpc_commands[] = {
      "logs NAME [--node N] [-f|--follow]", gpc_logs_options, NULL, 0, gpc_cmd_logs},
     {"ssh", NULL, "open a shell, or run a command, on a node of a cluster",
      "ssh NAME [--node N] [-- CMD...]", gpc_ssh_options, NULL, 0, gpc_cmd_ssh},
-    {"exec", NULL, "run a new job on every node of a live cluster, after the running one",
+    {"exec", NULL, "run a new job on all nodes of a live cluster, after the running one",
      "exec NAME (-f FILE | -- CMD...)", gpc_exec_options, NULL, 0, gpc_cmd_exec},
     {"destroy", NULL, "delete a cluster's nodes (idempotent)",
      "destroy NAME | -f FILE [--purge] [-y]", gpc_destroy_options, NULL, 0, gpc_cmd_destroy},

@@ -43,14 +43,17 @@ typedef struct cost_args {
     int buy_given; /* a --server-price etc. without --compare-buy */
 } cost_args;
 
-/* A number > 0 (>= 1 for the PUE), finite, written as digits. */
+/* A decimal number > 0 (>= 1 for the PUE) and at most 1e12, written as
+ * digits (no hex, no leading blanks). */
 static int parse_pos(const char *opt, const char *arg, double min, double *out)
 {
     char *end;
     double v = strtod(arg, &end);
-    if (end == arg || *end || !isfinite(v) || v < min || (min == 0 && v <= 0) || v > 1e12)
-        return gpc_opt_fail("%s: expected a number %s %g, got '%s'", opt,
-                            min == 0 ? "above" : "from", min, arg);
+    int digits = arg[0] && strchr("0123456789.", arg[0]) && !strpbrk(arg, "xXpP");
+    if (!digits || end == arg || *end || !isfinite(v) || v < min || (min == 0 && v <= 0) ||
+        v > 1e12)
+        return gpc_opt_fail("%s: expected a decimal number %s %g and at most 1e12, got '%s'",
+                            opt, min == 0 ? "above" : "from", min, arg);
     *out = v;
     return 0;
 }
@@ -385,7 +388,8 @@ static void print_buy(const gpc_out *o, const gpc_cost_report *r, const gpc_buy_
                b->servers, b->server ? " (" : "", b->server ? b->server : "",
                b->server ? ")" : "", b->amortised_usd, b->power_usd, b->owned_usd);
         if (b->break_even < 0)
-            printf("nothing billed: no break-even\n");
+            printf("the rental cost %.2f USD: owning is never cheaper (no break-even)\n",
+                   b->rented_usd);
         else
             printf("utilisation %.1f%%: owning is cheaper above %.1f%% (%s at this "
                    "utilisation)\n", 100 * b->utilisation, 100 * b->break_even,

@@ -246,6 +246,15 @@ int gpc_cmd_gc(gpc_out *o, const gpc_command *c, int argc, char **argv)
         else if (lrc && !o->quiet)
             fprintf(stderr, "gpuctl: error: %s\n", v->err.msg);
     }
+    /* every provider skipped: nothing was read, which is not "clean" (a
+     * gc run from cron whose credentials went away must not pass) */
+    size_t n_skipped = 0;
+    for (size_t i = 0; !rc && pv && i < np; i++)
+        n_skipped += (size_t)pv[i].skipped;
+    if (!rc && np && n_skipped == np && !err.code)
+        gpc_fail(&err, GPC_ERR_AUTH, "nothing looked at: no provider that lists what it made "
+                 "for gpuctl has credentials here (%zu skipped, said why above); what they hold "
+                 "is not known", np);
     size_t total = 0;
     char looked[256] = "";
     for (size_t i = 0; pv && i < np; i++) {
@@ -259,8 +268,6 @@ int gpc_cmd_gc(gpc_out *o, const gpc_command *c, int argc, char **argv)
         if (!total && !err.code && looked[0])
             printf("nothing to collect (%s): everything tagged by gpuctl belongs to a live "
                    "cluster\n", looked);
-        else if (!total && !err.code)
-            printf("nothing looked at: every provider was skipped\n");
     }
     /* then remove, with -y only */
     size_t removed = 0;

@@ -268,7 +268,7 @@ static void compare_group(const gpc_cost_report *r, const gpc_buy_opts *o, gpc_b
     b->power_kw = pick(o->power_kw, "--power-kw", d ? d->power_kw : 0,
                        d ? d->power_source : NULL);
     if (!b->gpu_model[0]) /* GPUs not known: each node stands for one server */
-        b->server_gpus = (gpc_buy_value){1, "one server per node (GPUs not in the catalog)"};
+        b->server_gpus = (gpc_buy_value){1, "one server per node (GPUs not in the catalog, so --server-gpus cannot apply)"};
     else if (o->server_gpus > 0)
         b->server_gpus = (gpc_buy_value){o->server_gpus, "--server-gpus"};
     else

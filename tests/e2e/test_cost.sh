@@ -148,7 +148,7 @@ expect_eq "--compare-buy: the comparison" \
 GPUs not in the catalog: rented 20.40 USD over 24.00 hours; at most 1 node(s) billed at once (12.00 node-hours)
 FIGURE           VALUE           FROM
 server price     20000.00 USD    given (--server-price)
-GPUs per server  1               default, source: one server per node (GPUs not in the catalog)
+GPUs per server  1               default, source: one server per node (GPUs not in the catalog, so --server-gpus cannot apply)
 server power     2.00 kW         given (--power-kw)
 PUE              1.50            given (--pue)
 electricity      0.1000 USD/kWh  given (--kwh-price)
@@ -183,8 +183,14 @@ bad "--since after now" 3 "gpuctl: error: --since: 2024-01-01 is after now $USAG
 bad "--since a bad duration" 3 \
     "gpuctl: error: --since: expected a duration like 90s, 30m, 72h, 1d or 1h30m, got '5x' $USAGE" \
     cost --since 5x
-bad "--pue below 1" 3 "gpuctl: error: --pue: expected a number from 1, got '0.9' $USAGE" \
+bad "--pue below 1" 3 "gpuctl: error: --pue: expected a decimal number from 1 and at most 1e12, got '0.9' $USAGE" \
     cost --compare-buy --pue 0.9
+bad "--server-price above 1e12 (the range said)" 3 \
+    "gpuctl: error: --server-price: expected a decimal number above 0 and at most 1e12, got '1e15' $USAGE" \
+    cost --compare-buy --server-price 1e15
+bad "--server-price in hex" 3 \
+    "gpuctl: error: --server-price: expected a decimal number above 0 and at most 1e12, got '0x10' $USAGE" \
+    cost --compare-buy --server-price 0x10
 bad "--server-gpus not whole" 3 \
     "gpuctl: error: --server-gpus: expected a whole number of GPUs from 1 to 65535, got '2.5' $USAGE" \
     cost --compare-buy --server-gpus 2.5
