@@ -519,17 +519,17 @@ export GPUCTL_INSTANCE_TYPE={{INSTANCE_TYPE}}
 export GPUCTL_RDZV_PORT={{RDZV_PORT}}
 GPUCTL_HEAD_IP={{HEAD_IP}}
 GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
-## budget.max_total: this node's share is spent after GPUCTL_BUDGET_S
-## seconds at the price it was bought at (0: no cap).  The node's end
-## (gpuctl_end_s, seconds after its boot; 0: none) is the sooner of the two,
-## enforced here whether or not gpuctl still runs.
+## budget.max_total: the cluster, at the prices its nodes were bought at,
+## has spent it GPUCTL_BUDGET_S seconds after the boot (0: no cap).  The
+## node's end (gpuctl_end_s, seconds after its boot; 0: none) is the sooner
+## of the two, enforced here whether or not gpuctl still runs.
 GPUCTL_BUDGET_S={{BUDGET_S}}
 gpuctl_end_s=$GPUCTL_MAX_DURATION_S
 gpuctl_end_why="max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit"
 if [ "$GPUCTL_BUDGET_S" -gt 0 ] &&
   { [ "$gpuctl_end_s" = 0 ] || [ "$GPUCTL_BUDGET_S" -lt "$gpuctl_end_s" ]; }; then
   gpuctl_end_s=$GPUCTL_BUDGET_S
-  gpuctl_end_why="budget.max_total: this node's share, "{{BUDGET_NOTE}}", is spent (${GPUCTL_BUDGET_S}s)"
+  gpuctl_end_why="budget.max_total "{{BUDGET_NOTE}}" is spent (${GPUCTL_BUDGET_S}s)"
 fi
 ##if IDLE=1
 GPUCTL_IDLE_TIMEOUT_S={{IDLE_TIMEOUT_S}}

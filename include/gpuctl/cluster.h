@@ -162,6 +162,11 @@ typedef struct gpc_session {
      * replace.c): 1, their bootstraps run no job of their own
      * (gpc_node_ctx.no_first_job); 0 otherwise. */
     int no_first_job;
+    /* While a lost node is replaced under a running job (recover.c): the
+     * time (Unix seconds) its record was made; the delivery goes to nodes
+     * recorded since only (the others' running job holds their job.lock,
+     * which a delivery waits for).  0 otherwise: every running node. */
+    int64_t deliver_since;
     /* While gpc_apply replaces or resizes a live cluster's nodes: 1, the
      * cluster is not this apply's own, so a create that fails (or is
      * interrupted) with no node alive leaves it recorded with its nodes to

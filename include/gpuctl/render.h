@@ -358,12 +358,16 @@ typedef struct gpc_node_ctx {
                                 where its node script defines
                                 gpuctl_md_notice, the bootstrap watches for
                                 interruption notices (its NOTICE section) */
-    double price_hourly;     /* USD/hour the node was bought at (the offer's
-                                price; the spot price at launch where
-                                known); with the spec's budget.max_total
-                                the node ends itself once its share,
-                                max_total / nnodes, is spent at this price
-                                (the BUDGET_S value); 0 = costs nothing */
+    double cluster_hourly;   /* USD/hour of all the cluster's nodes as they
+                                were bought (head + nnodes - 1 workers at
+                                their offers' prices, the spot price at
+                                launch where known); with the spec's
+                                budget.max_total every node ends itself once
+                                the cluster would have spent it at this
+                                price: max_total / cluster_hourly hours
+                                after its boot (the BUDGET_S value), so that
+                                each node's part is in proportion to its
+                                price; 0 = costs nothing */
     int no_first_job;        /* 1: a node added to a live cluster (apply of
                                 a changed node count, replace.c): the
                                 bootstrap installs the job runner and runs no

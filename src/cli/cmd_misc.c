@@ -224,7 +224,14 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
         .rdzv_from = pv->rdzv,
         .rdzv_port = spec->run.rdzv_port ? spec->run.rdzv_port : 29400,
         .workdir = workdir, .checkpoint_dir = ckpt,
+        /* bought as the spec says: rank 0 by spot.head, the others by
+         * spot.policy (auto: spot, where the watcher matters) */
+        .spot = (rank == 0 && !batch ? spec->spot.head : spec->spot.policy) != GPC_SPOT_ON_DEMAND,
     };
+    /* no plan, so no prices: the node's budget end is not in it */
+    if (spec->budget.max_total > 0)
+        gpc_info(&o->log, "gpuctl: note: budget.max_total's end on the node needs the prices "
+                 "of the plan's offer: not rendered here (GPUCTL_BUDGET_S=0; docs/spot.md)");
     /* nodes that get the workdir and secrets from gpuctl over ssh wait for
      * them (deliver.c; as precheck.c judges it) */
     if (pv->transport_argv && !(pv->caps & GPC_CAP_SHARED_FILES) &&

@@ -140,6 +140,14 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv,
     return 0;
 }
 
+/* USD/hour of the whole cluster as launch `l` buys it: its head and
+ * nodes - 1 workers (the node's budget end, render.h cluster_hourly). */
+static double launch_hourly(const gpc_cluster_rec *c, const gpc_launch *l)
+{
+    uint32_t workers = c->nodes ? c->nodes - 1 : 0;
+    return l->head->price_hourly + workers * l->worker->price_hourly;
+}
+
 /* Render the payload of node `rank` (rank_from: render.h; with
  * GPC_RANK_LAUNCH_INDEX, of a batch that starts at `rank`), finding the
  * rendezvous as the provider says (gpc_provider.rdzv).  Checks that its
@@ -147,8 +155,8 @@ static int record_created(gpc_session *s, const gpc_open_provider *pv,
 static int render_for(gpc_session *s, const gpc_open_provider *pv,
                       const gpc_spec *spec, const gpc_cluster_rec *c,
                       uint32_t rank, gpc_rank_from rank_from, const gpc_offer *of,
-                      const char *head_ip, const char *workdir, const char *ckpt,
-                      gpc_payload *pl, gpc_error *err)
+                      double cluster_hourly, const char *head_ip, const char *workdir,
+                      const char *ckpt, gpc_payload *pl, gpc_error *err)
 {
     const gpc_userdata_rules *rules = pv->prov->userdata;
     /* checkpoint_dir on nodes that do not see this machine's files: kept
@@ -183,7 +191,7 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
         .instance_type = of->instance_type,
         .rank_from = rank_from, .rdzv_from = pv->prov->rdzv, .deliver = s->deliver,
         .no_first_job = s->no_first_job,
-        .spot = of->spot, .price_hourly = of->price_hourly,
+        .spot = of->spot, .cluster_hourly = cluster_hourly,
     };
     if (s->data) { /* the spec's data sets, placed by apply (data.h) */
         ctx.data_dir = s->data->dir;
@@ -234,7 +242,8 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
     gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nd);
     gpc_rank_from rf = gpc_provider_rank_source(pv->prov, nd->rank, 0);
-    int rc = render_for(s, pv, spec, c, nd->rank, rf, offer, head_ip, workdir, ckpt, &pl, err);
+    int rc = render_for(s, pv, spec, c, nd->rank, rf, offer, launch_hourly(c, l), head_ip,
+                        workdir, ckpt, &pl, err);
     if (!rc && !resumed)
         rc = record_intent(s, nd, offer, token, err);
     int sent = 0;
@@ -294,7 +303,8 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     gpc_payload pl = {0};
     int resumed = gpc_lc_outcome_unknown(nds[0]);
     gpc_rank_from rf = gpc_provider_rank_source(pv->prov, nds[0]->rank, 1);
-    int rc = render_for(s, pv, spec, c, nds[0]->rank, rf, of, head_ip, workdir, ckpt, &pl, err);
+    int rc = render_for(s, pv, spec, c, nds[0]->rank, rf, of, launch_hourly(c, l), head_ip,
+                        workdir, ckpt, &pl, err);
     if (!rc && resumed) {
         /* the same batch again, with its own token (launch_attempt) */
         size_t tl = strcspn(nds[0]->client_token, "/");

@@ -604,7 +604,8 @@ int gpc_lc_deliver(gpc_session *s, const gpc_open_provider *pv, gpc_cluster_rec 
         int up = ns[i].phase == GPC_PHASE_RUNNING ||
                  (!nodes[i].ended_at &&
                   (ns[i].phase == GPC_PHASE_SUCCEEDED || ns[i].phase == GPC_PHASE_FAILED));
-        if (!have[i] || !up || !nodes[i].provider_id[0])
+        if (!have[i] || !up || !nodes[i].provider_id[0] ||
+            nodes[i].created_at < s->deliver_since)
             continue;
         if (!opened) {
             opened = 1;

@@ -113,7 +113,7 @@ static int payload_fits(const gpc_spec *spec, const gpc_plan *plan, const char *
             .instance_type = of->instance_type,
             .rank_from = rf, .rdzv_from = cp->rdzv, .deliver = deliver,
             /* the largest a node's can be: with the notice watcher */
-            .spot = 1, .price_hourly = of->price_hourly,
+            .spot = 1, .cluster_hourly = plan->offers[0].price_cluster,
         };
         /* the spec's data as apply renders it for nodes that fetch it
          * (data.h): its URLs, for a store's one as long as a bucket's

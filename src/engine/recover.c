@@ -112,9 +112,13 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
         rc = rv->prepare(rv->ud, s, &op, err);
     gpc_apply_result res;
     memset(&res, 0, sizeof(res));
+    /* the workdir and secrets go to the new node only: the others' job
+     * holds their job.lock, which a delivery waits for */
+    s->deliver_since = now;
     if (!rc)
         rc = gpc_lc_create_missing(s, &op, rv->spec, c, rv->chosen, rv->workdir, rv->ckpt,
                                    rv->poll_s, &res, err);
+    s->deliver_since = 0;
     if (rv->done)
         rv->done(rv->ud, s);
     gpc_cluster_unlock(lockfd);

@@ -620,29 +620,30 @@ static int data_values(const gpc_node_ctx *node, gpc_buf *vals, gpc_error *err)
  * (its provider's name), or NULL for a fabric the bootstrap handles itself.
  */
 /*
- * The node's share of budget.max_total (render.h, gpc_node_ctx.price_hourly):
- * BUDGET_S, the seconds after which that share is spent at the node's
- * price (0: no cap, or a node that costs nothing), and BUDGET_NOTE, the
- * share and the price for the node's message.  The share is max_total /
- * nodes; seconds are rounded down, and at least 1.
+ * budget.max_total on the node (render.h, gpc_node_ctx.cluster_hourly):
+ * BUDGET_S, the seconds after which the cluster, at the price its nodes
+ * were bought at, would have spent max_total (0: no cap, or nodes that
+ * cost nothing), the same for every node, so each node's part of the cap
+ * is in proportion to its own price; and BUDGET_NOTE, the cap and the
+ * price for the node's message.  Seconds are rounded down, at least 1.
  */
 static int budget_values(const gpc_spec *spec, const gpc_node_ctx *node, gpc_buf vals[V_COUNT],
                          gpc_error *err)
 {
-    double total = spec->budget.max_total, price = node->price_hourly;
-    uint32_t nodes = node->nnodes ? node->nnodes : 1;
+    double total = spec->budget.max_total, price = node->cluster_hourly;
     if (!(total > 0) || !(price > 0)) {
         int rc = gpc_buf_adds(&vals[V_BUDGET_S], "0", err);
         return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], "", err);
     }
-    double share = total / nodes, secs = floor(share / price * 3600.0);
+    double secs = floor(total / price * 3600.0);
     if (secs < 1)
         secs = 1;
     if (secs > 1e12)
         secs = 1e12;
     char note[128];
-    snprintf(note, sizeof(note), "%.2f USD (budget.max_total %.2f / %u nodes) at %.4f USD/hour",
-             share, total, (unsigned)nodes, price);
+    snprintf(note, sizeof(note), total < 1 ? "%.4f USD at the cluster's %.4f USD/hour (%u "
+             "node(s))" : "%.2f USD at the cluster's %.4f USD/hour (%u node(s))", total, price,
+             (unsigned)(node->nnodes ? node->nnodes : 1));
     int rc = gpc_buf_addf(&vals[V_BUDGET_S], err, "%.0f", secs);
     return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], note, err);
 }

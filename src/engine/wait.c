@@ -222,6 +222,41 @@ static void poll_notices(gpc_session *s, const gpc_open_provider *pv, gpc_cluste
     free(out);
 }
 
+/* The spec's budget.max_total of the cluster (canonical JSON), USD; 0 =
+ * no cap. */
+static double budget_total(const gpc_cluster_rec *c)
+{
+    cJSON *j = cJSON_Parse(c->spec_json ? c->spec_json : "");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "budget");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "max_total");
+    double v = cJSON_IsNumber(t) ? t->valuedouble : 0;
+    cJSON_Delete(j);
+    return v > 0 ? v : 0;
+}
+
+/*
+ * budget.max_total while the job runs: from the ledger, what the cluster
+ * has cost (*spent, USD) and costs now (*rate, USD/hour: its nodes still
+ * billing); 1 when the spend by the poll after next (spent + rate x 2
+ * polls) would reach `total`, so that the nodes are stopped before the
+ * cap is crossed, not after.
+ */
+static int budget_reached(gpc_session *s, const gpc_cluster_rec *c, double total,
+                          double poll_s, double *spent, double *rate)
+{
+    int64_t now = gpc_now();
+    double later = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_ledger_cost(s->st, c->id, now, spent, &e) ||
+        gpc_ledger_cost(s->st, c->id, now + 3600, &later, &e)) {
+        gpc_debug(s->log, "budget: %s", e.msg);
+        return 0;
+    }
+    *rate = later - *spent;
+    return *spent + *rate * (2 * poll_s) / 3600.0 >= total;
+}
+
 /* 1 when the cluster's nodes stay up after their job (its spec's
  * lifecycle.idle_timeout_s, canonical JSON). */
 static int kept_up_after_job(const gpc_cluster_rec *c)
@@ -356,6 +391,8 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     int bad_exit = -1;
     gpc_open_provider op;
     int refresh_failed = 0; /* looks in a row that the provider failed */
+    double max_total = budget_total(c), spent = 0, rate = 0;
+    int over_budget = 0;
     for (int final = 0; !final;) {
         rc = gpc_cluster_refresh(s, c, err);
         /* the provider did not answer (after the HTTP layer's retries):
@@ -381,6 +418,16 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
             if (rc)
                 break;
             pv = &op;
+        }
+        /* budget.max_total: the nodes stopped before the spend crosses it
+         * (the bootstrap's signal handler saves the checkpoints) */
+        if (max_total > 0 && pv && !gpc_lc_is_terminal(c->phase) &&
+            budget_reached(s, c, max_total, poll_s, &spent, &rate)) {
+            gpc_lc_event(s, c->id, -1, "budget", "budget.max_total %.2f USD: %.4f USD spent, "
+                         "%.4f USD/hour: stopping the nodes", max_total, spent, rate);
+            stop_stragglers(s, pv, c, 1, "budget.max_total reached");
+            over_budget = 1;
+            break;
         }
         /* spot recovery: lost workers replaced while the job runs; a new
          * node's log starts from its beginning */
@@ -526,6 +573,12 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     free(offs);
     free(seen);
     int kept_up = job_ex[0] >= 0;
+    if (!rc && over_budget)
+        rc = gpc_fail(err, GPC_ERR_BUDGET, "cluster '%s': budget.max_total %.2f USD would be "
+                      "crossed (%.4f USD spent, %.4f USD/hour): its nodes were stopped "
+                      "(their checkpoint_dir saved, as at max_duration); gpuctl cost %s shows the "
+                      "ledger",
+                      c->name, max_total, spent, rate, c->name);
     if (rc) {
         free(job_ex);
         return rc;

@@ -44,3 +44,27 @@ boot_fake_ec2() {
   ConnectTimeout 10"
 }
 cleanup_extra() { ssh_close_shared; }
+
+# boot_fake_ec2_s3: the booting fake EC2 (boot_fake_ec2 0.2 30, IAM on its
+# port) and the fake S3 where the nodes reach it (at the fake EC2's host
+# address), knowing the credentials the fake EC2 mints for them and their
+# role's policy.  Sets HOST_IP, S3URL, BUCKET (the account's bucket in
+# us-east-1) and gpuctl's IAM, S3 and STS endpoints.
+boot_fake_ec2_s3() {
+    boot_fake_ec2 0.2 30
+    export AWS_ENDPOINT_URL_IAM="$EC2"
+    HOST_IP=$(fake "$EC2/_fake/boot" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_ip"])')
+    start_fake s3 s3.py --listen "$HOST_IP" --ec2 "$EC2"
+    S3URL="http://$HOST_IP:$FAKE_PORT"
+    export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
+    BUCKET=gpuctl-123456789012-us-east-1
+}
+
+# db SQL: each row's first column of SQL on the test's state database
+db() { /usr/bin/python3 -c 'import sqlite3, sys; print("\n".join(str(r[0]) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))' "$STATE/gpuctl.db" "$1"; }
+
+# inst EXPR: EXPR on the fake EC2's world `d` (/_fake/state)
+inst() { fake "$EC2/_fake/state" | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+print($1)"; }

@@ -25,15 +25,7 @@
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/boot_parts.sh"
 boot_require "rsync aws" "torch yaml sklearn"
-boot_fake_ec2 0.2 30
-export AWS_ENDPOINT_URL_IAM="$EC2"
-HOST_IP=$(fake "$EC2/_fake/boot" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["host_ip"])')
-# the fake S3 where the nodes reach it, knowing the credentials the fake EC2
-# mints for them and their role's policy
-start_fake s3 s3.py --listen "$HOST_IP" --ec2 "$EC2"
-S3URL="http://$HOST_IP:$FAKE_PORT"
-export AWS_ENDPOINT_URL_S3="$S3URL" AWS_ENDPOINT_URL_STS="$S3URL"
-BUCKET=gpuctl-123456789012-us-east-1
+boot_fake_ec2_s3
 
 cp "$GPUCTL_SOURCE_DIR/examples/train_ddp.py" .
 mkdir -p scratch ds

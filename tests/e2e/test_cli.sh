@@ -170,6 +170,22 @@ g render -f quickstart.yaml --provider aws --node 1 > "$T/q2.txt" 2>/dev/null
 expect_eq "aws worker of 2 (made alone): its own rank" "   export GPUCTL_NODE_RANK=1" \
     "$(grep -E '^ +export GPUCTL_NODE_RANK=' "$T/q2.txt")"
 expect_eq "aws worker of 2: no launch index" 0 "$(grep -c gpuctl_md_launch_index "$T/q2.txt")"
+# spot workers beside an on-demand head: the interruption-notice watcher on
+# the workers only, torchrun restarting into a rendezvous the replacement
+# joins; budget.max_total's node end needs the plan's prices, which render
+# does not make (it says so)
+sed 's/^nodes: 2$/nodes: 2\nspot: {policy: spot, head: on-demand}\nbudget: {max_total: 10}/' \
+    quickstart.yaml > qs.yaml
+g render -f qs.yaml --provider aws --node 1 > "$T/qs1.txt" 2> "$T/qs1.err"
+g render -f qs.yaml --provider aws --node 0 > "$T/qs0.txt" 2>/dev/null
+expect_eq "spot worker: the watcher runs; on-demand head: none" "1 0" \
+    "$(grep -c '^ *gpuctl_notice_watch &$' "$T/qs1.txt") $(grep -c 'gpuctl_notice_watch' "$T/qs0.txt")"
+expect_eq "spot: torchrun restarts, the rendezvous waits for a replacement" \
+    "gpuctl_restarts=3|gpuctl_rdzv_conf+=\",join_timeout=1800\"" \
+    "$(grep -E '^ *(gpuctl_restarts=|gpuctl_rdzv_conf\+=)' "$T/qs1.txt" | sed 's/^ *//' | paste -sd'|')"
+expect_eq "render says the budget end is not in it" \
+    "gpuctl: note: budget.max_total's end on the node needs the prices of the plan's offer: not rendered here (GPUCTL_BUDGET_S=0; docs/spot.md)" \
+    "$(grep 'budget.max_total' "$T/qs1.err")"
 
 # Dry run changes nothing.
 run_rc rc g apply -f quickstart.yaml --dry-run > "$T/dry.txt"

@@ -70,7 +70,7 @@ A node (one per instance, started when the instance first shows
   * Stand-ins for shutdown, poweroff, halt (and systemctl poweroff/halt):
     they append "EPOCH NAME ARGS" to the node's /run/fake-ec2/power.log
     (DIR/<id>/fs/run/fake-ec2/power.log) and signal the node's init, which
-    stops every process of the node (SIGTERM, 5 s, SIGKILL) and ends; the
+    stops every process of the node (SIGTERM, 30 s, SIGKILL) and ends; the
     fake then moves the instance to shutting-down -> terminated
     (Client.InstanceInitiatedShutdown; `stopped` when it was launched with
     InstanceInitiatedShutdownBehavior=stop).  `shutdown -h +N` powers off
@@ -114,7 +114,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 IMDS_ADDR = "169.254.169.254"
 NODE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-STOP_GRACE_S = 5.0
+# Seconds a stopping node's processes have between SIGTERM and SIGKILL.  A
+# real instance shuts down through systemd, whose DefaultTimeoutStopSec is
+# 90 s (systemd-system.conf(5)); a bootstrap saves its checkpoints then.
+STOP_GRACE_S = 30.0
 NODE_INSTANCE_DIR = "/run/fake-ec2/instance"   # DIR/<id> as the node sees it
 # where a node's directories go: (path in the node, directory under fs/)
 NODE_DIRS = [("/var/lib/gpuctl", "var-lib-gpuctl"), ("/root", "root"), ("/tmp", "tmp"), ("/run", "run")]

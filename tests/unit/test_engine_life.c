@@ -12,6 +12,7 @@
  * +65 unless the test says otherwise.
  */
 #include "engine_harness.h"
+#include "gpuctl/state.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -551,6 +552,54 @@ static void test_recover_preempted_worker(void **state)
                                  "running job\n"));
 }
 
+/* budget.max_total while apply --wait waits: 2 nodes at 1.00 USD/hour
+ * (the scripted offer) bill 2 USD/hour = 1/1800 USD a second from +0.  With
+ * a 5 s poll the nodes are stopped at the first poll whose spend plus two
+ * polls' worth reaches 0.02 USD: at +25, 25/1800 + 10/1800 = 0.019444 (go
+ * on); at +30, 30/1800 + 10/1800 = 0.022222 (stop).  The ledger then holds
+ * 2 x 30 s x 1.00 USD/hour = 0.016667 USD, under the cap; exit code budget. */
+static void test_budget_total_stops(void **state)
+{
+    eng *e = *state;
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 2\nbudget:\n  max_total: 0.02\n"
+                "run:\n  command: python3 train.py\n");
+    gpc_apply_result res;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_apply_opts o = {.poll_s = 5, .wait = 1};
+    assert_int_equal(gpc_apply(&e->s, e->spec, "-", &o, &res, &err), GPC_ERR_BUDGET);
+    assert_string_equal(err.msg, "cluster 'job': budget.max_total 0.02 USD would be crossed "
+                                 "(0.0167 USD spent, 2.0000 USD/hour): its nodes were stopped "
+                                 "(their checkpoint_dir saved, as at max_duration); gpuctl cost "
+                                 "job shows the ledger");
+    const char *calls = strstr(eng_calls(e), "nodes_running");
+    assert_non_null(calls);
+    assert_string_equal(calls,
+        "nodes_running cluster=job ids=s-1,s-2 -> ok\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* apply, +5 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +5 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +10 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +15 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +20 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +25 */
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"   /* +30: stop */
+        "delete_node region=r1 id=s-1 -> ok\n"
+        "delete_node region=r1 id=s-2 -> ok\n");
+    assert_string_equal(eng_nodes(e, 1),
+        "0 s-1 job-0-U1-a1 r1/r1a t1 10.0.0.1 terminated(-1) started=+0 ended=+30\n"
+        "1 s-2 job-1-U1-a1 r1/r1a t1 10.0.0.2 terminated(-1) started=+0 ended=+30\n");
+    const char *ev = strstr(eng_events(e, 1), "- budget:");
+    assert_non_null(ev);
+    assert_string_equal(ev,
+        "- budget: budget.max_total 0.02 USD: 0.0167 USD spent, 2.0000 USD/hour: stopping the "
+        "nodes\n"
+        "0 delete: stopped: budget.max_total reached\n"
+        "1 delete: stopped: budget.max_total reached\n");
+    double usd = -1;
+    assert_int_equal(gpc_ledger_cost(e->s.st, 1, ENG_T0 + 1000, &usd, &err), 0);
+    assert_true(usd > 0.0166666 && usd < 0.0166667); /* 60 node-seconds / 3600 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,6 +618,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_destroy_one_by_one, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_delete_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_recover_preempted_worker, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_budget_total_stops, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

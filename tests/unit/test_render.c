@@ -2440,9 +2440,10 @@ static void test_run_spot_notice(void **state)
     node_run_free(&r);
 }
 
-/* budget.max_total on the node: its share (max_total / nodes) spent at the
- * price it was bought at ends it as max_duration does, whichever comes
- * first.  0.01 USD at 18 USD/hour is 0.01 / 18 x 3600 = 2 s. */
+/* budget.max_total on the node: every node ends when the cluster, at the
+ * prices its nodes were bought at, would have spent it, as max_duration
+ * does, whichever comes first.  0.02 USD at 36 USD/hour (2 nodes) is
+ * 0.02 / 36 x 3600 = 2 s. */
 static void test_run_budget_end(void **state)
 {
     (void)state;
@@ -2453,7 +2454,7 @@ static void test_run_budget_end(void **state)
     s.run.command = "sleep 20";
     s.budget.max_total = 0.02;
     gpc_node_ctx n = base_node();
-    n.price_hourly = 18;
+    n.cluster_hourly = 36;
     char *b = render_boot(&s, &n, "local");
     assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=2\n"));
     time_t t0 = time(NULL);
@@ -2461,9 +2462,8 @@ static void test_run_budget_end(void **state)
     free(b);
     assert_true(time(NULL) - t0 < 10);
     assert_outcome(&r, 124, "failed\n");
-    assert_non_null(strstr(r.log, "budget.max_total: this node's share, 0.01 USD "
-                                  "(budget.max_total 0.02 / 2 nodes) at 18.0000 USD/hour, is "
-                                  "spent (2s); torchrun stopped\n"));
+    assert_non_null(strstr(r.log, "budget.max_total 0.0200 USD at the cluster's 36.0000 USD/hour "
+                                  "(2 node(s)) is spent (2s); torchrun stopped\n"));
     node_run_free(&r);
 
     /* max_duration first: it says so */
@@ -2478,7 +2478,7 @@ static void test_run_budget_end(void **state)
 
     /* nothing to spend: no end from the budget */
     s.lifecycle.max_duration_s = 0;
-    n.price_hourly = 0;
+    n.cluster_hourly = 0;
     b = render_boot(&s, &n, "local");
     assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=0\n"));
     free(b);
