@@ -73,9 +73,19 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
         gpc_node_list_free(nodes, n);
         return le.code == GPC_ERR_LOCKED ? 0 : gpc_fail(err, le.code, "%s", le.msg);
     }
+    /* under the lock, the cluster as it is now: another gpuctl that held
+     * the lock may have replaced the node, or destroyed the cluster */
     gpc_open_provider op;
+    gpc_node_list_free(nodes, n);
+    nodes = NULL;
+    n = 0;
     rc = gpc_cluster_refresh(s, c, err);
-    if (!rc && (c->destroyed_at || c->phase != GPC_PHASE_RUNNING)) {
+    if (!rc)
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    k = 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        k += lost(&nodes[i]);
+    if (!rc && (c->destroyed_at || c->phase != GPC_PHASE_RUNNING || !k)) {
         gpc_cluster_unlock(lockfd);
         gpc_node_list_free(nodes, n);
         return 0;
