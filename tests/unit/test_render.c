@@ -2442,8 +2442,10 @@ static void test_run_spot_notice(void **state)
 
 /* budget.max_total on the node: every node ends when the cluster, at the
  * prices its nodes were bought at, would have spent it, as max_duration
- * does, whichever comes first.  0.02 USD at 36 USD/hour (2 nodes) is
- * 0.02 / 36 x 3600 = 2 s. */
+ * does, whichever comes first.  0.02 USD at 24 USD/hour (2 nodes) is
+ * 0.02 / 24 x 3600 = 3 s.  (Where the end finds the node, in setup, before
+ * torchrun or in it, depends on the machine's load: the reason is what is
+ * asserted; regression: CI's load put a 1 s end before torchrun.) */
 static void test_run_budget_end(void **state)
 {
     (void)state;
@@ -2454,26 +2456,27 @@ static void test_run_budget_end(void **state)
     s.run.command = "sleep 20";
     s.budget.max_total = 0.02;
     gpc_node_ctx n = base_node();
-    n.cluster_hourly = 36;
+    n.cluster_hourly = 24;
     char *b = render_boot(&s, &n, "local");
-    assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=2\n"));
+    assert_non_null(strstr(b, "\nGPUCTL_BUDGET_S=3\n"));
     time_t t0 = time(NULL);
     node_exec(&r, b, NULL);
     free(b);
-    assert_true(time(NULL) - t0 < 10);
+    assert_true(time(NULL) - t0 < 15);
     assert_outcome(&r, 124, "failed\n");
-    assert_non_null(strstr(r.log, "budget.max_total 0.0200 USD at the cluster's 36.0000 USD/hour "
-                                  "(2 node(s)) is spent (2s); torchrun stopped\n"));
+    assert_non_null(strstr(r.log, "gpuctl: budget.max_total 0.0200 USD at the cluster's 24.0000 "
+                                  "USD/hour (2 node(s)) is spent (3s)"));
     node_run_free(&r);
 
     /* max_duration first: it says so */
     node_prepare(&r, "budget2", "2.4.0", 0);
-    s.lifecycle.max_duration_s = 1;
+    s.lifecycle.max_duration_s = 2;
     b = render_boot(&s, &n, "local");
     node_exec(&r, b, NULL);
     free(b);
     assert_outcome(&r, 124, "failed\n");
-    assert_non_null(strstr(r.log, "max_duration limit of 1s hit; torchrun stopped\n"));
+    assert_non_null(strstr(r.log, "gpuctl: max_duration limit of 2s hit"));
+    assert_null(strstr(r.log, "gpuctl: budget.max_total"));
     node_run_free(&r);
 
     /* nothing to spend: no end from the budget */
