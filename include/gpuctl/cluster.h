@@ -218,6 +218,11 @@ typedef struct gpc_apply_opts {
     int replace_ok;
     int (*confirm)(void *ctx, const char *question);
     void *confirm_ctx;
+    /* `gpuctl watch`: the cluster must exist and the spec be the one its
+     * nodes run (GPC_ERR_NOT_FOUND, GPC_ERR_USAGE naming what changed);
+     * only nodes it still misses are made; with wait, the controller's
+     * wait (spot recovery, budget) follows.  0 for apply. */
+    int watch;
 } gpc_apply_opts;
 
 typedef struct gpc_apply_result {
@@ -245,6 +250,23 @@ typedef struct gpc_apply_result {
 /* Apply a parsed spec (see docs/cli.md for the contract). */
 int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
               const gpc_apply_opts *opts, gpc_apply_result *res, gpc_error *err);
+
+/*
+ * `gpuctl watch NAME` (docs/cli.md): wait for live cluster `name`'s job as
+ * `apply --wait` does (opts: timeout_s, poll_s, stream_logs; the rest is
+ * ignored), and, when `recover` is 1 and the cluster buys spot, replace
+ * its lost workers while the job runs (the engine's recover.c).  A
+ * replacement is made from `spec` (borrowed; spec_path: its file) or, when
+ * NULL, from the file the cluster was applied from; either must be the
+ * spec the nodes run.  Fills *res as gpc_apply does for --wait.  Errors:
+ * GPC_ERR_NOT_FOUND (no such live cluster), GPC_ERR_USAGE (a spec of
+ * another cluster, a changed spec, a spot cluster applied from stdin with
+ * no spec given), the spec file's (GPC_ERR_SPEC, GPC_ERR_IO), and those of
+ * gpc_cluster_wait (GPC_ERR_JOB_FAILED, GPC_ERR_NODE_LOST,
+ * GPC_ERR_TIMEOUT, GPC_ERR_BUDGET, GPC_ERR_INTERRUPTED, ...).
+ */
+int gpc_watch(gpc_session *s, const char *name, const gpc_spec *spec, const char *spec_path,
+              const gpc_apply_opts *opts, int recover, gpc_apply_result *res, gpc_error *err);
 
 /*
  * What `apply` of `plan` would refuse before making anything, known
@@ -286,6 +308,9 @@ typedef struct gpc_wait_opts {
                               log after its torchrun started that is not gpuctl's own
                               (the job's first output), as the wait's polls saw it
                               (within poll_s); -1 when none came */
+    int no_timing;         /* 1: the first output is not measured (first_output_s
+                              stays -1; a wait that did not begin with the apply,
+                              as watch's) */
     struct gpc_lc_recovery *recover; /* apply's: replace lost workers while
                               the job runs (spot recovery, the engine's
                               recover.c); NULL = never */

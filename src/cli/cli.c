@@ -58,6 +58,9 @@ const gpc_command gpc_commands[] = {
     {"apply", NULL, "create, re-run or replace what a spec or plan describes; follow it",
      "apply -f FILE | PLANFILE [--wait [--timeout DURATION]] [--poll-interval DURATION] "
      "[--dry-run] [-y]", gpc_apply_options, "@file", 0, gpc_cmd_apply},
+    {"watch", NULL, "follow a live cluster's job to its end; replace lost spot nodes",
+     "watch NAME [-f FILE] [--no-recover] [--timeout DURATION] [--poll-interval DURATION]",
+     gpc_watch_options, NULL, 0, gpc_cmd_watch},
     {"status", "get", "show clusters, their nodes, phases and cost",
      "status [NAME] [-a|--all]", gpc_status_options, NULL, 0, gpc_cmd_status},
     {"cost", NULL, "what the ledger billed, per cluster and provider; owning instead",

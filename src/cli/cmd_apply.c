@@ -40,6 +40,25 @@ const gpc_option gpc_destroy_options[] = {
     {NULL, 0, NULL, 0, NULL}
 };
 
+int gpc_wait_opt(int opt, const char *arg, gpc_apply_opts *o)
+{
+    switch (opt) {
+    case 't': {
+        /* whole seconds: the wait counts in seconds */
+        double secs;
+        if (gpc_opt_duration("--timeout", arg, 1, (double)GPC_SPEC_DURATION_MAX_S, &secs))
+            return -1;
+        if (secs != (double)(long)secs)
+            return gpc_opt_fail("--timeout: '%s' is not a whole number of seconds", arg);
+        o->timeout_s = (long)secs;
+        return 0;
+    }
+    case 'p':
+        return gpc_opt_duration("--poll-interval", arg, 0.05, 3600, &o->poll_s);
+    }
+    return -1;
+}
+
 static int apply_opt(int opt, const char *arg, void *ud)
 {
     apply_args *a = ud;
@@ -48,20 +67,30 @@ static int apply_opt(int opt, const char *arg, void *ud)
         return gpc_opt_once(&a->file, arg);
     case 'w': a->opts.wait = 1; return 0;
     case 'n': a->opts.dry_run = 1; return 0;
-    case 't': {
-        /* whole seconds: the wait counts in seconds */
-        double secs;
-        if (gpc_opt_duration("--timeout", arg, 1, (double)GPC_SPEC_DURATION_MAX_S, &secs))
-            return -1;
-        if (secs != (double)(long)secs)
-            return gpc_opt_fail("--timeout: '%s' is not a whole number of seconds", arg);
-        a->opts.timeout_s = (long)secs;
-        return 0;
     }
-    case 'p':
-        return gpc_opt_duration("--poll-interval", arg, 0.05, 3600, &a->opts.poll_s);
-    }
-    return -1;
+    return gpc_wait_opt(opt, arg, &a->opts);
+}
+
+void gpc_print_job_end(gpc_session *s, const gpc_apply_result *res)
+{
+    /* rank 0 exited 0 while another node's job failed: name that node
+     * (rank 0's status alone read as a contradiction) */
+    const gpc_node_rec *bad = NULL;
+    gpc_node_rec *nodes = NULL;
+    size_t nn = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (res->waited && res->exit_code == 0 && res->phase == GPC_PHASE_FAILED &&
+        gpc_node_list(s->st, res->cluster_id, 1, &nodes, &nn, &e) == 0)
+        bad = gpc_cluster_failed_node(nodes, nn);
+    if (bad)
+        printf("job %s: node %s (rank %u) exit status %d (rank 0 exited 0)\n",
+               gpc_phase_name(res->phase), bad->name, bad->rank, bad->exit_code);
+    else if (res->waited && res->exit_code >= 0)
+        printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res->phase), res->exit_code);
+    else if (res->waited)
+        printf("job %s: rank 0 has no exit status (node lost)\n", gpc_phase_name(res->phase));
+    gpc_node_list_free(nodes, nn);
 }
 
 /* gpc_apply_opts.confirm: the question on the terminal */
@@ -271,24 +300,7 @@ int gpc_cmd_apply(gpc_out *o, const gpc_command *c, int argc, char **argv)
                 gpc_cluster_rec_free(&cr);
             }
         }
-        /* rank 0 exited 0 while another node's job failed: name that node
-         * (rank 0's status alone read as a contradiction) */
-        const gpc_node_rec *bad = NULL;
-        gpc_node_rec *nodes = NULL;
-        size_t nn = 0;
-        gpc_error e3;
-        gpc_error_clear(&e3);
-        if (res.waited && res.exit_code == 0 && res.phase == GPC_PHASE_FAILED &&
-            gpc_node_list(s.st, res.cluster_id, 1, &nodes, &nn, &e3) == 0)
-            bad = gpc_cluster_failed_node(nodes, nn);
-        if (bad)
-            printf("job %s: node %s (rank %u) exit status %d (rank 0 exited 0)\n",
-                   gpc_phase_name(res.phase), bad->name, bad->rank, bad->exit_code);
-        else if (res.waited && res.exit_code >= 0)
-            printf("job %s: rank 0 exit status %d\n", gpc_phase_name(res.phase), res.exit_code);
-        else if (res.waited)
-            printf("job %s: rank 0 has no exit status (node lost)\n", gpc_phase_name(res.phase));
-        gpc_node_list_free(nodes, nn);
+        gpc_print_job_end(&s, &res);
         if (rc)
             gpc_report_error(o, &err);
     } else if (rc) {

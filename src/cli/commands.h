@@ -72,6 +72,7 @@ extern const gpc_option gpc_catalog_options[];
 extern const gpc_option gpc_data_options[];
 extern const gpc_option gpc_cost_options[];
 extern const gpc_option gpc_gc_options[];
+extern const gpc_option gpc_watch_options[];
 
 /* What an option callback returns for an option that may appear once and
  * came again (any other non-zero: an invalid value). */
@@ -165,6 +166,20 @@ int gpc_no_cluster(gpc_session *s, const char *name, const char *no_hint, gpc_er
 int gpc_node_command_name(gpc_out *o, const gpc_command *c, int argc, char **argv,
                           const char *what, const char **name);
 
+/* The options of a wait (`apply --wait`, `watch`; cmd_apply.c): 't'
+ * --timeout DURATION (whole seconds) into o->timeout_s, 'p'
+ * --poll-interval DURATION (0.05 s to 1 h) into o->poll_s.  0, or an
+ * option callback's error for a bad value or another option. */
+struct gpc_apply_opts;
+int gpc_wait_opt(int opt, const char *arg, struct gpc_apply_opts *o);
+
+/* After a wait (`apply --wait`, `watch`): the job's end in one line on
+ * stdout, "job PHASE: rank 0 exit status N", naming the node whose job
+ * failed when rank 0 exited 0; nothing when res->waited is 0. */
+struct gpc_apply_result;
+struct gpc_session;
+void gpc_print_job_end(struct gpc_session *s, const struct gpc_apply_result *res);
+
 /* ---- shell completions (completion.c) --------------------------------- */
 
 /* Print the completion script for `shell` ("bash" or "zsh") to f; -1 for
@@ -192,6 +207,7 @@ int gpc_cmd_plan(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_catalog(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_data(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_gc(gpc_out *o, const gpc_command *c, int argc, char **argv);
+int gpc_cmd_watch(gpc_out *o, const gpc_command *c, int argc, char **argv);
 int gpc_cmd_completion(gpc_out *o, const gpc_command *c, int argc, char **argv);
 
 #endif

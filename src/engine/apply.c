@@ -317,6 +317,17 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
         rc = gpc_fail(err, GPC_ERR_STALE, "the saved plan is stale: cluster '%s' %s when the "
                       "plan was made; run gpuctl plan again", spec->name,
                       plan->cluster_exists ? "existed" : "did not exist");
+    /* watch: the cluster as applied, nothing changed but the nodes it
+     * still misses */
+    if (!rc && opts->watch && !have)
+        rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster '%s' (gpuctl apply -f SPEC creates "
+                      "it)", spec->name);
+    else if (!rc && opts->watch && plan->action != GPC_PLAN_NONE &&
+             plan->action != GPC_PLAN_RESUME)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "the spec of '%s' differs from the one its nodes run "
+                      "(changed: %s): gpuctl apply -f %s applies it; watch needs the spec as it "
+                      "was applied, to make replacement nodes (or --no-recover)", spec->name,
+                      plan->rerun[0] ? plan->rerun : "the cluster's shape", spec_path);
     if (rc)
         goto out_c;
     if (plan->action != GPC_PLAN_NONE && plan->action != GPC_PLAN_RERUN && plan->n_offers == 0) {
@@ -505,7 +516,8 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     lockfd = -1;
     if (!rc && opts->wait) {
         gpc_wait_opts w = {.timeout_s = opts->timeout_s, .poll_s = opts->poll_s,
-                           .stream_logs = opts->stream_logs, .since = started};
+                           .stream_logs = opts->stream_logs, .since = started,
+                           .no_timing = opts->watch};
         /* a cluster that buys spot gets its lost workers replaced while
          * its first job runs (recover.c) */
         recover_data rd = {.spec = spec, .chosen = plan->n_offers ? &plan->offers[attempt]
@@ -516,7 +528,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             .prepare = recover_prepare, .done = recover_done, .ud = &rd,
             .max = recover_max(),
         };
-        if (rd.chosen && spec->spot.policy != GPC_SPOT_ON_DEMAND && plan->action != GPC_PLAN_NONE)
+        if (rd.chosen && gpc_lc_recoverable(s, &c, spec, NULL, 0))
             w.recover = &rv;
         rc = gpc_cluster_wait(s, &c, &w, err);
         res->first_output_s = w.first_output_s;

@@ -239,6 +239,17 @@ typedef struct gpc_lc_recovery {
 int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
                    unsigned char *replaced, gpc_error *err);
 
+/*
+ * Whether a wait on cluster *c, applied with `spec`, replaces its lost
+ * workers: 1 when the spec buys spot (spot.policy or spot.head not
+ * on-demand) and the job running is the cluster's first (the one a new
+ * node's bootstrap runs: a later re-run or `exec` job is not recovered).
+ * Else 0, and `why` (when not NULL; `size` bytes) says why not, "" when
+ * the cluster buys no spot.
+ */
+int gpc_lc_recoverable(gpc_session *s, const gpc_cluster_rec *c, const gpc_spec *spec,
+                       char *why, size_t size);
+
 /* ---- destroy.c --------------------------------------------------------- */
 
 /* Ask the provider to remove what else it made for the cluster

@@ -150,3 +150,35 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     gpc_node_list_free(nodes, n);
     return rc;
 }
+
+int gpc_lc_recoverable(gpc_session *s, const gpc_cluster_rec *c, const gpc_spec *spec,
+                       char *why, size_t size)
+{
+    if (why && size)
+        why[0] = '\0';
+    if (spec->spot.policy == GPC_SPOT_ON_DEMAND && spec->spot.head == GPC_SPOT_ON_DEMAND)
+        return 0;
+    /* the latest job the cluster's events record ("job ID: spec ...",
+     * rerun.c); none: a cluster an older gpuctl made, which ran only its
+     * first */
+    char job[16] = "1";
+    gpc_event_rec *ev = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_event_list(s->st, c->id, &ev, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++) {
+            const char *m = ev[i].message;
+            size_t len = strcspn(m + (strncmp(m, "job ", 4) == 0 ? 4 : 0), ":");
+            if (strcmp(ev[i].kind, "job") == 0 && strncmp(m, "job ", 4) == 0 &&
+                len < sizeof(job))
+                snprintf(job, sizeof(job), "%.*s", (int)len, m + 4);
+        }
+    gpc_event_list_free(ev, n);
+    if (strcmp(job, "1") == 0)
+        return 1;
+    if (why && size)
+        snprintf(why, size, "the job running is job %s (a re-run or exec); a new node's "
+                 "bootstrap runs only the first, so lost nodes are not replaced", job);
+    return 0;
+}

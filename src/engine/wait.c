@@ -466,7 +466,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
          * (streamed, or read and dropped) */
         for (size_t i = 0; i < n; i++) {
             uint32_t r = nodes[i].rank;
-            int want_first = r == 0 && !fo.at;
+            int want_first = r == 0 && !fo.at && !w->no_timing;
             if (r >= nt || (!stream_logs && !want_first &&
                             (!idle || nodes[i].phase != GPC_PHASE_RUNNING || job_ex[r] >= 0)))
                 continue;

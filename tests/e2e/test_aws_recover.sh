@@ -1,7 +1,8 @@
 #!/bin/bash
 # Node-level spot recovery end to end on the booting fake EC2 (ec2.py
 # --boot) with the fake S3: the quickstart's trainer (DDP, gloo) on an
-# on-demand head and a spot worker under `apply --wait`; the worker gets a
+# on-demand head and a spot worker, applied without --wait (as from CI) and
+# then followed by `gpuctl watch`, the controller; the worker gets a
 # notice (8 s ahead; the watcher asks every 5 s) and is then terminated (Server.SpotInstanceTermination):
 #  - the worker's watcher saw the notice; gpuctl recorded it;
 #  - the controller replaced only that node (one RunInstances more, for
@@ -38,7 +39,9 @@ run:
   nproc_per_node: 1
 YAML
 
-g -y apply -f job.yaml --wait --timeout 900 > "$T/apply.out" 2> "$T/apply.err" &
+run_rc rc g -y apply -f job.yaml > "$T/apply0.out" 2> "$T/apply0.err"
+expect_eq "apply without --wait returns once the nodes run" 0 "$rc"
+g watch rc --timeout 900 > "$T/apply.out" 2> "$T/apply.err" &
 APPLY=$!
 for _ in $(seq 1 600); do
     grep -q 'epoch 4/60 ' "$T/apply.out" 2>/dev/null && break
@@ -53,7 +56,7 @@ expect_eq "an on-demand head, a spot worker" "on-demand spot" \
 fake -X POST -d "{\"instance_id\": \"$W1\", \"notice_s\": 8}" "$EC2/_fake/preempt" > "$T/preempt.json"
 expect_eq "the fake gives the worker a notice" "{'ok': True}" "$(json_get "$T/preempt.json" 'd')"
 run_rc rc wait "$APPLY"
-expect_eq "apply --wait: the job succeeded after the recovery" 0 "$rc"
+expect_eq "watch: the job succeeded after the recovery" 0 "$rc"
 [ "$rc" = 0 ] || { tail -40 "$T/apply.err"; tail -60 "$T/apply.out"; }
 out=$(cat "$T/apply.out")
 err=$(cat "$T/apply.err")
@@ -78,6 +81,7 @@ expect_match "the job resumed from its checkpoint" '^[0-9]+$' "$resumed"
 expect_eq "no epoch before the last checkpoint was lost" yes \
     "$( [ -n "$resumed" ] && [ -n "$before" ] && [ "$resumed" -ge "$before" ] && echo yes || echo no)"
 expect_match "and trained on to its end" '\[node 0\] .*epoch 60/60 loss' "$out"
+expect_match "watch ends with the job's outcome" '^job succeeded: rank 0 exit status 0$' "$out"
 expect_match "the loss fell after the resume" yes "$(/usr/bin/python3 -c '
 import re, sys
 ls = [float(m.group(1)) for m in re.finditer(r"epoch \d+/60 loss ([0-9.]+)", open(sys.argv[1]).read())]

@@ -44,7 +44,7 @@ static void test_option_tables(void **state)
                     }
             }
     }
-    assert_int_equal(n_cmds, 18); /* ... catalog, data, gc, check, ssh, exec, cost ... */
+    assert_int_equal(n_cmds, 19); /* ... catalog, data, gc, check, ssh, exec, cost, watch ... */
 }
 
 static void test_opt_duration(void **state)

@@ -1,0 +1,188 @@
+/*
+ * test_engine_watch.c - `gpuctl watch NAME` (the engine's watch.c) against
+ * the scripted providers: a spot cluster applied without --wait has a lost
+ * worker replaced by the watch, as apply --wait would; a changed spec, a
+ * spot cluster applied from stdin with no spec, a cluster that does not
+ * exist and a job that is not the cluster's first are refused or watched
+ * without recovery, each saying why (docs/cli.md, "watch").
+ *
+ * Times: the apply creates every node at +0, they run from +5 (the boot
+ * poll), and their job ends at +65 (the scripted timing) unless a node is
+ * lost first.
+ */
+#include "engine_harness.h"
+#include "gpuctl/state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SPOT_SPEC "name: job\nprovider: scripted\nnodes: 3\nspot:\n  policy: spot\n" \
+                  "run:\n  command: python3 train.py\n"
+
+/* apply without --wait (polling every 5 s); calls and what it said are
+ * forgotten */
+static void up(eng *e, const char *yaml)
+{
+    eng_spec(e, yaml);
+    gpc_apply_result res;
+    gpc_error err;
+    if (eng_apply(e, &res, &err))
+        fail_msg("apply: %s", err.msg);
+    eng_calls(e);
+    eng_said(e);
+}
+
+static int watch(eng *e, const char *name, const gpc_spec *spec, int recover,
+                 gpc_apply_result *res, gpc_error *err)
+{
+    gpc_error_clear(err);
+    gpc_apply_opts o = {.poll_s = 5};
+    return gpc_watch(&e->s, name, spec, "job.yaml", &o, recover, res, err);
+}
+
+/* The worker preempted at +20 is replaced (same rank, offer and zone, a
+ * new attempt's token) while rank 0's job runs; the others are never
+ * touched; the job succeeds. */
+static void test_watch_recovers(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    scripted_preempt_at("s-2", ENG_T0 + 20);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    assert_int_equal(res.waited, 1);
+    assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
+    assert_int_equal(res.exit_code, 0);
+    assert_true(res.first_output_s < 0);
+    const char *calls = strstr(eng_calls(e), "running,preempted,running");
+    assert_non_null(calls);
+    assert_non_null(strstr(calls,
+        "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
+        "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a2 attempt=2 "
+        "head=10.0.0.1 -> s-4\n"));
+    assert_null(strstr(calls, "delete_node"));
+    assert_string_equal(eng_nodes(e, 1),
+        "0 s-1 job-0-U1-a1 r1/r1a t1 10.0.0.1 succeeded(0) started=+0 ended=+65\n"
+        "1 s-2 job-1-U1-a1 r1/r1a t1 10.0.0.2 terminated(-1) started=+0 ended=+20\n"
+        "1 s-4 job-1-U1-a2 r1/r1a t1 10.0.0.4 succeeded(0) started=+20 ended=+85\n"
+        "2 s-3 job-2-U1-a1 r1/r1a t1 10.0.0.3 succeeded(0) started=+0 ended=+65\n");
+    const char *ev = strstr(eng_events(e, 1), "1 phase: running -> preempted");
+    assert_non_null(ev);
+    assert_string_equal(ev,
+        "1 phase: running -> preempted: spot interruption\n"
+        "1 recovery: node job-1 (s-2) was preempted while the job runs: replacing it\n"
+        "1 create: created job-1 as s-4 in r1/r1a\n"
+        "1 recovery: replaced by s-4\n"
+        "1 phase: booting -> running\n"
+        "0 phase: running -> succeeded\n"
+        "2 phase: running -> succeeded\n"
+        "- phase: cluster running -> succeeded\n"
+        "1 phase: running -> succeeded\n");
+    /* the watch measured no first output: it did not begin with the apply */
+    assert_null(strstr(eng_events(e, 1), "timing"));
+}
+
+/* A spec whose job changed since the apply: refused, nothing made. */
+static void test_watch_spec_changed(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 3\nspot:\n  policy: spot\n"
+                "run:\n  command: python3 train.py --lr 0.1\n");
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "the spec of 'job' differs from the one its nodes run "
+                                 "(changed: run.command): gpuctl apply -f job.yaml applies "
+                                 "it; watch needs the spec as it was applied, to make "
+                                 "replacement nodes (or --no-recover)");
+    assert_null(strstr(eng_calls(e), "create_node"));
+}
+
+/* A spot cluster applied from stdin, watched with no spec: refused; with
+ * recovery off, watched. */
+static void test_watch_stdin_spec(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", NULL, 1, &res, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "cluster 'job' buys spot and was applied from standard "
+                                 "input: give its spec with -f FILE, to make replacement "
+                                 "nodes, or watch it with --no-recover");
+    assert_int_equal(watch(e, "job", NULL, 0, &res, &err), 0);
+    assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
+    assert_int_equal(res.exit_code, 0);
+}
+
+/* No such cluster; a spec of another cluster. */
+static void test_watch_refusals(void **state)
+{
+    eng *e = *state;
+    up(e, "name: job\nprovider: scripted\nnodes: 1\nrun:\n  command: python3 train.py\n");
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "nosuch", NULL, 1, &res, &err), GPC_ERR_NOT_FOUND);
+    assert_string_equal(err.msg, "no cluster 'nosuch' (gpuctl status lists them; gpuctl "
+                                 "apply -f SPEC creates one)");
+    assert_int_equal(watch(e, "other", e->spec, 1, &res, &err), GPC_ERR_NOT_FOUND);
+    up(e, "name: other\nprovider: scripted\nnodes: 1\nrun:\n  command: x\n");
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "job.yaml is the spec of cluster 'other', not 'job'");
+}
+
+/* An on-demand cluster: the wait alone, said so. */
+static void test_watch_on_demand(void **state)
+{
+    eng *e = *state;
+    up(e, "name: job\nprovider: scripted\nnodes: 2\nrun:\n  command: python3 train.py\n");
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", NULL, 1, &res, &err), 0);
+    assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
+    assert_non_null(strstr(eng_said(e), "info: gpuctl: job buys no spot: watching its job\n"));
+    assert_null(strstr(eng_calls(e), "create_node"));
+}
+
+/* The job running is a re-run (job 2): a new node's bootstrap would run
+ * job 1, so the lost worker is not replaced, and the watch says why; the
+ * job goes on (rank 0 decides it). */
+static void test_watch_rerun_not_recovered(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    gpc_cluster_rec c;
+    eng_cluster(e, "job", &c);
+    gpc_error err;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_event_add(e->s.st, c.id, -1, "job", "job 2: spec 00, workdir none",
+                                   &err), 0);
+    gpc_cluster_rec_free(&c);
+    scripted_preempt_at("s-2", ENG_T0 + 20);
+    gpc_apply_result res;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    assert_non_null(strstr(eng_said(e), "info: gpuctl: the job running is job 2 (a re-run or "
+                                        "exec); a new node's bootstrap runs only the first, so "
+                                        "lost nodes are not replaced\n"));
+    assert_null(strstr(eng_calls(e), "create_node"));
+    assert_null(strstr(eng_events(e, 1), "recovery"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_watch_recovers, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_spec_changed, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_stdin_spec, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_refusals, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_on_demand, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_rerun_not_recovered, eng_setup, eng_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
