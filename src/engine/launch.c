@@ -14,12 +14,13 @@
  * Undo the nodes this apply created (made[i]; a failed create leaves
  * nothing behind, and nodes of a killed gpuctl were adopted before the
  * launch).  A node removed goes back to pending, its
- * ledger entry closed, ready for the next attempt; one that cannot be
+ * ledger entry closed, ready for the next attempt (`why` ends the event:
+ * "after a failed launch"); one that cannot be
  * removed stays recorded.  Returns how many are left.
  */
 static int rollback_created(gpc_session *s, const gpc_open_provider *pv,
                             gpc_cluster_rec *c, gpc_node_rec *nodes,
-                            size_t n, const int *made)
+                            size_t n, const int *made, const char *why)
 {
     int64_t now = gpc_now();
     int left = 0;
@@ -31,8 +32,8 @@ static int rollback_created(gpc_session *s, const gpc_open_provider *pv,
         gpc_error_clear(&e);
         if (gpc_lc_delete(pv, nd, &e) == 0) {
             gpc_ledger_close(s->st, nd->id, now, &e);
-            gpc_lc_event(s, c->id, (int)nd->rank, "delete", "removed %s after a failed launch",
-                         nd->provider_id);
+            gpc_lc_event(s, c->id, (int)nd->rank, "delete", "removed %s %s", nd->provider_id,
+                         why);
             gpc_lc_set_str(&nd->provider_id, "");
             gpc_lc_set_str(&nd->client_token, ""); /* its create is settled: gone */
             gpc_lc_set_str(&nd->private_ip, "");
@@ -95,7 +96,10 @@ static int replace_orphans(gpc_session *s, const gpc_open_provider *pv,
         gpc_info(s->log, "gpuctl: the head of cluster '%s' is gone and %d worker(s) wait for it "
                  "at its old address: replacing them", c->name, k);
     if (k)
-        left = rollback_created(s, pv, c, nodes, n, orphan);
+        left = rollback_created(s, pv, c, nodes, n, orphan,
+                                rule == GPC_HEAD_LOSS_GROUP ? "to make its group again"
+                                                            : "to make it again with the new "
+                                                              "head");
     for (size_t i = 0; !left && rule == GPC_HEAD_LOSS_GROUP && i < n; i++) {
         /* the group is made anew: a new call, with a new token */
         if (nodes[i].provider_id[0] || !nodes[i].client_token[0])
@@ -659,7 +663,7 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         if (any) {
             gpc_info(s->log, "gpuctl: launch in %s%s%s failed (%s); removing what it created",
                      worker.region, zones[z][0] ? "/" : "", zones[z], e.msg);
-            left = rollback_created(s, pv, c, nodes, n, made);
+            left = rollback_created(s, pv, c, nodes, n, made, "after a failed launch");
             res->created = created_before;
         }
         if (left || (last != GPC_ERR_CAPACITY && last != GPC_ERR_QUOTA) || gpc_interrupted)

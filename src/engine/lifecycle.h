@@ -228,12 +228,14 @@ typedef struct gpc_lc_recovery {
 } gpc_lc_recovery;
 
 /*
- * Replace the workers of running cluster *c that are lost (preempted, or
- * gone without an exit status) with new nodes of the same ranks, made from
- * rv's offer, which join the running job (recover.c); replaced[rank] is
- * set to 1 for each (an array of c->nodes, or NULL).  0 when nothing was
- * lost, the head is not running, or rv->max replacements were made.  On a
- * failed create the lost nodes stay recorded as pending (apply makes
+ * Replace the nodes of cluster *c that are lost (preempted, or gone
+ * without an exit status) while its job runs with new nodes of the same
+ * ranks, made from rv's offer, which join the running job (recover.c); a
+ * lost head is replaced by the provider's head-loss rule, and *c is then
+ * refreshed (its phase: the new head's).  replaced[rank] is set to 1 for
+ * each rank that has a new node (an array of c->nodes, or NULL).  0 when
+ * nothing was lost, the job had ended, or rv->max replacements were made.
+ * On a failed create the lost nodes stay recorded as pending (apply makes
  * them) and the create's error is returned.
  */
 int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,

@@ -1,21 +1,29 @@
 /*
- * recover.c - spot recovery while `apply --wait` waits for a job: a worker
- * node the provider took back (preempted) or that vanished (terminated
- * without an exit status, not by gpuctl) while rank 0's job runs is
- * replaced alone, from the offer the cluster was made from, and joins the
- * running job: the survivors' torchrun restarts its workers into a new
- * rendezvous round (the bootstrap's --max_restarts on clusters that buy
- * spot, render.c), which the new node joins with the same rendezvous id;
- * the job resumes from its latest checkpoint (the node's own, or the one
- * in the store that the new node restores at boot).  Healthy nodes are
- * never touched: only torchrun restarts their worker processes.
+ * recover.c - spot recovery while `apply --wait` or `watch` waits for a
+ * job: a worker node the provider took back (preempted) or that vanished
+ * (terminated without an exit status, not by gpuctl) while rank 0's job
+ * runs is replaced alone, from the offer the cluster was made from, and
+ * joins the running job: the survivors' torchrun restarts its workers into
+ * a new rendezvous round (the bootstrap's --max_restarts on clusters that
+ * buy spot, render.c), which the new node joins with the same rendezvous
+ * id; the job resumes from its latest checkpoint (the node's own, or the
+ * one in the store that the new node restores at boot).  Healthy nodes
+ * are never touched: only torchrun restarts their worker processes.
+ *
+ * A lost head (rank 0: the rendezvous lives on it) is replaced by the
+ * provider's head-loss rule (gpc_provider_head_loss, applied by
+ * gpc_lc_create_missing as for any apply): where the workers' bootstrap
+ * names the head's address, they are made anew with it; where the group
+ * is the unit, the group; where the rendezvous name outlives the head,
+ * the head alone.  The new head's bootstrap runs the first job again,
+ * which resumes from the checkpoint in the store.  With spot.head:
+ * on-demand the head is bought on-demand (the offer's head), so a spot
+ * interruption cannot take it.
  *
  * What is a loss is what the provider says of the node after gpuctl's
  * refresh (preempted; terminated or failed without an exit status), never
  * a failed or slow describe: the refresh keeps the last phase it knew
- * until the provider answers again.  A lost head is not replaced here:
- * the rendezvous lives on it, so the job cannot go on (the seam's rule,
- * gpc_provider_head_loss, is for a later apply).
+ * until the provider answers again.
  *
  * Each loss and each replacement is a `recovery` event of the node's
  * rank, which `status` shows.
@@ -27,11 +35,11 @@
 #include "gpuctl/util.h"
 #include "lifecycle.h"
 
-/* A node of rank > 0 that is lost: taken back, or gone without an exit
- * status. */
+/* A node record that says its node is lost: taken back, or gone without
+ * an exit status. */
 static int lost(const gpc_node_rec *nd)
 {
-    if (nd->rank == 0 || !nd->provider_id[0])
+    if (!nd->provider_id[0])
         return 0;
     if (nd->phase == GPC_PHASE_PREEMPTED)
         return 1;
@@ -39,19 +47,68 @@ static int lost(const gpc_node_rec *nd)
            nd->exit_code < 0 && nd->ended_at;
 }
 
+/*
+ * The lost nodes of a cluster's node rows (gpc_node_list with terminated
+ * ones, by rank then id): mark[i] = 1 for each newest row of its rank that
+ * is lost() and that gpuctl did not delete itself (a "delete" event of
+ * that rank since the node started: a budget stop, the stop of a job that
+ * cannot finish, a destroy); returns how many.
+ */
+static size_t mark_lost(gpc_session *s, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
+                        size_t n, unsigned char *mark)
+{
+    gpc_event_rec *ev = NULL;
+    size_t ne = 0, k = 0;
+    int events = 0; /* 1: read, -1: could not be read */
+    for (size_t i = 0; i < n; i++) {
+        const gpc_node_rec *nd = &nodes[i];
+        mark[i] = 0;
+        if ((i + 1 < n && nodes[i + 1].rank == nd->rank) || !lost(nd))
+            continue;
+        int ours = 0;
+        if (nd->phase == GPC_PHASE_TERMINATED) {
+            gpc_error e;
+            gpc_error_clear(&e);
+            if (!events)
+                events = gpc_event_list(s->st, c->id, &ev, &ne, &e) == 0 ? 1 : -1;
+            ours = events < 0; /* not known to be lost */
+            for (size_t j = 0; j < ne; j++)
+                ours |= ev[j].rank == (int)nd->rank && strcmp(ev[j].kind, "delete") == 0 &&
+                        ev[j].at >= nd->started_at;
+        }
+        mark[i] = !ours;
+        k += mark[i];
+    }
+    gpc_event_list_free(ev, ne);
+    return k;
+}
+
+/* The cluster's job still runs, or its head is lost while it ran (rank 0
+ * preempted, or gone without an exit status): what recovery acts on. */
+static int job_on(const gpc_cluster_rec *c)
+{
+    return c->phase == GPC_PHASE_RUNNING || c->phase == GPC_PHASE_PREEMPTED ||
+           (c->phase == GPC_PHASE_FAILED && c->exit_code < 0);
+}
+
 int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
                    unsigned char *replaced, gpc_error *err)
 {
-    if (!rv || c->destroyed_at || c->phase != GPC_PHASE_RUNNING)
+    if (!rv || c->destroyed_at || !job_on(c))
         return 0;
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    int rc = gpc_node_list(s->st, c->id, 1, &nodes, &n, err);
     if (rc)
         return rc;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += lost(&nodes[i]);
+    unsigned char *mark = calloc(n ? n : 1, 1);
+    if (!mark) {
+        gpc_node_list_free(nodes, n);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    size_t k = mark_lost(s, c, nodes, n, mark);
+    free(mark);
+    mark = NULL;
     if (!k) {
         gpc_node_list_free(nodes, n);
         return 0;
@@ -81,38 +138,41 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     n = 0;
     rc = gpc_cluster_refresh(s, c, err);
     if (!rc)
-        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
-    k = 0;
-    for (size_t i = 0; !rc && i < n; i++)
-        k += lost(&nodes[i]);
-    if (!rc && (c->destroyed_at || c->phase != GPC_PHASE_RUNNING || !k)) {
+        rc = gpc_node_list(s->st, c->id, 1, &nodes, &n, err);
+    if (!rc && !(mark = calloc(n ? n : 1, 1)))
+        rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    k = rc ? 0 : mark_lost(s, c, nodes, n, mark);
+    if (!rc && (c->destroyed_at || !job_on(c) || !k)) {
         gpc_cluster_unlock(lockfd);
         gpc_node_list_free(nodes, n);
+        free(mark);
         return 0;
     }
     if (!rc)
         rc = gpc_session_provider(s, c->provider, &op, err);
     int64_t now = gpc_now();
+    int head = 0; /* the head is among the lost */
     /* the lost nodes' records end; a pending one for each rank takes over */
     for (size_t i = 0; !rc && i < n; i++) {
         gpc_node_rec *nd = &nodes[i];
-        if (!lost(nd))
+        if (!mark[i])
             continue;
+        head |= nd->rank == 0;
         gpc_lc_event(s, c->id, (int)nd->rank, "recovery", "node %s (%s) %s while the job "
                      "runs: replacing it", nd->name, nd->provider_id,
                      nd->phase == GPC_PHASE_PREEMPTED ? "was preempted" : "is gone");
-        gpc_info(s->log, "gpuctl: node %s (%s) %s: replacing it; the other nodes keep their "
-                 "job", nd->name, nd->provider_id,
-                 nd->phase == GPC_PHASE_PREEMPTED ? "was preempted" : "is gone");
+        gpc_info(s->log, "gpuctl: node %s (%s) %s: replacing it; %s", nd->name,
+                 nd->provider_id, nd->phase == GPC_PHASE_PREEMPTED ? "was preempted" : "is gone",
+                 nd->rank ? "the other nodes keep their job"
+                          : "it was the head, so the job starts again from its checkpoint");
         rc = gpc_lc_node_deleted(s, nd, now, err);
         gpc_cluster_rec one = *c;
         one.nodes = nd->rank + 1;
         if (!rc)
             rc = gpc_lc_nodes_record(s, &one, nd->rank, 0, now, err);
-        if (!rc && replaced && nd->rank < c->nodes)
-            replaced[nd->rank] = 1;
     }
     gpc_node_list_free(nodes, n);
+    free(mark);
     if (rc) {
         gpc_cluster_unlock(lockfd);
         return rc;
@@ -137,17 +197,23 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
                      "stay recorded (gpuctl apply makes them)", err->msg);
         return rc;
     }
-    /* say what took each lost node's place */
+    /* say what took each lost node's place (and, after the head, each
+     * worker the provider's head-loss rule made anew with it) */
     rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     for (size_t i = 0; !rc && i < n; i++)
-        if (replaced && nodes[i].rank < c->nodes && replaced[nodes[i].rank] &&
-            nodes[i].created_at >= now) {
+        if (nodes[i].provider_id[0] && nodes[i].started_at >= now) {
+            if (replaced && nodes[i].rank < c->nodes)
+                replaced[nodes[i].rank] = 1;
             gpc_lc_event(s, c->id, (int)nodes[i].rank, "recovery", "replaced by %s",
                          nodes[i].provider_id);
-            gpc_info(s->log, "gpuctl: node %s replaced by %s; it joins the running job",
-                     nodes[i].name, nodes[i].provider_id);
+            gpc_info(s->log, "gpuctl: node %s replaced by %s; %s", nodes[i].name,
+                     nodes[i].provider_id, head ? "the job starts again from its latest "
+                     "checkpoint in the store" : "it joins the running job");
         }
     gpc_node_list_free(nodes, n);
+    /* the cluster's phase from its new head */
+    if (!rc && head)
+        rc = gpc_cluster_refresh(s, c, err);
     return rc;
 }
 

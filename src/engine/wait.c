@@ -326,6 +326,22 @@ static void first_output_out(void *ud, const char *data, size_t len)
     }
 }
 
+/* 1 when the controller stopped the cluster at budget.max_total (its
+ * "budget" event). */
+static int budget_stopped(gpc_session *s, const gpc_cluster_rec *c)
+{
+    gpc_event_rec *ev = NULL;
+    size_t n = 0;
+    int yes = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_event_list(s->st, c->id, &ev, &n, &e) == 0)
+        for (size_t i = 0; i < n; i++)
+            yes |= strcmp(ev[i].kind, "budget") == 0;
+    gpc_event_list_free(ev, n);
+    return yes;
+}
+
 /* The outcome of a wait that saw the cluster end: 0 when rank 0's job
  * succeeded, else the error that says why not (job_ex, nt: as in
  * job_failed). */
@@ -336,6 +352,10 @@ static int wait_outcome(gpc_session *s, const gpc_cluster_rec *c, const int *job
     case GPC_PHASE_SUCCEEDED:
         return 0;
     case GPC_PHASE_FAILED:
+        if (c->exit_code < 0 && budget_stopped(s, c))
+            return gpc_fail(err, GPC_ERR_BUDGET, "cluster '%s' was stopped at its "
+                            "budget.max_total (gpuctl status %s shows when; gpuctl cost %s, "
+                            "what it spent)", c->name, c->name, c->name);
         if (c->exit_code < 0)
             return gpc_fail(err, GPC_ERR_NODE_LOST,
                             "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
@@ -371,11 +391,13 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
      * none: a node kept up by lifecycle.idle_timeout still runs (at EC2:
      * an instance running) after its job, which only its log tells. */
     int *job_ex = calloc(nt ? nt : 1, sizeof(int));
-    if (!offs || !parts || !seen || !job_ex) {
+    unsigned char *replaced = calloc(nt ? nt : 1, 1); /* ranks recovery made anew */
+    if (!offs || !parts || !seen || !job_ex || !replaced) {
         free(offs);
         free(parts);
         free(seen);
         free(job_ex);
+        free(replaced);
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     for (uint32_t r = 0; r < nt; r++) {
@@ -431,8 +453,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
         }
         /* spot recovery: lost workers replaced while the job runs; a new
          * node's log starts from its beginning */
-        if (w->recover && pv && nt <= 4096) {
-            unsigned char replaced[4096];
+        if (w->recover && pv && replaced) {
             memset(replaced, 0, nt);
             gpc_error re;
             gpc_error_clear(&re);
@@ -572,6 +593,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     free(parts);
     free(offs);
     free(seen);
+    free(replaced);
     int kept_up = job_ex[0] >= 0;
     if (!rc && over_budget)
         rc = gpc_fail(err, GPC_ERR_BUDGET, "cluster '%s': budget.max_total %.2f USD would be "

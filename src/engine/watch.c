@@ -13,21 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "lifecycle.h"
 #include "gpuctl/util.h"
 
-/* 1 when a live node of the cluster was bought spot. */
-static int buys_spot(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err)
+/* 1 when the spec the cluster was applied with buys spot (spot.policy or
+ * spot.head not on-demand, in its canonical JSON), as recovery asks
+ * (gpc_lc_recoverable). */
+static int buys_spot(const gpc_cluster_rec *c)
 {
-    gpc_node_rec *nodes = NULL;
-    size_t n = 0;
-    int spot = 0;
-    if (gpc_node_list(s->st, c->id, 0, &nodes, &n, err) != 0)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        spot |= nodes[i].spot && !gpc_lc_is_terminal(nodes[i].phase);
-    gpc_node_list_free(nodes, n);
-    return spot;
+    cJSON *j = cJSON_Parse(c->spec_json ? c->spec_json : "");
+    const cJSON *spot = cJSON_GetObjectItemCaseSensitive(j, "spot");
+    const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spot, "policy"));
+    const char *head = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spot, "head"));
+    int yes = (policy && strcmp(policy, "on-demand") != 0) ||
+              (head && strcmp(head, "on-demand") != 0);
+    cJSON_Delete(j);
+    return yes;
 }
 
 int gpc_watch(gpc_session *s, const char *name, const gpc_spec *spec, const char *spec_path,
@@ -50,11 +53,7 @@ int gpc_watch(gpc_session *s, const char *name, const gpc_spec *spec, const char
         gpc_cluster_rec_free(&c);
         return rc;
     }
-    int spot = recover ? buys_spot(s, &c, err) : 0;
-    if (spot < 0) {
-        gpc_cluster_rec_free(&c);
-        return err->code;
-    }
+    int spot = recover && buys_spot(&c);
     /* the spec the cluster was applied with, from its file */
     gpc_spec *own = NULL;
     gpc_error le;

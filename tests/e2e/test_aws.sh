@@ -295,9 +295,11 @@ expect_eq "the abandoned try in us-east-1 left no group, key or address behind" 
     "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for g in d["security_groups"] if g["name"].startswith("gpuctl-") and g["region"] == "us-east-1"), sum(1 for k in d["key_pairs"] if k["region"] == "us-east-1"), sum(1 for a in d["addresses"] if a["region"] == "us-east-1")))')"
 expect_eq "each us-west-2 node has its Elastic IP" "4 4" \
     "$(json_get "$T/world3.json" '" ".join(str(x) for x in (sum(1 for a in d["addresses"] if a["region"] == "us-west-2" and a["association_id"]), sum(1 for i in d["instances"] if i["region"] == "us-west-2" and i["state"] == "running" and i["public_ip"])))')"
-# The head taken back (spot interruption): the cluster is over, and stays
+# The head taken back (spot interruption): the cluster says so, and stays
 # so however often it is looked at (regression: it turned 'pending' once the
-# head's row was terminated), and --wait ends at once with 11 (node lost).
+# head's row was terminated); apply --wait, the controller, then replaces it
+# by aws's head-loss rule: the workers wait for the old head's address, so
+# all four nodes are made anew (the job would resume from the store).
 HEAD_ID=$(json_get "$T/status3.json" '[n["provider_id"] for n in d["clusters"][-1]["nodes"] if n["rank"] == 0][0]')
 fake -X POST -d "{\"instance_id\": \"$HEAD_ID\"}" "http://127.0.0.1:$FAKE_PORT/_fake/preempt" > /dev/null
 for i in 1 2 3; do
@@ -305,9 +307,17 @@ for i in 1 2 3; do
 done
 expect_eq "head preempted: the cluster says so, three looks in a row" "preempted preempted preempted" \
     "$(for i in 1 2 3; do json_get "$T/pre$i.json" 'd["clusters"][0]["phase"]'; done | tr '\n' ' ' | sed 's/ $//')"
-run_rc rc timeout 60 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f job.yaml --wait --timeout 30 \
-    --poll-interval 0.05 > /dev/null 2>&1
-expect_eq "apply --wait on it: exit 11 (node lost), at once" 11 "$rc"
+run_rc rc timeout 120 "$GPUCTL_BIN" --state-dir "$STATE" -y apply -f job.yaml --wait --timeout 5 \
+    --poll-interval 0.05 > /dev/null 2> "$T/head.err"
+expect_eq "apply --wait on it replaces the head and waits on (exit 12 at --timeout)" 12 "$rc"
+expect_match "it says why the workers go too" \
+    "the head of cluster 'effa' is gone and 3 worker\\(s\\) wait for it at its old address: replacing them" \
+    "$(cat "$T/head.err")"
+g -o json status effa > "$T/post.json"
+expect_eq "four new nodes run, none of them the old head" "running running running running no" \
+    "$(json_get "$T/post.json" '" ".join([n["phase"] for n in d["clusters"][0]["nodes"] if n["phase"] != "terminated"] + ["yes" if any(n["provider_id"] == "'"$HEAD_ID"'" and n["phase"] != "terminated" for n in d["clusters"][0]["nodes"]) else "no"])')"
+expect_eq "the recovery is an event of the head" "node effa-0 ($HEAD_ID) was preempted while the job runs: replacing it" \
+    "$(json_get "$T/post.json" '[r["message"] for r in d["clusters"][0]["recoveries"] if r["kind"] == "recovery"][0]')"
 g -y destroy effa > /dev/null 2>&1
 
 # ---- 5. the job's result: a node that powers itself off at the end of its

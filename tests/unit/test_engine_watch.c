@@ -1,10 +1,13 @@
 /*
  * test_engine_watch.c - `gpuctl watch NAME` (the engine's watch.c) against
  * the scripted providers: a spot cluster applied without --wait has a lost
- * worker replaced by the watch, as apply --wait would; a changed spec, a
- * spot cluster applied from stdin with no spec, a cluster that does not
- * exist and a job that is not the cluster's first are refused or watched
- * without recovery, each saying why (docs/cli.md, "watch").
+ * worker replaced by the watch, as apply --wait would; a lost spot head
+ * replaced by the provider's head-loss rule; a worker gone without a
+ * delete replaced; nodes gpuctl stopped itself (a budget stop) not made
+ * again; a changed spec, a spot cluster applied from stdin with no spec, a
+ * cluster that does not exist and a job that is not the cluster's first
+ * are refused or watched without recovery, each saying why (docs/cli.md,
+ * "watch").
  *
  * Times: the apply creates every node at +0, they run from +5 (the boot
  * poll), and their job ends at +65 (the scripted timing) unless a node is
@@ -82,6 +85,137 @@ static void test_watch_recovers(void **state)
         "1 phase: running -> succeeded\n");
     /* the watch measured no first output: it did not begin with the apply */
     assert_null(strstr(eng_events(e, 1), "timing"));
+}
+
+/* The spot head preempted at +20: the scripted provider's bootstrap names
+ * the head's address (head-loss rule: workers too), so both workers are
+ * removed and all three ranks made anew with the new head (a new attempt
+ * each), whose first job starts again; the watch goes on to its end
+ * instead of exiting node_lost. */
+static void test_watch_head_lost(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    scripted_preempt_at("s-1", ENG_T0 + 20);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
+    const char *calls = strstr(eng_calls(e), "preempted,running,running");
+    assert_non_null(calls);
+    assert_string_equal(calls,
+        "preempted,running,running\n"
+        "describe_nodes cluster=job ids=s-2,s-3 -> running,running\n"
+        "delete_node region=r1 id=s-2 -> ok\n"
+        "delete_node region=r1 id=s-3 -> ok\n"
+        "list_zones region=r1 type=t1 -> r1a\n"
+        "create_node name=job-0 rank=0 region=r1 zone=r1a type=t1 token=job-0-U1-a2 attempt=2 "
+        "head=- -> s-4\n"
+        "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a2 attempt=2 "
+        "head=10.0.0.4 -> s-5\n"
+        "create_node name=job-2 rank=2 region=r1 zone=r1a type=t1 token=job-2-U1-a2 attempt=2 "
+        "head=10.0.0.4 -> s-6\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> booting,booting,booting\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "nodes_running cluster=job ids=s-4,s-5,s-6 -> ok\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> running,running,running\n"
+        "describe_nodes cluster=job ids=s-4,s-5,s-6 -> succeeded(0),succeeded(0),succeeded(0)\n");
+    /* the new nodes start at +20 and their job ends 65 s later */
+    assert_string_equal(eng_nodes(e, 1),
+        "0 s-1 job-0-U1-a1 r1/r1a t1 10.0.0.1 terminated(-1) started=+0 ended=+20\n"
+        "0 s-4 job-0-U1-a2 r1/r1a t1 10.0.0.4 succeeded(0) started=+20 ended=+85\n"
+        "1 s-5 job-1-U1-a2 r1/r1a t1 10.0.0.5 succeeded(0) started=+20 ended=+85\n"
+        "2 s-6 job-2-U1-a2 r1/r1a t1 10.0.0.6 succeeded(0) started=+20 ended=+85\n");
+    const char *ev = strstr(eng_events(e, 1), "0 phase: running -> preempted");
+    assert_non_null(ev);
+    assert_string_equal(ev,
+        "0 phase: running -> preempted: spot interruption\n"
+        "- phase: cluster running -> preempted\n"
+        "0 recovery: node job-0 (s-1) was preempted while the job runs: replacing it\n"
+        "1 delete: removed s-2 to make it again with the new head\n"
+        "2 delete: removed s-3 to make it again with the new head\n"
+        "0 create: created job-0 as s-4 in r1/r1a\n"
+        "1 create: created job-1 as s-5 in r1/r1a\n"
+        "2 create: created job-2 as s-6 in r1/r1a\n"
+        "0 recovery: replaced by s-4\n"
+        "1 recovery: replaced by s-5\n"
+        "2 recovery: replaced by s-6\n"
+        "0 phase: booting -> running\n"
+        "1 phase: booting -> running\n"
+        "2 phase: booting -> running\n"
+        "- phase: cluster preempted -> running\n"
+        "0 phase: running -> succeeded\n"
+        "1 phase: running -> succeeded\n"
+        "2 phase: running -> succeeded\n"
+        "- phase: cluster running -> succeeded\n");
+    const char *said = eng_said(e);
+    assert_non_null(strstr(said, "info: gpuctl: node job-0 (s-1) was preempted: replacing it; "
+                                 "it was the head, so the job starts again from its "
+                                 "checkpoint\n"));
+    assert_non_null(strstr(said, "info: gpuctl: node job-1 replaced by s-5; the job starts "
+                                 "again from its latest checkpoint in the store\n"));
+}
+
+/* A worker gone from the provider without a delete (removed by hand):
+ * terminated with no exit status, and no delete of gpuctl's since it
+ * started: lost, replaced alone. */
+static void test_watch_worker_gone(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    scripted_gone("s-3");
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    const char *calls = eng_calls(e);
+    assert_non_null(strstr(calls,
+        "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,terminated\n"));
+    assert_non_null(strstr(calls,
+        "create_node name=job-2 rank=2 region=r1 zone=r1a type=t1 token=job-2-U1-a2 attempt=2 "
+        "head=10.0.0.1 -> s-4\n"));
+    assert_null(strstr(calls, "delete_node"));
+    const char *ev = strstr(eng_events(e, 1), "2 recovery:");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev, "2 recovery: node job-2 (s-3) is gone while the job runs: "
+                               "replacing it\n"
+                               "2 create: created job-2 as s-4 in r1/r1a\n"
+                               "2 recovery: replaced by s-4\n"));
+}
+
+/* Nodes gpuctl stopped itself (budget.max_total under apply --wait) are
+ * not lost: a later watch makes none again, and says the cluster was
+ * stopped at its budget (exit budget, not node_lost). */
+static void test_watch_after_budget_stop(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 1.0);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 2\nspot:\n  policy: spot\n"
+                "budget:\n  max_total: 0.02\nrun:\n  command: python3 train.py\n");
+    gpc_apply_result res;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_apply_opts o = {.poll_s = 5, .wait = 1};
+    assert_int_equal(gpc_apply(&e->s, e->spec, "-", &o, &res, &err), GPC_ERR_BUDGET);
+    eng_calls(e);
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_BUDGET);
+    assert_string_equal(err.msg, "cluster 'job' was stopped at its budget.max_total (gpuctl "
+                                 "status job shows when; gpuctl cost job, what it spent)");
+    /* (without the check of gpuctl's own deletes, both were made again) */
+    assert_string_equal(eng_calls(e), "list_offers -> 1\n");
+    assert_null(strstr(eng_events(e, 1), "recovery"));
 }
 
 /* A spec whose job changed since the apply: refused, nothing made. */
@@ -178,6 +312,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_watch_recovers, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_head_lost, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_worker_gone, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_after_budget_stop, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_spec_changed, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_stdin_spec, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_refusals, eng_setup, eng_teardown),
