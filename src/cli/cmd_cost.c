@@ -111,7 +111,7 @@ static int parse_rfc3339(const char *s, int64_t *t)
     time_t v = timegm(&tm);
     /* timegm normalises 2025-02-30 into March: a date that moved is no date */
     if (v == (time_t)-1 || tm.tm_year != y - 1900 || tm.tm_mon != mo - 1 ||
-        tm.tm_mday != d || tm.tm_hour != h || tm.tm_min != mi || tm.tm_sec != se || y < 1970)
+        tm.tm_mday != d || tm.tm_hour != h || tm.tm_min != mi || tm.tm_sec != se)
         return -1;
     int64_t off = (int64_t)oh * 3600 + om * 60;
     *t = (int64_t)v - (sign == '+' ? off : sign == '-' ? -off : 0);
@@ -137,9 +137,11 @@ static int since_of(const char *arg, int64_t now, int64_t *since, gpc_error *err
         return gpc_fail(err, GPC_ERR_USAGE, "--since: expected a duration back from now "
                         "(7d, 24h, 1h30m) or an RFC 3339 UTC date or time (2025-01-31, "
                         "2025-01-31T08:00:00Z), got '%s'", arg);
-    if (*since > now || *since <= 0)
-        return gpc_fail(err, GPC_ERR_USAGE, "--since: %s is %s", arg,
-                        *since > now ? "after now" : "not after 1970-01-01T00:00:00Z");
+    if (*since > now)
+        return gpc_fail(err, GPC_ERR_USAGE, "--since: %s is after now", arg);
+    /* before any entry could be (1970): the whole ledger, as with no --since */
+    if (*since <= 0)
+        *since = 0;
     return 0;
 }
 

@@ -102,6 +102,12 @@ expect_eq "cost --since 2023-11-14T19:13:20Z: only two" "0 0 cluster two" \
 expect_eq "cost --since 2023-11-14T19:13:20Z: the total" \
     "total: 2.40 USD over 2.00 node-hours, from 2023-11-14T19:13:20Z to 2023-11-14T22:13:20Z; 1 node(s) still billing, 1.2000 USD/hour" \
     "$(tail -1 "$T/s3.txt")"
+# a date before any entry could be (1900): the whole ledger, as with no
+# --since (regression: it was refused as not a date)
+run_rc rc c cost --since 1900-01-01 > "$T/s1900.txt" 2>&1
+expect_eq "cost --since 1900-01-01: the whole ledger" \
+    "0 total: 24.90 USD over 18.00 node-hours, from the first entry to 2023-11-14T22:13:20Z; 1 node(s) still billing, 1.2000 USD/hour" \
+    "$rc $(tail -1 "$T/s1900.txt")"
 # the same instant with an offset
 run_rc rc c cost --since 2023-11-14T21:13:20+02:00 > "$T/s3b.txt" 2>&1
 expect_eq "an offset is the same instant" "$(tail -1 "$T/s3.txt")" "$(tail -1 "$T/s3b.txt")"
