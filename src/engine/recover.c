@@ -151,20 +151,25 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     if (!rc)
         rc = gpc_session_provider(s, c->provider, &op, err);
     int64_t now = gpc_now();
-    int head = 0; /* the head is among the lost */
+    /* the job starts again (from its checkpoint) when the head is lost, or
+     * when the provider makes the cluster's nodes as one group */
+    int group = !rc && gpc_provider_head_loss(op.prov) == GPC_HEAD_LOSS_GROUP;
+    int anew = group;
     /* the lost nodes' records end; a pending one for each rank takes over */
     for (size_t i = 0; !rc && i < n; i++) {
         gpc_node_rec *nd = &nodes[i];
         if (!mark[i])
             continue;
-        head |= nd->rank == 0;
+        anew |= nd->rank == 0;
         gpc_lc_event(s, c->id, (int)nd->rank, "recovery", "node %s (%s) %s while the job "
                      "runs: replacing it", nd->name, nd->provider_id,
                      nd->phase == GPC_PHASE_PREEMPTED ? "was preempted" : "is gone");
         gpc_info(s->log, "gpuctl: node %s (%s) %s: replacing it; %s", nd->name,
                  nd->provider_id, nd->phase == GPC_PHASE_PREEMPTED ? "was preempted" : "is gone",
-                 nd->rank ? "the other nodes keep their job"
-                          : "it was the head, so the job starts again from its checkpoint");
+                 nd->rank == 0 ? "it was the head, so the job starts again from its checkpoint"
+                 : group ? "the provider makes the cluster's nodes as one group, so the job "
+                           "starts again from its checkpoint"
+                 : anew ? "the head is lost too" : "the other nodes keep their job");
         rc = gpc_lc_node_deleted(s, nd, now, err);
         gpc_cluster_rec one = *c;
         one.nodes = nd->rank + 1;
@@ -207,12 +212,12 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
             gpc_lc_event(s, c->id, (int)nodes[i].rank, "recovery", "replaced by %s",
                          nodes[i].provider_id);
             gpc_info(s->log, "gpuctl: node %s replaced by %s; %s", nodes[i].name,
-                     nodes[i].provider_id, head ? "the job starts again from its latest "
+                     nodes[i].provider_id, anew ? "the job starts again from its latest "
                      "checkpoint in the store" : "it joins the running job");
         }
     gpc_node_list_free(nodes, n);
     /* the cluster's phase from its new head */
-    if (!rc && head)
+    if (!rc && anew)
         rc = gpc_cluster_refresh(s, c, err);
     return rc;
 }

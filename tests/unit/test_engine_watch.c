@@ -2,7 +2,8 @@
  * test_engine_watch.c - `gpuctl watch NAME` (the engine's watch.c) against
  * the scripted providers: a spot cluster applied without --wait has a lost
  * worker replaced by the watch, as apply --wait would; a lost spot head
- * replaced by the provider's head-loss rule; a worker gone without a
+ * replaced by the provider's head-loss rule; a worker of a group (as a
+ * Slurm allocation) taking its group with it; a worker gone without a
  * delete replaced; nodes gpuctl stopped itself (a budget stop) not made
  * again; a changed spec, a spot cluster applied from stdin with no spec, a
  * cluster that does not exist and a job that is not the cluster's first
@@ -218,6 +219,53 @@ static void test_watch_after_budget_stop(void **state)
     assert_null(strstr(eng_events(e, 1), "recovery"));
 }
 
+/* A provider whose unit is a group (as a Slurm allocation): a worker
+ * preempted at +20 takes the group with it, so the group is made again,
+ * all three ranks (the head-loss rule GROUP), and the job starts again. */
+static void test_watch_group_lost(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, "name: job\nprovider: scripted_group\nnodes: 3\nspot:\n  policy: spot\n"
+          "run:\n  command: python3 train.py\n");
+    scripted_preempt_at("s-2", ENG_T0 + 20);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    const char *calls = strstr(eng_calls(e), "running,preempted,running");
+    assert_non_null(calls);
+    assert_non_null(strstr(calls,
+        "running,preempted,running\n"
+        "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
+        "delete_node region=r1 id=s-1 -> ok also=s-2,s-3\n"
+        "delete_node region=r1 id=s-3 -> ok\n"
+        "create_nodes n=3 first=job-0 rank=sched region=r1 zone=- type=t1 token=job-w0-U1-a2 "
+        "attempt=2 head=node -> s-4,s-5,s-6 group=g-2\n"));
+    assert_string_equal(eng_nodes(e, 1),
+        "0 s-4 job-w0-U1-a2/0 r1/- t1 10.0.0.4 succeeded(0) started=+20 ended=+85\n"
+        "1 s-2 job-w0-U1-a1/1 r1/- t1 10.0.0.2 terminated(-1) started=+0 ended=+20\n"
+        "1 s-5 job-w0-U1-a2/1 r1/- t1 10.0.0.5 succeeded(0) started=+20 ended=+85\n"
+        "2 s-6 job-w0-U1-a2/2 r1/- t1 10.0.0.6 succeeded(0) started=+20 ended=+85\n");
+    const char *ev = strstr(eng_events(e, 1), "1 recovery:");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev,
+        "1 recovery: node job-1 (s-2) was preempted while the job runs: replacing it\n"
+        "0 delete: removed s-1 to make its group again\n"
+        "2 delete: removed s-3 to make its group again\n"
+        "0 create: created job-0 as s-4 in r1\n"
+        "1 create: created job-1 as s-5 in r1\n"
+        "2 create: created job-2 as s-6 in r1\n"
+        "0 recovery: replaced by s-4\n"
+        "1 recovery: replaced by s-5\n"
+        "2 recovery: replaced by s-6\n"));
+    const char *said = eng_said(e);
+    assert_non_null(strstr(said, "info: gpuctl: node job-1 (s-2) was preempted: replacing it; "
+                                 "the provider makes the cluster's nodes as one group, so the "
+                                 "job starts again from its checkpoint\n"));
+    assert_non_null(strstr(said, "info: gpuctl: node job-1 replaced by s-5; the job starts "
+                                 "again from its latest checkpoint in the store\n"));
+}
+
 /* A spec whose job changed since the apply: refused, nothing made. */
 static void test_watch_spec_changed(void **state)
 {
@@ -315,6 +363,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_head_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_worker_gone, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_after_budget_stop, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_group_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_spec_changed, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_stdin_spec, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_refusals, eng_setup, eng_teardown),
