@@ -156,10 +156,23 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     int group = !rc && gpc_provider_head_loss(op.prov) == GPC_HEAD_LOSS_GROUP;
     int anew = group;
     /* the lost nodes' records end; a pending one for each rank takes over */
+    size_t taken = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         gpc_node_rec *nd = &nodes[i];
         if (!mark[i])
             continue;
+        /* first made sure of at the provider (deleting a node already gone
+         * succeeds): one a describe only missed (EC2's lists are
+         * eventually consistent) must not bill on beside its replacement */
+        gpc_error de;
+        gpc_error_clear(&de);
+        if (gpc_lc_delete(&op, nd, &de) != 0) {
+            gpc_info(s->log, "gpuctl: node %s (%s) looks lost, but deleting it failed (%s); "
+                     "it is not replaced until that succeeds", nd->name, nd->provider_id,
+                     de.msg);
+            continue;
+        }
+        taken++;
         anew |= nd->rank == 0;
         gpc_lc_event(s, c->id, (int)nd->rank, "recovery", "node %s (%s) %s while the job "
                      "runs: replacing it", nd->name, nd->provider_id,
@@ -178,7 +191,7 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     }
     gpc_node_list_free(nodes, n);
     free(mark);
-    if (rc) {
+    if (rc || !taken) {
         gpc_cluster_unlock(lockfd);
         return rc;
     }

@@ -509,6 +509,7 @@ static void test_recover_preempted_worker(void **state)
         "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,running,running\n"
         "describe_nodes cluster=job ids=s-1,s-2,s-3 -> running,preempted,running\n"
         "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
+        "delete_node region=r1 id=s-2 -> ok\n"
         "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a2 attempt=2 head=10.0.0.1 -> s-4\n"
         "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,booting,running\n"
         "describe_nodes cluster=job ids=s-1,s-4,s-3 -> running,running,running\n"

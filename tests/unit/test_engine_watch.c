@@ -36,6 +36,15 @@ static void up(eng *e, const char *yaml)
     eng_said(e);
 }
 
+/* How many times `needle` occurs in `hay`. */
+static int count(const char *hay, const char *needle)
+{
+    int k = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        k++;
+    return k;
+}
+
 static int watch(eng *e, const char *name, const gpc_spec *spec, int recover,
                  gpc_apply_result *res, gpc_error *err)
 {
@@ -64,9 +73,11 @@ static void test_watch_recovers(void **state)
     assert_non_null(calls);
     assert_non_null(strstr(calls,
         "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
+        "delete_node region=r1 id=s-2 -> ok\n"
         "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a2 attempt=2 "
         "head=10.0.0.1 -> s-4\n"));
-    assert_null(strstr(calls, "delete_node"));
+    /* the one delete: the lost node's, made sure of (it was gone) */
+    assert_int_equal(count(calls, "delete_node"), 1);
     assert_string_equal(eng_nodes(e, 1),
         "0 s-1 job-0-U1-a1 r1/r1a t1 10.0.0.1 succeeded(0) started=+0 ended=+65\n"
         "1 s-2 job-1-U1-a1 r1/r1a t1 10.0.0.2 terminated(-1) started=+0 ended=+20\n"
@@ -108,6 +119,7 @@ static void test_watch_head_lost(void **state)
     assert_string_equal(calls,
         "preempted,running,running\n"
         "describe_nodes cluster=job ids=s-2,s-3 -> running,running\n"
+        "delete_node region=r1 id=s-1 -> ok\n"
         "delete_node region=r1 id=s-2 -> ok\n"
         "delete_node region=r1 id=s-3 -> ok\n"
         "list_zones region=r1 type=t1 -> r1a\n"
@@ -187,13 +199,42 @@ static void test_watch_worker_gone(void **state)
     assert_non_null(strstr(calls,
         "create_node name=job-2 rank=2 region=r1 zone=r1a type=t1 token=job-2-U1-a2 attempt=2 "
         "head=10.0.0.1 -> s-4\n"));
-    assert_null(strstr(calls, "delete_node"));
+    /* made sure of at the provider before its replacement: the one delete */
+    assert_non_null(strstr(calls, "delete_node region=r1 id=s-3 -> ok\n"
+                                  "create_node name=job-2"));
+    assert_int_equal(count(calls, "delete_node"), 1);
     const char *ev = strstr(eng_events(e, 1), "2 recovery:");
     assert_non_null(ev);
     assert_non_null(strstr(ev, "2 recovery: node job-2 (s-3) is gone while the job runs: "
                                "replacing it\n"
                                "2 create: created job-2 as s-4 in r1/r1a\n"
                                "2 recovery: replaced by s-4\n"));
+}
+
+/* The gone worker's delete (making sure it is gone) fails once: not
+ * replaced on that poll, said why; replaced on the next, 5 s later. */
+static void test_watch_delete_fails(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    scripted_gone("s-3");
+    scripted_fail("delete_node", "id=s-3", 1, GPC_ERR_PROVIDER);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    const char *calls = strstr(eng_calls(e), "delete_node");
+    assert_non_null(calls);
+    assert_non_null(strstr(calls,
+        "delete_node region=r1 id=s-3 -> ERR provider\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> running,running\n"
+        "delete_node region=r1 id=s-3 -> ok\n"
+        "create_node name=job-2 rank=2 region=r1 zone=r1a type=t1 token=job-2-U1-a2 attempt=2 "
+        "head=10.0.0.1 -> s-4\n"));
+    assert_non_null(strstr(eng_said(e), "info: gpuctl: node job-2 (s-3) looks lost, but deleting "
+                                        "it failed (scripted: delete_node: provider (scripted)); "
+                                        "it is not replaced until that succeeds\n"));
 }
 
 /* Nodes gpuctl stopped itself (budget.max_total under apply --wait) are
@@ -234,10 +275,13 @@ static void test_watch_group_lost(void **state)
     assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
     const char *calls = strstr(eng_calls(e), "running,preempted,running");
     assert_non_null(calls);
+    /* the lost member's delete takes its group (made sure of); the
+     * head-loss rule's deletes of the two left then find them gone */
     assert_non_null(strstr(calls,
         "running,preempted,running\n"
         "describe_nodes cluster=job ids=s-1,s-3 -> running,running\n"
-        "delete_node region=r1 id=s-1 -> ok also=s-2,s-3\n"
+        "delete_node region=r1 id=s-2 -> ok also=s-1,s-3\n"
+        "delete_node region=r1 id=s-1 -> ok\n"
         "delete_node region=r1 id=s-3 -> ok\n"
         "create_nodes n=3 first=job-0 rank=sched region=r1 zone=- type=t1 token=job-w0-U1-a2 "
         "attempt=2 head=node -> s-4,s-5,s-6 group=g-2\n"));
@@ -362,6 +406,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_recovers, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_head_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_worker_gone, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_delete_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_after_budget_stop, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_group_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_spec_changed, eng_setup, eng_teardown),
