@@ -522,10 +522,12 @@ GPUCTL_MAX_DURATION_S={{MAX_DURATION_S}}
 ## budget.max_total: the cluster, at the prices its nodes were bought at,
 ## has spent it GPUCTL_BUDGET_S seconds after the boot (0: no cap).  The
 ## node's end (gpuctl_end_s, seconds after its boot; 0: none) is the sooner
-## of the two, enforced here whether or not gpuctl still runs.
+## of the two, enforced here whether or not gpuctl still runs.  A spec that
+## sets neither lifecycle.max_duration nor budget.max_total gets gpuctl's
+## default max_duration (72h) here, unless it says max_duration: none.
 GPUCTL_BUDGET_S={{BUDGET_S}}
 gpuctl_end_s=$GPUCTL_MAX_DURATION_S
-gpuctl_end_why="max_duration limit of ${GPUCTL_MAX_DURATION_S}s hit"
+gpuctl_end_why="max_duration limit of ${GPUCTL_MAX_DURATION_S}s"{{MAX_DURATION_NOTE}}" hit"
 if [ "$GPUCTL_BUDGET_S" -gt 0 ] &&
   { [ "$gpuctl_end_s" = 0 ] || [ "$GPUCTL_BUDGET_S" -lt "$gpuctl_end_s" ]; }; then
   gpuctl_end_s=$GPUCTL_BUDGET_S

@@ -120,6 +120,11 @@ typedef struct gpc_node_request {
     size_t n_labels;
     const gpc_spec *spec;      /* the whole spec: disk, interconnect, spot
                                   max price (providers read what they need) */
+    uint64_t end_s;            /* seconds after its boot when the node ends
+                                  itself (spec.h, gpc_spec_node_end: its
+                                  max_duration, the default one, or its
+                                  budget end), as its bootstrap enforces;
+                                  0 = no end.  aws tags it (expires-at). */
     uint32_t attempt;          /* 1, 2, ...: the launch attempt this create
                                   belongs to (the core's failover walk) */
     struct gpc_cluster_ref *ref; /* the cluster: its regions and provider data,

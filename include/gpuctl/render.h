@@ -23,8 +23,9 @@
  *   phase          one word: booting | setup | running | succeeded | failed
  *   exit_status    the node's exit status, written once at the end (also
  *                  when setup or the bootstrap itself fails): setup's status
- *                  when setup failed; 124 when lifecycle.max_duration was
- *                  hit; 128+N when the bootstrap got signal N, unless a
+ *                  when setup failed; 124 when the node's end was hit
+ *                  (lifecycle.max_duration, its default or the budget
+ *                  end: gpc_spec_node_end in spec.h); 128+N when the bootstrap got signal N, unless a
  *                  worker had already failed by itself; when torchrun
  *                  failed because a worker did (or a signal came after a
  *                  worker failed), that worker's own exit status (the
@@ -99,8 +100,8 @@
  *   gpuctl_md_machine=0|1   (variable, required) 1: the node is a machine
  *       of its own (a cloud VM): when the job ends the bootstrap writes the
  *       exit status to the serial console and powers the machine off
- *       (unless GPUCTL_POWEROFF=0), it schedules the lifecycle.max_duration
- *       power-off, falls back to `hostname -I` when gpuctl_md_private_ip
+ *       (unless GPUCTL_POWEROFF=0), it schedules the power-off of the
+ *       node's end (gpc_spec_node_end) at boot, falls back to `hostname -I` when gpuctl_md_private_ip
  *       gives no address, and gives the job 25 s to stop after a signal.
  *       0: the node is processes on this machine: none of that, and 8 s to
  *       stop (the provider's delete kills what is left after 10 s).

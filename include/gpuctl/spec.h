@@ -32,6 +32,17 @@ struct cJSON;
 #define GPC_SPEC_NODES_MAX 1024u
 #define GPC_SPEC_DURATION_MAX_S (36500ull * 86400) /* 100 years */
 
+/*
+ * The default end of a node (seconds after its boot) whose spec bounds its
+ * life with neither lifecycle.max_duration nor budget.max_total (nor says
+ * `lifecycle.max_duration: none`): 72 hours, dstack's default max_duration
+ * for tasks (github.com/dstackai/dstack issue 570, released with PR 571), so
+ * that a hung job (a deadlocked NCCL all-reduce) does not bill a GPU node
+ * forever.  lifecycle.idle_timeout does not count: it bounds only the time
+ * after a job.  See gpc_spec_node_end.
+ */
+#define GPC_SPEC_DEFAULT_MAX_DURATION_S (72ull * 3600)
+
 /* Interconnect between nodes. */
 typedef enum gpc_interconnect {
     GPC_IC_ANY = 0,     /* whatever the offer has (default) */
@@ -165,7 +176,11 @@ typedef struct gpc_spec {
     } budget;
 
     struct {
-        uint64_t max_duration_s;  /* hard wall clock per node; 0 = none */
+        uint64_t max_duration_s;  /* hard wall clock per node; 0 = not set
+                                     (the node's end: gpc_spec_node_end) */
+        int max_duration_none;    /* 1: the spec writes `max_duration: none`
+                                     (max_duration_s is 0): no default end;
+                                     canonical JSON "max_duration_s": "none" */
         uint64_t idle_timeout_s;  /* stop after this long with no job; 0 = none */
     } lifecycle;
 
@@ -343,6 +358,42 @@ int gpc_parse_duration(const char *what, const char *s, uint64_t *secs, gpc_erro
  * On success sets every field of *out (line, col and listed to 0) and
  * out->model is allocated (the caller frees it); on error *out is untouched. */
 int gpc_parse_gpu(const char *what, const char *s, gpc_gpu_req *out, gpc_error *err);
+
+/* Why a node ends when it does (gpc_spec_node_end). */
+typedef enum gpc_end_why {
+    GPC_END_NONE = 0,        /* no end: `lifecycle.max_duration: none` and no
+                                budget end */
+    GPC_END_MAX_DURATION,    /* the spec's lifecycle.max_duration */
+    GPC_END_DEFAULT,         /* GPC_SPEC_DEFAULT_MAX_DURATION_S: the spec sets
+                                no lifecycle.max_duration and no budget end
+                                bounds the node */
+    GPC_END_BUDGET           /* budget.max_total is spent at the cluster's
+                                price before any max_duration */
+} gpc_end_why;
+
+/* A node's end: what the bootstrap enforces (render.h). */
+typedef struct gpc_node_end {
+    uint64_t max_duration_s; /* the max_duration the node runs under
+                                (MAX_DURATION_S): the spec's, else the
+                                default, else 0 (none) */
+    uint64_t budget_s;       /* seconds after boot when the cluster, at
+                                cluster_hourly, has spent budget.max_total
+                                (BUDGET_S): floor(max_total / price * 3600),
+                                at least 1, at most 1e12; 0 = no budget end */
+    uint64_t end_s;          /* the sooner of the two that are not 0; 0 =
+                                the node has no end */
+    gpc_end_why why;         /* which one end_s is */
+} gpc_node_end;
+
+/*
+ * The end of a node of `spec` in a cluster that costs `cluster_hourly` USD
+ * per hour (all its nodes; 0 or less: costs nothing or not known, so
+ * budget.max_total gives no end).  The default max_duration applies when
+ * the spec sets no lifecycle.max_duration, does not say `none`, and no
+ * budget end bounds the node (no budget.max_total, or a cluster that costs
+ * nothing); lifecycle.idle_timeout does not count.  Fills *out; no errors.
+ */
+void gpc_spec_node_end(const gpc_spec *spec, double cluster_hourly, gpc_node_end *out);
 
 /* Names for enums, as written in the YAML. */
 const char *gpc_interconnect_name(gpc_interconnect ic);

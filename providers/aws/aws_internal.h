@@ -34,8 +34,10 @@
 #define TAG_CLUSTER "gpuctl:cluster"
 #define TAG_UID "gpuctl:cluster-uid"
 #define TAG_ROLE "gpuctl:role"
-/* On the instances of a cluster with lifecycle.max_duration: when the node
- * should be gone (its launch plus max_duration), RFC 3339 UTC
+/* On the instances of a cluster whose nodes have an end (every cluster
+ * but one whose spec says lifecycle.max_duration: none and has no budget
+ * end): when the node should be gone (its launch plus its end:
+ * max_duration, the default one, or the budget end), RFC 3339 UTC
  * ("2026-11-29T08:00:00Z"); `gpuctl gc` collects a cluster once one of its
  * nodes passed it (orphans.c). */
 #define TAG_EXPIRES "gpuctl:expires-at"

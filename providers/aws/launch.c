@@ -206,12 +206,13 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
     const char *nm = batch ? name : req->name;
     const gpc_label *lb = spec ? spec->labels : NULL;
     size_t nl = spec ? spec->n_labels : 0;
-    /* the node's hard wall clock (lifecycle.max_duration) as a tag, so that
-     * gpuctl gc finds a node that outlived it even with the state lost;
-     * its only value is a time, nothing of the job's */
+    /* the node's end (its lifecycle.max_duration, the default one, or its
+     * budget end: req->end_s) as a tag, so that gpuctl gc finds a node
+     * that outlived it even with the state lost; its only value is a
+     * time, nothing of the job's */
     char exp[32], *ex = NULL;
-    if (spec && spec->lifecycle.max_duration_s) {
-        aws_rfc3339(gpc_now() + (int64_t)spec->lifecycle.max_duration_s, exp, sizeof(exp));
+    if (req->end_s) {
+        aws_rfc3339(gpc_now() + (int64_t)req->end_s, exp, sizeof(exp));
         ex = exp;
     }
     aws_tag_spec(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);

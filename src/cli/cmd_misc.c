@@ -84,6 +84,13 @@ int gpc_cmd_validate(gpc_out *o, const gpc_command *c, int argc, char **argv)
         rc = gpc_spec_check_paths(spec, &err);
     if (!rc)
         rc = gpc_spec_check_providers(spec, &err);
+    /* a node without an end is allowed, but said (spec.h) */
+    if (!rc && spec->lifecycle.max_duration_none)
+        gpc_warn(&o->log, "%s: lifecycle.max_duration: none: %s", file,
+                 spec->budget.max_total > 0
+                     ? "the nodes end only when budget.max_total is spent"
+                     : "the nodes have no end of their own (a hung job keeps them up, "
+                       "and billed, until gpuctl destroy)");
     if (o->format == GPC_OUT_JSON) {
         cJSON *doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "command", "validate");
@@ -228,10 +235,18 @@ int gpc_cmd_render(gpc_out *o, const gpc_command *c, int argc, char **argv)
          * spot.policy (auto: spot, where the watcher matters) */
         .spot = (rank == 0 && !batch ? spec->spot.head : spec->spot.policy) != GPC_SPOT_ON_DEMAND,
     };
-    /* no plan, so no prices: the node's budget end is not in it */
+    /* no plan, so no prices: the node's budget end is not in it (and
+     * where the spec sets no max_duration, the default one stands in) */
     if (spec->budget.max_total > 0)
         gpc_info(&o->log, "gpuctl: note: budget.max_total's end on the node needs the prices "
-                 "of the plan's offer: not rendered here (GPUCTL_BUDGET_S=0; docs/spot.md)");
+                 "of the plan's offer: not rendered here (GPUCTL_BUDGET_S=0%s; docs/spot.md)",
+                 spec->lifecycle.max_duration_s || spec->lifecycle.max_duration_none
+                     ? "" : "; the default max_duration stands in for it");
+    else if (!spec->lifecycle.max_duration_s && !spec->lifecycle.max_duration_none)
+        gpc_info(&o->log, "gpuctl: note: the spec sets no lifecycle.max_duration nor "
+                 "budget.max_total: the node ends after the default %llus (72h; "
+                 "lifecycle.max_duration: none keeps it up)",
+                 (unsigned long long)GPC_SPEC_DEFAULT_MAX_DURATION_S);
     /* nodes that get the workdir and secrets from gpuctl over ssh wait for
      * them (deliver.c; as precheck.c judges it) */
     if (pv->transport_argv && !(pv->caps & GPC_CAP_SHARED_FILES) &&

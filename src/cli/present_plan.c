@@ -154,8 +154,18 @@ void gpc_plan_print(const gpc_out *o, const gpc_plan *p)
         if (cJSON_IsNumber(pt))
             printf("  projected: %.*f USD for lifecycle.max_duration (%gh)\n", PD(pt->valuedouble, 2),
                    gpc_json_num(cost, "max_duration_s", 0) / 3600.0);
-        else
+        const cJSON *ends = cJSON_GetObjectItemCaseSensitive(d, "ends");
+        const char *why = cJSON_IsObject(ends) ? gpc_json_str(ends, "why") : NULL;
+        if (!cJSON_IsNumber(pt) && why && strcmp(why, "default") == 0)
+            printf("  projected: %.*f USD for the nodes' default end (%gh: no "
+                   "lifecycle.max_duration)\n",
+                   PD(gpc_json_num(cost, "cluster_usd_hr", 0) *
+                      gpc_json_num(ends, "end_s", 0) / 3600.0, 2),
+                   gpc_json_num(ends, "end_s", 0) / 3600.0);
+        else if (!cJSON_IsNumber(pt))
             printf("  projected: unbounded (no lifecycle.max_duration)\n");
+        if (cJSON_IsObject(ends))
+            printf("  nodes end: %s\n", gpc_json_str(ends, "reason"));
         const cJSON *sv = cJSON_GetObjectItemCaseSensitive(cost, "spot_saving_usd_hr");
         if (cJSON_IsNumber(sv) && sv->valuedouble > 0)
             printf("  spot saving: %.*f USD/hour (%.*f%%) against %.*f on-demand\n",

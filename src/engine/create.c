@@ -212,12 +212,18 @@ static int render_for(gpc_session *s, const gpc_open_provider *pv,
     return rc;
 }
 
+/* The request to create node `nd`; its end (end_s) as render_for
+ * rendered it, at the cluster's price `cluster_hourly`. */
 static gpc_node_request node_request(const gpc_session *s, const gpc_spec *spec,
                                      const gpc_cluster_rec *c,
                                      const gpc_node_rec *nd, const gpc_offer *of,
-                                     const gpc_payload *pl, uint32_t attempt)
+                                     const gpc_payload *pl, uint32_t attempt,
+                                     double cluster_hourly)
 {
+    gpc_node_end end;
+    gpc_spec_node_end(spec, cluster_hourly, &end);
     gpc_node_request req = {
+        .end_s = end.end_s,
         .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
         .name = nd->name, .client_token = nd->client_token, .offer = of,
         .image = spec->image, .payload = pl,
@@ -256,7 +262,8 @@ int gpc_lc_create_one(gpc_session *s, const gpc_open_provider *pv,
         rc = gpc_lc_ref_open(s, c, &r, err);
     }
     if (!rc) {
-        gpc_node_request req = node_request(s, spec, c, nd, offer, &pl, l->attempt);
+        gpc_node_request req = node_request(s, spec, c, nd, offer, &pl, l->attempt,
+                                            launch_hourly(c, l));
         req.ref = &r.ref;
         gpc_debug(s->log, "creating node %s (token %s)", nd->name, nd->client_token);
         if (gpc_lc_fault("fail-create", nd->rank)) {
@@ -334,7 +341,7 @@ int gpc_lc_create_batch(gpc_session *s, const gpc_open_provider *pv,
     if (!rc && (!reqs || !ns))
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        reqs[i] = node_request(s, spec, c, nds[i], of, &pl, l->attempt);
+        reqs[i] = node_request(s, spec, c, nds[i], of, &pl, l->attempt, launch_hourly(c, l));
         reqs[i].client_token = token;
         reqs[i].ref = &r.ref;
     }

@@ -568,6 +568,66 @@ static const char *action_name(gpc_plan_action a)
 }
 
 /* Build the document once selection and state are known. */
+/* "72h", "1h30m", "42s": seconds as hours, minutes and seconds. */
+static void fmt_span(char *buf, size_t size, uint64_t secs)
+{
+    unsigned long long h = secs / 3600, m = secs % 3600 / 60, sec = secs % 60;
+    int n = 0;
+    buf[0] = '\0';
+    if (h)
+        n += snprintf(buf + n, size - (size_t)n, "%lluh", h);
+    if (m && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, "%llum", m);
+    if ((sec || !secs) && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%llus", sec);
+}
+
+/* The nodes' end at the chosen offer's price (spec.h, gpc_spec_node_end):
+ * "ends" of the plan document, or NULL without an offer. */
+static cJSON *ends_json(const gpc_spec *spec, const gpc_candidate *best)
+{
+    static const char *const whys[] = {"none", "max_duration", "default", "budget"};
+    if (!best)
+        return cJSON_CreateNull();
+    gpc_node_end e;
+    gpc_spec_node_end(spec, best->price_cluster, &e);
+    char md[48], bs[48], why[400];
+    fmt_span(md, sizeof(md), e.max_duration_s);
+    fmt_span(bs, sizeof(bs), e.budget_s);
+    switch (e.why) {
+    case GPC_END_MAX_DURATION:
+        snprintf(why, sizeof(why), "max_duration %s (lifecycle.max_duration)", md);
+        break;
+    case GPC_END_DEFAULT:
+        snprintf(why, sizeof(why), "max_duration %s (default: no lifecycle.max_duration, %s; "
+                 "lifecycle.max_duration: none keeps nodes up)", md,
+                 spec->budget.max_total > 0 ? "and budget.max_total gives no end at 0 USD/hour"
+                                            : "no budget.max_total");
+        break;
+    case GPC_END_BUDGET:
+        snprintf(why, sizeof(why), "budget.max_total %.2f USD spent at the cluster's %.4f "
+                 "USD/hour, %s after boot%s%s%s", spec->budget.max_total, best->price_cluster,
+                 bs, e.max_duration_s ? " (before lifecycle.max_duration " : "",
+                 e.max_duration_s ? md : "", e.max_duration_s ? ")" : "");
+        break;
+    default:
+        snprintf(why, sizeof(why), "none (lifecycle.max_duration: none): a hung job keeps "
+                 "the nodes up until gpuctl destroy");
+        break;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "end_s", e.end_s ? cJSON_CreateNumber((double)e.end_s)
+                                              : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "why", whys[e.why]);
+    cJSON_AddItemToObject(o, "max_duration_s", e.max_duration_s
+                                                   ? cJSON_CreateNumber((double)e.max_duration_s)
+                                                   : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "budget_s", e.budget_s ? cJSON_CreateNumber((double)e.budget_s)
+                                                    : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "reason", why);
+    return o;
+}
+
 static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_plan *p,
                        const gpc_catalog *cat, const gpc_selection *sel,
                        const gpc_offer_query *q, const gpc_node_rec *nodes, size_t n_nodes,
@@ -669,6 +729,9 @@ static cJSON *plan_doc(const gpc_spec *spec, const gpc_plan_opts *po, const gpc_
     cJSON_AddItemToObject(cost, "projected_total_usd",
                           best && spec->lifecycle.max_duration_s && best->projected_total >= 0
                           ? cJSON_CreateNumber(r6(best->projected_total)) : cJSON_CreateNull());
+
+    /* when the nodes end themselves, and why (after cost: additive) */
+    cJSON_AddItemToObject(d, "ends", ends_json(spec, best));
 
     cJSON *bud = cJSON_AddArrayToObject(d, "budget");
     if (best) {

@@ -308,6 +308,18 @@ static int check_doc(const char *file, const cJSON *d, gpc_error *err)
     pnum(c, cost, "cost", "max_duration_s", 1, (double)GPC_SPEC_DURATION_MAX_S,
          P_INT | P_NULL);
     pnum(c, cost, "cost", "projected_total_usd", 0, PLAN_USD_TOTAL_MAX, P_NULL);
+    /* the nodes' end (plan.c ends_json); absent from plans of earlier
+     * releases */
+    static const char *const whys[] = {"none", "max_duration", "default", "budget", NULL};
+    const cJSON *ends = pobj(c, d, "", "ends", P_OPT | P_NULL);
+    if (ends) {
+        pnum(c, ends, "ends", "end_s", 1, 1e12, P_INT | P_NULL);
+        penum(c, ends, "ends", "why", whys);
+        pnum(c, ends, "ends", "max_duration_s", 1, (double)GPC_SPEC_DURATION_MAX_S,
+             P_INT | P_NULL);
+        pnum(c, ends, "ends", "budget_s", 1, 1e12, P_INT | P_NULL);
+        pstr(c, ends, "ends", "reason", 0);
+    }
     const cJSON *bud = parr(c, d, "", "budget", 3);
     i = 0;
     for (const cJSON *it = bud ? bud->child : NULL; it && !c->rc; it = it->next, i++) {

@@ -402,7 +402,7 @@ enum {
     V_DATA, V_DATA_DIR, V_DATA_FETCH,
     V_DELIVER, V_DELIVER_WORKDIR, V_SECRET_NAMES, V_FIRST_JOB,
     V_CKPT_STORE, V_CKPT_URL, V_STORE_ENDPOINT, V_NODE_STORE,
-    V_NOTICE, V_BUDGET_S, V_BUDGET_NOTE, V_MAX_RESTARTS, V_JOIN_TIMEOUT_S,
+    V_NOTICE, V_BUDGET_S, V_BUDGET_NOTE, V_MAX_DURATION_NOTE, V_MAX_RESTARTS, V_JOIN_TIMEOUT_S,
     /* the included scripts: rendered with the placeholders above only */
     V_NODE_SCRIPT, V_FABRIC_SCRIPT, V_NOTICE_SCRIPT, V_COUNT
 };
@@ -444,6 +444,7 @@ static const char *const var_names[V_COUNT] = {
     [V_NOTICE] = "NOTICE",
     [V_BUDGET_S] = "BUDGET_S",
     [V_BUDGET_NOTE] = "BUDGET_NOTE",
+    [V_MAX_DURATION_NOTE] = "MAX_DURATION_NOTE",
     [V_MAX_RESTARTS] = "MAX_RESTARTS",
     [V_JOIN_TIMEOUT_S] = "JOIN_TIMEOUT_S",
     [V_NODE_SCRIPT] = "NODE_SCRIPT",
@@ -625,26 +626,21 @@ static int data_values(const gpc_node_ctx *node, gpc_buf *vals, gpc_error *err)
  * were bought at, would have spent max_total (0: no cap, or nodes that
  * cost nothing), the same for every node, so each node's part of the cap
  * is in proportion to its own price; and BUDGET_NOTE, the cap and the
- * price for the node's message.  Seconds are rounded down, at least 1.
+ * price for the node's message (seconds: gpc_spec_node_end).
  */
-static int budget_values(const gpc_spec *spec, const gpc_node_ctx *node, gpc_buf vals[V_COUNT],
-                         gpc_error *err)
+static int budget_values(const gpc_spec *spec, const gpc_node_ctx *node,
+                         const gpc_node_end *end, gpc_buf vals[V_COUNT], gpc_error *err)
 {
     double total = spec->budget.max_total, price = node->cluster_hourly;
-    if (!(total > 0) || !(price > 0)) {
+    if (!end->budget_s) {
         int rc = gpc_buf_adds(&vals[V_BUDGET_S], "0", err);
         return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], "", err);
     }
-    double secs = floor(total / price * 3600.0);
-    if (secs < 1)
-        secs = 1;
-    if (secs > 1e12)
-        secs = 1e12;
     char note[128];
     snprintf(note, sizeof(note), total < 1 ? "%.4f USD at the cluster's %.4f USD/hour (%u "
              "node(s))" : "%.2f USD at the cluster's %.4f USD/hour (%u node(s))", total, price,
              (unsigned)(node->nnodes ? node->nnodes : 1));
-    int rc = gpc_buf_addf(&vals[V_BUDGET_S], err, "%.0f", secs);
+    int rc = gpc_buf_addf(&vals[V_BUDGET_S], err, "%llu", (unsigned long long)end->budget_s);
     return rc ? rc : gpc_shell_quote(&vals[V_BUDGET_NOTE], note, err);
 }
 
@@ -744,9 +740,19 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
         rc = gpc_buf_addf(&vals[V_RDZV_PORT], err, "%u", (unsigned)port);
     if (!rc)
         rc = gpc_shell_quote(&vals[V_HEAD_IP], head, err);
+    /* the node's end (spec.h, gpc_spec_node_end): its max_duration, the
+     * default one where nothing else bounds the node, its budget end */
+    gpc_node_end end;
+    gpc_spec_node_end(spec, node->cluster_hourly, &end);
     if (!rc)
         rc = gpc_buf_addf(&vals[V_MAX_DURATION_S], err, "%llu",
-                          (unsigned long long)spec->lifecycle.max_duration_s);
+                          (unsigned long long)end.max_duration_s);
+    /* the default end says so in the node's message */
+    if (!rc)
+        rc = gpc_shell_quote(&vals[V_MAX_DURATION_NOTE],
+                             end.max_duration_s && !spec->lifecycle.max_duration_s
+                                 ? " (the default: the spec sets no lifecycle.max_duration)"
+                                 : "", err);
     if (!rc)
         rc = gpc_buf_adds(&vals[V_IDLE], spec->lifecycle.idle_timeout_s ? "1" : "0", err);
     if (!rc)
@@ -794,7 +800,7 @@ static int bootstrap_values(const gpc_spec *spec, const gpc_node_ctx *node,
                           node->spot && defines_function(rules->node_script, "gpuctl_md_notice")
                               ? "1" : "0", err);
     if (!rc)
-        rc = budget_values(spec, node, vals, err);
+        rc = budget_values(spec, node, &end, vals, err);
     /* a cluster that buys spot: torchrun restarts the workers of the
      * nodes left when one is lost, into a rendezvous round the replacement
      * joins (recover.c) */

@@ -671,8 +671,20 @@ static int f_budget(walk *w, const ynode *k, const ynode *v, const char *path)
     return walk_map(w, v, path, budget_fields);
 }
 
+/* A duration, or `none`: no end of its own (no default, spec.h). */
 static int f_max_duration(walk *w, const ynode *k, const ynode *v, const char *path)
 {
+    static const char *const off[] = {"off", "never", "unlimited", "infinite", "inf",
+                                      "false", "no", "None", "NONE", NULL};
+    char q[SHOW_MAX];
+    if (v->kind == Y_SCALAR && strcmp(v->text, "none") == 0) {
+        w->s->lifecycle.max_duration_none = 1;
+        return 0;
+    }
+    for (size_t i = 0; v->kind == Y_SCALAR && off[i]; i++)
+        if (strcmp(v->text, off[i]) == 0)
+            return failn(w, v, path, "expected a duration like 30m or 72h, or none (no end "
+                         "of the node's own), got %s", show(v, q));
     return get_duration(w, v, path, &w->s->lifecycle.max_duration_s);
 }
 

@@ -231,6 +231,26 @@ int gpc_parse_duration(const char *what, const char *s, uint64_t *secs, gpc_erro
     return 0;
 }
 
+void gpc_spec_node_end(const gpc_spec *spec, double cluster_hourly, gpc_node_end *out)
+{
+    double total = spec->budget.max_total;
+    memset(out, 0, sizeof(*out));
+    if (total > 0 && cluster_hourly > 0) {
+        double secs = floor(total / cluster_hourly * 3600.0);
+        out->budget_s = secs < 1 ? 1 : secs > 1e12 ? (uint64_t)1e12 : (uint64_t)secs;
+    }
+    out->max_duration_s = spec->lifecycle.max_duration_s;
+    if (!out->max_duration_s && !spec->lifecycle.max_duration_none && !out->budget_s)
+        out->max_duration_s = GPC_SPEC_DEFAULT_MAX_DURATION_S;
+    if (out->max_duration_s && (!out->budget_s || out->max_duration_s <= out->budget_s)) {
+        out->end_s = out->max_duration_s;
+        out->why = spec->lifecycle.max_duration_s ? GPC_END_MAX_DURATION : GPC_END_DEFAULT;
+    } else if (out->budget_s) {
+        out->end_s = out->budget_s;
+        out->why = GPC_END_BUDGET;
+    }
+}
+
 bool spec_size_end(const char *s, size_t len, double *out)
 {
     size_t unit;

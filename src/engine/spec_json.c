@@ -146,7 +146,12 @@ cJSON *gpc_spec_to_json(const gpc_spec *s)
     jput(&ok, budget, "max_total", jnum0(s->budget.max_total));
 
     cJSON *life = jput(&ok, j, "lifecycle", cJSON_CreateObject());
-    jput(&ok, life, "max_duration_s", jnum0((double)s->lifecycle.max_duration_s));
+    /* "none" only when the spec says so: the hash of a spec without it
+     * stays what earlier releases recorded (its default end is not part
+     * of the canonical form, gpc_spec_node_end) */
+    jput(&ok, life, "max_duration_s", s->lifecycle.max_duration_none
+                                          ? cJSON_CreateString("none")
+                                          : jnum0((double)s->lifecycle.max_duration_s));
     jput(&ok, life, "idle_timeout_s", jnum0((double)s->lifecycle.idle_timeout_s));
 
     jput(&ok, j, "image", jstr(s->image ? s->image : "pytorch"));

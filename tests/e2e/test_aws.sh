@@ -136,6 +136,7 @@ expect_eq "neither made an EC2 call" "" "$(actions "$n0")"
 
 # ---- 1. apply -------------------------------------------------------------------
 n0=$(log_lines)
+t0=$(date -u +%s)
 run_rc rc g -y -o json apply -f job.yaml --poll-interval 0.05 > "$T/apply.json" 2> "$T/apply.err"
 [ "$rc" = 0 ] || cat "$T/apply.err"
 expect_eq "apply exits 0" 0 "$rc"
@@ -205,6 +206,17 @@ expect_eq "five instances started: the abandoned head terminated, four running" 
     "$(world '" ".join(sorted(i["state"] for i in d["instances"]))')"
 expect_eq "every instance tagged with the cluster, its uid, role and labels" "True" \
     "$(world "all(i['tags'].get('gpuctl:cluster') == 'effa' and i['tags'].get('gpuctl:cluster-uid') == '$UID_' and i['tags'].get('team') == 'vision' and i['tags'].get('gpuctl:role') in ('head', 'worker') for i in d['instances'])")"
+# job.yaml sets no lifecycle.max_duration nor budget.max_total: the nodes'
+# default end, 72 h (spec.h), is their expiry tag (gc uses it)
+world "[i['tags'].get('gpuctl:expires-at', '') for i in d['instances']]" > "$T/expires.txt"
+python3 - "$T/expires.txt" "$t0" <<'PY' && ok "every instance expires 72 h (the default end) after its launch" || fail "expires-at not launch + 72h: $(cat "$T/expires.txt")"
+import ast, datetime, sys
+ts = ast.literal_eval(open(sys.argv[1]).read())
+t0 = int(sys.argv[2])
+def at(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+sys.exit(0 if len(ts) == 5 and all(t0 + 259200 <= at(s) <= t0 + 259200 + 120 for s in ts) else 1)
+PY
 expect_eq "the running ones in us-east-1b, one head and three workers by launch index" \
     "us-east-1b:head:0 us-east-1b:worker:0 us-east-1b:worker:1 us-east-1b:worker:2" \
     "$(world '" ".join(sorted(i["zone"] + ":" + i["tags"]["gpuctl:role"] + ":" + str(i["launch_index"]) for i in d["instances"] if i["state"] == "running"))')"

@@ -186,6 +186,19 @@ expect_eq "spot: torchrun restarts, the rendezvous waits for a replacement" \
 expect_eq "render says the budget end is not in it" \
     "gpuctl: note: budget.max_total's end on the node needs the prices of the plan's offer: not rendered here (GPUCTL_BUDGET_S=0; docs/spot.md)" \
     "$(grep 'budget.max_total' "$T/qs1.err")"
+# no lifecycle.max_duration nor budget.max_total: the node's default end,
+# 72 h (spec.h), rendered and said; max_duration: none renders no end
+grep -v 'max_duration' quickstart.yaml > qd.yaml
+g render -f qd.yaml --provider aws > "$T/qd.txt" 2> "$T/qd.err"
+expect_eq "render: the default end" "GPUCTL_MAX_DURATION_S=259200" \
+    "$(grep -oE 'GPUCTL_MAX_DURATION_S=[0-9]+' "$T/qd.txt")"
+expect_eq "render says the default end applies" \
+    "gpuctl: note: the spec sets no lifecycle.max_duration nor budget.max_total: the node ends after the default 259200s (72h; lifecycle.max_duration: none keeps it up)" \
+    "$(grep 'default' "$T/qd.err")"
+sed 's/max_duration: .*/max_duration: none/' quickstart.yaml > qn.yaml
+g render -f qn.yaml --provider aws > "$T/qn.txt" 2> "$T/qn.err"
+expect_eq "render of max_duration: none: no end, no note" "GPUCTL_MAX_DURATION_S=0 0" \
+    "$(grep -oE 'GPUCTL_MAX_DURATION_S=[0-9]+' "$T/qn.txt") $(grep -c 'default' "$T/qn.err")"
 
 # Dry run changes nothing.
 run_rc rc g apply -f quickstart.yaml --dry-run > "$T/dry.txt"

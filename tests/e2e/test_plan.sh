@@ -138,7 +138,30 @@ expect_eq "no max_duration: projected total and max_duration null" "None None" \
     "$(json_get "$T/ali.json" 'd["cost"]["max_duration_s"], d["cost"]["projected_total_usd"]' | tr -d '(),')"
 g plan -f ali.yaml > "$T/ali.txt" 2>&1
 expect_match "price line shows CNY at the rate" "price: 1\.2369 USD/hour per node \(8\.9629 CNY at 0\.138 USD/CNY\); cluster 1\.24 USD/hour" "$(cat "$T/ali.txt")"
-expect_match "and says the run is unbounded" "projected: unbounded \(no lifecycle\.max_duration\)" "$(cat "$T/ali.txt")"
+# no max_duration nor budget.max_total: the nodes' default end, 72 h
+# (spec.h), bounds the run: 1.236877 x 72 = 89.055 USD
+expect_match "and projects the default end" "projected: 89\.06 USD for the nodes' default end \(72h: no lifecycle\.max_duration\)" "$(cat "$T/ali.txt")"
+expect_match "the nodes' end and why" "nodes end: max_duration 72h \(default: no lifecycle\.max_duration, no budget\.max_total; lifecycle\.max_duration: none keeps nodes up\)" "$(cat "$T/ali.txt")"
+expect_eq "ends in JSON: the default" "259200 default 259200 None" \
+    "$(json_get "$T/ali.json" '" ".join(str(d["ends"][k]) for k in ("end_s", "why", "max_duration_s", "budget_s"))')"
+# max_duration: none: no end; the run is unbounded
+printf 'lifecycle: {max_duration: none}\n' | cat ali.yaml - > ali-none.yaml
+g -o json plan -f ali-none.yaml > "$T/ali-none.json"
+check_schema "$T/ali-none.json" plan
+expect_eq "ends in JSON: none" "None none None None" \
+    "$(json_get "$T/ali-none.json" '" ".join(str(d["ends"][k]) for k in ("end_s", "why", "max_duration_s", "budget_s"))')"
+g plan -f ali-none.yaml > "$T/ali-none.txt" 2>&1
+expect_match "none: the run is unbounded" "projected: unbounded \(no lifecycle\.max_duration\)" "$(cat "$T/ali-none.txt")"
+expect_match "none: the nodes have no end" "nodes end: none \(lifecycle\.max_duration: none\)" "$(cat "$T/ali-none.txt")"
+# budget.max_total 10 USD: spent at 1.236877 USD/hour after
+# floor(10 / 1.236877 x 3600) = 29105 s = 8h5m5s, the nodes' end
+printf 'budget: {max_total: 10}\n' | cat ali.yaml - > ali-budget.yaml
+g -o json plan -f ali-budget.yaml > "$T/ali-budget.json"
+check_schema "$T/ali-budget.json" plan
+expect_eq "ends in JSON: the budget" "29105 budget None 29105" \
+    "$(json_get "$T/ali-budget.json" '" ".join(str(d["ends"][k]) for k in ("end_s", "why", "max_duration_s", "budget_s"))')"
+g plan -f ali-budget.yaml > "$T/ali-budget.txt" 2>&1
+expect_match "budget: the nodes' end" "nodes end: budget\.max_total 10\.00 USD spent at the cluster's 1\.2369 USD/hour, 8h5m5s after boot" "$(cat "$T/ali-budget.txt")"
 
 # ---- 4. nothing fits: budget (23) and capacity (22); --detailed-exitcode: 1
 # max_hourly 0.2: the cheapest fit was 0.24638 > 0.2, so all 11 lose on
@@ -430,6 +453,15 @@ forge det.json notes.json 'd["notes"].append(7)'
 run_rc rc g apply notes.json --dry-run > /dev/null 2> "$T/e.txt"
 expect_eq "a plan with a note that is not a string: exit 3" 3 "$rc"
 expect_eq "names the field" "gpuctl: error: notes.json: notes[1]: not a string; make the plan again" "$(cat "$T/e.txt")"
+# the nodes' end: a plan of an earlier release has no "ends" and still
+# applies; a forged one is checked like the rest
+forge p.json noends.json 'del d["ends"]'
+run_rc rc g apply noends.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan without ends (an earlier release's): exit 0" 0 "$rc"
+forge p.json badends.json 'd["ends"]["why"] = "forever"'
+run_rc rc g apply badends.json --dry-run > /dev/null 2> "$T/e.txt"
+expect_eq "a plan with ends.why forever: exit 3" 3 "$rc"
+expect_eq "names the field" "gpuctl: error: badends.json: ends.why: 'forever' is not one of none, max_duration, default, budget; make the plan again" "$(cat "$T/e.txt")"
 run_rc rc g apply quickstart.yaml > /dev/null 2> "$T/e.txt"
 expect_eq "a YAML spec given as PLANFILE: exit 3" 3 "$rc"
 run_rc rc g apply missing-plan.json > /dev/null 2>&1

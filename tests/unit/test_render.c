@@ -770,7 +770,11 @@ static void test_bootstrap_basics(void **state)
     assert_non_null(strstr(b, "\nexport GPUCTL_NUM_NODES=2\n"));
     assert_non_null(strstr(b, "\nexport GPUCTL_RDZV_PORT=29400\n"));
     assert_non_null(strstr(b, "\nGPUCTL_HEAD_IP=''\n"));
-    assert_non_null(strstr(b, "\nGPUCTL_MAX_DURATION_S=0\n"));
+    /* no max_duration nor budget.max_total: the default end (spec.h) */
+    assert_non_null(strstr(b, "\nGPUCTL_MAX_DURATION_S=259200\n"));
+    assert_non_null(strstr(b, "\ngpuctl_end_why=\"max_duration limit of "
+                              "${GPUCTL_MAX_DURATION_S}s\"' (the default: the spec sets no "
+                              "lifecycle.max_duration)'\" hit\"\n"));
     assert_non_null(strstr(b, "\nGPUCTL_NPROC_PER_NODE=0\n"));
     assert_non_null(strstr(b, "\nGPUCTL_INTERCONNECT=any\n"));
     assert_non_null(strstr(b, "\nGPUCTL_WORKDIR=''\n"));
@@ -816,6 +820,8 @@ static void test_bootstrap_basics(void **state)
     n.head_addr = "10.0.0.5";
     b = render_boot(&s, &n, "aws");
     assert_non_null(strstr(b, "\nGPUCTL_MAX_DURATION_S=7200\n"));
+    assert_non_null(strstr(b, "\ngpuctl_end_why=\"max_duration limit of "
+                              "${GPUCTL_MAX_DURATION_S}s\"''\" hit\"\n"));
     assert_non_null(strstr(b, "\nGPUCTL_NPROC_PER_NODE=4\n"));
     assert_non_null(strstr(b, "\nGPUCTL_SETUP='pip install -r requirements.txt\necho '\\''done'\\'''\n"));
     assert_non_null(strstr(b, "\nGPUCTL_WORKDIR='/home/u/my job'\n"));
@@ -1587,7 +1593,10 @@ static void test_run_job_fails(void **state)
     node_prepare(&r, "runfailterm", "2.4.0", 0);
     char stubp[320];
     fmt(stubp, sizeof(stubp), "%s/stub/shutdown", r.dir);
-    static const char term[] = "#!/bin/bash\nkill -TERM \"$PPID\"\nsleep 1\n";
+    /* (only the power-off at the end: the one the node's end schedules at
+     * boot, `-h +4322` for the default 72 h, is no signal) */
+    static const char term[] = "#!/bin/bash\n[ \"$2\" = now ] || exit 0\n"
+                               "kill -TERM \"$PPID\"\nsleep 1\n";
     write_file(stubp, term, sizeof(term) - 1, 0755);
     b = render_boot(&s, &n, "aws");
     node_exec(&r, b, "GPUCTL_HEAD_WAIT_S=0");
@@ -1892,7 +1901,8 @@ static void test_run_idle_timeout(void **state)
     free(b);
     assert_outcome(&r, 0, "succeeded\n");
     assert_non_null(r.shutdown);
-    assert_string_equal(r.shutdown, "-h now\n");
+    /* idle_timeout is no end of a hung job: the default end stands */
+    assert_string_equal(r.shutdown, "-h +4322\n-h now\n");
     assert_non_null(strstr(r.log, "gpuctl: no job for 1s: stopping the node\n"));
     assert_null(strstr(r.log, "powering off"));
     node_run_free(&r);
@@ -1918,10 +1928,12 @@ static void test_run_cloud_metadata(void **state)
     static const struct {
         const char *prov, *extra, *ip, *shutdown;
     } cases[] = {
-        {"aws", NULL, "10.0.0.7", "-h now\n"},
-        {"azure", NULL, "10.1.0.4", "-h now\n"},
-        {"aliyun", "GPUCTL_POWEROFF_DELAY=5", "172.16.0.9", "-h +5\n"},
-        {"aws", "STUB_CURL=fail", "192.168.1.5", "-h now\n"},
+        /* first the power-off backup of the default end (72 h: at boot,
+         * 72 h + 2 min = 4322 minutes ahead), then the one at the end */
+        {"aws", NULL, "10.0.0.7", "-h +4322\n-h now\n"},
+        {"azure", NULL, "10.1.0.4", "-h +4322\n-h now\n"},
+        {"aliyun", "GPUCTL_POWEROFF_DELAY=5", "172.16.0.9", "-h +4322\n-h +5\n"},
+        {"aws", "STUB_CURL=fail", "192.168.1.5", "-h +4322\n-h now\n"},
         {"aliyun", "GPUCTL_POWEROFF=0", "172.16.0.9", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -2437,6 +2449,67 @@ static void test_run_spot_notice(void **state)
     assert_non_null(got);
     assert_string_equal(got, "PUT\nPUT\n");
     free(got);
+    node_run_free(&r);
+}
+
+/* The node's end where the spec gives none (spec.h, gpc_spec_node_end):
+ * the default max_duration (72 h = 259200 s) unless the spec says
+ * `max_duration: none` or a budget end bounds the node; `none` renders no
+ * end at all, and on a cloud schedules no power-off at boot. */
+static void test_bootstrap_default_end(void **state)
+{
+    (void)state;
+    static const struct {
+        int none;
+        double max_total, hourly;
+        const char *want_md, *want_budget, *want_note;
+    } cases[] = {
+        {0, 0, 0, "=259200\n", "=0\n", "s\"' (the default: the spec sets no "
+                                          "lifecycle.max_duration)'\" hit\"\n"},
+        {0, 0, 24, "=259200\n", "=0\n", "s\"' (the default: the spec sets no "},
+        {1, 0, 24, "=0\n", "=0\n", "s\"''\" hit\"\n"},
+        /* 0.02 USD at 24 USD/hour: 3 s, and no default */
+        {0, 0.02, 24, "=0\n", "=3\n", "s\"''\" hit\"\n"},
+        {1, 0.02, 24, "=0\n", "=3\n", "s\"''\" hit\"\n"},
+        /* a budget that a cluster of no price never spends: the default */
+        {0, 0.02, 0, "=259200\n", "=0\n", "s\"' (the default: the spec sets no "},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gpc_spec s;
+        base_spec(&s);
+        s.lifecycle.max_duration_none = cases[i].none;
+        s.budget.max_total = cases[i].max_total;
+        gpc_node_ctx n = base_node();
+        n.cluster_hourly = cases[i].hourly;
+        char *b = render_boot(&s, &n, "aws");
+        char want[256];
+        fmt(want, sizeof(want), "\nGPUCTL_MAX_DURATION_S%s", cases[i].want_md);
+        if (!strstr(b, want))
+            fail_msg("case %zu: no '%s'", i, want);
+        fmt(want, sizeof(want), "\nGPUCTL_BUDGET_S%s", cases[i].want_budget);
+        if (!strstr(b, want))
+            fail_msg("case %zu: no '%s'", i, want);
+        fmt(want, sizeof(want), "\ngpuctl_end_why=\"max_duration limit of "
+            "${GPUCTL_MAX_DURATION_S}%s", cases[i].want_note);
+        if (!strstr(b, want))
+            fail_msg("case %zu: no '%s'", i, want);
+        free(b);
+    }
+
+    /* none on aws: the only power-off is the one at the job's end */
+    node_run r;
+    node_prepare(&r, "endnone", "2.4.0", 0);
+    gpc_spec s;
+    base_spec(&s);
+    s.run.command = "true";
+    s.lifecycle.max_duration_none = 1;
+    gpc_node_ctx n = base_node();
+    char *b = render_boot(&s, &n, "aws");
+    node_exec(&r, b, NULL);
+    free(b);
+    assert_outcome(&r, 0, "succeeded\n");
+    assert_non_null(r.shutdown);
+    assert_string_equal(r.shutdown, "-h now\n");
     node_run_free(&r);
 }
 
@@ -3024,6 +3097,7 @@ int main(void)
         cmocka_unit_test(test_run_cloud_poweroff_fallback),
         cmocka_unit_test(test_run_spot_notice),
         cmocka_unit_test(test_run_budget_end),
+        cmocka_unit_test(test_bootstrap_default_end),
         cmocka_unit_test(test_run_idle_timeout),
         cmocka_unit_test(test_userdata_document),
         cmocka_unit_test(test_userdata_typical_size),

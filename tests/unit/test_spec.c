@@ -1207,6 +1207,15 @@ static void test_budget_lifecycle(void **state)
     gpc_spec_free(s);
     s = load(MIN "lifecycle: {max_duration: 3600}\n");
     assert_int_equal(s->lifecycle.max_duration_s, 3600);
+    assert_int_equal(s->lifecycle.max_duration_none, 0);
+    gpc_spec_free(s);
+    /* none: no end of the node's own (spec.h), quoted or not */
+    s = load(MIN "lifecycle: {max_duration: none}\n");
+    assert_int_equal(s->lifecycle.max_duration_s, 0);
+    assert_int_equal(s->lifecycle.max_duration_none, 1);
+    gpc_spec_free(s);
+    s = load(MIN "lifecycle:\n  max_duration: 'none'\n");
+    assert_int_equal(s->lifecycle.max_duration_none, 1);
     gpc_spec_free(s);
 
     static const err_case cases[] = {
@@ -1218,6 +1227,21 @@ static void test_budget_lifecycle(void **state)
         {MIN "lifecycle: {max_duration: 3 days}\n",
          "job.yaml:3:27: lifecycle.max_duration: expected a duration like 90s, 30m, 72h, 1d or "
          "1h30m, got '3 days'"},
+        /* one spelling of "no end": none; others said at their place */
+        {MIN "lifecycle: {max_duration: off}\n",
+         "job.yaml:3:27: lifecycle.max_duration: expected a duration like 30m or 72h, or "
+         "none (no end of the node's own), got 'off'"},
+        {MIN "lifecycle:\n  max_duration: None\n",
+         "job.yaml:4:17: lifecycle.max_duration: expected a duration like 30m or 72h, or "
+         "none (no end of the node's own), got 'None'"},
+        {MIN "lifecycle: {max_duration: never}\n",
+         "job.yaml:3:27: lifecycle.max_duration: expected a duration like 30m or 72h, or "
+         "none (no end of the node's own), got 'never'"},
+        {MIN "lifecycle: {max_duration: 0}\n",
+         "job.yaml:3:27: lifecycle.max_duration: expected a positive duration, got '0'"},
+        {MIN "lifecycle: {idle_timeout: none}\n",
+         "job.yaml:3:27: lifecycle.idle_timeout: expected a duration like 90s, 30m, 72h, 1d or "
+         "1h30m, got 'none'"},
         {MIN "lifecycle: {idle_timeout: 0}\n",
          "job.yaml:3:27: lifecycle.idle_timeout: expected a positive duration, got '0'"},
         {MIN "lifecycle: {idle_timeout: [1]}\n",
@@ -1515,6 +1539,71 @@ static void test_hash_changes(void **state)
     gpc_spec_free(s);
 }
 
+/* The hash of an ordinary spec is what earlier releases recorded (the
+ * default end is no part of the canonical form); `max_duration: none` is.
+ * Hand-checked: sha256 of the canonical JSON text (test_to_json's form),
+ * with "max_duration_s":null, and with "max_duration_s":"none". */
+static void test_hash_vectors(void **state)
+{
+    (void)state;
+    char h[65];
+    hash_of(MIN, h);
+    assert_string_equal(h, "851b2c3bacdc945a4ec9c10082b5d990083ed1944ccf4292f79a6391ffec8516");
+    hash_of(MIN "lifecycle: {max_duration: none}\n", h);
+    assert_string_equal(h, "4e24c275bbde0b7b60737cbddbc7a72abcb94a67a8e0872e9d67986e39d5d963");
+    gpc_spec *s = load(MIN "lifecycle: {max_duration: none}\n");
+    cJSON *j = gpc_spec_to_json(s);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "lifecycle"));
+    assert_string_equal(text, "{\"max_duration_s\":\"none\",\"idle_timeout_s\":null}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    gpc_spec_free(s);
+}
+
+/* A node's end (gpc_spec_node_end): the spec's max_duration, else the
+ * default 72 h where no budget end bounds the node, the budget end when
+ * sooner; none: only the budget's.  0.02 USD at 24 USD/hour: 3 s;
+ * 100 USD at 10 USD/hour: 36000 s; 1e-9 USD: at least 1 s. */
+static void test_node_end(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t md;
+        int none;
+        double total, hourly;
+        uint64_t want_md, want_budget, want_end;
+        gpc_end_why why;
+    } cases[] = {
+        {0, 0, 0, 0, 259200, 0, 259200, GPC_END_DEFAULT},
+        {0, 0, 0, 24, 259200, 0, 259200, GPC_END_DEFAULT},
+        {7200, 0, 0, 24, 7200, 0, 7200, GPC_END_MAX_DURATION},
+        {0, 1, 0, 24, 0, 0, 0, GPC_END_NONE},
+        {0, 0, 0.02, 24, 0, 3, 3, GPC_END_BUDGET},
+        {0, 0, 100, 10, 0, 36000, 36000, GPC_END_BUDGET},
+        {0, 0, 0.02, 0, 259200, 0, 259200, GPC_END_DEFAULT},
+        {0, 1, 0.02, 24, 0, 3, 3, GPC_END_BUDGET},
+        {2, 0, 0.02, 24, 2, 3, 2, GPC_END_MAX_DURATION},
+        {3, 0, 0.02, 24, 3, 3, 3, GPC_END_MAX_DURATION},
+        {7200, 0, 100, 10, 7200, 36000, 7200, GPC_END_MAX_DURATION},
+        {0, 0, 1e-9, 10, 0, 1, 1, GPC_END_BUDGET},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gpc_spec s;
+        memset(&s, 0, sizeof(s));
+        s.lifecycle.max_duration_s = cases[i].md;
+        s.lifecycle.max_duration_none = cases[i].none;
+        s.budget.max_total = cases[i].total;
+        s.lifecycle.idle_timeout_s = 60; /* no end of a hung job: never counts */
+        gpc_node_end e;
+        gpc_spec_node_end(&s, cases[i].hourly, &e);
+        if (e.max_duration_s != cases[i].want_md || e.budget_s != cases[i].want_budget ||
+            e.end_s != cases[i].want_end || e.why != cases[i].why)
+            fail_msg("case %zu: got %llu %llu %llu %d", i, (unsigned long long)e.max_duration_s,
+                     (unsigned long long)e.budget_s, (unsigned long long)e.end_s, (int)e.why);
+    }
+    assert_int_equal(GPC_SPEC_DEFAULT_MAX_DURATION_S, 259200);
+}
+
 static void test_enum_names(void **state)
 {
     (void)state;
@@ -1571,6 +1660,8 @@ int main(void)
         cmocka_unit_test(test_exec_text_windows),
         cmocka_unit_test(test_hash_same_meaning),
         cmocka_unit_test(test_hash_changes),
+        cmocka_unit_test(test_hash_vectors),
+        cmocka_unit_test(test_node_end),
         cmocka_unit_test(test_enum_names),
     };
     return cmocka_run_group_tests_name("spec", tests, NULL, NULL);

@@ -133,6 +133,9 @@ static void test_shape_fields(void **state)
      * spec lacks is null there */
     expect_diff("nodes: 2\n", "nodes: 3\nlifecycle:\n  idle_timeout: 60s\n",
                 "nodes[shape]=2->3;lifecycle.idle_timeout_s[shape]=null->60;");
+    /* lifecycle.max_duration: none is a change of its own (spec.h) */
+    expect_diff("nodes: 2\n", "nodes: 2\nlifecycle: {max_duration: none}\n",
+                "lifecycle.max_duration_s[shape]=null->\"none\";");
     /* a shape change and a job change together: both listed */
     expect_diff("nodes: 2\nresources:\n  cpus: 4+\nenv:\n  A: one\nsetup: pip install x\n",
                 "nodes: 1\nresources:\n  cpus: 4+\nenv:\n  A: one\nsetup: make\n",
