@@ -59,7 +59,7 @@ const gpc_command gpc_commands[] = {
      "apply -f FILE | PLANFILE [--wait [--timeout DURATION]] [--poll-interval DURATION] "
      "[--dry-run] [-y]", gpc_apply_options, "@file", 0, gpc_cmd_apply},
     {"status", "get", "show clusters, their nodes, phases and cost",
-     "status [NAME] [-a|--all]", gpc_status_options, NULL, 0, gpc_cmd_status},
+     "status [NAME] [-a|--all] [--refresh]", gpc_status_options, NULL, 0, gpc_cmd_status},
     {"cost", NULL, "what the ledger billed, per cluster and provider; owning instead",
      "cost [NAME] [--since WHEN] [--compare-buy [--server-price USD] [--server-gpus N] ...]",
      gpc_cost_options, NULL, 0, gpc_cmd_cost},
