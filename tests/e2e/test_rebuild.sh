@@ -17,7 +17,9 @@
 #     spec it was made with takes the spec in (nothing launched);
 #  6. a name clash: train's state deleted, train applied again (another
 #     uid); --refresh leaves the old uid's nodes alone and says why; gc
-#     lists them, gc -y removes them; destroy removes the new one.
+#     lists them, gc -y removes them; destroy removes the new one;
+#  7. a region whose tags cannot be read: what the others hold is
+#     rebuilt and shown, and the error (exit 8) names the region.
 source "$(dirname "$0")/lib.sh" || exit 1
 source "$(dirname "$0")/ec2_parts.sh" || exit 1
 
@@ -134,6 +136,9 @@ expect_eq "2: the record: no spec, the event" "0|rebuilt from tags: 3 of 3 node(
 run_rc rc g status --refresh > /dev/null 2> "$T/s2.err"
 expect_eq "2: a second --refresh: exit 0, no second record" "0 1" "$rc $(db "select count(*) from clusters")"
 
+run_rc rc g exec train -f train.yaml > /dev/null 2> "$T/x1.err"
+expect_eq "2: exec -f on it: exit 3, why" "3 gpuctl: error: the cluster's spec is not known: its record was rebuilt from its nodes' tags; apply the spec it was made with first (gpuctl apply -f SPEC)" "$rc $(cat "$T/x1.err")"
+
 # ---- 3. another spec of that name is refused ------------------------------------
 n0=$(log_lines)
 run_rc rc g -y apply -f other.yaml "${P[@]}" > /dev/null 2> "$T/a2.err"
@@ -191,5 +196,20 @@ run_rc rc g -y destroy train > /dev/null 2> "$T/d2.err"
 expect_eq "6: destroy train" 0 "$rc"
 expect_eq "6: only the untagged instance runs" "$U_I" \
     "$(world "' '.join(i['id'] for i in d['instances'] if i['state'] != 'terminated')")"
+
+# ---- 7. a region not read: what the others hold is rebuilt, exit 8 -------------------
+run_rc rc g -y apply -f train.yaml "${P[@]}" > /dev/null 2> "$T/a6.err"
+expect_eq "7: train applied" 0 "$rc"
+UID4=$(db "select uid from clusters where name = 'train' and destroyed_at = 0")
+rm -rf "$STATE"
+fake -X POST "$URL/_fake/faults" -d '[{"action": "DescribeKeyPairs", "region": "ap-northeast-1", "code": "UnauthorizedOperation"}]' > /dev/null
+run_rc rc g status --refresh > "$T/s5.out" 2> "$T/s5.err"
+expect_eq "7: exit 8" 8 "$rc"
+expect_match "7: the error names the region, last" "^gpuctl: error: aws: not listed, so not known to be clean: ap-northeast-1 \\(aws: DescribeKeyPairs \\(ap-northeast-1\\): UnauthorizedOperation" "$(tail -1 "$T/s5.err")"
+expect_eq "7: us-east-1's train is rebuilt and shown" "$UID4 train" "$(db "select uid from clusters") $(sed -n 2p "$T/s5.out" | cut -d' ' -f1)"
+fake -X DELETE "$URL/_fake/faults" > /dev/null
+run_rc rc g -y destroy train > /dev/null 2>&1
+expect_eq "7: destroy train; only the untagged instance runs" "0 $U_I" \
+    "$rc $(world "' '.join(i['id'] for i in d['instances'] if i['state'] != 'terminated')")"
 
 finish
