@@ -457,8 +457,10 @@ typedef struct gpc_rebuilt {
  * gpc_cluster_rebuilt; provider data the first any of its resources has,
  * as gc hands it to cleanup), a node record per node found (rank,
  * provider id, region, zone, type, market, price, phase, address), a
- * ledger entry per live node from its launch at its tagged price, and an
- * event "rebuild".  Not recorded, with the reason in `skipped`: a name
+ * pending node record (no provider id, the cluster's region) for each
+ * rank below the node count that no node was found for (apply of the
+ * spec makes it), a ledger entry per live node from its launch at its
+ * tagged price, and an event "rebuild" saying so.  Not recorded, with the reason in `skipped`: a name
  * that a live record of another uid holds (both are kept as they are:
  * the other cluster's nodes stay untouched, and gpc_orphans lists them),
  * two nodes of one rank, nodes of two names, regions or spec hashes, a

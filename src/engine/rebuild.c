@@ -143,10 +143,40 @@ static int record(gpc_session *s, const char *provider, const gpc_orphan *o, siz
                                  o[i].price_hourly, at, err);
         count++;
     }
-    char msg[512];
-    snprintf(msg, sizeof(msg), "rebuilt from tags: %zu of %u node(s) in %s, spec %.12s; the "
+    /* the ranks no node was found for: recorded to be made (pending, in
+     * the cluster's region), as an apply that could not make them leaves
+     * them, so that apply of the spec makes them (launch.c) */
+    char missing[160] = "";
+    size_t n_missing = 0;
+    for (uint32_t r = 0; !rc && r < nodes; r++) {
+        size_t i = 0;
+        while (i < n && !(o[i].node && o[i].rank == r && strcmp(o[i].cluster_uid, uid) == 0))
+            i++;
+        if (i < n)
+            continue;
+        char name[96];
+        snprintf(name, sizeof(name), "%s-%u", any->cluster, r);
+        gpc_node_rec nd = {
+            .cluster_id = c.id, .rank = r, .name = name, .provider = (char *)provider,
+            .provider_id = (char *)"", .client_token = (char *)"",
+            .region = (char *)any->region, .zone = (char *)"", .instance_type = (char *)"",
+            .private_ip = (char *)"", .phase = GPC_PHASE_PENDING, .exit_code = -1,
+            .created_at = now, .provider_data = (char *)"",
+        };
+        rc = gpc_node_insert(s->st, &nd, err);
+        if (n_missing++ < 8)
+            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%u",
+                     n_missing > 1 ? ", " : "", r);
+        else if (n_missing == 9)
+            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), ", ...");
+    }
+    char msg[512], gone[256] = "";
+    if (n_missing)
+        snprintf(gone, sizeof(gone), " (rank%s %s not found: recorded as pending, made by apply "
+                 "of the spec)", n_missing > 1 ? "s" : "", missing);
+    snprintf(msg, sizeof(msg), "rebuilt from tags: %zu of %u node(s) in %s%s, spec %.12s; the "
              "spec itself must be given again (gpuctl apply -f SPEC)", count, nodes,
-             any->region, hash);
+             any->region, gone, hash);
     if (!rc)
         rc = gpc_event_add(s->st, c.id, -1, "rebuild", msg, err);
     if (!rc)

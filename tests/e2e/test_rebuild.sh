@@ -13,8 +13,9 @@
 #     has "rebuilt": true; a second --refresh makes no second record;
 #  3. apply of another spec of that name is refused (nothing made);
 #  4. destroy train removes everything it had; the untagged instance runs;
-#  5. adoption: a new train, its state deleted, rebuilt; apply -f with the
-#     spec it was made with takes the spec in (nothing launched);
+#  5. adoption: a new train, its state deleted and a worker terminated,
+#     rebuilt with that rank pending; apply -f with the spec it was made
+#     with takes the spec in and makes only the missing worker;
 #  6. a name clash: train's state deleted, train applied again (another
 #     uid); --refresh leaves the old uid's nodes alone and says why; gc
 #     lists them, gc -y removes them; destroy removes the new one;
@@ -163,17 +164,31 @@ run_rc rc g -y apply -f train.yaml "${P[@]}" > /dev/null 2> "$T/a3.err"
 expect_eq "5: train applied again" 0 "$rc"
 UID2=$(db "select uid from clusters where name = 'train' and destroyed_at = 0")
 WANT2=$(nodes_of train)
+J2=$(db "select provider_id from nodes n join clusters c on c.id = n.cluster_id where c.uid = '$UID2' and n.rank = 2")
 rm -rf "$STATE"
+# worker rank 2 is gone too (terminated behind gpuctl's back)
+python3 - "$URL" "$J2" <<'PY'
+import sys, botocore.session
+ec2 = botocore.session.get_session().create_client("ec2", region_name="us-east-1", endpoint_url=sys.argv[1],
+    aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+ec2.terminate_instances(InstanceIds=[sys.argv[2]])
+PY
+fake -X POST "$URL/_fake/advance" > /dev/null
 run_rc rc g status --refresh train > /dev/null 2> "$T/s3.err"
 expect_eq "5: rebuilt by name" "0 $UID2 1" "$rc $(db "select uid || ' ' || (spec_json = '') from clusters")"
+expect_match "5: two of three nodes found" "aws: cluster train \\($UID2\\) rebuilt from tags: 2 of 3 node\\(s\\) in us-east-1" "$(cat "$T/s3.err")"
+expect_eq "5: the event says rank 2 is to be made" "rebuilt from tags: 2 of 3 node(s) in us-east-1 (rank 2 not found: recorded as pending, made by apply of the spec), spec ${HASH:0:12}; the spec itself must be given again (gpuctl apply -f SPEC)" \
+    "$(db "select message from events where kind = 'rebuild'")"
+expect_eq "5: ranks 0 and 1 as applied, rank 2 pending" "$(echo "$WANT2" | cut -d' ' -f1,2) 2::::False:0.0000:pending" "$(nodes_of train)"
 n0=$(log_lines)
 run_rc rc g -y apply -f train.yaml "${P[@]}" > "$T/a4.out" 2> "$T/a4.err"
 [ "$rc" = 0 ] || cat "$T/a4.err"
 expect_eq "5: apply of the spec it was made with: exit 0" 0 "$rc"
-expect_eq "5: nothing launched" "" "$(actions "$n0" | tr ' ' '\n' | grep -x RunInstances)"
+expect_eq "5: one node launched: rank 2, spot, tagged rank 2" "RunInstances 1 spot 2" \
+    "$(actions "$n0" | tr ' ' '\n' | grep -x RunInstances) $(calls RunInstances "' '.join(str(x.get(k)) for x in r[-1:] for k in ('MinCount', 'InstanceMarketOptions.MarketType', 'TagSpecification.1.Tag.5.Value'))" "$n0")"
 expect_eq "5: the spec taken in" "False $T/work/train.yaml" \
     "$(st "' '.join(str(c[k]) for c in d['clusters'] if c['name'] == 'train' and not c['destroyed_at'] for k in ('rebuilt', 'spec_path'))")"
-expect_eq "5: the same nodes" "$WANT2" "$(nodes_of train)"
+expect_match "5: the same nodes 0 and 1, a new rank 2" "^$(echo "$WANT2" | cut -d' ' -f1,2) 2:i-[0-9a-f]+:g4dn.xlarge:us-east-1[a-f]:True:" "$(nodes_of train)"
 expect_eq "5: the events" "rebuild adopt" "$(db "select group_concat(kind, ' ') from (select kind from events where kind in ('rebuild', 'adopt') order by id)")"
 
 # ---- 6. a name clash: another live train keeps the name --------------------------------
