@@ -464,7 +464,8 @@ typedef struct gpc_rebuilt {
  * that a live record of another uid holds (both are kept as they are:
  * the other cluster's nodes stay untouched, and gpc_orphans lists them),
  * two nodes of one rank, nodes of two names, regions or spec hashes, a
- * name that is not a cluster name, a lock another gpuctl holds.  What
+ * name that is not a cluster name, a lock another gpuctl holds, a record
+ * of that uid another gpuctl made meanwhile.  What
  * carries no gpuctl tag is never listed nor touched.  *out (caller frees
  * with free()) holds *n, one per cluster uid found.  Says each record
  * made on the session's log.  Errors: GPC_ERR_USAGE when the provider has

@@ -257,6 +257,8 @@ int gpc_cluster_rebuild(gpc_session *s, const char *provider, const char *name,
         }
         if (lrc)
             snprintf(r->skipped, sizeof(r->skipped), "%.200s", e.msg);
+        else if (have && strcmp(live.uid, o[i].cluster_uid) == 0)
+            snprintf(r->skipped, sizeof(r->skipped), "another gpuctl recorded it meanwhile");
         else if (have)
             snprintf(r->skipped, sizeof(r->skipped), "a live cluster of that name is recorded "
                      "(uid %s); its nodes are left as they are (gpuctl gc lists them)",
