@@ -458,6 +458,58 @@ int gpc_orphans(gpc_session *s, const char *provider, const char *const *regions
 int gpc_orphans_delete(gpc_session *s, const char *provider, const gpc_orphan *o, size_t n,
                        int *deleted, gpc_error *err);
 
+/* One cluster that gpc_cluster_rebuild found by its nodes' tags. */
+typedef struct gpc_rebuilt {
+    char provider[16];
+    char cluster[64];       /* its name (tag) */
+    char uid[64];           /* its uid (tag) */
+    char region[48];        /* where its nodes are */
+    uint32_t found;         /* its nodes found (live, rank tagged) */
+    uint32_t nodes;         /* its node count (tag; at least the highest
+                               rank found + 1) */
+    int64_t cluster_id;     /* the record made, 0 when none was */
+    char skipped[256];      /* "" when recorded, else why not */
+} gpc_rebuilt;
+
+/*
+ * Rebuild the records of the clusters of `provider` that the state lost
+ * (`gpuctl status --refresh`): its nodes that carry gpuctl's tags with a
+ * rank (gpc_orphan.node, from gpc_orphans in `regions`, NULL/0 =
+ * wherever it can look) and whose cluster uid no live record has; `name`
+ * (NULL = any) keeps those tagged with that name.  Per cluster uid, under
+ * the name's lock (not waited for), in one transaction: a cluster record
+ * (name, uid, provider, spec hash, node count from the tags; no spec:
+ * gpc_cluster_rebuilt; provider data the first any of its resources has,
+ * as gc hands it to cleanup), a node record per node found (rank,
+ * provider id, region, zone, type, market, price, phase, address), a
+ * pending node record (no provider id, the cluster's region) for each
+ * rank below the node count that no node was found for (apply of the
+ * spec makes it), a ledger entry per live node from its launch at its
+ * tagged price, and an event "rebuild" saying so.  Not recorded, with the reason in `skipped`: a name
+ * that a live record of another uid holds (both are kept as they are:
+ * the other cluster's nodes stay untouched, and gpc_orphans lists them),
+ * two nodes of one rank, nodes of two names, regions or spec hashes, a
+ * name that is not a cluster name, a lock another gpuctl holds, a record
+ * of that uid another gpuctl made meanwhile.  What
+ * carries no gpuctl tag is never listed nor touched.  *out (caller frees
+ * with free()) holds *n, one per cluster uid found.  Says each record
+ * made on the session's log.  Errors: GPC_ERR_USAGE when the provider has
+ * no list_orphans ("cannot rebuild from tags"); its listing's
+ * (GPC_ERR_PARTIAL, naming what was not read, with *out holding what was
+ * rebuilt from the rest); state errors.
+ */
+int gpc_cluster_rebuild(gpc_session *s, const char *provider, const char *name,
+                        const char *const *regions, size_t n_regions, gpc_rebuilt **out,
+                        size_t *n, gpc_error *err);
+
+/*
+ * 1 when record `c` was rebuilt from tags (gpc_cluster_rebuild) and has no
+ * spec yet (its spec_json is ""): `apply` of a spec with its spec hash
+ * takes that spec into the record (adoption); any other spec is refused;
+ * `destroy` removes it as any cluster.
+ */
+int gpc_cluster_rebuilt(const gpc_cluster_rec *c);
+
 /* Set by the SIGINT/SIGTERM handler while waiting. */
 extern volatile sig_atomic_t gpc_interrupted;
 void gpc_install_signal_handlers(void);

@@ -134,6 +134,10 @@ typedef struct gpc_node_request {
      * user-data.  NULL/0 for a provider without GPC_CAP_SECRETS. */
     const gpc_env_var *secrets;
     size_t n_secrets;
+    /* The cluster's spec hash (gpc_spec_hash, 64 hex digits), for a
+     * provider that tags its nodes with it so that the cluster's record
+     * can be rebuilt from the tags (list_orphans, gpc_orphan.node). */
+    const char *spec_hash;
 } gpc_node_request;
 
 /* What identifies a cluster to a provider's cluster-wide operations. */
@@ -208,6 +212,23 @@ typedef struct gpc_orphan {
      * remove it when no state records the cluster (aws: {"iam_profile":
      * NAME} for an IAM role), a JSON object; "" = none.  Never a secret. */
     char data[256];
+    /* For one of a cluster's nodes whose tags say which (aws: an instance
+     * launched by a gpuctl that tags its rank), what rebuilds its record
+     * when the state lost it (gpc_cluster_rebuild, `status --refresh`):
+     * node 1 and the rest filled; node 0 for anything else (the rest
+     * zero).  Never a secret nor a value of the spec's env: only what the
+     * provider's tags and describe say. */
+    int node;
+    uint32_t rank;          /* the node's rank */
+    uint32_t nodes;         /* the cluster's node count (its tag), 0 = not known */
+    char spec_hash[65];     /* the spec hash it was made for (its tag), "" = not known */
+    char instance_type[64];
+    char zone[48];
+    int spot;               /* 1 = spot capacity */
+    double price_hourly;    /* USD/hour it was bought at (its tag), 0 = not known */
+    gpc_phase phase;        /* from the provider's state of it, as describe_node */
+    char private_ip[64];    /* "" = none */
+    int64_t launched_at;    /* Unix seconds, 0 = not known */
     /* Set by gpc_orphans(), not the provider: */
     int owned;              /* 1: a live cluster of the state owns it; it is
                                listed because its cluster expired */
@@ -542,8 +563,10 @@ typedef struct gpc_provider {
      * every region it can look in) that it still bills or keeps: nodes,
      * groups and their resources, each with the cluster uid it was tagged
      * with (gpc_orphan), and what has no region (aws: IAM roles and
-     * instance profiles).  Only what carries the provider's cluster-uid
-     * tag: nothing else is ever listed.  *out (caller frees with free())
+     * instance profiles); a node whose tags say its rank with
+     * gpc_orphan.node and the fields after it, which rebuild a lost
+     * record (gpc_cluster_rebuild).  Only what carries the provider's
+     * cluster-uid tag: nothing else is ever listed.  *out (caller frees with free())
      * holds *n.  The engine's gpc_orphans() keeps those no live cluster of
      * the state owns, or whose cluster expired; `gpuctl gc -y` removes
      * them by cleanup_cluster per cluster uid.  Errors: the API's; a

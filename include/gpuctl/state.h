@@ -48,7 +48,9 @@ typedef struct gpc_cluster_rec {
     char *uid;           /* random id of this cluster instance (rdzv id, tags) */
     char *provider;
     char *spec_hash;     /* gpc_spec_hash of the spec applied */
-    char *spec_json;     /* canonical spec JSON */
+    char *spec_json;     /* canonical spec JSON; "" = not known: the record
+                            was rebuilt from the provider's tags
+                            (gpc_cluster_rebuilt, cluster.h) */
     char *spec_path;     /* absolute path of the spec file, or "" */
     uint32_t nodes;      /* desired node count */
     uint32_t rdzv_port;

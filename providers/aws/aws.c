@@ -80,6 +80,14 @@ void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char
                   const char *uid, const char *name, const char *role, const char *expires,
                   const gpc_label *labels, size_t n_labels)
 {
+    aws_tag_spec_ex(p, spec, type, cluster, uid, name, role, expires, NULL, 0, labels, n_labels);
+}
+
+void aws_tag_spec_ex(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
+                     const char *uid, const char *name, const char *role, const char *expires,
+                     const gpc_label *ours, size_t n_ours, const gpc_label *labels,
+                     size_t n_labels)
+{
     unsigned t = 0;
     gpc_ec2_param(p, type, "TagSpecification.%u.ResourceType", spec);
 #define TAG(k, v)                                                                  \
@@ -96,6 +104,8 @@ void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char
         TAG(TAG_ROLE, role);
     if (expires)
         TAG(TAG_EXPIRES, expires);
+    for (size_t i = 0; i < n_ours; i++)
+        TAG(ours[i].key, ours[i].value);
     for (size_t i = 0; i < n_labels; i++)
         TAG(labels[i].key, labels[i].value);
 #undef TAG
@@ -267,6 +277,18 @@ static const gpc_http_word aws_secret_words[] = {
  * or 17 hex digits (EC2 User Guide, "Amazon Machine Images"). */
 static int aws_check_spec(const gpc_spec *spec, gpc_error *err)
 {
+    /* every label is a tag on each resource, beside gpuctl's own */
+    if (spec->n_labels > AWS_TAGS_MAX - AWS_OWN_TAGS)
+        return gpc_fail(err, GPC_ERR_SPEC, "%s: labels: %zu labels, at most %d on aws (EC2 "
+                        "keeps %d tags a resource; gpuctl's own take %d)",
+                        spec->source ? spec->source : "spec", spec->n_labels,
+                        AWS_TAGS_MAX - AWS_OWN_TAGS, AWS_TAGS_MAX, AWS_OWN_TAGS);
+    for (size_t i = 0; i < spec->n_labels; i++)
+        if (strlen(spec->labels[i].value) > 256)
+            return gpc_fail(err, GPC_ERR_SPEC, "%s: labels.%s: a value of %zu characters, at "
+                            "most 256 on aws (an EC2 tag's value)",
+                            spec->source ? spec->source : "spec", spec->labels[i].key,
+                            strlen(spec->labels[i].value));
     const char *img = spec->image && *spec->image ? spec->image : "pytorch";
     if (strcmp(img, "pytorch") == 0)
         return 0;

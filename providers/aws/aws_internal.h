@@ -41,6 +41,21 @@
  * ("2026-11-29T08:00:00Z"); `gpuctl gc` collects a cluster once one of its
  * nodes passed it (orphans.c). */
 #define TAG_EXPIRES "gpuctl:expires-at"
+/* On the instances only, what rebuilds a cluster's record when the state
+ * lost it (orphans.c, `gpuctl status --refresh`; docs/spot.md): the rank
+ * of the instance of launch index 0 of its RunInstances (a node's rank is
+ * it plus the node's amiLaunchIndex: a batch of workers shares one tag
+ * set), the cluster's node count, its spec hash and the price the node
+ * was bought at, USD/hour.  Nothing of the job (env, secrets, command). */
+#define TAG_RANK "gpuctl:rank"
+#define TAG_NODES "gpuctl:nodes"
+#define TAG_SPEC_HASH "gpuctl:spec-hash"
+#define TAG_PRICE "gpuctl:price-usd-hour"
+/* EC2 keeps at most 50 tags a resource (key 128, value 256 characters);
+ * gpuctl's own take at most AWS_OWN_TAGS of them (cluster, uid, Name,
+ * role, expires-at and the four above), the spec's labels the rest. */
+#define AWS_TAGS_MAX 50
+#define AWS_OWN_TAGS 9
 
 typedef struct type_info {
     char region[48];
@@ -138,6 +153,12 @@ void aws_base_name(const char *cluster, const char *uid, char *out, size_t size)
 void aws_tag_spec(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
                   const char *uid, const char *name, const char *role, const char *expires,
                   const gpc_label *labels, size_t n_labels);
+/* The same with gpuctl's node tags (`ours`, n_ours of them, keys TAG_RANK
+ * ...) after the role's, before the labels. */
+void aws_tag_spec_ex(gpc_ec2_params *p, unsigned spec, const char *type, const char *cluster,
+                     const char *uid, const char *name, const char *role, const char *expires,
+                     const gpc_label *ours, size_t n_ours, const gpc_label *labels,
+                     size_t n_labels);
 
 /* Every page of a Describe* call `action` in `region` with the parameters
  * of `base` (may be NULL), following nextToken: calls `each` on each <item>

@@ -215,7 +215,22 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
         aws_rfc3339(gpc_now() + (int64_t)req->end_s, exp, sizeof(exp));
         ex = exp;
     }
-    aws_tag_spec(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
+    /* what rebuilds the cluster's record from its instances (orphans.c):
+     * the rank of launch index 0, the node count, the spec hash, the
+     * price; never anything of the job */
+    char rank[16], nodes[16], price[32];
+    snprintf(rank, sizeof(rank), "%u", req->rank);
+    snprintf(nodes, sizeof(nodes), "%u", req->nnodes);
+    snprintf(price, sizeof(price), "%.6f", req->offer->price_hourly);
+    gpc_label ours[4];
+    size_t n_ours = 0;
+    ours[n_ours++] = (gpc_label){(char *)TAG_RANK, rank};
+    ours[n_ours++] = (gpc_label){(char *)TAG_NODES, nodes};
+    if (req->spec_hash && req->spec_hash[0])
+        ours[n_ours++] = (gpc_label){(char *)TAG_SPEC_HASH, (char *)req->spec_hash};
+    ours[n_ours++] = (gpc_label){(char *)TAG_PRICE, price};
+    aws_tag_spec_ex(p, 1, "instance", req->cluster, req->cluster_uid, nm, role, ex, ours, n_ours,
+                    lb, nl);
     aws_tag_spec(p, 2, "volume", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
     aws_tag_spec(p, 3, "network-interface", req->cluster, req->cluster_uid, nm, role, ex, lb, nl);
     if (req->offer->spot)

@@ -21,6 +21,12 @@
  * gpc_orphan.data is {"iam_profile": NAME}, what aws_iam_remove needs to
  * remove the role and the profile of that name.
  *
+ * An instance tagged with a rank (TAG_RANK, launch.c) is one of a
+ * cluster's nodes: its gpc_orphan.node fields say what rebuilds its
+ * record (`gpuctl status --refresh`, src/engine/rebuild.c): its rank (the
+ * tag plus its amiLaunchIndex), the node count, spec hash and price of
+ * its tags, and its type, zone, market (instanceLifecycle) and state.
+ *
  * A region (or IAM) whose calls fail is not taken as clean: what the
  * others hold is listed, and the error is GPC_ERR_PARTIAL naming each
  * place not read and why.  When nothing could be read at all, the first
@@ -147,9 +153,52 @@ static int ec2_tags(xmlNode *it, gpc_orphan *o)
         } else if (strcmp(key, TAG_EXPIRES) == 0) {
             int64_t t2 = aws_rfc3339_parse(value);
             o->expires_at = t2 > 0 ? t2 : 0;
+        } else if (strcmp(key, TAG_RANK) == 0) {
+            /* a node's tags: its rank is this plus its launch index */
+            char *end;
+            unsigned long r = strtoul(value, &end, 10);
+            o->node = value[0] >= '0' && value[0] <= '9' && !*end && r < 1024;
+            o->rank = o->node ? (uint32_t)r : 0;
+        } else if (strcmp(key, TAG_NODES) == 0) {
+            char *end;
+            unsigned long r = strtoul(value, &end, 10);
+            o->nodes = value[0] >= '0' && value[0] <= '9' && !*end && r <= 1024 ? (uint32_t)r : 0;
+        } else if (strcmp(key, TAG_SPEC_HASH) == 0) {
+            size_t hex = strspn(value, "0123456789abcdef");
+            if (hex == 64 && !value[hex])
+                snprintf(o->spec_hash, sizeof(o->spec_hash), "%.64s", value);
+        } else if (strcmp(key, TAG_PRICE) == 0) {
+            char *end;
+            double v = strtod(value, &end);
+            o->price_hourly = value[0] >= '0' && value[0] <= '9' && !*end && v < 1e6 ? v : 0;
         }
     }
     return has_uid;
+}
+
+/* The node fields of instance <item> `it` whose tags `tags` holds into o
+ * (gpc_orphan.node): its rank (the tag plus its launch index), place,
+ * market and state as describe_node reads them. */
+static void node_of(xmlNode *it, const gpc_orphan *tags, gpc_orphan *o)
+{
+    char v[64];
+    long idx = strtol(gpc_xml_text(it, "amiLaunchIndex", v, sizeof(v)), NULL, 10);
+    if (idx < 0 || tags->rank + (unsigned long)idx >= 1024)
+        return; /* not a rank: not a node to rebuild */
+    o->node = 1;
+    o->rank = tags->rank + (uint32_t)idx;
+    o->nodes = tags->nodes;
+    memcpy(o->spec_hash, tags->spec_hash, sizeof(o->spec_hash));
+    o->price_hourly = tags->price_hourly;
+    gpc_xml_text(it, "instanceType", o->instance_type, sizeof(o->instance_type));
+    gpc_xml_text(it, "placement/availabilityZone", o->zone, sizeof(o->zone));
+    o->spot = strcmp(gpc_xml_text(it, "instanceLifecycle", v, sizeof(v)), "spot") == 0;
+    gpc_node_status ns;
+    aws_instance_status(it, &ns);
+    o->phase = ns.phase;
+    memcpy(o->private_ip, ns.private_ip, sizeof(o->private_ip));
+    int64_t t = aws_rfc3339_parse(gpc_xml_text(it, "launchTime", v, sizeof(v)));
+    o->launched_at = t > 0 ? t : 0;
 }
 
 /* One EC2 kind: what to ask and how to read an answer's item. */
@@ -183,6 +232,10 @@ static int read_item(orphan_acc *a, size_t k, const char *region, xmlNode *it, g
     memcpy(o->cluster_uid, tmp.cluster_uid, sizeof(o->cluster_uid));
     memcpy(o->cluster, tmp.cluster, sizeof(o->cluster));
     o->expires_at = tmp.expires_at;
+    /* the instance of a node whose rank is tagged: what rebuilds its
+     * record (the node tags mean nothing on other kinds) */
+    if (k == 0 && tmp.node)
+        node_of(it, &tmp, o);
     char a1[64], a2[64], age[32];
     switch (k) {
     case 0: /* an instance */

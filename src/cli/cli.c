@@ -62,7 +62,7 @@ const gpc_command gpc_commands[] = {
      "watch NAME [-f FILE] [--no-recover] [--timeout DURATION] [--poll-interval DURATION]",
      gpc_watch_options, NULL, 0, gpc_cmd_watch},
     {"status", "get", "show clusters, their nodes, phases and cost",
-     "status [NAME] [-a|--all]", gpc_status_options, NULL, 0, gpc_cmd_status},
+     "status [NAME] [-a|--all] [--refresh]", gpc_status_options, NULL, 0, gpc_cmd_status},
     {"cost", NULL, "what the ledger billed, per cluster and provider; owning instead",
      "cost [NAME] [--since WHEN] [--compare-buy [--server-price USD] [--server-gpus N] ...]",
      gpc_cost_options, NULL, 0, gpc_cmd_cost},

@@ -13,6 +13,8 @@
 const gpc_option gpc_status_options[] = {
     {"all", 'a', NULL, 'a', "also destroyed clusters (history); with NAME, its earlier "
      "records too"},
+    {"refresh", 0, NULL, 'R', "first rebuild the records the state lost from the cloud tags "
+     "of their nodes (every provider that can list what it made, every region)"},
     {NULL, 0, NULL, 0, NULL}
 };
 
@@ -23,19 +25,68 @@ const gpc_option gpc_logs_options[] = {
     {NULL, 0, NULL, 0, NULL}
 };
 
+typedef struct status_args {
+    int all;
+    int refresh;
+} status_args;
+
 static int status_opt(int opt, const char *arg, void *ud)
 {
     (void)arg;
-    if (opt != 'a')
+    status_args *a = ud;
+    if (opt == 'a')
+        a->all = 1;
+    else if (opt == 'R')
+        a->refresh = 1;
+    else
         return -1;
-    *(int *)ud = 1;
     return 0;
+}
+
+/* --refresh: the records the state lost, rebuilt from the tags of their
+ * nodes by every provider that can list what it made (gpc_cluster_rebuild),
+ * `name` only when given.  Says what it rebuilt and what it left on
+ * stderr; a provider without credentials that was not asked by name is
+ * skipped with a note.  err: the first provider's failure (the others are
+ * still asked). */
+static void rebuild_all(gpc_out *o, gpc_session *s, const char *name, gpc_error *err)
+{
+    for (size_t i = 0; gpc_providers[i]; i++) {
+        const gpc_provider *p = gpc_providers[i];
+        if (p->caps & GPC_CAP_PLAN_ONLY)
+            continue;
+        if (!p->list_orphans) {
+            gpc_info(&o->log, "%s: cannot rebuild from tags: it cannot list what it made for "
+                     "gpuctl", p->name);
+            continue;
+        }
+        gpc_rebuilt *r = NULL;
+        size_t n = 0;
+        gpc_error e;
+        gpc_error_clear(&e);
+        int rc = gpc_cluster_rebuild(s, p->name, name, NULL, 0, &r, &n, &e);
+        for (size_t j = 0; j < n; j++)
+            if (r[j].skipped[0] && !o->quiet)
+                fprintf(stderr, "gpuctl: warning: %s: cluster %s (%s) not rebuilt from tags: "
+                        "%s\n", p->name, r[j].cluster, r[j].uid, r[j].skipped);
+        free(r);
+        if (rc == GPC_ERR_AUTH && !e.remote.http_status) {
+            gpc_info(&o->log, "%s: skipped: %s", p->name, e.msg);
+            continue;
+        }
+        if (rc && !err->code)
+            gpc_error_wrap(err, &e, NULL);
+        else if (rc && !o->quiet)
+            fprintf(stderr, "gpuctl: error: %s\n", e.msg);
+    }
 }
 
 int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {
-    int all = 0, done;
-    int rc = gpc_parse_options(o, c, argc, argv, status_opt, &all, &done);
+    status_args a = {0};
+    int done;
+    int rc = gpc_parse_options(o, c, argc, argv, status_opt, &a, &done);
+    int all = a.all;
     if (done)
         return rc;
     const char *name = optind < argc ? argv[optind] : NULL;
@@ -49,8 +100,14 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     gpc_session s;
     gpc_cluster_rec *list = NULL;
     size_t n = 0;
-    o->cfg.state_reads_only = 1; /* on a full disk: what was last recorded */
+    o->cfg.state_reads_only = !a.refresh; /* on a full disk: what was last recorded */
     rc = gpc_session_open(&s, &o->cfg, &err);
+    /* what the state lost, from the cloud's tags first; a provider that
+     * failed is said at the end, after what the others hold is shown */
+    gpc_error rebuild_err;
+    gpc_error_clear(&rebuild_err);
+    if (!rc && a.refresh)
+        rebuild_all(o, &s, name, &rebuild_err);
     if (!rc) {
         rc = gpc_cluster_list(s.st, all, &list, &n, &err);
         if (!rc && name) {
@@ -127,6 +184,11 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
                              gpc_json_str(dg, "provider_id"), gpc_json_str(dg, "phase"),
                              det && *det ? ": " : "", det ? det : "");
             }
+            if (gpc_cluster_rebuilt(&list[i]) && !list[i].destroyed_at)
+                gpc_buf_addf(&notes, NULL, "%s was rebuilt from cloud tags: its spec must be "
+                             "given again (gpuctl apply -f SPEC with the spec it was made "
+                             "with, %.12s, takes it in; gpuctl destroy %s removes it)\n",
+                             list[i].name, list[i].spec_hash, list[i].name);
             cJSON_Delete(cj);
         }
         gpc_table_print(o, &t, stdout);
@@ -143,6 +205,12 @@ int gpc_cmd_status(gpc_out *o, const gpc_command *c, int argc, char **argv)
     }
     gpc_cluster_list_free(list, n);
     gpc_session_close(&s);
+    /* a provider whose tags could not be read: after what is known */
+    if (rebuild_err.code) {
+        if (!o->quiet)
+            fprintf(stderr, "gpuctl: error: %s\n", rebuild_err.msg);
+        return gpc_exit_status(rebuild_err.code);
+    }
     return 0;
 }
 

@@ -112,6 +112,7 @@ cJSON *gpc_cluster_json(gpc_session *s, const gpc_cluster_rec *c, gpc_error *err
     cJSON_AddNumberToObject(o, "nodes_desired", c->nodes);
     cJSON_AddStringToObject(o, "spec_hash", c->spec_hash);
     cJSON_AddStringToObject(o, "spec_path", c->spec_path);
+    cJSON_AddBoolToObject(o, "rebuilt", gpc_cluster_rebuilt(c));
     cJSON_AddNumberToObject(o, "rdzv_port", c->rdzv_port);
     add_time(o, "created_at", c->created_at);
     add_time(o, "destroyed_at", c->destroyed_at);

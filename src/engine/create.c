@@ -229,7 +229,7 @@ static gpc_node_request node_request(const gpc_session *s, const gpc_spec *spec,
         .image = spec->image, .payload = pl,
         .labels = spec->labels, .n_labels = spec->n_labels, .spec = spec,
         .attempt = attempt,
-        .secrets = s->secrets, .n_secrets = s->n_secrets,
+        .secrets = s->secrets, .n_secrets = s->n_secrets, .spec_hash = c->spec_hash,
     };
     return req;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "lifecycle.h"
 #include "gpuctl/buf.h"
 #include "gpuctl/http.h"
@@ -511,6 +513,40 @@ static int any_unknown(const gpc_node_rec *nodes, size_t n)
  * call created is removed.  Returns GPC_ERR_CAPACITY / GPC_ERR_QUOTA when
  * the caller may go on to its next offer.
  */
+/* A record rebuilt from its nodes' tags (rebuild.c) takes in the spec it
+ * was made with, which apply gives again (gpc_lc_plan_existing refuses
+ * any other): the record is whole again. */
+static int adopt_spec(gpc_session *s, const gpc_spec *spec, gpc_cluster_rec *c, gpc_error *err)
+{
+    char hash[65];
+    int rc = gpc_spec_hash(spec, hash, err);
+    if (rc || !gpc_cluster_rebuilt(c) || strcmp(hash, c->spec_hash) != 0)
+        return rc;
+    cJSON *j = gpc_spec_to_json(spec);
+    char *json = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    char *path = NULL;
+    if (spec->source && strcmp(spec->source, "-") != 0)
+        gpc_realpath(spec->source, &path, NULL);
+    if (!json) {
+        free(path);
+        return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+    }
+    free(c->spec_json);
+    c->spec_json = json;
+    if (path) {
+        free(c->spec_path);
+        c->spec_path = path;
+    }
+    if (spec->run.rdzv_port)
+        c->rdzv_port = spec->run.rdzv_port;
+    rc = gpc_cluster_update(s->st, c, err);
+    if (!rc)
+        gpc_lc_event(s, c->id, -1, "adopt", "spec %.12s given again: the record rebuilt from "
+                     "tags is whole", hash);
+    return rc;
+}
+
 int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
                           const gpc_spec *spec, gpc_cluster_rec *c,
                           const gpc_plan_offer *chosen, const char *workdir,
@@ -519,7 +555,9 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
 {
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
-    int rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
+    int rc = adopt_spec(s, spec, c, err);
+    if (!rc)
+        rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
     if (rc)
         return rc;
     /* A gpuctl killed between a create and its record left nodes that the

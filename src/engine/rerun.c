@@ -150,6 +150,16 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
     gpc_buf_init(&d, 1024);
     int job_only = 0, rc = 0;
     int spec_changed = strcmp(c->spec_hash, out->spec_hash) != 0;
+    /* a record rebuilt from tags knows its spec by hash only: the spec it
+     * was made with is taken in (launch.c), no other */
+    if (gpc_cluster_rebuilt(c) && spec_changed) {
+        gpc_buf_free(&d);
+        return gpc_fail(err, GPC_ERR_USAGE,
+                        "cluster '%s' was rebuilt from its nodes' tags and its spec is not "
+                        "known: this spec (hash %.12s) is not the one it was made with (%.12s); apply "
+                        "that spec to take the cluster in, or remove it: gpuctl destroy %s",
+                        c->name, out->spec_hash, c->spec_hash, c->name);
+    }
     if (spec_changed && gpc_spec_diff_summary(c->spec_json, spec, &d, &job_only, NULL))
         job_only = 0;
     if (spec_changed && !job_only && missing) {

@@ -94,6 +94,11 @@ int gpc_spec_diff(const char *old_json, const gpc_spec *spec, gpc_spec_change **
 {
     *out = NULL;
     *n = 0;
+    /* a record rebuilt from tags has no spec (gpc_cluster_rebuilt) */
+    if (old_json && !old_json[0])
+        return gpc_fail(err, GPC_ERR_USAGE, "the cluster's spec is not known: its record was "
+                        "rebuilt from its nodes' tags; apply the spec it was made with first "
+                        "(gpuctl apply -f SPEC)");
     cJSON *a = cJSON_Parse(old_json ? old_json : "");
     if (!cJSON_IsObject(a)) {
         cJSON_Delete(a);

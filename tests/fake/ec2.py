@@ -218,7 +218,9 @@ Resources and rules (beyond aws.md 2.2-2.12)
     not smaller than the image's -> InvalidBlockDeviceMapping), spot options
     (one-time with stop/hibernate -> InvalidParameterCombination, MaxPrice
     below the zone's price -> SpotMaxPriceTooLow), metadata options, tag
-    specifications.  Missing ImageId or InstanceType -> MissingParameter.
+    specifications (key <= 128 and value <= 256 characters, no aws: key ->
+    InvalidParameterValue; more than 50 tags a resource ->
+    TagLimitExceeded).  Missing ImageId or InstanceType -> MissingParameter.
   * Security groups: a new group gets the default egress rule (all to
     0.0.0.0/0).  Duplicate rules -> InvalidPermission.Duplicate (nothing of
     the call is added).  DeleteSecurityGroup: default group -> CannotDelete;
@@ -619,6 +621,10 @@ def tags_from_specs(p, allowed_types):
             if key in tags:
                 raise bad_value("Duplicate tag key '%s' specified." % key)
             tags[key] = value
+        # EC2 error codes: TagLimitExceeded, at most 50 tags a resource
+        if len(tags) > 50:
+            raise ApiError("TagLimitExceeded", "The limit on the number of tags that you can "
+                           "assign to the specified resource has been reached (%d > 50)" % len(tags))
         out[rtype] = tags
     return out
 

@@ -629,6 +629,13 @@ class TestRunInstances(FakeTest):
         E("InvalidParameterValue", 400, L, MetadataOptions={"HttpTokens": "sometimes"})
         E("InvalidParameterValue", 400, L, TagSpecifications=[{"ResourceType": "placement-group",
                                                               "Tags": [{"Key": "a", "Value": "b"}]}])
+        # EC2's tag limits: 50 a resource, key 128, value 256
+        many = [{"Key": "k%d" % i, "Value": "v"} for i in range(51)]
+        E("TagLimitExceeded", 400, L, TagSpecifications=[{"ResourceType": "instance", "Tags": many}])
+        E("InvalidParameterValue", 400, L, TagSpecifications=[{"ResourceType": "instance",
+                                                              "Tags": [{"Key": "k" * 129, "Value": "v"}]}])
+        E("InvalidParameterValue", 400, L, TagSpecifications=[{"ResourceType": "instance",
+                                                              "Tags": [{"Key": "k", "Value": "v" * 257}]}])
         E("DryRunOperation", 412, L, DryRun=True)
         status, _, body = self.fake.raw({"Action": "RunInstances", "Version": "2016-11-15", "ImageId": AMI["us-east-1"],
                                          "InstanceType": "g5.xlarge", "MinCount": "1", "MaxCount": "1",
@@ -640,6 +647,9 @@ class TestRunInstances(FakeTest):
                                          "NetworkInterface.1.DeviceIndex": "0", "NetworkInterface.1.SubnetID": "x"})
         self.assertEqual((400, "UnknownParameter"), (status, ET.fromstring(body).find("Errors/Error/Code").text))
         self.assertEqual(2, len(self.state()["instances"]), "no failed call launched anything")
+        # 50 tags are within EC2's limit
+        self.assertEqual(50, len(L(TagSpecifications=[{"ResourceType": "instance", "Tags": many[:50]}])
+                                 ["Instances"][0]["Tags"]))
 
 
 class TestElasticIps(FakeTest):

@@ -18,6 +18,7 @@
 #include "engine_harness.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SPEC(prov, nodes)                                                            \
@@ -340,6 +341,67 @@ static void test_destroy_by_tag_takes_unrecorded(void **state)
         "0 - job-0-U1-a1 r1/r1a t1 - terminated(-1) started=- ended=+0\n");
 }
 
+/* A record rebuilt from its nodes' tags (rebuild.c; made here by emptying
+ * the spec of an applied one, as gpc_cluster_rebuild records it): another
+ * spec of its name is refused, naming both hashes, with nothing made; the
+ * spec of its hash is taken in (launch.c adopt_spec) with nothing made;
+ * a provider without list_orphans cannot rebuild from tags. */
+static void test_rebuilt_record(void **state)
+{
+    eng *e = *state;
+    eng_spec(e, SPEC("scripted", 1));
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(eng_apply(e, &res, &err), 0);
+    gpc_cluster_rec c;
+    eng_cluster(e, "job", &c);
+    assert_int_equal(gpc_cluster_rebuilt(&c), 0);
+    char *json = strdup(c.spec_json), *keep = c.spec_json;
+    assert_non_null(json);
+    c.spec_json = (char *)"";
+    assert_int_equal(gpc_cluster_update(e->s.st, &c, &err), 0);
+    c.spec_json = keep;
+    gpc_cluster_rec_free(&c);
+    eng_cluster(e, "job", &c);
+    assert_int_equal(gpc_cluster_rebuilt(&c), 1);
+    eng_calls(e);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 1\nrun:\n  command: python3 other.py\n");
+    char other[65];
+    assert_int_equal(gpc_spec_hash(e->spec, other, &err), 0);
+    assert_int_equal(eng_apply(e, &res, &err), GPC_ERR_USAGE);
+    char want[1024];
+    snprintf(want, sizeof(want), "cluster 'job' was rebuilt from its nodes' tags and its spec is "
+             "not known: this spec (hash %.12s) is not the one it was made with (%.12s); apply "
+             "that spec to take the cluster in, or remove it: gpuctl destroy job", other,
+             c.spec_hash);
+    assert_string_equal(err.msg, want);
+    assert_null(strstr(eng_calls(e), "create_node"));
+    eng_spec(e, SPEC("scripted", 1));
+    assert_int_equal(eng_apply(e, &res, &err), 0);
+    assert_int_equal(res.created, 0);
+    assert_null(strstr(eng_calls(e), "create_node"));
+    gpc_cluster_rec_free(&c);
+    eng_cluster(e, "job", &c);
+    assert_int_equal(gpc_cluster_rebuilt(&c), 0);
+    assert_string_equal(c.spec_json, json);
+    free(json);
+    char ev[160];
+    snprintf(ev, sizeof(ev), "- adopt: spec %.12s given again: the record rebuilt from tags is "
+             "whole\n", c.spec_hash);
+    assert_non_null(strstr(eng_events(e, c.id), ev));
+    gpc_cluster_rec_free(&c);
+    /* scripted lists nothing it made: no rebuild from tags */
+    gpc_rebuilt *r = NULL;
+    size_t n = 7;
+    gpc_error_clear(&err);
+    assert_int_equal(gpc_cluster_rebuild(&e->s, "scripted", NULL, NULL, 0, &r, &n, &err),
+                     GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "provider scripted cannot rebuild a cluster's record from "
+                        "tags: it cannot list what it made for gpuctl");
+    assert_null(r);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_batch_orphans, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_adopts, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_lookup_fails, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rebuilt_record, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_by_tag_takes_unrecorded, eng_setup,
                                         eng_teardown),
     };
