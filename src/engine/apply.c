@@ -275,8 +275,10 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     gpc_lc_dirs dirs;
     memset(&dirs, 0, sizeof(dirs));
     int lockfd = -1;
+    /* a watch waits for another gpuctl's change (a recovery under another
+     * controller) instead of failing: it changes nothing of its own */
     if (!rc && !opts->dry_run)
-        rc = gpc_cluster_lock(s, spec->name, 0, &lockfd, err);
+        rc = gpc_cluster_lock(s, spec->name, opts->watch, &lockfd, err);
     /* A saved plan holds only while the state is as it was when it was
      * made (checked under the lock, before anything else). */
     if (!rc && opts->plan) {
@@ -322,6 +324,11 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     if (!rc && opts->watch && !have)
         rc = gpc_fail(err, GPC_ERR_NOT_FOUND, "no cluster '%s' (gpuctl apply -f SPEC creates "
                       "it)", spec->name);
+    else if (!rc && opts->watch && plan->action == GPC_PLAN_RERUN)
+        rc = gpc_fail(err, GPC_ERR_USAGE, "the job of '%s' changed since it was applied "
+                      "(changed: %s): watch makes replacement nodes from the spec and workdir "
+                      "as applied, so restore them, or watch with --no-recover (gpuctl apply "
+                      "-f %s would run the job again)", spec->name, plan->rerun, spec_path);
     else if (!rc && opts->watch && plan->action != GPC_PLAN_NONE &&
              plan->action != GPC_PLAN_RESUME)
         rc = gpc_fail(err, GPC_ERR_USAGE, "the spec of '%s' differs from the one its nodes run "

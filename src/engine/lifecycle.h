@@ -225,6 +225,8 @@ typedef struct gpc_lc_recovery {
     int max;                       /* replacements at most in one wait */
     int used;                      /* made so far */
     int said_max;                  /* the limit was said */
+    int stale;                     /* the cluster was applied again with another
+                                      spec meanwhile: nothing more is replaced */
 } gpc_lc_recovery;
 
 /*

@@ -49,11 +49,23 @@ static int lost(const gpc_node_rec *nd)
 
 /*
  * The lost nodes of a cluster's node rows (gpc_node_list with terminated
- * ones, by rank then id): mark[i] = 1 for each newest row of its rank that
- * is lost() and that gpuctl did not delete itself (a "delete" event of
- * that rank since the node started: a budget stop, the stop of a job that
- * cannot finish, a destroy); returns how many.
+ * ones, by rank then id): mark[i] = 1 for each newest row of a rank the
+ * cluster has that is lost() and that gpuctl did not delete itself (a
+ * "delete" event of that rank naming the node's provider id: a budget
+ * stop, the stop of a job that cannot finish, a destroy, a replacement);
+ * returns how many.
  */
+/* Does `msg` name provider id `id` as a word of its own ("stopped i-0ab:
+ * ...", "deleted i-0ab", "removed i-0ab ...")? */
+static int named(const char *msg, const char *id)
+{
+    size_t len = strlen(id);
+    for (const char *p = msg; len && (p = strstr(p, id)); p += len)
+        if ((p == msg || p[-1] == ' ') && (!p[len] || p[len] == ' ' || p[len] == ':'))
+            return 1;
+    return 0;
+}
+
 static size_t mark_lost(gpc_session *s, const gpc_cluster_rec *c, const gpc_node_rec *nodes,
                         size_t n, unsigned char *mark)
 {
@@ -63,7 +75,7 @@ static size_t mark_lost(gpc_session *s, const gpc_cluster_rec *c, const gpc_node
     for (size_t i = 0; i < n; i++) {
         const gpc_node_rec *nd = &nodes[i];
         mark[i] = 0;
-        if ((i + 1 < n && nodes[i + 1].rank == nd->rank) || !lost(nd))
+        if ((i + 1 < n && nodes[i + 1].rank == nd->rank) || nd->rank >= c->nodes || !lost(nd))
             continue;
         int ours = 0;
         if (nd->phase == GPC_PHASE_TERMINATED) {
@@ -74,7 +86,7 @@ static size_t mark_lost(gpc_session *s, const gpc_cluster_rec *c, const gpc_node
             ours = events < 0; /* not known to be lost */
             for (size_t j = 0; j < ne; j++)
                 ours |= ev[j].rank == (int)nd->rank && strcmp(ev[j].kind, "delete") == 0 &&
-                        ev[j].at >= nd->started_at;
+                        named(ev[j].message, nd->provider_id);
         }
         mark[i] = !ours;
         k += mark[i];
@@ -94,7 +106,7 @@ static int job_on(const gpc_cluster_rec *c)
 int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
                    unsigned char *replaced, gpc_error *err)
 {
-    if (!rv || c->destroyed_at || !job_on(c))
+    if (!rv || rv->stale || c->destroyed_at || !job_on(c))
         return 0;
     gpc_node_rec *nodes = NULL;
     size_t n = 0;
@@ -142,6 +154,21 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
     if (!rc && !(mark = calloc(n ? n : 1, 1)))
         rc = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     k = rc ? 0 : mark_lost(s, c, nodes, n, mark);
+    /* an apply of another spec meanwhile (a re-run, a replacement): this
+     * controller's spec and offer are not the cluster's any more */
+    char hash[65] = "";
+    gpc_error he;
+    gpc_error_clear(&he);
+    if (!rc && k && gpc_spec_hash(rv->spec, hash, &he) == 0 && strcmp(hash, c->spec_hash) != 0) {
+        rv->stale = 1;
+        gpc_lc_event(s, c->id, -1, "recovery", "%zu node(s) lost; not replaced: the cluster "
+                     "was applied again with another spec (%.12s) since this controller "
+                     "began", k, c->spec_hash);
+        gpc_info(s->log, "gpuctl: cluster '%s' was applied again with another spec: this "
+                 "controller replaces no node (gpuctl watch %s, started again, does)", c->name,
+                 c->name);
+        k = 0;
+    }
     if (!rc && (c->destroyed_at || !job_on(c) || !k)) {
         gpc_cluster_unlock(lockfd);
         gpc_node_list_free(nodes, n);

@@ -126,7 +126,7 @@ static void stop_stragglers(gpc_session *s, const gpc_open_provider *pv,
         nd->ended_at = now;
         gpc_node_update(s->st, nd, &e);
         gpc_ledger_close(s->st, nd->id, now, &e);
-        gpc_lc_event(s, c->id, (int)nd->rank, "delete", "stopped: %s", why);
+        gpc_lc_event(s, c->id, (int)nd->rank, "delete", "stopped %s: %s", nd->provider_id, why);
         gpc_info(s->log, "stopped node %s: %s", nd->name, why);
     }
     gpc_node_list_free(nodes, n);
@@ -155,7 +155,11 @@ static int job_failed(gpc_session *s, const gpc_cluster_rec *c, const int *job_e
             bad_exit = job_ex[nodes[i].rank];
         }
     int rc;
-    if (bad && bad->rank != 0)
+    if (bad && bad->rank != 0 && c->exit_code < 0)
+        rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, node %s (rank %u) "
+                      "exit status %d (rank 0 was stopped)", c->name, bad->name, bad->rank,
+                      bad_exit);
+    else if (bad && bad->rank != 0)
         rc = gpc_fail(err, GPC_ERR_JOB_FAILED, "cluster '%s': job failed, node %s (rank %u) "
                       "exit status %d (rank 0 exited %d)", c->name, bad->name, bad->rank,
                       bad_exit, c->exit_code);
@@ -342,6 +346,20 @@ static int budget_stopped(gpc_session *s, const gpc_cluster_rec *c)
     return yes;
 }
 
+/* 1 when a node of the cluster failed its job with an exit status
+ * (gpc_cluster_failed_node). */
+static int worker_failed(gpc_session *s, const gpc_cluster_rec *c)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    int yes = gpc_node_list(s->st, c->id, 1, &nodes, &n, &e) == 0 &&
+              gpc_cluster_failed_node(nodes, n) != NULL;
+    gpc_node_list_free(nodes, n);
+    return yes;
+}
+
 /* The outcome of a wait that saw the cluster end: 0 when rank 0's job
  * succeeded, else the error that says why not (job_ex, nt: as in
  * job_failed). */
@@ -356,6 +374,10 @@ static int wait_outcome(gpc_session *s, const gpc_cluster_rec *c, const int *job
             return gpc_fail(err, GPC_ERR_BUDGET, "cluster '%s' was stopped at its "
                             "budget.max_total (gpuctl status %s shows when; gpuctl cost %s, "
                             "what it spent)", c->name, c->name, c->name);
+        /* rank 0 stopped by gpuctl because a worker's job failed: the
+         * job failed, as the wait that stopped it said */
+        if (c->exit_code < 0 && worker_failed(s, c))
+            return job_failed(s, c, job_ex, nt, err);
         if (c->exit_code < 0)
             return gpc_fail(err, GPC_ERR_NODE_LOST,
                             "cluster '%s': rank 0 ended without an exit status (node lost)", c->name);
@@ -392,12 +414,17 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
      * an instance running) after its job, which only its log tells. */
     int *job_ex = calloc(nt ? nt : 1, sizeof(int));
     unsigned char *replaced = calloc(nt ? nt : 1, 1); /* ranks recovery made anew */
-    if (!offs || !parts || !seen || !job_ex || !replaced) {
+    /* each rank's node as the logs were read from it: a new node of the
+     * rank (made by this wait, or by another gpuctl's) is read from its
+     * beginning */
+    char (*ids)[128] = calloc(nt ? nt : 1, sizeof(*ids));
+    if (!offs || !parts || !seen || !job_ex || !replaced || !ids) {
         free(offs);
         free(parts);
         free(seen);
         free(job_ex);
         free(replaced);
+        free(ids);
         return gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
     }
     for (uint32_t r = 0; r < nt; r++) {
@@ -472,6 +499,18 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
         rc = gpc_node_list(s->st, c->id, 0, &nodes, &n, err);
         if (rc)
             break;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t r = nodes[i].rank;
+            if (r >= nt || !nodes[i].provider_id[0] || strcmp(ids[r], nodes[i].provider_id) == 0)
+                continue;
+            if (ids[r][0]) {
+                offs[r] = 0;
+                gpc_buf_reset(&parts[r]);
+                job_ex[r] = -1;
+                seen[r][0] = '\0';
+            }
+            snprintf(ids[r], sizeof(ids[r]), "%s", nodes[i].provider_id);
+        }
         /* the notices every NOTICE_POLL_S (a provider may have to ask
          * each node over its transport) */
         int64_t now = gpc_now();
@@ -585,7 +624,11 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
                           c->name, gpc_phase_name(c->phase), timeout_s);
             break;
         }
-        gpc_lc_sleep(poll_s);
+        /* no later than the timeout (a poll longer than it waits no more) */
+        double nap = poll_s;
+        if (timeout_s > 0 && (double)(start + timeout_s - gpc_now()) < nap)
+            nap = (double)(start + timeout_s - gpc_now());
+        gpc_lc_sleep(nap > 0 ? nap : 0);
     }
     gpc_status_end(s->log);
     for (uint32_t r = 0; r < nt; r++)
@@ -594,6 +637,7 @@ int gpc_cluster_wait(gpc_session *s, gpc_cluster_rec *c, gpc_wait_opts *w, gpc_e
     free(offs);
     free(seen);
     free(replaced);
+    free(ids);
     int kept_up = job_ex[0] >= 0;
     if (!rc && over_budget)
         rc = gpc_fail(err, GPC_ERR_BUDGET, "cluster '%s': budget.max_total %.2f USD would be "

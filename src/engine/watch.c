@@ -20,15 +20,20 @@
 
 /* 1 when the spec the cluster was applied with buys spot (spot.policy or
  * spot.head not on-demand, in its canonical JSON), as recovery asks
- * (gpc_lc_recoverable). */
-static int buys_spot(const gpc_cluster_rec *c)
+ * (gpc_lc_recoverable); *why (size bytes) says which ("spot.policy auto"). */
+static int buys_spot(const gpc_cluster_rec *c, char *why, size_t size)
 {
     cJSON *j = cJSON_Parse(c->spec_json ? c->spec_json : "");
     const cJSON *spot = cJSON_GetObjectItemCaseSensitive(j, "spot");
     const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spot, "policy"));
     const char *head = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spot, "head"));
-    int yes = (policy && strcmp(policy, "on-demand") != 0) ||
-              (head && strcmp(head, "on-demand") != 0);
+    int yes = 1;
+    if (policy && strcmp(policy, "on-demand") != 0)
+        snprintf(why, size, "spot.policy %s", policy);
+    else if (head && strcmp(head, "on-demand") != 0)
+        snprintf(why, size, "spot.head %s", head);
+    else
+        yes = 0;
     cJSON_Delete(j);
     return yes;
 }
@@ -53,27 +58,30 @@ int gpc_watch(gpc_session *s, const char *name, const gpc_spec *spec, const char
         gpc_cluster_rec_free(&c);
         return rc;
     }
-    int spot = recover && buys_spot(&c);
+    char buys[64] = "";
+    int spot = recover && buys_spot(&c, buys, sizeof(buys));
     /* the spec the cluster was applied with, from its file */
     gpc_spec *own = NULL;
     gpc_error le;
     gpc_error_clear(&le);
     if (spot && !spec) {
         if (!c.spec_path || !c.spec_path[0])
-            rc = gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' buys spot and was applied from "
-                          "standard input: give its spec with -f FILE, to make replacement "
-                          "nodes, or watch it with --no-recover", name);
+            rc = gpc_fail(err, GPC_ERR_USAGE, "cluster '%s' (%s) was applied from standard "
+                          "input: give its spec with -f FILE, to make replacement nodes, or "
+                          "watch it with --no-recover", name, buys);
         else if ((rc = gpc_spec_load_file(c.spec_path, &own, &le)) != 0)
-            rc = gpc_error_wrap(err, &le, "cluster '%s' buys spot, and the spec it was applied "
-                                "from cannot be read (give it with -f FILE, or watch with "
-                                "--no-recover)", name);
+            rc = gpc_error_wrap(err, &le, "cluster '%s' (%s): the spec it was applied from, "
+                                "which watch makes replacement nodes from, cannot be read "
+                                "(give it with -f FILE, or watch with --no-recover)", name,
+                                buys);
         spec = own;
         spec_path = c.spec_path;
     }
-    if (!rc && spot) {
+    /* a spec given is checked against the cluster's, spot or not */
+    if (!rc && (spot || spec)) {
         /* the controller of apply --wait, on the cluster as applied */
         char why[256];
-        if (!gpc_lc_recoverable(s, &c, spec, why, sizeof(why)) && why[0])
+        if (spot && !gpc_lc_recoverable(s, &c, spec, why, sizeof(why)) && why[0])
             gpc_info(s->log, "gpuctl: %s", why);
         gpc_apply_opts w = *opts;
         w.watch = 1;

@@ -594,8 +594,8 @@ static void test_budget_total_stops(void **state)
     assert_string_equal(ev,
         "- budget: budget.max_total 0.02 USD: 0.0167 USD spent, 2.0000 USD/hour: stopping the "
         "nodes\n"
-        "0 delete: stopped: budget.max_total reached\n"
-        "1 delete: stopped: budget.max_total reached\n");
+        "0 delete: stopped s-1: budget.max_total reached\n"
+        "1 delete: stopped s-2: budget.max_total reached\n");
     double usd = -1;
     assert_int_equal(gpc_ledger_cost(e->s.st, 1, ENG_T0 + 1000, &usd, &err), 0);
     assert_true(usd > 0.0166666 && usd < 0.0166667); /* 60 node-seconds / 3600 */

@@ -211,6 +211,31 @@ static void test_watch_worker_gone(void **state)
                                "2 recovery: replaced by s-4\n"));
 }
 
+/* After the head's loss at +20 made the workers again (s-5, s-6, started
+ * in the second of the old workers' removal), s-5 gone at +40 is replaced
+ * too.  Regression: a removal event of its rank at or after its start
+ * was taken for gpuctl's delete of it, so it never was. */
+static void test_watch_gone_after_head_loss(void **state)
+{
+    eng *e = *state;
+    scripted_offer_spot("t1", "r1", 0.3);
+    up(e, SPOT_SPEC);
+    scripted_preempt_at("s-1", ENG_T0 + 20);
+    scripted_gone_at("s-5", ENG_T0 + 40);
+    gpc_apply_result res;
+    gpc_error err;
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), 0);
+    const char *calls = strstr(eng_calls(e), "running,terminated,running");
+    assert_non_null(calls);
+    assert_non_null(strstr(calls,
+        "describe_nodes cluster=job ids=s-4,s-6 -> running,running\n"
+        "delete_node region=r1 id=s-5 -> ok\n"
+        "create_node name=job-1 rank=1 region=r1 zone=r1a type=t1 token=job-1-U1-a3 attempt=3 "
+        "head=10.0.0.4 -> s-7\n"));
+    assert_non_null(strstr(eng_events(e, 1), "1 recovery: node job-1 (s-5) is gone while the "
+                                             "job runs: replacing it\n"));
+}
+
 /* The gone worker's delete (making sure it is gone) fails once: not
  * replaced on that poll, said why; replaced on the next, 5 s later. */
 static void test_watch_delete_fails(void **state)
@@ -321,8 +346,18 @@ static void test_watch_spec_changed(void **state)
     gpc_apply_result res;
     gpc_error err;
     assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "the job of 'job' changed since it was applied (changed: "
+                                 "run.command): watch makes replacement nodes from the spec "
+                                 "and workdir as applied, so restore them, or watch with "
+                                 "--no-recover (gpuctl apply -f job.yaml would run the job "
+                                 "again)");
+    assert_null(strstr(eng_calls(e), "create_node"));
+    /* a change of the cluster's shape (its node count) */
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 4\nspot:\n  policy: spot\n"
+                "run:\n  command: python3 train.py\n");
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_USAGE);
     assert_string_equal(err.msg, "the spec of 'job' differs from the one its nodes run "
-                                 "(changed: run.command): gpuctl apply -f job.yaml applies "
+                                 "(changed: nodes 3 -> 4): gpuctl apply -f job.yaml applies "
                                  "it; watch needs the spec as it was applied, to make "
                                  "replacement nodes (or --no-recover)");
     assert_null(strstr(eng_calls(e), "create_node"));
@@ -338,9 +373,9 @@ static void test_watch_stdin_spec(void **state)
     gpc_apply_result res;
     gpc_error err;
     assert_int_equal(watch(e, "job", NULL, 1, &res, &err), GPC_ERR_USAGE);
-    assert_string_equal(err.msg, "cluster 'job' buys spot and was applied from standard "
-                                 "input: give its spec with -f FILE, to make replacement "
-                                 "nodes, or watch it with --no-recover");
+    assert_string_equal(err.msg, "cluster 'job' (spot.policy spot) was applied from "
+                                 "standard input: give its spec with -f FILE, to make "
+                                 "replacement nodes, or watch it with --no-recover");
     assert_int_equal(watch(e, "job", NULL, 0, &res, &err), 0);
     assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
     assert_int_equal(res.exit_code, 0);
@@ -373,6 +408,14 @@ static void test_watch_on_demand(void **state)
     assert_int_equal(res.phase, GPC_PHASE_SUCCEEDED);
     assert_non_null(strstr(eng_said(e), "info: gpuctl: job buys no spot: watching its job\n"));
     assert_null(strstr(eng_calls(e), "create_node"));
+    /* a spec given is checked, spot or not (regression: a changed one was
+     * accepted silently) */
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 3\nrun:\n  command: python3 train.py\n");
+    assert_int_equal(watch(e, "job", e->spec, 1, &res, &err), GPC_ERR_USAGE);
+    assert_string_equal(err.msg, "the spec of 'job' differs from the one its nodes run "
+                                 "(changed: nodes 2 -> 3): gpuctl apply -f job.yaml applies "
+                                 "it; watch needs the spec as it was applied, to make "
+                                 "replacement nodes (or --no-recover)");
 }
 
 /* The job running is a re-run (job 2): a new node's bootstrap would run
@@ -406,6 +449,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_recovers, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_head_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_worker_gone, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_gone_after_head_loss, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_delete_fails, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_after_budget_stop, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_watch_group_lost, eng_setup, eng_teardown),

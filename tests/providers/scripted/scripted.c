@@ -79,6 +79,7 @@ static struct {
     struct {
         char id[16];
         int64_t at;
+        int gone;    /* gone without a delete then, not preempted (scripted_gone_at) */
     } preempts[8]; /* nodes taken back at a time (scripted_preempt_at) */
 } W;
 
@@ -210,24 +211,38 @@ void scripted_gone(const char *id)
         nd->gone = 1;
 }
 
-void scripted_preempt_at(const char *id, int64_t at)
+static void sc_lose_at(const char *id, int64_t at, int gone)
 {
     sc_init();
     for (size_t i = 0; i < sizeof(W.preempts) / sizeof(W.preempts[0]); i++)
         if (!W.preempts[i].id[0] || strcmp(W.preempts[i].id, id) == 0) {
             sc_copy(W.preempts[i].id, sizeof(W.preempts[i].id), id);
             W.preempts[i].at = at;
+            W.preempts[i].gone = gone;
             return;
         }
     sc_full("preemptions");
 }
 
-/* When node `id` is taken back, 0 = never. */
-static int64_t sc_preempt_at(const char *id)
+void scripted_preempt_at(const char *id, int64_t at)
 {
+    sc_lose_at(id, at, 0);
+}
+
+void scripted_gone_at(const char *id, int64_t at)
+{
+    sc_lose_at(id, at, 1);
+}
+
+/* When node `id` is taken back (or gone: *gone 1), 0 = never. */
+static int64_t sc_preempt_at(const char *id, int *gone)
+{
+    *gone = 0;
     for (size_t i = 0; i < sizeof(W.preempts) / sizeof(W.preempts[0]); i++)
-        if (W.preempts[i].id[0] && strcmp(W.preempts[i].id, id) == 0)
+        if (W.preempts[i].id[0] && strcmp(W.preempts[i].id, id) == 0) {
+            *gone = W.preempts[i].gone;
             return W.preempts[i].at;
+        }
     return 0;
 }
 
@@ -426,11 +441,12 @@ static void sc_status(const sc_node *nd, int with_ip, gpc_node_status *out)
         sc_copy(out->detail, sizeof(out->detail), nd->deleted ? "deleted" : "gone");
         return;
     }
-    int64_t pat = sc_preempt_at(nd->id);
+    int gone_then = 0;
+    int64_t pat = sc_preempt_at(nd->id, &gone_then);
     if (pat && gpc_now() >= pat) {
-        out->phase = GPC_PHASE_PREEMPTED;
+        out->phase = gone_then ? GPC_PHASE_TERMINATED : GPC_PHASE_PREEMPTED;
         out->stopped = 1;
-        sc_copy(out->detail, sizeof(out->detail), "spot interruption");
+        sc_copy(out->detail, sizeof(out->detail), gone_then ? "gone" : "spot interruption");
         return;
     }
     sc_copy(out->detail, sizeof(out->detail), nd->detail);

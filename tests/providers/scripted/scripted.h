@@ -115,6 +115,10 @@ void scripted_gone(const char *id);
  * place has another id and is not taken back. */
 void scripted_preempt_at(const char *id, int64_t at);
 
+/* Node `id` (made now or later) is gone without a delete at `at`, as with
+ * scripted_gone from then on. */
+void scripted_gone_at(const char *id, int64_t at);
+
 /* A spot offer (gpc_offer.spot = 1) of `type` in `region` at `price`
  * USD/hour, beside the on-demand ones of scripted_offer. */
 void scripted_offer_spot(const char *type, const char *region, double price);
