@@ -98,8 +98,8 @@ def walk(v):
 walk(d)
 t = "".join(tags)
 print("zebra-secret" in json.dumps(d), sum(json.dumps(x).count("gpuctl:rank") for x in tags), "zebra-secret" in t or "WANDB" in t)')"
-expect_eq "1: an instance's tags: gpuctl's nine and the label" \
-    "Name gpuctl:cluster gpuctl:cluster-uid gpuctl:nodes gpuctl:price-usd-hour gpuctl:rank gpuctl:role gpuctl:spec-hash team" \
+expect_eq "1: an instance's tags: gpuctl's nine (expires-at: the default 72h end) and the label" \
+    "Name gpuctl:cluster gpuctl:cluster-uid gpuctl:expires-at gpuctl:nodes gpuctl:price-usd-hour gpuctl:rank gpuctl:role gpuctl:spec-hash team" \
     "$(world "' '.join(sorted([i for i in d['instances'] if i['id'] == '$I0'][0]['tags']))")"
 # EC2 keeps 50 tags a resource, gpuctl's own take 9: 41 labels at most,
 # values of 256 characters at most, refused before anything is made
@@ -185,7 +185,7 @@ run_rc rc g -y apply -f train.yaml "${P[@]}" > "$T/a4.out" 2> "$T/a4.err"
 [ "$rc" = 0 ] || cat "$T/a4.err"
 expect_eq "5: apply of the spec it was made with: exit 0" 0 "$rc"
 expect_eq "5: one node launched: rank 2, spot, tagged rank 2" "RunInstances 1 spot 2" \
-    "$(actions "$n0" | tr ' ' '\n' | grep -x RunInstances) $(calls RunInstances "' '.join(str(x.get(k)) for x in r[-1:] for k in ('MinCount', 'InstanceMarketOptions.MarketType', 'TagSpecification.1.Tag.5.Value'))" "$n0")"
+    "$(actions "$n0" | tr ' ' '\n' | grep -x RunInstances) $(calls RunInstances "' '.join([str(x.get(k)) for x in r[-1:] for k in ('MinCount', 'InstanceMarketOptions.MarketType')] + [x['TagSpecification.1.Tag.%d.Value' % k] for x in r[-1:] for k in range(1, 51) if x.get('TagSpecification.1.Tag.%d.Key' % k) == 'gpuctl:rank'])" "$n0")"
 expect_eq "5: the spec taken in" "False $T/work/train.yaml" \
     "$(st "' '.join(str(c[k]) for c in d['clusters'] if c['name'] == 'train' and not c['destroyed_at'] for k in ('rebuilt', 'spec_path'))")"
 expect_match "5: the same nodes 0 and 1, a new rank 2" "^$(echo "$WANT2" | cut -d' ' -f1,2) 2:i-[0-9a-f]+:g4dn.xlarge:us-east-1[a-f]:True:" "$(nodes_of train)"
