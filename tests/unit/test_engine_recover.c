@@ -353,6 +353,47 @@ static void test_controller_change(void **state)
     free(was);
 }
 
+/* apply's offer failover with offers that carry their own zone (a
+ * scheduler's partitions; scripted_group lists no zones): partition gpu
+ * (the cheaper) has no capacity at +0, so big takes the cluster and gpu
+ * cools down; the next apply (+60) tries big first, gpu after it. */
+static void test_offer_zone_tried_last(void **state)
+{
+    eng *e = *state;
+    eng_spec(e, "name: job\nprovider: scripted_group\nnodes: 2\nzones: [gpu, big]\n"
+                "run:\n  command: python3 train.py\n");
+    scripted_offer_zone("n1", "lab", "gpu", 2.0);
+    scripted_offer_zone("n1", "lab", "big", 3.0);
+    scripted_fail("create_nodes", "zone=gpu", 1, GPC_ERR_CAPACITY);
+    gpc_apply_result res;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_apply_opts o = {.poll_s = 5};
+    assert_int_equal(gpc_apply(&e->s, e->spec, "job.yaml", &o, &res, &err), 0);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 2\n"
+        "shares_files region=lab zone=gpu -> 1\n"
+        "create_nodes n=2 first=job-0 rank=sched region=lab zone=gpu type=n1 "
+        "token=job-w0-U1-a1 attempt=1 head=node -> ERR capacity\n"
+        "create_nodes n=2 first=job-0 rank=sched region=lab zone=big type=n1 "
+        "token=job-w0-U2-a1 attempt=1 head=node -> s-1,s-2 group=g-1\n"
+        "describe_nodes cluster=job ids=s-1,s-2 -> booting,booting\n");
+    destroy(e, "job");
+    e->now += 60;
+    assert_int_equal(gpc_apply(&e->s, e->spec, "job.yaml", &o, &res, &err), 0);
+    assert_string_equal(eng_calls(e),
+        "list_offers -> 2\n"
+        "shares_files region=lab zone=big -> 1\n"  /* precheck: the first offer, now big */
+        "create_nodes n=2 first=job-0 rank=sched region=lab zone=big type=n1 "
+        "token=job-w0-U3-a1 attempt=1 head=node -> s-3,s-4 group=g-2\n"
+        "describe_nodes cluster=job ids=s-3,s-4 -> booting,booting\n");
+    assert_string_equal(eng_said(e),
+        "info: gpuctl: offer 1 (scripted_group n1 lab/gpu) is in a zone that cools down (until "
+        "2023-11-14T22:43:20Z: no capacity for n1 on-demand): tried after the others\n"
+        "info: created node job-0 (s-3)\n"
+        "info: created node job-1 (s-4)\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_no_price, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_placement_keeps_zone, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_controller_change, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_offer_zone_tried_last, eng_setup, eng_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
