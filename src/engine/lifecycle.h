@@ -299,7 +299,8 @@ void gpc_lc_recover_lost(gpc_session *s, gpc_lc_recovery *rv, const gpc_cluster_
  * are in `zone` (the survivors'): rv->buy, rv->chosen's offer, bought
  * on-demand (same type and region, the plan's on-demand price) once
  * spot.fallback_after spot interruptions of the cluster happened under
- * policy auto; and s->unpin_zone set when `zone` cools down and the
+ * policy auto, unless the plan has no such price or the cluster would then
+ * cost more per hour than budget.max_hourly; and s->unpin_zone set when `zone` cools down and the
  * cluster has no placement group and pv lists zones (the replacement then
  * goes to another zone first).  Each choice is a `recovery` event.  The
  * caller clears s->unpin_zone after its create. */

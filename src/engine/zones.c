@@ -191,6 +191,24 @@ static double on_demand_price(const gpc_lc_recovery *rv, const gpc_offer *w)
     return -1;
 }
 
+/* The cluster's price per hour (USD) once its nodes still to make (the
+ * lost ranks, recorded pending) are bought at `price` each: its live
+ * nodes' prices and theirs; < 0 when the state cannot say. */
+static double cluster_hourly_with(gpc_session *s, int64_t cid, double price)
+{
+    gpc_node_rec *nodes = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    if (gpc_node_list(s->st, cid, 0, &nodes, &n, &e))
+        return -1;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += nodes[i].provider_id[0] ? (nodes[i].ended_at ? 0 : nodes[i].price_hourly) : price;
+    gpc_node_list_free(nodes, n);
+    return sum;
+}
+
 void gpc_lc_recover_lost(gpc_session *s, gpc_lc_recovery *rv, const gpc_cluster_rec *c,
                          const gpc_node_rec *nd)
 {
@@ -211,8 +229,14 @@ const gpc_plan_offer *gpc_lc_recover_offer(gpc_session *s, gpc_lc_recovery *rv,
     uint32_t after = gpc_spec_fallback_after(rv->spec);
     int lost = after && w->spot ? spot_losses(s, c->id) : 0;
     if (after && w->spot && lost >= (int)after) {
-        double od = on_demand_price(rv, w);
-        if (od < 0) {
+        double od = on_demand_price(rv, w), cap = rv->spec->budget.max_hourly;
+        double hourly = od >= 0 && cap > 0 ? cluster_hourly_with(s, c->id, od) : 0;
+        if (od >= 0 && (hourly < 0 || hourly > cap + 1e-9) && cap > 0) {
+            gpc_lc_event(s, c->id, -1, "recovery", "%d spot interruption%s (spot.fallback_after "
+                         "%u), but on-demand (%.4f USD/hour) would bring the cluster to %.4f "
+                         "USD/hour, over budget.max_hourly %.4f: the replacement stays on spot",
+                         lost, lost == 1 ? "" : "s", after, od, hourly, cap);
+        } else if (od < 0) {
             gpc_lc_event(s, c->id, -1, "recovery", "%d spot interruption%s (spot.fallback_after "
                          "%u), but the plan has no on-demand price for %s in %s: the "
                          "replacement stays on spot", lost, lost == 1 ? "" : "s", after,

@@ -273,6 +273,74 @@ static void test_fallback_no_price(void **state)
         "2 s-3 r1a spot 0.30\n");
 }
 
+/* apply --wait of 3 nodes of t1 in r1 from a catalog row with both
+ * prices (1.00 on-demand, 0.30 spot; the scripted offers fit nothing):
+ * policy auto with the head on-demand, the workers spot (1.60 USD/hour;
+ * all on-demand, 3.00, is over budget.max_hourly `cap`), fallback_after
+ * 1, s-2 preempted at +20. */
+static void apply_mixed(eng *e, const char *cap)
+{
+    char cat[512], yaml[512];
+    snprintf(cat, sizeof(cat), "%s/catalog.csv", e->dir);
+    FILE *f = fopen(cat, "w");
+    assert_non_null(f);
+    fputs("provider,instance_type,region,gpu_model,gpu_count,gpu_memory_gib,vcpus,memory_gib,"
+          "interconnect,interconnect_gbps,price_ondemand_usd_hr,price_spot_usd_hr,"
+          "price_ondemand_cny_hr,price_spot_cny_hr,source,notes\n"
+          "scripted,t1,r1,,0,,8,32,none,,1.0,0.3,,,test,\n", f);
+    fclose(f);
+    scripted_offer_spot("t9", "r9", 99);
+    snprintf(yaml, sizeof(yaml), "name: job\nprovider: scripted\nnodes: 3\nregion: r1\n"
+             "spot: {policy: auto, head: on-demand, zone_cooldown: 0, fallback_after: 1}\n"
+             "budget: {max_hourly: %s}\nrun:\n  command: python3 train.py\n", cap);
+    eng_spec(e, yaml);
+    scripted_preempt_at("s-2", ENG_T0 + 20);
+    gpc_apply_result res;
+    gpc_error err;
+    gpc_error_clear(&err);
+    gpc_apply_opts o = {.poll_s = 5, .wait = 1, .catalog_path = cat};
+    if (gpc_apply(&e->s, e->spec, "-", &o, &res, &err))
+        fail_msg("%s", err.msg);
+}
+
+/* The head's offer carries the on-demand price (the plan holds no
+ * all-on-demand offer), and the cluster with a worker on-demand, 1.00 +
+ * 0.30 + 1.00 = 2.30 USD/hour, stays under a cap of 2.5: s-4 on-demand. */
+static void test_fallback_head_price(void **state)
+{
+    eng *e = *state;
+    apply_mixed(e, "2.5");
+    assert_string_equal(recoveries(e),
+        "1 recovery: node job-1 (s-2) was preempted while the job runs: replacing it\n"
+        "- recovery: falls back to on-demand after 1 spot interruption (spot.fallback_after "
+        "1): the replacement is t1 on-demand in r1 at 1.0000 USD/hour\n"
+        "1 recovery: replaced by s-4\n");
+    assert_string_equal(markets(e),
+        "0 s-1 r1a on-demand 1.00\n"
+        "1 s-2 r1a spot 0.30\n"
+        "1 s-4 r1a on-demand 1.00\n"
+        "2 s-3 r1a spot 0.30\n");
+}
+
+/* The same under a cap of 2: 2.30 USD/hour would cross it, so the
+ * replacement stays on spot, and says so. */
+static void test_fallback_over_budget(void **state)
+{
+    eng *e = *state;
+    apply_mixed(e, "2");
+    assert_string_equal(recoveries(e),
+        "1 recovery: node job-1 (s-2) was preempted while the job runs: replacing it\n"
+        "- recovery: 1 spot interruption (spot.fallback_after 1), but on-demand (1.0000 "
+        "USD/hour) would bring the cluster to 2.3000 USD/hour, over budget.max_hourly 2.0000: "
+        "the replacement stays on spot\n"
+        "1 recovery: replaced by s-4\n");
+    assert_string_equal(markets(e),
+        "0 s-1 r1a on-demand 1.00\n"
+        "1 s-2 r1a spot 0.30\n"
+        "1 s-4 r1a spot 0.30\n"
+        "2 s-3 r1a spot 0.30\n");
+}
+
 /* An offer with a fabric (efa) on a provider with placement groups, three
  * nodes: the group lives in r1a, so the replacement stays there although
  * r1a cools down (no list_zones asked), and an event says so. */
@@ -401,6 +469,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_capacity_zone_tried_last, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_fallback_on_demand, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_fallback_no_price, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_fallback_head_price, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_fallback_over_budget, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_placement_keeps_zone, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_controller_change, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_offer_zone_tried_last, eng_setup, eng_teardown),
