@@ -244,6 +244,13 @@ const gpc_plan_offer *gpc_lc_recover_offer(gpc_session *s, gpc_lc_recovery *rv,
         } else {
             w->spot = 0;
             w->price_hourly = od;
+            /* a spot head made again (head lost) is bought so too */
+            gpc_offer *h = &rv->buy.head;
+            if (h->spot && strcmp(h->instance_type, w->instance_type) == 0 &&
+                strcmp(h->region, w->region) == 0) {
+                h->spot = 0;
+                h->price_hourly = od;
+            }
             const char *pl = lost == 1 ? "" : "s";
             gpc_lc_event(s, c->id, -1, "recovery", "falls back to on-demand after %d spot "
                          "interruption%s (spot.fallback_after %u): the replacement is %s "

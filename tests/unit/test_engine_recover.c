@@ -341,6 +341,37 @@ static void test_fallback_over_budget(void **state)
         "2 s-3 r1a spot 0.30\n");
 }
 
+/* policy auto, all spot, fallback_after 1: the head s-1 is preempted at
+ * +20; the scripted provider's head-loss rule makes every rank again,
+ * the head and the workers on-demand at 1.00 (the workers' rows are
+ * made again in place: their spot nodes s-2, s-3 no longer show). */
+static void test_fallback_head_lost(void **state)
+{
+    eng *e = *state;
+    scripted_offer("t1", "r1", 1.0);
+    scripted_offer_spot("t1", "r1", 0.3);
+    eng_spec(e, "name: job\nprovider: scripted\nnodes: 3\n"
+                "spot: {policy: auto, zone_cooldown: 0, fallback_after: 1}\n"
+                "run:\n  command: python3 train.py\n");
+    scripted_preempt_at("s-1", ENG_T0 + 20);
+    gpc_apply_result res;
+    gpc_error err;
+    if (apply_wait(e, &res, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(recoveries(e),
+        "0 recovery: node job-0 (s-1) was preempted while the job runs: replacing it\n"
+        "- recovery: falls back to on-demand after 1 spot interruption (spot.fallback_after "
+        "1): the replacement is t1 on-demand in r1 at 1.0000 USD/hour\n"
+        "0 recovery: replaced by s-4\n"
+        "1 recovery: replaced by s-5\n"
+        "2 recovery: replaced by s-6\n");
+    assert_string_equal(markets(e),
+        "0 s-1 r1a spot 0.30\n"
+        "0 s-4 r1a on-demand 1.00\n"
+        "1 s-5 r1a on-demand 1.00\n"
+        "2 s-6 r1a on-demand 1.00\n");
+}
+
 /* An offer with a fabric (efa) on a provider with placement groups, three
  * nodes: the group lives in r1a, so the replacement stays there although
  * r1a cools down (no list_zones asked), and an event says so. */
@@ -471,6 +502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_no_price, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_fallback_head_price, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_fallback_over_budget, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_fallback_head_lost, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_placement_keeps_zone, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_controller_change, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_offer_zone_tried_last, eng_setup, eng_teardown),
