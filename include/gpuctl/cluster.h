@@ -173,6 +173,12 @@ typedef struct gpc_session {
      * create, for the next apply or destroy, instead of closing it as a
      * new cluster's failed first attempt is; 0 otherwise. */
     int keep_record;
+    /* While recovery replaces a lost node (recover.c, zones.c): 1 when the
+     * survivors' zone cools down (spot.zone_cooldown) and nothing keeps
+     * the cluster there: the create tries the provider's zones, the
+     * cooling ones last, instead of the live nodes' zone alone; 0
+     * otherwise. */
+    int unpin_zone;
 } gpc_session;
 
 /* Open the state (--state-dir or the default).  No provider is opened

@@ -138,7 +138,9 @@ double gpc_saving_pct_round(double pct, int min_decimals, int *decimals);
  * ("nodes", "resources.cpus.min", "run.command"), in the JSON's order;
  * old_value and new_value are the values as compact JSON, "(none)" for a
  * field one side lacks.  A job field (gpc_spec_field_is_job: env, secrets,
- * setup, run.command) is one entry as a whole; every other field is the
+ * setup, run.command) is one entry as a whole; the fields that only steer
+ * the controller (spot.zone_cooldown_s, spot.fallback_after: recovery's
+ * zone choice and market) are no entry at all; every other field is the
  * cluster's shape.  *out (gpc_spec_changes_free) holds *n entries, NULL
  * and 0 when nothing changed.  Errors: GPC_ERR_STATE (old_json is not a
  * JSON object), GPC_ERR_NOMEM.

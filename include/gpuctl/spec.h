@@ -168,6 +168,17 @@ typedef struct gpc_spec {
         gpc_spot_policy policy;       /* default on-demand */
         double max_price;             /* USD per node-hour; 0 = no cap */
         gpc_spot_policy head;         /* policy for node rank 0; default = policy */
+        /* spot.zone_cooldown: how long a zone that preempted a node or met
+         * no capacity is passed over (seconds; 0 = never), when
+         * zone_cooldown_set; else GPC_SPOT_ZONE_COOLDOWN_DEFAULT_S
+         * (gpc_spec_zone_cooldown_s). */
+        uint64_t zone_cooldown_s;
+        int zone_cooldown_set;
+        /* spot.fallback_after (policy auto only): after this many spot
+         * interruptions of the cluster, a replacement is bought on-demand;
+         * 0 = not set: GPC_SPOT_FALLBACK_AFTER_DEFAULT
+         * (gpc_spec_fallback_after). */
+        uint32_t fallback_after;
     } spot;
 
     struct {
@@ -398,6 +409,27 @@ void gpc_spec_node_end(const gpc_spec *spec, double cluster_hourly, gpc_node_end
 /* Names for enums, as written in the YAML. */
 const char *gpc_interconnect_name(gpc_interconnect ic);
 const char *gpc_spot_policy_name(gpc_spot_policy p);
+
+/* spot.zone_cooldown when the spec does not set it: 30 minutes, long
+ * enough to outlast one wave of interruptions (several workers of a pool
+ * taken back minutes apart, each replacement otherwise sent back into
+ * the same starved zone), short enough that a region of two or three
+ * zones has them all back within an hour (docs/spec.md, spot). */
+#define GPC_SPOT_ZONE_COOLDOWN_DEFAULT_S 1800u
+/* spot.fallback_after when not set: one interruption may be bad luck, a
+ * second one in the same cluster says the pool is unsteady, and each
+ * costs a restart from the latest checkpoint. */
+#define GPC_SPOT_FALLBACK_AFTER_DEFAULT 2u
+/* The most spot.fallback_after may be. */
+#define GPC_SPOT_FALLBACK_AFTER_MAX 10000u
+
+/* The zone cooldown `spec` asks for, in seconds (0: zones are never
+ * passed over): spot.zone_cooldown when set, else the default. */
+uint64_t gpc_spec_zone_cooldown_s(const gpc_spec *spec);
+
+/* The spot interruptions after which recovery buys on-demand: 0 when the
+ * policy is not auto (never), else spot.fallback_after or its default. */
+uint32_t gpc_spec_fallback_after(const gpc_spec *spec);
 const char *gpc_disk_tier_name(gpc_disk_tier t);
 
 #endif /* GPUCTL_SPEC_H */

@@ -9,7 +9,8 @@
  *
  * Tables: clusters, nodes, attempts (provisioning tries and their errors),
  * events, ledger (node start/stop x price), capacity_misses (pools that
- * recently had no capacity).  Times are Unix seconds (UTC),
+ * recently had no capacity), zone_cooldowns (zones passed over for a
+ * while: spot.zone_cooldown).  Times are Unix seconds (UTC),
  * prices USD/hour.  Secrets are never stored.
  *
  * Ownership: a gpc_state is opened with gpc_state_open and closed with
@@ -210,6 +211,35 @@ int gpc_capacity_miss_add(gpc_state *st, const char *provider, const char *regio
 int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *region,
                            const char *zone, const char *instance_type, int spot,
                            int64_t *at, gpc_error *err);
+
+/*
+ * Zone cooldowns: zone `zone` of `region` at `provider` took a node of a
+ * cluster back (a spot interruption) or had no capacity at `at`, and is
+ * passed over until `until` (both Unix seconds; spot.zone_cooldown, which
+ * zone, in which order: docs/spot.md).  `why` says which, for people
+ * ("node job-1 (i-0abc) was preempted", "no capacity for p5.48xlarge
+ * spot"; never a secret); "" = none.  Strings are copied.  Errors:
+ * GPC_ERR_STATE.
+ */
+int gpc_zone_cool_add(gpc_state *st, const char *provider, const char *region, const char *zone,
+                      int64_t at, int64_t until, const char *why, gpc_error *err);
+
+/* A zone's cooldown as gpc_zone_cool_get reads it; owns its string. */
+typedef struct gpc_zone_cool_rec {
+    int64_t at;      /* when it began (Unix seconds) */
+    int64_t until;   /* passed over until then (Unix seconds) */
+    char *why;
+} gpc_zone_cool_rec;
+
+/*
+ * The cooldown of (provider, region, zone) that lasts longest, when it
+ * still holds at `now` (until > now, Unix seconds): *found = 1 and *out
+ * filled (gpc_zone_cool_rec_free); else *found = 0 and *out zeroed.
+ * Errors: GPC_ERR_STATE (also for a row whose times are not times).
+ */
+int gpc_zone_cool_get(gpc_state *st, const char *provider, const char *region, const char *zone,
+                      int64_t now, gpc_zone_cool_rec *out, int *found, gpc_error *err);
+void gpc_zone_cool_rec_free(gpc_zone_cool_rec *rec);
 
 /* Events: an append-only log shown by status -v and logs. */
 int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,

@@ -265,6 +265,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     double started = gpc_monotonic_s();
     gpc_plan own;
     memset(&own, 0, sizeof(own));
+    gpc_plan_offer *ordered_offers = NULL; /* a new cluster's offers, reordered */
     char hash[65];
     int rc = gpc_spec_hash(spec, hash, err);
     if (rc)
@@ -335,6 +336,17 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
                       "(changed: %s): gpuctl apply -f %s applies it; watch needs the spec as it "
                       "was applied, to make replacement nodes (or --no-recover)", spec->name,
                       plan->rerun[0] ? plan->rerun : "the cluster's shape", spec_path);
+    /* a new cluster tries offers in a zone that cools down last (zones.c):
+     * the same plan, its offers in that order */
+    gpc_plan ordered;
+    if (!rc && !have && plan->n_offers > 1 &&
+        (ordered_offers = malloc(plan->n_offers * sizeof(*ordered_offers))) != NULL) {
+        memcpy(ordered_offers, plan->offers, plan->n_offers * sizeof(*ordered_offers));
+        ordered = *plan;
+        ordered.offers = ordered_offers;
+        if (gpc_lc_offers_order(s, ordered.offers, ordered.n_offers))
+            plan = &ordered;
+    }
     if (rc)
         goto out_c;
     if (plan->action != GPC_PLAN_NONE && plan->action != GPC_PLAN_RERUN && plan->n_offers == 0) {
@@ -533,7 +545,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
             .spec = spec, .chosen = rd.chosen, .workdir = workdir, .ckpt = ckpt,
             .poll_s = opts->poll_s > 0 ? opts->poll_s : 2.0,
             .prepare = recover_prepare, .done = recover_done, .ud = &rd,
-            .max = recover_max(),
+            .max = recover_max(), .offers = plan->offers, .n_offers = plan->n_offers,
         };
         if (rd.chosen && gpc_lc_recoverable(s, &c, spec, NULL, 0))
             w.recover = &rv;
@@ -544,6 +556,7 @@ int gpc_apply(gpc_session *s, const gpc_spec *spec, const char *spec_path,
     res->phase = c.phase;
     res->exit_code = c.exit_code;
 out_c:
+    free(ordered_offers);
     gpc_plan_free(&own);
     gpc_cluster_rec_free(&c);
 out:

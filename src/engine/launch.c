@@ -596,7 +596,8 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
     /* Where to try: the live nodes' zone, else the provider's zones. */
     char (*zones)[48] = NULL;
     size_t nz = 0;
-    const char *pinned = live_zone(nodes, n);
+    /* (recovery may unpin it: the survivors' zone cools down, zones.c) */
+    const char *pinned = s->unpin_zone ? "" : live_zone(nodes, n);
     if (pinned[0] || !pv->prov->list_zones) {
         zones = calloc(1, sizeof(*zones));
         if (!zones)
@@ -624,6 +625,9 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         if (!rc && nz == 0)
             rc = gpc_fail(err, GPC_ERR_CAPACITY, "%s: %s is not offered in any zone of %s",
                           pv->prov->name, chosen->worker.instance_type, chosen->worker.region);
+        /* zones that cool down (spot.zone_cooldown) last */
+        if (!rc)
+            gpc_lc_zones_order(s, pv->prov->name, chosen->worker.region, zones, nz);
     }
     int *made = calloc(n, sizeof(int));
     if (!rc && !made)
@@ -709,6 +713,10 @@ int gpc_lc_create_missing(gpc_session *s, const gpc_open_provider *pv,
         if (last == GPC_ERR_CAPACITY) {
             gpc_capacity_miss_add(s->st, pv->prov->name, worker.region, worker.zone,
                                   worker.instance_type, worker.spot, gpc_now(), &e);
+            char why[160];
+            snprintf(why, sizeof(why), "no capacity for %s %s", worker.instance_type,
+                     worker.spot ? "spot" : "on-demand");
+            gpc_lc_zone_cool(s, spec, c->id, -1, pv->prov->name, worker.region, worker.zone, why);
             if (z + 1 < nz && !pinned[0])
                 gpc_info(s->log, "gpuctl: no capacity for %s in %s; trying zone %s",
                          worker.instance_type, zones[z], zones[z + 1]);

@@ -16,6 +16,7 @@
  *   rerun.c    a changed job run again on the same nodes (plan and apply)
  *   replace.c  a changed shape: the nodes deleted and recorded anew, or
  *              only a changed node count: nodes added or removed
+ *   zones.c    zone cooldowns, and how recovery buys a replacement
  *   fault.c    fault injection for the end-to-end tests
  *
  * A function that talks to a provider takes it as `pv`: the cluster's
@@ -227,6 +228,12 @@ typedef struct gpc_lc_recovery {
     int said_max;                  /* the limit was said */
     int stale;                     /* the cluster was applied again with another
                                       spec meanwhile: nothing more is replaced */
+    /* the plan's offers (its failover order), where an on-demand price of
+     * the chosen type is found for policy auto's fallback (zones.c);
+     * NULL/0: only the chosen offer's head */
+    const gpc_plan_offer *offers;
+    size_t n_offers;
+    gpc_plan_offer buy;            /* what a replacement is made from (zones.c) */
 } gpc_lc_recovery;
 
 /*
@@ -253,6 +260,53 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
  */
 int gpc_lc_recoverable(gpc_session *s, const gpc_cluster_rec *c, const gpc_spec *spec,
                        char *why, size_t size);
+
+/* ---- zones.c ----------------------------------------------------------- */
+
+/* 1 when zone `zone` of `region` at `provider` cools down at `now` (Unix
+ * seconds; spot.zone_cooldown), why ("until 2023-11-14T22:43:20Z: node
+ * job-1 (s-2) was preempted"; wl bytes, NULL = not wanted) filled; 0 for
+ * zone "" or none.  A state that cannot be read counts as no cooldown
+ * (said in the log). */
+int gpc_lc_zone_cooling(gpc_session *s, const char *provider, const char *region,
+                        const char *zone, int64_t now, char *why, size_t wl);
+
+/* Pass zone `zone` of `region` at `provider` over for spec's
+ * spot.zone_cooldown from now on (nothing when it is 0 or zone is ""),
+ * with `why`, and record it as a `recovery` event of cluster cid (rank -1:
+ * the cluster's).  A failure to record is only logged. */
+void gpc_lc_zone_cool(gpc_session *s, const gpc_spec *spec, int64_t cid, int rank,
+                      const char *provider, const char *region, const char *zone,
+                      const char *why);
+
+/* Order zones[0..n) of `region` at `provider` for trying: those that do
+ * not cool down first, then those that do, each group in its order (every
+ * zone cooling: the order stays, all are tried), saying in the log which
+ * come last.  Returns how many cool down. */
+size_t gpc_lc_zones_order(gpc_session *s, const char *provider, const char *region,
+                          char (*zones)[48], size_t n);
+
+/* The same for a new cluster's offers[0..n) (apply's failover order): an
+ * offer whose own zone cools down goes after those that do not. */
+size_t gpc_lc_offers_order(gpc_session *s, gpc_plan_offer *offers, size_t n);
+
+/* Recovery found node nd of c lost (recover.c): a preempted node's zone is
+ * passed over (gpc_lc_zone_cool). */
+void gpc_lc_recover_lost(gpc_session *s, gpc_lc_recovery *rv, const gpc_cluster_rec *c,
+                         const gpc_node_rec *nd);
+
+/* What recovery makes the replacement(s) of cluster c from, whose nodes
+ * are in `zone` (the survivors'): rv->buy, rv->chosen's offer, bought
+ * on-demand (same type and region, the plan's on-demand price) once
+ * spot.fallback_after spot interruptions of the cluster happened under
+ * policy auto, unless the plan has no such price or the cluster would then
+ * cost more per hour than budget.max_hourly; and s->unpin_zone set when `zone` cools down and the
+ * cluster has no placement group and pv lists zones (the replacement then
+ * goes to another zone first).  Each choice is a `recovery` event.  The
+ * caller clears s->unpin_zone after its create. */
+const gpc_plan_offer *gpc_lc_recover_offer(gpc_session *s, gpc_lc_recovery *rv,
+                                           const gpc_open_provider *pv,
+                                           const gpc_cluster_rec *c, const char *zone);
 
 /* ---- destroy.c --------------------------------------------------------- */
 

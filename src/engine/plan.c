@@ -375,7 +375,10 @@ static int collect_own(gpc_session *s, const gpc_spec *spec, const gpc_catalog *
         r->gpu_mem_gib = o->gpu_mem_gib;
         r->vcpus = o->vcpus;
         r->mem_gib = o->mem_gib;
-        r->fabric = strcmp(o->fabric, "none") == 0 ? GPC_FABRIC_NONE : GPC_FABRIC_UNKNOWN;
+        r->fabric = GPC_FABRIC_UNKNOWN; /* "" or a name gpuctl does not know */
+        for (int f = GPC_FABRIC_NONE; f <= GPC_FABRIC_ERDMA; f++)
+            if (strcmp(o->fabric, gpc_fabric_name((gpc_fabric)f)) == 0)
+                r->fabric = (gpc_fabric)f;
         r->price_ondemand = o->spot ? -1 : o->price_hourly;
         r->price_spot = o->spot ? o->price_hourly : -1;
         r->price_ondemand_cny = -1;

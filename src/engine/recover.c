@@ -210,12 +210,18 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
                  : group ? "the provider makes the cluster's nodes as one group, so the job "
                            "starts again from its checkpoint"
                  : anew ? "the head is lost too" : "the other nodes keep their job");
+        gpc_lc_recover_lost(s, rv, c, nd); /* zones.c: its zone cools down */
         rc = gpc_lc_node_deleted(s, nd, now, err);
         gpc_cluster_rec one = *c;
         one.nodes = nd->rank + 1;
         if (!rc)
             rc = gpc_lc_nodes_record(s, &one, nd->rank, 0, now, err);
     }
+    /* the survivors' zone (the lowest rank's still up), before the list goes */
+    char zone[48] = "";
+    for (size_t i = 0; !rc && i < n && !zone[0]; i++)
+        if (!mark[i] && nodes[i].provider_id[0] && !nodes[i].ended_at)
+            snprintf(zone, sizeof(zone), "%s", nodes[i].zone);
     gpc_node_list_free(nodes, n);
     free(mark);
     if (rc || !taken) {
@@ -223,6 +229,9 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
         return rc;
     }
     rv->used++;
+    /* zones.c: on-demand after spot.fallback_after interruptions (policy
+     * auto), another zone when the survivors' cools down */
+    const gpc_plan_offer *buy = gpc_lc_recover_offer(s, rv, &op, c, zone);
     if (rv->prepare)
         rc = rv->prepare(rv->ud, s, &op, err);
     gpc_apply_result res;
@@ -231,9 +240,10 @@ int gpc_lc_recover(gpc_session *s, gpc_lc_recovery *rv, gpc_cluster_rec *c,
      * holds their job.lock, which a delivery waits for */
     s->deliver_since = now;
     if (!rc)
-        rc = gpc_lc_create_missing(s, &op, rv->spec, c, rv->chosen, rv->workdir, rv->ckpt,
+        rc = gpc_lc_create_missing(s, &op, rv->spec, c, buy, rv->workdir, rv->ckpt,
                                    rv->poll_s, &res, err);
     s->deliver_since = 0;
+    s->unpin_zone = 0;
     if (rv->done)
         rv->done(rv->ud, s);
     gpc_cluster_unlock(lockfd);

@@ -160,8 +160,15 @@ int gpc_lc_plan_existing(gpc_session *s, const gpc_spec *spec, const gpc_cluster
                         "that spec to take the cluster in, or remove it: gpuctl destroy %s",
                         c->name, out->spec_hash, c->spec_hash, c->name);
     }
-    if (spec_changed && gpc_spec_diff_summary(c->spec_json, spec, &d, &job_only, NULL))
+    int drc = spec_changed ? gpc_spec_diff_summary(c->spec_json, spec, &d, &job_only, NULL) : 0;
+    if (drc)
         job_only = 0;
+    /* another hash and no change: only the fields that steer the
+     * controller changed (spec_diff.c), which the nodes never see; the
+     * cluster's record keeps its spec, the applied spec steers this
+     * apply's recovery */
+    if (spec_changed && !drc && !d.len)
+        spec_changed = 0;
     if (spec_changed && !job_only && missing) {
         rc = gpc_fail(err, GPC_ERR_USAGE,
                       "cluster '%s' has %u node%s still to create and its shape changed (%s): "

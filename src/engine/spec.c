@@ -55,6 +55,7 @@ typedef struct walk {
     gpc_error *err;
     const ynode *place_key[4]; /* region, regions, zone, zones: where set */
     bool spot_head_set;
+    const ynode *fallback_after; /* spot.fallback_after's value: where set */
 } walk;
 
 typedef int (*field_fn)(walk *w, const ynode *key, const ynode *val, const char *path);
@@ -606,10 +607,31 @@ static int f_spot_max_price(walk *w, const ynode *k, const ynode *v, const char 
     return get_positive(w, v, path, &w->s->spot.max_price);
 }
 
+static int f_spot_zone_cooldown(walk *w, const ynode *k, const ynode *v, const char *path)
+{
+    int off = v->kind == Y_SCALAR && spec_duration_zero(v->text, v->len); /* 0 turns it off */
+    int rc = off ? 0 : get_duration(w, v, path, &w->s->spot.zone_cooldown_s);
+    w->s->spot.zone_cooldown_set = !rc;
+    return rc;
+}
+
+static int f_spot_fallback_after(walk *w, const ynode *k, const ynode *v, const char *path)
+{
+    uint64_t n = 0;
+    int rc = get_int(w, v, path, 1, GPC_SPOT_FALLBACK_AFTER_MAX, "an integer >= 1", &n);
+    if (!rc) {
+        w->s->spot.fallback_after = (uint32_t)n;
+        w->fallback_after = v;
+    }
+    return rc;
+}
+
 static const field spot_fields[] = {
     {"policy", "spot.policy", f_spot_policy, false},
     {"max_price", "spot.max_price", f_spot_max_price, false},
     {"head", "spot.head", f_spot_head, false},
+    {"zone_cooldown", "spot.zone_cooldown", f_spot_zone_cooldown, false},
+    {"fallback_after", "spot.fallback_after", f_spot_fallback_after, false},
     {NULL, NULL, NULL, false},
 };
 
@@ -621,6 +643,12 @@ static int f_spot(walk *w, const ynode *k, const ynode *v, const char *path)
         int rc = walk_map(w, v, path, spot_fields);
         if (!w->spot_head_set)
             s->spot.head = s->spot.policy;
+        /* refused, not ignored: only auto has an on-demand to fall back to */
+        if (!rc && w->fallback_after && s->spot.policy != GPC_SPOT_AUTO)
+            rc = failn(w, w->fallback_after, "spot.fallback_after",
+                       "only policy auto falls back to on-demand, and spot.policy is %s: "
+                       "remove fallback_after or set policy: auto",
+                       gpc_spot_policy_name(s->spot.policy));
         return rc;
     }
     bool found = false;
@@ -709,30 +737,6 @@ static int f_image(walk *w, const ynode *k, const ynode *v, const char *path)
     return get_str(w, v, path, true, &w->s->image);
 }
 
-/* env: NAME must be [A-Za-z_][A-Za-z0-9_]*. */
-static bool valid_env_name(const char *s, size_t len)
-{
-    if (len == 0 || is_digit((unsigned char)s[0]))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_alnum((unsigned char)s[i]) && s[i] != '_')
-            return false;
-    return true;
-}
-
-/* labels: key must be [a-z0-9][-_.a-z0-9]{0,62}. */
-static bool valid_label_key(const char *s, size_t len)
-{
-    if (len == 0 || len > 63 || !(is_lower((unsigned char)s[0]) || is_digit((unsigned char)s[0])))
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        int c = (unsigned char)s[i];
-        if (!is_lower(c) && !is_digit(c) && c != '-' && c != '_' && c != '.')
-            return false;
-    }
-    return true;
-}
-
 /* A mapping of names to scalars kept byte for byte (env, labels). */
 static int get_str_map(walk *w, const ynode *v, const char *path, bool is_env)
 {
@@ -753,11 +757,11 @@ static int get_str_map(walk *w, const ynode *v, const char *path, bool is_env)
         const ynode *key = v->kids[2 * i], *val = v->kids[2 * i + 1];
         if (key->kind != Y_SCALAR)
             return failn(w, key, path, "expected a string key, got %s", show(key, q));
-        if (is_env && !valid_env_name(key->text, key->len))
+        if (is_env && !spec_valid_env_name(key->text, key->len))
             return failn(w, key, path,
                          "invalid variable name %s (letters, digits and '_', "
                          "not starting with a digit)", spec_quote(key->text, key->len, q));
-        if (!is_env && !valid_label_key(key->text, key->len))
+        if (!is_env && !spec_valid_label_key(key->text, key->len))
             return failn(w, key, path,
                          "invalid label key %s (lower-case letters, digits, '-', '_' and '.', "
                          "starting with a letter or digit, at most 63 characters)",
@@ -811,7 +815,7 @@ static int f_secrets(walk *w, const ynode *k, const ynode *v, const char *path)
         const ynode *key = v->kids[2 * i], *val = v->kids[2 * i + 1];
         if (key->kind != Y_SCALAR)
             return failn(w, key, path, "expected a string key, got %s", show(key, q));
-        if (!valid_env_name(key->text, key->len))
+        if (!spec_valid_env_name(key->text, key->len))
             return failn(w, key, path,
                          "invalid variable name %s (letters, digits and '_', "
                          "not starting with a digit)", spec_quote(key->text, key->len, q));
@@ -838,7 +842,7 @@ static int f_secrets(walk *w, const ynode *k, const ynode *v, const char *path)
         if (rc)
             return rc;
         const char *src = r->source;
-        if (strncmp(src, "env:", 4) == 0 && valid_env_name(src + 4, strlen(src + 4)))
+        if (strncmp(src, "env:", 4) == 0 && spec_valid_env_name(src + 4, strlen(src + 4)))
             continue;
         if (strncmp(src, "file:", 5) == 0 && src[5])
             continue;

@@ -2,7 +2,8 @@
  * spec_diff.c - what changed between the spec a cluster was applied with
  * and a new one (plan.h, gpc_spec_diff), each change either the job's
  * (run, env, setup, secrets: a re-run on the same nodes) or the cluster's
- * shape (anything else: new nodes).
+ * shape (anything else: new nodes).  The fields that only steer the
+ * controller (spot.zone_cooldown, spot.fallback_after) are no change.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,20 @@
 
 /* The fields of the canonical spec JSON that only the job reads. */
 static const char *const job_fields[] = {"env", "secrets", "setup", "run.command", NULL};
+
+/* The fields that only steer gpuctl's controller while the cluster runs
+ * (spot recovery): no change of them is a change of the cluster, so none
+ * is reported. */
+static const char *const controller_fields[] = {"spot.zone_cooldown_s", "spot.fallback_after",
+                                                NULL};
+
+static int is_controller(const char *field)
+{
+    for (size_t i = 0; controller_fields[i]; i++)
+        if (strcmp(field, controller_fields[i]) == 0)
+            return 1;
+    return 0;
+}
 
 int gpc_spec_field_is_job(const char *field)
 {
@@ -70,6 +85,8 @@ static void add(diff_ctx *d, const char *field, const cJSON *a, const cJSON *b)
 static void walk(diff_ctx *d, const char *prefix, const cJSON *a, const cJSON *b)
 {
     char path[256];
+    if (is_controller(prefix))
+        return;
     if (cJSON_IsObject(a) && cJSON_IsObject(b) && !gpc_spec_field_is_job(prefix)) {
         const cJSON *x;
         cJSON_ArrayForEach(x, a) {

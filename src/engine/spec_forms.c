@@ -414,3 +414,49 @@ bad:
                     "%s: expected a GPU like A100-80GB:8, A100:80GB:8, H100:8, T4 "
                     "or 24GB..80GB:2, got %s", what, spec_quote(s, len, q));
 }
+
+uint64_t gpc_spec_zone_cooldown_s(const gpc_spec *spec)
+{
+    return spec->spot.zone_cooldown_set ? spec->spot.zone_cooldown_s
+                                        : GPC_SPOT_ZONE_COOLDOWN_DEFAULT_S;
+}
+
+uint32_t gpc_spec_fallback_after(const gpc_spec *spec)
+{
+    if (spec->spot.policy != GPC_SPOT_AUTO)
+        return 0;
+    return spec->spot.fallback_after ? spec->spot.fallback_after
+                                     : GPC_SPOT_FALLBACK_AFTER_DEFAULT;
+}
+
+bool spec_duration_zero(const char *s, size_t len)
+{
+    size_t z = 0;
+    while (z < len && s[z] == '0')
+        z++;
+    return z > 0 && (z == len || (z + 1 == len && strchr("dhms", s[z]) != NULL));
+}
+
+/* env: NAME must be [A-Za-z_][A-Za-z0-9_]*. */
+bool spec_valid_env_name(const char *s, size_t len)
+{
+    if (len == 0 || is_digit((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_alnum((unsigned char)s[i]) && s[i] != '_')
+            return false;
+    return true;
+}
+
+/* labels: key must be [a-z0-9][-_.a-z0-9]{0,62}. */
+bool spec_valid_label_key(const char *s, size_t len)
+{
+    if (len == 0 || len > 63 || !(is_lower((unsigned char)s[0]) || is_digit((unsigned char)s[0])))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        int c = (unsigned char)s[i];
+        if (!is_lower(c) && !is_digit(c) && c != '-' && c != '_' && c != '.')
+            return false;
+    }
+    return true;
+}

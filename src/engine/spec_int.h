@@ -49,6 +49,16 @@ bool spec_parse_u64(const char *s, size_t len, uint64_t *out);
 /* An optional sign, digits, an optional fraction ("15", "-2", "0.5", ".5"). */
 bool spec_parse_number(const char *s, size_t len, double *out);
 
+/* env: a NAME of [A-Za-z_][A-Za-z0-9_]*. */
+bool spec_valid_env_name(const char *s, size_t len);
+
+/* labels: a key of [a-z0-9][-_.a-z0-9]{0,62}. */
+bool spec_valid_label_key(const char *s, size_t len);
+
+/* 1 when s[0..len) is a zero duration: "0", "00", or zero and one unit
+ * ("0s", "0m", "0h", "0d"), which gpc_parse_duration refuses. */
+bool spec_duration_zero(const char *s, size_t len);
+
 /* 'text' for messages, cut at SHOW_MAX bytes on a UTF-8 boundary; returns buf. */
 const char *spec_quote(const char *text, size_t len, char buf[SHOW_MAX]);
 

@@ -140,6 +140,12 @@ cJSON *gpc_spec_to_json(const gpc_spec *s)
     jput(&ok, spot, "policy", cJSON_CreateString(gpc_spot_policy_name(s->spot.policy)));
     jput(&ok, spot, "max_price", jnum0(s->spot.max_price));
     jput(&ok, spot, "head", cJSON_CreateString(gpc_spot_policy_name(s->spot.head)));
+    /* only when set: the hash of a spec without them stays what earlier
+     * releases recorded */
+    if (s->spot.zone_cooldown_set)
+        jput(&ok, spot, "zone_cooldown_s", cJSON_CreateNumber((double)s->spot.zone_cooldown_s));
+    if (s->spot.fallback_after)
+        jput(&ok, spot, "fallback_after", cJSON_CreateNumber(s->spot.fallback_after));
 
     cJSON *budget = jput(&ok, j, "budget", cJSON_CreateObject());
     jput(&ok, budget, "max_hourly", jnum0(s->budget.max_hourly));

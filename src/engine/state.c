@@ -40,6 +40,8 @@
  * while one is open is a no-op (keeps the first start), so a resumed command
  * cannot bill a node twice.  Closing a node with no open entry is a no-op.
  * An entry copies its node's region and market when it opens (schema 4).
+ * Zone cooldowns (schema 5) are rows added, never changed: the latest
+ * `until` of a zone counts.
  *
  * This file: phases, the schema, open and close, transactions; the rest
  * of the state is in the files state_db.h lists.
@@ -205,6 +207,18 @@ static const char *const migrations[] = {
      "UPDATE ledger SET"
      "  region = COALESCE((SELECT region FROM nodes WHERE nodes.id = ledger.node_id), ''),"
      "  spot = COALESCE((SELECT spot FROM nodes WHERE nodes.id = ledger.node_id), 0);"),
+    /* 5: zone cooldowns - a zone that took a node back or had no capacity,
+     * passed over until `until` (spot.zone_cooldown; why: which) */
+    ("CREATE TABLE zone_cooldowns ("
+     "  id       INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  provider TEXT    NOT NULL,"
+     "  region   TEXT    NOT NULL,"
+     "  zone     TEXT    NOT NULL,"
+     "  at       INTEGER NOT NULL,"
+     "  until    INTEGER NOT NULL,"
+     "  why      TEXT    NOT NULL DEFAULT ''"
+     ");"
+     "CREATE INDEX zone_cooldowns_by_zone ON zone_cooldowns (provider, region, zone, until);"),
 };
 
 #define GPC_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))

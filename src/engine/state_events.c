@@ -169,6 +169,75 @@ int gpc_capacity_miss_last(gpc_state *st, const char *provider, const char *regi
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
 }
 
+int gpc_zone_cool_add(gpc_state *st, const char *provider, const char *region, const char *zone,
+                      int64_t at, int64_t until, const char *why, gpc_error *err)
+{
+    if (gpc_st_write_guard(st, err))
+        return GPC_ERR_STATE;
+    const char *what = "record zone cooldown";
+    sqlite3_stmt *s;
+    if (gpc_st_prep(st, "INSERT INTO zone_cooldowns (provider, region, zone, at, until, why) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    &s, what, err))
+        return GPC_ERR_STATE;
+    gpc_st_bind_text(s, 1, provider);
+    gpc_st_bind_text(s, 2, region);
+    gpc_st_bind_text(s, 3, zone);
+    sqlite3_bind_int64(s, 4, at);
+    sqlite3_bind_int64(s, 5, until);
+    gpc_st_bind_text(s, 6, why ? why : "");
+    int rc = gpc_st_step_first(st, s, what, err);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+int gpc_zone_cool_get(gpc_state *st, const char *provider, const char *region, const char *zone,
+                      int64_t now, gpc_zone_cool_rec *out, int *found, gpc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    *found = 0;
+    const char *what = "read zone cooldowns";
+    sqlite3_stmt *s;
+    if (gpc_st_prep(st, "SELECT at, until, why FROM zone_cooldowns WHERE provider = ?1 AND "
+                        "region = ?2 AND zone = ?3 AND until > ?4 ORDER BY until DESC, id DESC "
+                        "LIMIT 1",
+                    &s, what, err))
+        return GPC_ERR_STATE;
+    gpc_st_bind_text(s, 1, provider);
+    gpc_st_bind_text(s, 2, region);
+    gpc_st_bind_text(s, 3, zone);
+    sqlite3_bind_int64(s, 4, now);
+    int rc = gpc_st_step_first(st, s, what, err), bad = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *why = sqlite3_column_text(s, 2);
+        out->at = sqlite3_column_int64(s, 0);
+        out->until = sqlite3_column_int64(s, 1);
+        if (sqlite3_column_type(s, 0) != SQLITE_INTEGER ||
+            sqlite3_column_type(s, 1) != SQLITE_INTEGER || out->at < 0 || out->at > TIME_MAX ||
+            out->until < 0 || out->until > TIME_MAX)
+            bad = gpc_fail(err, GPC_ERR_STATE, "state %s: zone_cooldowns of %s %s %s: at or "
+                           "until is not a time (0..%lld)", st->dbpath, provider, region, zone,
+                           (long long)TIME_MAX);
+        else if (!(out->why = strdup(why ? (const char *)why : "")))
+            bad = gpc_fail(err, GPC_ERR_NOMEM, "out of memory");
+        *found = !bad;
+        if (bad)
+            memset(out, 0, sizeof(*out));
+    }
+    sqlite3_finalize(s);
+    if (bad)
+        return bad;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GPC_ERR_STATE;
+}
+
+void gpc_zone_cool_rec_free(gpc_zone_cool_rec *rec)
+{
+    if (!rec)
+        return;
+    free(rec->why);
+    memset(rec, 0, sizeof(*rec));
+}
+
 int gpc_event_add(gpc_state *st, int64_t cluster_id, int rank,
                   const char *kind, const char *message, gpc_error *err)
 {

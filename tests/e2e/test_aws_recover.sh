@@ -11,6 +11,9 @@
 #  - the head's torchrun restarted its workers into a new rendezvous round
 #    that the new node joined; the job resumed from the last checkpoint
 #    written before the loss (no epoch lost), went on and succeeded;
+#  - the worker's zone cools down (spot.zone_cooldown, 30m by default) and
+#    the replacement goes to another zone of the region (g5.xlarge has no
+#    EFA: no placement group keeps it there);
 #  - each recovery is an event; destroy leaves nothing.
 # Needs what test_aws_job needs (else skipped, exit 77).
 source "$(dirname "$0")/lib.sh" || exit 1
@@ -86,8 +89,15 @@ expect_match "the loss fell after the resume" yes "$(/usr/bin/python3 -c '
 import re, sys
 ls = [float(m.group(1)) for m in re.finditer(r"epoch \d+/60 loss ([0-9.]+)", open(sys.argv[1]).read())]
 print("yes" if len(ls) > 2 and ls[-1] < ls[0] else "no")' "$T/apply.out")"
-expect_eq "each recovery is an event" \
-    "node rc-1 ($W1) was preempted while the job runs: replacing it|replaced by $W2" \
+Z1=$(db "select zone from nodes where provider_id = '$W1'")
+Z2=$(db "select zone from nodes where provider_id = '$W2'")
+expect_match "the worker was in a zone of us-east-1" '^us-east-1[a-d]$' "$Z1"
+expect_eq "its replacement went to another zone (the worker's cools down)" yes \
+    "$( [ -n "$Z2" ] && [ "$Z2" != "$Z1" ] && echo yes || echo no)"
+expect_eq "the cooldown is in the state: 30 minutes from the loss" "1800|node rc-1 ($W1) was preempted" \
+    "$(db "select (until - at) || '|' || why from zone_cooldowns where zone = '$Z1'")"
+expect_match "each recovery is an event" \
+    "^node rc-1 \\($W1\\) was preempted while the job runs: replacing it\\|zone $Z1 of us-east-1 passed over for 30m \\(spot.zone_cooldown, until [0-9T:-]+Z\\): node rc-1 \\($W1\\) was preempted\\|zone $Z1 cools down \\(until [0-9T:-]+Z: node rc-1 \\($W1\\) was preempted\\): the replacement goes to another zone of us-east-1 first\\|replaced by $W2\$" \
     "$(db "select message from events where kind = 'recovery' order by id" | paste -sd'|')"
 g status rc > "$T/status.out" 2>&1
 expect_match "status lists the notice and the recovery" \
@@ -95,8 +105,10 @@ expect_match "status lists the notice and the recovery" \
 AT +RANK +KIND +WHAT
 [0-9T:-]+Z +1 +interruption +terminate notice for $W1, deadline [0-9T:-]+Z: EC2 spot/instance-action, seen by the node
 [0-9T:-]+Z +1 +recovery +node rc-1 \\($W1\\) was preempted while the job runs: replacing it
+[0-9T:-]+Z +1 +recovery +zone $Z1 of us-east-1 passed over for 30m .*
+[0-9T:-]+Z +- +recovery +zone $Z1 cools down .*: the replacement goes to another zone of us-east-1 first
 [0-9T:-]+Z +1 +recovery +replaced by $W2\$" "$(sed -n '/^interruptions, recoveries/,$p' "$T/status.out")"
-expect_eq "status -o json has them too" "interruption recovery recovery" \
+expect_eq "status -o json has them too" "interruption recovery recovery recovery recovery" \
     "$(g -o json status rc | /usr/bin/python3 -c 'import json,sys; print(" ".join(r["kind"] for r in json.load(sys.stdin)["clusters"][0]["recoveries"]))')"
 run_rc rc g -y destroy rc > /dev/null 2> "$T/destroy.err"
 expect_eq "destroy" 0 "$rc"

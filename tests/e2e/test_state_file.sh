@@ -60,7 +60,7 @@ before="$(sha256sum < "$DB") $(stat -c %Y "$DB")"
 run_rc rc g status 2> "$T/s3.err"
 expect_eq "newer schema: exit 5" 5 "$rc"
 expect_eq "says so, and that the file was left alone" \
-    "gpuctl: error: state $DB: schema version 99 is newer than this gpuctl supports (4); the file was left as it is: use the newer gpuctl that wrote it" \
+    "gpuctl: error: state $DB: schema version 99 is newer than this gpuctl supports (5); the file was left as it is: use the newer gpuctl that wrote it" \
     "$(cat "$T/s3.err")"
 run_rc rc g -y destroy recorded 2> /dev/null
 expect_eq "destroy refuses it too: exit 5" 5 "$rc"

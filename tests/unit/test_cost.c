@@ -279,6 +279,7 @@ static void test_migration_backfill(void **pstate)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, "ALTER TABLE ledger DROP COLUMN region;"
                                       "ALTER TABLE ledger DROP COLUMN spot;"
+                                      "DROP TABLE zone_cooldowns;"
                                       "PRAGMA user_version = 3;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     OK(gpc_state_open(f->dir, &f->st, err));

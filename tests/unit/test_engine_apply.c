@@ -323,6 +323,8 @@ static void test_rollback_next_zone(void **state)
              "2 error: create failed: scripted: create_node: capacity (scripted)\n"
              "0 delete: removed s-1 after a failed launch\n"
              "1 delete: removed s-2 after a failed launch\n"
+             "- recovery: zone r1a of r1 passed over for 30m (spot.zone_cooldown, until "
+             "2023-11-14T22:43:20Z): no capacity for t1 on-demand\n"
              "0 create: created job-0 as s-3 in r1/r1b\n"
              "1 create: created job-1 as s-4 in r1/r1b\n"
              "2 create: created job-2 as s-5 in r1/r1b\n"
@@ -623,6 +625,9 @@ static void test_region_quota_interleaved(void **state)
         "t1 r2 on-demand\n"
         "info: gpuctl: scripted: create_node: capacity (scripted); trying offer 4 of 4: "
         "scripted t2 r2 on-demand\n"
+        /* r2a had no capacity for t1: it cools down (zones.c), and is tried */
+        "info: gpuctl: zone r2a cools down (until 2023-11-14T22:43:20Z: no capacity for t1 "
+        "on-demand): tried anyway, the only zone\n"
         "info: created node job-0 (s-1)\n"
         "info: [   0s] job: 0 of 1 node(s) running\n"
         "info: [   5s] job: 1 of 1 node(s) running\n");
@@ -630,13 +635,15 @@ static void test_region_quota_interleaved(void **state)
 
 /* A zone that met no capacity is skipped by the applies of the next
  * GPUCTL_CAPACITY_SKIP_S seconds (600 by default; 0: never), recorded as
- * a skipped attempt. */
+ * a skipped attempt.  (spot.zone_cooldown 0: no zone is tried last,
+ * test_zone_cooldown_order tests that.) */
 static void test_capacity_skip(void **state)
 {
     eng *e = *state;
     scripted_zones("r1", "r1a r1b");
     scripted_fail("create_node", "zone=r1a", 1, GPC_ERR_CAPACITY);
-    eng_spec(e, SPEC("scripted", 1));
+    eng_spec(e, "name: job\nprovider: scripted\nspot: {zone_cooldown: 0}\nrun:\n"
+                "  command: python3 train.py\n");
     gpc_apply_result res;
     gpc_error err;
     assert_int_equal(eng_apply(e, &res, &err), 0); /* the miss at +0, done at +5 */

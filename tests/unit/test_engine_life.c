@@ -483,8 +483,9 @@ static void test_recover_preempted_worker(void **state)
 {
     eng *e = *state;
     scripted_offer_spot("t1", "r1", 0.3);
+    /* no zone cooldown here: test_engine_recover.c has it */
     eng_spec(e, "name: job\nprovider: scripted\nnodes: 3\nspot:\n  policy: spot\n"
-                "run:\n  command: python3 train.py\n");
+                "  zone_cooldown: 0\nrun:\n  command: python3 train.py\n");
     scripted_preempt_at("s-2", ENG_T0 + 20);
     /* the wait's 2nd look (+10) finds no provider: asked again at +15 */
     scripted_fail("describe_nodes", NULL, 5, GPC_ERR_PROVIDER);

@@ -20,8 +20,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* (no zone cooldown: test_engine_recover has it) */
 #define SPOT_SPEC "name: job\nprovider: scripted\nnodes: 3\nspot:\n  policy: spot\n" \
-                  "run:\n  command: python3 train.py\n"
+                  "  zone_cooldown: 0\nrun:\n  command: python3 train.py\n"
 
 /* apply without --wait (polling every 5 s); calls and what it said are
  * forgotten */

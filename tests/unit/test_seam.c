@@ -257,7 +257,7 @@ static void test_migrate_from_2(void **unused)
     gpc_state_close(st);
 
     /* take the database back to version 2 as it was (the columns of
-     * versions 3 and 4 dropped) */
+     * versions 3 and 4 and the table of version 5 dropped) */
     char path[320];
     snprintf(path, sizeof(path), "%s/gpuctl.db", dir);
     sqlite3 *db;
@@ -266,6 +266,7 @@ static void test_migrate_from_2(void **unused)
                                       "ALTER TABLE nodes DROP COLUMN provider_data;"
                                       "ALTER TABLE ledger DROP COLUMN region;"
                                       "ALTER TABLE ledger DROP COLUMN spot;"
+                                      "DROP TABLE zone_cooldowns;"
                                       "PRAGMA user_version = 2;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
 
@@ -289,7 +290,7 @@ static void test_migrate_from_2(void **unused)
     sqlite3_stmt *s;
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(s, 0), 4);
+    assert_int_equal(sqlite3_column_int(s, 0), 5);
     sqlite3_finalize(s);
     sqlite3_close(db);
 }

@@ -1195,6 +1195,82 @@ static void test_spot(void **state)
     RUN_ERR_CASES(cases);
 }
 
+/* spot.zone_cooldown and spot.fallback_after: parsed, their defaults, in
+ * the canonical JSON only when set (a spec without them keeps its hash),
+ * and fallback_after refused with a policy other than auto, where it is
+ * written. */
+static void test_spot_recovery_fields(void **state)
+{
+    (void)state;
+    gpc_spec *s = load(MIN "spot: {policy: auto, zone_cooldown: 1h30m, fallback_after: 3}\n");
+    assert_int_equal(s->spot.zone_cooldown_set, 1);
+    assert_int_equal(s->spot.zone_cooldown_s, 5400);
+    assert_int_equal(gpc_spec_zone_cooldown_s(s), 5400);
+    assert_int_equal(gpc_spec_fallback_after(s), 3);
+    cJSON *j = gpc_spec_to_json(s);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "spot"));
+    assert_string_equal(text, "{\"policy\":\"auto\",\"max_price\":null,\"head\":\"auto\","
+                              "\"zone_cooldown_s\":5400,\"fallback_after\":3}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    gpc_spec_free(s);
+    /* 0 disables the cooldown, and is set (so in the JSON) */
+    s = load(MIN "spot: {policy: spot, zone_cooldown: 0}\n");
+    assert_int_equal(s->spot.zone_cooldown_set, 1);
+    assert_int_equal(gpc_spec_zone_cooldown_s(s), 0);
+    assert_int_equal(gpc_spec_fallback_after(s), 0); /* not auto: never */
+    j = gpc_spec_to_json(s);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "spot"));
+    assert_string_equal(text, "{\"policy\":\"spot\",\"max_price\":null,\"head\":\"spot\","
+                              "\"zone_cooldown_s\":0}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    gpc_spec_free(s);
+    s = load(MIN "spot: {zone_cooldown: 0m}\n");
+    assert_int_equal(s->spot.zone_cooldown_set, 1);
+    assert_int_equal(gpc_spec_zone_cooldown_s(s), 0);
+    gpc_spec_free(s);
+    /* not set: the defaults, and the JSON (so the hash) of before */
+    s = load(MIN "spot: auto\n");
+    assert_int_equal(s->spot.zone_cooldown_set, 0);
+    assert_int_equal(gpc_spec_zone_cooldown_s(s), 1800);
+    assert_int_equal(gpc_spec_fallback_after(s), 2);
+    j = gpc_spec_to_json(s);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "spot"));
+    assert_string_equal(text, "{\"policy\":\"auto\",\"max_price\":null,\"head\":\"auto\"}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    gpc_spec_free(s);
+    char a[65], b[65];
+    hash_of(MIN "spot: auto\n", a);
+    hash_of(MIN "spot: {policy: auto}\n", b);
+    assert_string_equal(a, b);
+    hash_of(MIN "spot: {policy: auto, fallback_after: 2}\n", b); /* written: counts */
+    assert_string_not_equal(a, b);
+
+    static const err_case cases[] = {
+        {MIN "spot: {policy: spot, fallback_after: 2}\n",
+         "job.yaml:3:38: spot.fallback_after: only policy auto falls back to on-demand, and "
+         "spot.policy is spot: remove fallback_after or set policy: auto"},
+        {MIN "spot: {fallback_after: 3}\n",
+         "job.yaml:3:24: spot.fallback_after: only policy auto falls back to on-demand, and "
+         "spot.policy is on-demand: remove fallback_after or set policy: auto"},
+        {MIN "spot: {policy: auto, fallback_after: 0}\n",
+         "job.yaml:3:38: spot.fallback_after: expected an integer >= 1, got '0'"},
+        {MIN "spot: {policy: auto, fallback_after: 10001}\n",
+         "job.yaml:3:38: spot.fallback_after: at most 10000, got '10001'"},
+        {MIN "spot: {zone_cooldown: soon}\n",
+         "job.yaml:3:23: spot.zone_cooldown: expected a duration like 90s, 30m, 72h, 1d or "
+         "1h30m, got 'soon'"},
+        {MIN "spot: {zone_cooldown: 0x}\n",
+         "job.yaml:3:23: spot.zone_cooldown: expected a duration like 90s, 30m, 72h, 1d or "
+         "1h30m, got '0x'"},
+        {MIN "spot: {zone_cooldown: -5m}\n",
+         "job.yaml:3:23: spot.zone_cooldown: expected a positive duration, got '-5m'"},
+    };
+    RUN_ERR_CASES(cases);
+}
+
 static void test_budget_lifecycle(void **state)
 {
     (void)state;
@@ -1662,6 +1738,7 @@ int main(void)
         cmocka_unit_test(test_hash_changes),
         cmocka_unit_test(test_hash_vectors),
         cmocka_unit_test(test_node_end),
+        cmocka_unit_test(test_spot_recovery_fields),
         cmocka_unit_test(test_enum_names),
     };
     return cmocka_run_group_tests_name("spec", tests, NULL, NULL);

@@ -142,6 +142,39 @@ static void test_shape_fields(void **state)
                 "nodes[shape]=2->1;setup[job]=\"pip install x\"->\"make\";");
 }
 
+/* spot.zone_cooldown and spot.fallback_after only steer the controller:
+ * set, changed or removed, no change; beside another change, only that
+ * one. */
+static void test_controller_fields(void **state)
+{
+    (void)state;
+    expect_diff("nodes: 2\n", "nodes: 2\nspot:\n  zone_cooldown: 10m\n", "");
+    char *old = edit("nodes: 2\n", "nodes: 2\nspot:\n  policy: auto\n  zone_cooldown: 10m\n"
+                                   "  fallback_after: 3\n");
+    gpc_spec *a = load(old);
+    cJSON *j = gpc_spec_to_json(a);
+    char *aj = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    gpc_spec *b = load(base_yaml);
+    b->spot.policy = b->spot.head = GPC_SPOT_AUTO;
+    gpc_spec_change *c = NULL;
+    size_t n = 0;
+    gpc_error e;
+    gpc_error_clear(&e);
+    assert_int_equal(gpc_spec_diff(aj, b, &c, &n, &e), 0); /* both removed */
+    assert_int_equal(n, 0);
+    b->spot.fallback_after = 5;
+    b->nodes = 3;
+    assert_int_equal(gpc_spec_diff(aj, b, &c, &n, &e), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(c[0].field, "nodes");
+    gpc_spec_changes_free(c, n);
+    cJSON_free(aj);
+    gpc_spec_free(a);
+    gpc_spec_free(b);
+    free(old);
+}
+
 static void test_field_is_job(void **state)
 {
     (void)state;
@@ -224,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_same_spec),
         cmocka_unit_test(test_job_fields),
         cmocka_unit_test(test_shape_fields),
+        cmocka_unit_test(test_controller_fields),
         cmocka_unit_test(test_field_is_job),
         cmocka_unit_test(test_bad_recorded_json),
         cmocka_unit_test(test_render_job),

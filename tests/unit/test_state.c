@@ -303,10 +303,10 @@ static void test_open_modes(void **pstate)
     sqlite3 *db = raw_open(dir);
     char buf[64];
     assert_string_equal(raw_text(db, "PRAGMA journal_mode", buf, sizeof(buf)), "wal");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                                  "AND name IN ('clusters','nodes','attempts','events',"
-                                 "'ledger','capacity_misses')"), 6);
+                                 "'ledger','capacity_misses','zone_cooldowns')"), 7);
     sqlite3_close(db);
     OK(gpc_state_check(st, err));
     gpc_state_close(st);
@@ -357,7 +357,7 @@ static void test_open_errors(void **pstate)
     assert_int_equal(gpc_state_open(f->state, &st, &ge), GPC_ERR_STATE);
     assert_null(st);
     snprintf(want, sizeof(want),
-             "state %s: schema version 99 is newer than this gpuctl supports (4); the file "
+             "state %s: schema version 99 is newer than this gpuctl supports (5); the file "
              "was left as it is: use the newer gpuctl that wrote it", p);
     assert_string_equal(ge.msg, want);
 
@@ -504,7 +504,7 @@ static void test_open_newer_untouched(void **pstate)
         assert_null(st);
         char want[PATH_MAX + 256];
         snprintf(want, sizeof(want),
-                 "state %s: schema version 99 is newer than this gpuctl supports (4); the "
+                 "state %s: schema version 99 is newer than this gpuctl supports (5); the "
                  "file was left as it is: use the newer gpuctl that wrote it", p);
         assert_string_equal(ge.msg, want);
 
@@ -1463,6 +1463,59 @@ static void test_attempts(void **pstate)
     gpc_state_close(st);
 }
 
+/* Zone cooldowns: the one that lasts longest while it holds, none once
+ * it ended (until is exclusive) or for another zone; and a schema 4
+ * database (before zone_cooldowns) migrated to 5 keeps its rows. */
+static void test_zone_cooldowns(void **pstate)
+{
+    fx *f = *pstate;
+    gpc_state *st = open_ok(f->state);
+    insert_cluster(st, "z");
+    gpc_zone_cool_rec r;
+    int found = -1;
+    OK(gpc_zone_cool_get(st, "aws", "us-east-1", "us-east-1a", 1000, &r, &found, err));
+    assert_int_equal(found, 0);
+    assert_null(r.why);
+    OK(gpc_zone_cool_add(st, "aws", "us-east-1", "us-east-1a", 1000, 2800, "node z-1 (i-1) was "
+                         "preempted", err));
+    OK(gpc_zone_cool_add(st, "aws", "us-east-1", "us-east-1a", 1100, 1700, "no capacity for p5 "
+                         "spot", err));
+    OK(gpc_zone_cool_get(st, "aws", "us-east-1", "us-east-1a", 1200, &r, &found, err));
+    assert_int_equal(found, 1);
+    assert_int_equal(r.at, 1000);
+    assert_int_equal(r.until, 2800);
+    assert_string_equal(r.why, "node z-1 (i-1) was preempted");
+    gpc_zone_cool_rec_free(&r);
+    assert_null(r.why);
+    OK(gpc_zone_cool_get(st, "aws", "us-east-1", "us-east-1a", 2800, &r, &found, err));
+    assert_int_equal(found, 0);
+    OK(gpc_zone_cool_get(st, "aws", "us-east-1", "us-east-1b", 1200, &r, &found, err));
+    assert_int_equal(found, 0);
+    OK(gpc_zone_cool_get(st, "local", "us-east-1", "us-east-1a", 1200, &r, &found, err));
+    assert_int_equal(found, 0);
+    gpc_state_close(st);
+
+    /* back to schema 4, as an older gpuctl left it */
+    sqlite3 *db = raw_open(f->state);
+    raw_exec(db, "DROP TABLE zone_cooldowns; PRAGMA user_version = 4");
+    sqlite3_close(db);
+    st = open_ok(f->state);
+    db = raw_open(f->state);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 5);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM zone_cooldowns"), 0);
+    sqlite3_close(db);
+    gpc_cluster_rec c;
+    OK(gpc_cluster_get(st, "z", &c, err));
+    gpc_cluster_rec_free(&c);
+    OK(gpc_zone_cool_add(st, "aws", "us-east-1", "us-east-1c", 10, 20, NULL, err));
+    OK(gpc_zone_cool_get(st, "aws", "us-east-1", "us-east-1c", 19, &r, &found, err));
+    assert_int_equal(found, 1);
+    assert_string_equal(r.why, "");
+    gpc_zone_cool_rec_free(&r);
+    OK(gpc_state_check(st, err));
+    gpc_state_close(st);
+}
+
 static void test_events_in_order(void **pstate)
 {
     fx *f = *pstate;
@@ -1962,6 +2015,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_unique_and_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_numbers_in_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attempts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zone_cooldowns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ledger_cost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),

@@ -252,6 +252,14 @@ void scripted_offer_spot(const char *type, const char *region, double price)
     W.offers[W.n_offers - 1].spot = 1;
 }
 
+void scripted_offer_fabric(const char *fabric)
+{
+    sc_init();
+    if (W.n_offers == 0)
+        sc_full("offers (none to give a fabric)");
+    sc_copy(W.offers[W.n_offers - 1].fabric, sizeof(W.offers[0].fabric), fabric);
+}
+
 void scripted_notice(const char *id, const char *action, int64_t deadline)
 {
     sc_init();
@@ -1047,7 +1055,7 @@ static const gpc_userdata_rules sc_userdata_elastic = {
 const gpc_provider gpc_provider_scripted = {
     .name = "scripted",
     .summary = "test provider: nodes one by one, answers from a script (tests only)",
-    .caps = GPC_CAP_OWN_OFFERS,
+    .caps = GPC_CAP_OWN_OFFERS | GPC_CAP_PLACEMENT,
     .userdata = &sc_userdata_one,
     .open = sc_open,
     .close = sc_close,

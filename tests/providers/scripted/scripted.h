@@ -4,8 +4,9 @@
  * docs/testing.md, "The scripted providers").
  *
  * Six provider tables share one world (tests/providers/scripted/
- * provider.cmake): `scripted` (nodes one by one, with list_zones,
- * find_node, describe_nodes, nodes_running and cleanup_cluster),
+ * provider.cmake): `scripted` (nodes one by one, placement groups, with
+ * list_zones, find_node, describe_nodes, nodes_running and
+ * cleanup_cluster),
  * `scripted_batch` (the same and create_nodes, whose nodes take their rank
  * from the launch index), `scripted_basic` (only list_offers, create_node,
  * find_node, describe_node and delete_node; a node's IP is known once it is
@@ -122,6 +123,11 @@ void scripted_gone_at(const char *id, int64_t at);
 /* A spot offer (gpc_offer.spot = 1) of `type` in `region` at `price`
  * USD/hour, beside the on-demand ones of scripted_offer. */
 void scripted_offer_spot(const char *type, const char *region, double price);
+
+/* The offer added last gets fabric `fabric` ("efa"; the default is
+ * "none").  `scripted` has placement groups (GPC_CAP_PLACEMENT): a
+ * cluster of several nodes on an offer with a fabric keeps its zone. */
+void scripted_offer_fabric(const char *fabric);
 
 /* Node `id` gets an interruption notice: poll_interruptions says
  * `action` ("terminate") with `deadline` (Unix seconds) from now on. */
