@@ -71,6 +71,32 @@ static int apply_opt(int opt, const char *arg, void *ud)
     return gpc_wait_opt(opt, arg, &a->opts);
 }
 
+void gpc_json_add_job_end(cJSON *doc, gpc_session *s, const gpc_apply_result *res,
+                          const gpc_error *err)
+{
+    cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
+    if (res->exit_code >= 0)
+        cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);
+    else
+        cJSON_AddNullToObject(doc, "exit_code");
+    if (err->code)
+        gpc_json_add_error(doc, "error", err, gpc_exit_status(err->code));
+    else
+        cJSON_AddNullToObject(doc, "error");
+    gpc_cluster_rec c;
+    gpc_error e;
+    gpc_error_clear(&e);
+    cJSON *cj = NULL;
+    if (res->cluster_id && gpc_cluster_get_by_id(s->st, res->cluster_id, &c, &e) == 0) {
+        cj = gpc_cluster_json(s, &c, &e);
+        gpc_cluster_rec_free(&c);
+    }
+    if (cj)
+        cJSON_AddItemToObject(doc, "cluster_status", cj);
+    else
+        cJSON_AddNullToObject(doc, "cluster_status");
+}
+
 void gpc_print_job_end(gpc_session *s, const gpc_apply_result *res)
 {
     /* rank 0 exited 0 while another node's job failed: name that node
@@ -139,28 +165,7 @@ static void print_apply_json(gpc_session *s, const char *name, const gpc_apply_o
         cJSON_AddNumberToObject(doc, "first_output_s", (double)(long)(res->first_output_s * 10) / 10);
     else
         cJSON_AddNullToObject(doc, "first_output_s");
-    cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
-    if (res->exit_code >= 0)
-        cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);
-    else
-        cJSON_AddNullToObject(doc, "exit_code");
-    if (err->code) {
-        gpc_json_add_error(doc, "error", err, gpc_exit_status(err->code));
-    } else {
-        cJSON_AddNullToObject(doc, "error");
-    }
-    gpc_cluster_rec c;
-    gpc_error e2;
-    gpc_error_clear(&e2);
-    cJSON *cj = NULL;
-    if (res->cluster_id && gpc_cluster_get_by_id(s->st, res->cluster_id, &c, &e2) == 0) {
-        cj = gpc_cluster_json(s, &c, &e2);
-        gpc_cluster_rec_free(&c);
-    }
-    if (cj)
-        cJSON_AddItemToObject(doc, "cluster_status", cj);
-    else
-        cJSON_AddNullToObject(doc, "cluster_status");
+    gpc_json_add_job_end(doc, s, res, err);
     gpc_print_json(doc);
 }
 

@@ -392,13 +392,9 @@ int gpc_cmd_logs(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int rc = gpc_parse_options(o, c, argc, argv, logs_opt, &a, &done);
     if (done)
         return rc;
-    if (optind >= argc)
-        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
-    if (optind + 1 < argc)
-        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
-    const char *name = argv[optind];
-    if (!gpc_valid_cluster_name(name))
-        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
+    const char *name = NULL;
+    if ((rc = gpc_name_operand(o, c, argc, argv, &name)) != 0)
+        return rc;
 
     gpc_error err;
     gpc_error_clear(&err);

@@ -48,27 +48,7 @@ static void print_watch_json(gpc_session *s, const char *name, int recover,
     cJSON_AddBoolToObject(doc, "recover", recover);
     cJSON_AddNumberToObject(doc, "created", res->created);
     cJSON_AddBoolToObject(doc, "waited", res->waited);
-    cJSON_AddStringToObject(doc, "phase", gpc_phase_name(res->phase));
-    if (res->exit_code >= 0)
-        cJSON_AddNumberToObject(doc, "exit_code", res->exit_code);
-    else
-        cJSON_AddNullToObject(doc, "exit_code");
-    if (err->code)
-        gpc_json_add_error(doc, "error", err, gpc_exit_status(err->code));
-    else
-        cJSON_AddNullToObject(doc, "error");
-    gpc_cluster_rec c;
-    gpc_error e;
-    gpc_error_clear(&e);
-    cJSON *cj = NULL;
-    if (res->cluster_id && gpc_cluster_get_by_id(s->st, res->cluster_id, &c, &e) == 0) {
-        cj = gpc_cluster_json(s, &c, &e);
-        gpc_cluster_rec_free(&c);
-    }
-    if (cj)
-        cJSON_AddItemToObject(doc, "cluster_status", cj);
-    else
-        cJSON_AddNullToObject(doc, "cluster_status");
+    gpc_json_add_job_end(doc, s, res, err);
     gpc_print_json(doc);
 }
 
@@ -80,13 +60,9 @@ int gpc_cmd_watch(gpc_out *o, const gpc_command *c, int argc, char **argv)
     int rc = gpc_parse_options(o, c, argc, argv, watch_opt, &a, &done);
     if (done)
         return rc;
-    if (optind >= argc)
-        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
-    if (optind + 1 < argc)
-        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
-    const char *name = argv[optind];
-    if (!gpc_valid_cluster_name(name))
-        return gpc_usage_error(o, c, "invalid cluster name '%s'", name);
+    const char *name = NULL;
+    if ((rc = gpc_name_operand(o, c, argc, argv, &name)) != 0)
+        return rc;
     if (a.file && a.no_recover)
         return gpc_usage_error(o, c, "-f gives the spec for replacement nodes, which "
                                "--no-recover makes none of%s", "");

@@ -159,6 +159,13 @@ int gpc_suggest_clusters(gpc_session *s, const char *name, int *recorded,
  * there are none, into err; returns it. */
 int gpc_no_cluster(gpc_session *s, const char *name, const char *no_hint, gpc_error *err);
 
+/* The one operand of a command about a cluster (`logs`, `watch`), NAME,
+ * after the options, into *name (argv's).  Returns 0, or
+ * gpc_usage_error's exit status for no operand, one more, or an invalid
+ * name. */
+int gpc_name_operand(gpc_out *o, const gpc_command *c, int argc, char **argv,
+                     const char **name);
+
 /* The cluster NAME operand of a command that runs something on its nodes
  * (`ssh`, `exec`), after the options, into *name (argv's).  Returns 0, or
  * gpc_usage_error's exit status for no operand, an invalid name, or -o json
@@ -179,6 +186,14 @@ int gpc_wait_opt(int opt, const char *arg, struct gpc_apply_opts *o);
 struct gpc_apply_result;
 struct gpc_session;
 void gpc_print_job_end(struct gpc_session *s, const struct gpc_apply_result *res);
+
+/* The end of `apply` and `watch` documents (-o json): `phase`,
+ * `exit_code` (rank 0's, null when none), `error` (err's, null when
+ * none), `cluster_status` (as status NAME's cluster, null when the
+ * cluster is not recorded) added to doc. */
+struct gpc_error;
+void gpc_json_add_job_end(struct cJSON *doc, struct gpc_session *s,
+                          const struct gpc_apply_result *res, const struct gpc_error *err);
 
 /* ---- shell completions (completion.c) --------------------------------- */
 

@@ -98,6 +98,19 @@ int gpc_no_cluster(gpc_session *s, const char *name, const char *no_hint, gpc_er
     return rc;
 }
 
+int gpc_name_operand(gpc_out *o, const gpc_command *c, int argc, char **argv,
+                     const char **name)
+{
+    if (optind >= argc)
+        return gpc_usage_error(o, c, "missing cluster NAME%s", "");
+    if (optind + 1 < argc)
+        return gpc_usage_error(o, c, "unexpected argument '%s'", argv[optind + 1]);
+    *name = argv[optind];
+    if (!gpc_valid_cluster_name(*name))
+        return gpc_usage_error(o, c, "invalid cluster name '%s'", *name);
+    return 0;
+}
+
 int gpc_node_command_name(gpc_out *o, const gpc_command *c, int argc, char **argv,
                           const char *what, const char **name)
 {
