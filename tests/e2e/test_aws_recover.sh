@@ -14,6 +14,8 @@
 #  - the worker's zone cools down (spot.zone_cooldown, 30m by default) and
 #    the replacement goes to another zone of the region (g5.xlarge has no
 #    EFA: no placement group keeps it there);
+#  - looks at EC2 that failed before (DescribeInstances answering 500)
+#    were asked again and replaced nothing;
 #  - each recovery is an event; destroy leaves nothing.
 # Needs what test_aws_job needs (else skipped, exit 77).
 source "$(dirname "$0")/lib.sh" || exit 1
@@ -56,6 +58,20 @@ HEAD=$(db "select provider_id from nodes where rank = 0")
 W1=$(db "select provider_id from nodes where rank = 1")
 expect_eq "an on-demand head, a spot worker" "on-demand spot" \
     "$(inst "' '.join(i.get('lifecycle') or 'on-demand' for h in ['$HEAD', '$W1'] for i in d['instances'] if i['id'] == h)")"
+# transient describe failures first: EC2 answers DescribeInstances with a
+# 500 eight times in a row, at least one of watch's looks in full (the
+# HTTP layer tries each four times; other calls may take some); a failed
+# look is asked again, never taken for a loss
+fake -X POST -d '{"action": "DescribeInstances", "code": "InternalError", "status": 500, "times": 8}' \
+    "$EC2/_fake/faults" > /dev/null
+faults_left() { fake "$EC2/_fake/faults" | /usr/bin/python3 -c 'import json, sys; print(sum(r.get("left", 0) or 0 for r in json.load(sys.stdin)))'; }
+for _ in $(seq 1 120); do
+    [ "$(faults_left)" = 0 ] && grep -q 'could not ask the provider about rc' "$T/apply.err" && break
+    sleep 0.5
+done
+expect_eq "the faults are spent" "0" "$(faults_left)"
+expect_match "a look failed: watch asked again" '^[1-9]' \
+    "$(grep -c "^gpuctl: could not ask the provider about rc (.*); asking again$" "$T/apply.err")"
 fake -X POST -d "{\"instance_id\": \"$W1\", \"notice_s\": 8}" "$EC2/_fake/preempt" > "$T/preempt.json"
 expect_eq "the fake gives the worker a notice" "{'ok': True}" "$(json_get "$T/preempt.json" 'd')"
 run_rc rc wait "$APPLY"
