@@ -125,6 +125,14 @@ typedef struct gpc_node_request {
                                   max_duration, the default one, or its
                                   budget end), as its bootstrap enforces;
                                   0 = no end.  aws tags it (expires-at). */
+    int64_t requested_at;      /* Unix seconds the node was recorded, its create
+                                  first meant: the same on every retry of
+                                  its client token, so that a time derived
+                                  from it (aws: expires-at = requested_at +
+                                  end_s) keeps the request's parameters, and
+                                  its idempotency, the same (EC2 refuses a
+                                  token with other parameters:
+                                  IdempotentParameterMismatch); 0 = now */
     uint32_t attempt;          /* 1, 2, ...: the launch attempt this create
                                   belongs to (the core's failover walk) */
     struct gpc_cluster_ref *ref; /* the cluster: its regions and provider data,

@@ -212,7 +212,8 @@ static int run_params(aws_ctx *c, const gpc_node_request *req, size_t n, region_
      * time, nothing of the job's */
     char exp[32], *ex = NULL;
     if (req->end_s) {
-        aws_rfc3339(gpc_now() + (int64_t)req->end_s, exp, sizeof(exp));
+        aws_rfc3339((req->requested_at > 0 ? req->requested_at : gpc_now()) +
+                        (int64_t)req->end_s, exp, sizeof(exp));
         ex = exp;
     }
     /* what rebuilds the cluster's record from its instances (orphans.c):

@@ -223,7 +223,7 @@ static gpc_node_request node_request(const gpc_session *s, const gpc_spec *spec,
     gpc_node_end end;
     gpc_spec_node_end(spec, cluster_hourly, &end);
     gpc_node_request req = {
-        .end_s = end.end_s,
+        .end_s = end.end_s, .requested_at = nd->created_at,
         .cluster = c->name, .cluster_uid = c->uid, .rank = nd->rank, .nnodes = c->nodes,
         .name = nd->name, .client_token = nd->client_token, .offer = of,
         .image = spec->image, .payload = pl,

@@ -442,6 +442,11 @@ expect_eq "l: the re-run looked the workers up while the first call was still in
 expect_eq "l: both RunInstances carried the workers' first token" \
     "inflight-w1-$U8-a1 inflight-w1-$U8-a1" \
     "$(calls RunInstances '" ".join(p["ClientToken"] for p in r)' "$n0")"
+# and the same parameters: the expiry tag is the node's record time plus its
+# end, not the time of each call (regression: a second between the calls
+# made EC2's idempotency refuse the retry, IdempotentParameterMismatch)
+expect_eq "l: both RunInstances carried the same expires-at" "1 2" \
+    "$(calls RunInstances 'str(len(set(v for p in r for k, v in p.items() if k.endswith(".Value") and p.get(k[:-5] + "Key") == "gpuctl:expires-at"))) + " " + str(len(r))' "$n0")"
 expect_eq "l: the fake: exactly 4 instances, all live, in 2 launches" "4 4 2" \
     "$(world '" ".join(str(x) for x in (len(d["instances"]), sum(1 for i in d["instances"] if i["state"] != "terminated"), len(d["reservations"])))')"
 expect_eq "l: exactly 4 node records, each with its own instance" \
