@@ -3,7 +3,8 @@
 # --boot) with the fake S3: the quickstart's trainer (DDP, gloo) on an
 # on-demand head and a spot worker, applied without --wait (as from CI) and
 # then followed by `gpuctl watch`, the controller; the worker gets a
-# notice (8 s ahead; the watcher asks every 5 s) and is then terminated (Server.SpotInstanceTermination):
+# notice (20 s ahead: the watcher on the node, and gpuctl, ask every 5 s;
+# EC2 gives 2 min) and is then terminated (Server.SpotInstanceTermination):
 #  - the worker's watcher saw the notice; gpuctl recorded it;
 #  - the controller replaced only that node (one RunInstances more, for
 #    rank 1, with the head's address); the head was never restarted (one
@@ -72,7 +73,7 @@ done
 expect_eq "the faults are spent" "0" "$(faults_left)"
 expect_match "a look failed: watch asked again" '^[1-9]' \
     "$(grep -c "^gpuctl: could not ask the provider about rc (.*); asking again$" "$T/apply.err")"
-fake -X POST -d "{\"instance_id\": \"$W1\", \"notice_s\": 8}" "$EC2/_fake/preempt" > "$T/preempt.json"
+fake -X POST -d "{\"instance_id\": \"$W1\", \"notice_s\": 20}" "$EC2/_fake/preempt" > "$T/preempt.json"
 expect_eq "the fake gives the worker a notice" "{'ok': True}" "$(json_get "$T/preempt.json" 'd')"
 run_rc rc wait "$APPLY"
 expect_eq "watch: the job succeeded after the recovery" 0 "$rc"
@@ -124,6 +125,9 @@ AT +RANK +KIND +WHAT
 [0-9T:-]+Z +1 +recovery +zone $Z1 of us-east-1 passed over for 30m .*
 [0-9T:-]+Z +- +recovery +zone $Z1 cools down .*: the replacement goes to another zone of us-east-1 first
 [0-9T:-]+Z +1 +recovery +replaced by $W2\$" "$(sed -n '/^interruptions, recoveries/,$p' "$T/status.out")"
+# (expect_match's pattern is one grep pattern per line: the kinds, in order)
+expect_eq "status lists them in order" "interruption recovery recovery recovery recovery" \
+    "$(sed -n '/^interruptions, recoveries/,$p' "$T/status.out" | awk 'NR > 2 && NF {print $3}' | paste -sd' ')"
 expect_eq "status -o json has them too" "interruption recovery recovery recovery recovery" \
     "$(g -o json status rc | /usr/bin/python3 -c 'import json,sys; print(" ".join(r["kind"] for r in json.load(sys.stdin)["clusters"][0]["recoveries"]))')"
 run_rc rc g -y destroy rc > /dev/null 2> "$T/destroy.err"
