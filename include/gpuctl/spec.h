@@ -260,6 +260,11 @@ int gpc_spec_load_string(const char *source, const char *base_dir,
 /* Release a spec (NULL is fine). */
 void gpc_spec_free(gpc_spec *spec);
 
+/* Is s a valid cluster name: lower-case letters, digits and '-', a letter
+ * first, no '-' last, 1 to 63 characters (an RFC 1123 label, as the
+ * spec's `name`)?  1 or 0. */
+int gpc_valid_cluster_name(const char *s);
+
 /*
  * Canonical JSON form of the spec ("spec_version": 1, every field, defaults
  * filled in, keys in a fixed order).  Caller frees with cJSON_Delete.

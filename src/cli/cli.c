@@ -499,16 +499,6 @@ void gpc_list_free(char **v, size_t n)
     free(v);
 }
 
-int gpc_valid_cluster_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return 0;
-    return 1;
-}
 
 int gpc_cmd_completion(gpc_out *o, const gpc_command *c, int argc, char **argv)
 {

@@ -16,6 +16,7 @@
 
 #include "gpuctl/buf.h"
 #include "gpuctl/catalog.h"
+#include "gpuctl/spec.h" /* gpc_valid_cluster_name */
 #include "output.h"
 #include "present.h"
 
@@ -133,8 +134,6 @@ int gpc_opt_duration(const char *option, const char *arg, double min_s, double m
 int gpc_list_append(const char *arg, char ***v, size_t *n);
 void gpc_list_free(char **v, size_t n);
 
-/* Is s a valid cluster name (RFC 1123 label, as the spec's `name`)? */
-int gpc_valid_cluster_name(const char *s);
 
 /* ---- did you mean (suggest.c) ----------------------------------------- */
 

@@ -16,16 +16,6 @@ int gpc_cluster_rebuilt(const gpc_cluster_rec *c)
     return c && c->spec_json && !c->spec_json[0];
 }
 
-/* A cluster name as apply takes it: lower-case letters, digits and '-',
- * a letter first, a letter or digit last, at most 63. */
-static int name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
 /* n lower-case hex digits and nothing else */
 static int hex_ok(const char *s, size_t n)
 {
@@ -68,7 +58,7 @@ static void judge(const gpc_orphan *o, size_t n, const char *uid, size_t *count,
         if (!why[0] && o[i].spec_hash[0] && strcmp(o[i].spec_hash, *hash) != 0)
             snprintf(why, size, "its nodes are tagged with two spec hashes");
     }
-    if (!why[0] && first && !name_ok(first->cluster))
+    if (!why[0] && first && !gpc_valid_cluster_name(first->cluster))
         snprintf(why, size, "its name tag '%s' is not a cluster name", first->cluster);
     if (!why[0] && !hex_ok(uid, 32))
         snprintf(why, size, "its uid tag is not one gpuctl makes (32 hex digits)");

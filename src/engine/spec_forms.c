@@ -460,3 +460,11 @@ bool spec_valid_label_key(const char *s, size_t len)
     }
     return true;
 }
+
+int gpc_valid_cluster_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
